@@ -1,0 +1,201 @@
+"""Load catalog and queries files, with errors that name the file and the JSON path.
+
+Formats (shared/benchmarks/README.md):
+- catalog: ``{"servers": [{"id", "name", "description", "tools": [{"name", "description",
+  "input_schema"}]}]}`` plus optional economics metadata per tool and server;
+- queries: JSON lines ``{"id", "query", "relevant": [...], "relevant_groups": [[...], ...]}``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from toolroute.catalog.models import Catalog, Server, Tool, ToolKey
+from toolroute.errors import CatalogError
+
+__all__ = ["Query", "catalog_from_dict", "load_catalog", "load_queries"]
+
+
+class _ToolIn(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    name: str = Field(min_length=1)
+    description: str = ""
+    input_schema: dict[str, Any] = Field(default_factory=dict)
+    price: float | None = Field(default=None, ge=0)
+    latency_s: float | None = Field(default=None, ge=0)
+    success_rate: float | None = Field(default=None, ge=0, le=1)
+
+    @field_validator("description", mode="before")
+    @classmethod
+    def _none_is_empty(cls, v: object) -> object:
+        return "" if v is None else v
+
+
+class _ServerIn(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    id: str = Field(min_length=1)
+    name: str = ""
+    description: str = ""
+    tools: list[_ToolIn]
+    ask_cost: float | None = Field(default=None, ge=0)
+    connect_latency_s: float | None = Field(default=None, ge=0)
+    failure_rate: float | None = Field(default=None, ge=0, le=1)
+
+    @field_validator("description", "name", mode="before")
+    @classmethod
+    def _none_is_empty(cls, v: object) -> object:
+        return "" if v is None else v
+
+
+class _CatalogIn(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    servers: list[_ServerIn]
+
+
+def _json_path(loc: tuple[int | str, ...]) -> str:
+    out = "$"
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out
+
+
+def _first_error(source: str, err: ValidationError) -> CatalogError:
+    first = err.errors()[0]
+    more = err.error_count() - 1
+    tail = f" (and {more} more)" if more else ""
+    return CatalogError(f"{source}: {_json_path(first['loc'])}: {first['msg']}{tail}")
+
+
+def catalog_from_dict(data: object, source: str = "<catalog>") -> Catalog:
+    """Validate parsed JSON into a :class:`Catalog`; duplicate ids/tool names are errors."""
+    try:
+        parsed = _CatalogIn.model_validate(data)
+    except ValidationError as e:
+        raise _first_error(source, e) from None
+    servers: list[Server] = []
+    seen_servers: set[str] = set()
+    for si, s in enumerate(parsed.servers):
+        if s.id in seen_servers:
+            raise CatalogError(f"{source}: $.servers[{si}].id: duplicate server id {s.id!r}")
+        seen_servers.add(s.id)
+        seen_tools: set[str] = set()
+        tools: list[Tool] = []
+        for ti, t in enumerate(s.tools):
+            if t.name in seen_tools:
+                raise CatalogError(
+                    f"{source}: $.servers[{si}].tools[{ti}].name: duplicate tool {t.name!r}"
+                )
+            seen_tools.add(t.name)
+            tools.append(
+                Tool(
+                    server=s.id,
+                    name=t.name,
+                    description=t.description,
+                    input_schema=t.input_schema,
+                    price=t.price,
+                    latency_s=t.latency_s,
+                    success_rate=t.success_rate,
+                )
+            )
+        servers.append(
+            Server(
+                id=s.id,
+                name=s.name or s.id,
+                description=s.description,
+                tools=tuple(tools),
+                ask_cost=s.ask_cost,
+                connect_latency_s=s.connect_latency_s,
+                failure_rate=s.failure_rate,
+            )
+        )
+    return Catalog(servers=tuple(servers))
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CatalogError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise CatalogError(f"{path}: is a directory, expected a JSON file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise CatalogError(f"{path}: cannot read: {e}") from None
+
+
+def load_catalog(path: str | Path) -> Catalog:
+    """Read and validate a catalog file."""
+    p = Path(path)
+    text = _read_text(p)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise CatalogError(
+            f"{p}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}"
+        ) from None
+    return catalog_from_dict(data, source=str(p))
+
+
+class _Ref(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    server: str
+    tool: str
+
+
+class _QueryIn(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    id: str | int
+    query: str = Field(min_length=1)
+    relevant: list[_Ref] = Field(default_factory=list)
+    relevant_groups: list[list[_Ref]] | None = None
+    complexity: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """A benchmark query: ground truth as groups of interchangeable tools (BASELINES.md)."""
+
+    id: str
+    text: str
+    groups: tuple[frozenset[ToolKey], ...]
+    complexity: str
+
+    @property
+    def relevant(self) -> frozenset[ToolKey]:
+        return frozenset().union(*self.groups) if self.groups else frozenset()
+
+
+def load_queries(path: str | Path, catalog: Catalog | None = None) -> list[Query]:
+    """Read a JSON-lines queries file; with ``catalog``, unknown relevant tools are errors."""
+    p = Path(path)
+    known = {t.key for t in catalog.tools()} if catalog is not None else None
+    out: list[Query] = []
+    for lineno, line in enumerate(_read_text(p).splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            q = _QueryIn.model_validate(json.loads(line))
+        except json.JSONDecodeError as e:
+            raise CatalogError(f"{p}:{lineno}: invalid JSON at column {e.colno}: {e.msg}") from None
+        except ValidationError as e:
+            raise _first_error(f"{p}:{lineno}", e) from None
+        raw_groups = (
+            q.relevant_groups if q.relevant_groups is not None else [[r] for r in q.relevant]
+        )
+        groups = tuple(frozenset((r.server, r.tool) for r in g) for g in raw_groups if g)
+        if known is not None:
+            for g in groups:
+                for key in g:
+                    if key not in known:
+                        raise CatalogError(
+                            f"{p}:{lineno}: $.relevant: {key[0]}/{key[1]} is not in the catalog"
+                        )
+        complexity = q.complexity or ("simple" if len(groups) == 1 else "complex")
+        out.append(Query(id=str(q.id), text=q.query, groups=groups, complexity=complexity))
+    if not out:
+        raise CatalogError(f"{p}: no queries")
+    return out

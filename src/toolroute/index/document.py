@@ -1,0 +1,149 @@
+"""Tool documents: the texts a tool is indexed by (seed 001 §3.2.1).
+
+A document has components — name, description, parameters, synthetic questions (seed 001
+§4.1.1) — plus, beyond the paper, the server's own profile as context. The same components
+feed the lexical index (as one text) and the dense index (concatenated, or as a TDWA weighted
+average of per-component embeddings, seed 001 eq. 1).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from toolroute.catalog.models import Server, Tool, ToolKey
+
+__all__ = [
+    "QuestionGenerator",
+    "TemplateQuestions",
+    "ToolDoc",
+    "build_docs",
+    "humanise",
+    "server_profile",
+    "tokenise",
+]
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_SENTENCE = re.compile(r"(?<=[.!?。！？])\s+|\n+")
+
+
+def humanise(identifier: str) -> str:
+    """``get_weRead-rank`` → ``get we read rank``: split snake, kebab and camel case."""
+    spaced = _CAMEL.sub(" ", identifier)
+    return " ".join(w.lower() for w in _WORD.findall(spaced))
+
+
+def tokenise(text: str) -> list[str]:
+    """Lower-cased alphanumeric runs with camelCase and snake_case split (BASELINES.md)."""
+    return [w.lower() for w in _WORD.findall(_CAMEL.sub(" ", text))]
+
+
+def _first_sentence(text: str, limit: int = 200) -> str:
+    parts = [p.strip() for p in _SENTENCE.split(text.strip()) if p.strip()]
+    return parts[0][:limit] if parts else ""
+
+
+def _param_texts(schema: Mapping[str, Any]) -> list[tuple[str, str]]:
+    props = schema.get("properties") if isinstance(schema, Mapping) else None
+    if not isinstance(props, Mapping):
+        return []
+    out: list[tuple[str, str]] = []
+    for name, spec in props.items():
+        desc = spec.get("description", "") if isinstance(spec, Mapping) else ""
+        out.append((str(name), str(desc) if isinstance(desc, str) else ""))
+    return out
+
+
+def server_profile(server: Server) -> str:
+    """Server-layer text: name + description, or name + tool names when the description is empty."""
+    body = server.description.strip() or ", ".join(t.name for t in server.tools)
+    return f"{server.name}: {body}"
+
+
+class QuestionGenerator(Protocol):
+    """Makes synthetic user questions for a tool (seed 001 §4.1.1); an LLM one comes later."""
+
+    @property
+    def name(self) -> str: ...
+
+    def questions(self, server: Server, tool: Tool) -> list[str]: ...
+
+
+class TemplateQuestions:
+    """Offline generator: rephrases name, description and parameters as user requests.
+
+    Deterministic, no model. It cannot invent paraphrases an LLM would, so its value is
+    measured in benchmarks/tdwa.py rather than assumed.
+    """
+
+    name = "template-v1"
+
+    def questions(self, server: Server, tool: Tool) -> list[str]:
+        action = humanise(tool.name)
+        lead = _first_sentence(tool.description)
+        params = [humanise(p) for p, _ in _param_texts(tool.input_schema)][:4]
+        out = [f"How can I {action}?"]
+        if lead:
+            body = lead.rstrip(".。!！")
+            out.append(f"I need to {body[0].lower()}{body[1:]}" if body[:1].isupper() else body)
+        if params:
+            out.append(f"{action} given {', '.join(params)}")
+        out.append(f"Use {server.name} to {action}")
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDoc:
+    """The indexed texts of one tool."""
+
+    key: ToolKey
+    name: str
+    description: str
+    parameters: str
+    questions: tuple[str, ...]
+    server: str
+
+    def concat(self, include: Sequence[str] = ("server", "name", "description")) -> str:
+        """One text of the chosen components, in a fixed order (seed 001 'Concat')."""
+        parts: list[str] = []
+        for comp in include:
+            if comp == "server":
+                parts.append(self.server.split(":", 1)[0])
+            elif comp == "name":
+                parts.append(self.name)
+            elif comp == "description":
+                parts.append(self.description)
+            elif comp == "parameters":
+                parts.append(self.parameters)
+            elif comp == "questions":
+                parts.append(" ".join(self.questions))
+        return ": ".join(p for p in parts if p)
+
+    def lexical_text(self) -> str:
+        return " ".join((self.server, self.name, self.description, self.parameters))
+
+
+def build_docs(servers: Sequence[Server], generator: QuestionGenerator | None) -> list[ToolDoc]:
+    """Documents for every tool, in catalog order."""
+    docs: list[ToolDoc] = []
+    for server in servers:
+        profile = server_profile(server)
+        for tool in server.tools:
+            params = "; ".join(
+                f"{humanise(n)}: {d}" if d else humanise(n)
+                for n, d in _param_texts(tool.input_schema)
+            )
+            docs.append(
+                ToolDoc(
+                    key=tool.key,
+                    name=humanise(tool.name),
+                    description=tool.description.strip(),
+                    parameters=params,
+                    questions=tuple(generator.questions(server, tool)) if generator else (),
+                    server=profile,
+                )
+            )
+    return docs

@@ -1,0 +1,38 @@
+"""Lexical layer: BM25 (bm25s) over tokenised tool or server texts."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import bm25s
+import numpy as np
+import numpy.typing as npt
+
+from toolroute.index.document import tokenise
+
+__all__ = ["LexicalIndex"]
+
+# bm25s sets its own logger to DEBUG at import; keep its per-index chatter out of our stderr.
+logging.getLogger("bm25s").setLevel(logging.WARNING)
+
+
+class LexicalIndex:
+    """BM25 (Robertson, k1=1.5, b=0.75) over pre-tokenised documents; scores every document."""
+
+    def __init__(self, texts: Sequence[str], *, k1: float = 1.5, b: float = 0.75) -> None:
+        self.size = len(texts)
+        corpus = [tokenise(t) or ["\x00"] for t in texts]
+        self._bm25 = bm25s.BM25(k1=k1, b=b, method="robertson")
+        if self.size:
+            self._bm25.index(corpus, show_progress=False)
+
+    def scores(self, query: str) -> npt.NDArray[np.float32]:
+        """BM25 score of every document; zeros when no query term is in the vocabulary."""
+        if not self.size:
+            return np.zeros(0, dtype=np.float32)
+        vocab = self._bm25.vocab_dict
+        ids = [vocab[t] for t in tokenise(query) if t in vocab]
+        if not ids:
+            return np.zeros(self.size, dtype=np.float32)
+        return np.asarray(self._bm25.get_scores_from_ids(ids), dtype=np.float32)

@@ -1,0 +1,46 @@
+"""Offline sub-intent splitting of compound requests (seed 003 §4.5, without the LLM).
+
+A request like "fetch the trends, draw a word cloud and save it as a PDF" is split at sentence
+ends, semicolons, commas and the connectives "and" / "then" into clauses; clauses too short to
+name an action are dropped. The LLM decomposer of a later stage plugs in behind the same shape.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["intent_spans", "split_intents"]
+
+_SPLIT = re.compile(
+    r"(?<=[.!?;。；！？])\s+|\n+|,\s*(?:and\s+)?(?:then\s+)?|\s+and\s+then\s+|\s+then\s+|\s+and\s+",
+    re.IGNORECASE,
+)
+_TRIM = " ,.;:"
+
+
+def intent_spans(text: str, *, min_chars: int = 12, max_intents: int = 8) -> list[tuple[int, int]]:
+    """Character spans of the clauses of ``text``; empty when the request is one clause."""
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for m in [*_SPLIT.finditer(text), None]:
+        end = m.start() if m is not None else len(text)
+        a, b = start, end
+        while a < b and text[a] in _TRIM:
+            a += 1
+        while b > a and text[b - 1] in _TRIM:
+            b -= 1
+        if b - a >= min_chars:
+            spans.append((a, b))
+        if m is not None:
+            start = m.end()
+    if len(spans) < 2:
+        return []
+    if len(spans) > max_intents:
+        # Keep the longest clauses (most content), in their original order.
+        spans = sorted(sorted(spans, key=lambda s: s[0] - s[1])[:max_intents])
+    return spans
+
+
+def split_intents(text: str, *, min_chars: int = 12, max_intents: int = 8) -> list[str]:
+    """The clauses of ``text`` that may each need a tool; empty for a one-clause request."""
+    return [text[a:b] for a, b in intent_spans(text, min_chars=min_chars, max_intents=max_intents)]

@@ -1,0 +1,159 @@
+"""Routing strategies: named compositions of scoring stages over a :class:`ToolIndex`.
+
+Every strategy maps (index, query) to one score per tool; ``-inf`` marks a tool the strategy
+does not return (e.g. outside the servers a cascade kept). Stages are plain functions:
+
+- ``lexical``: BM25 over tool documents;
+- ``dense``: cosine of the query with TDWA tool vectors (seed 001 eq. 1);
+- ``hybrid``: dense + α · BM25 / max BM25 (linear fusion; RRF measured lower, benchmarks/tdwa.py);
+- ``cascade``: top-k servers by server-layer score, then tools scoped to them (seed 003 §4.3,
+  seed 000 Alg. 2 without economics);
+- ``multi``: sub-intents scored separately and merged per tool (seed 003 §4.5, offline);
+- ``baseline-*``: the three reference methods of shared/benchmarks/BASELINES.md, verbatim.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from toolroute.embed.base import Matrix
+from toolroute.errors import ConfigError
+from toolroute.index.build import ToolIndex
+
+__all__ = ["STRATEGIES", "Embeds", "QueryContext", "RouteParams", "Scores", "resolve_strategy"]
+
+Scores = npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True, slots=True)
+class QueryContext:
+    """A query, its embedding, and (for strategies that use them) its sub-intents."""
+
+    text: str
+    vector: Matrix
+    """(d,) unit vector of the whole query; empty for lexical-only strategies."""
+    intents: tuple[str, ...] = ()
+    intent_vectors: Matrix | None = None
+    """(m, d) unit vectors of the sub-intents, or None."""
+
+
+@dataclass(frozen=True, slots=True)
+class RouteParams:
+    """Tunable knobs; defaults are the values measured in benchmarks/tdwa.py."""
+
+    lexical_weight: float = 0.2
+    """α of hybrid fusion: weight of max-normalised BM25 added to the cosine."""
+    intent_mix: float = 0.5
+    """w of multi: a tool's sub-intent score is w · whole + (1 − w) · best sub-intent."""
+    servers_k: int = 5
+    """Servers kept by the cascade's first stage."""
+
+
+def _normalised(s: Scores) -> Scores:
+    top = float(s.max()) if s.size else 0.0
+    return s / top if top > 0 else s
+
+
+def lexical(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
+    return ix.tool_lexical.scores(q.text)
+
+
+def dense(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
+    return ix.tool_vectors @ q.vector
+
+
+def hybrid(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
+    return dense(ix, q, p) + p.lexical_weight * _normalised(lexical(ix, q, p))
+
+
+def multi(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
+    """Hybrid over the whole request, each tool lifted by its best sub-intent match."""
+    d = dense(ix, q, p)
+    if q.intent_vectors is not None and len(q.intent_vectors):
+        # One matrix-vector product per intent, not one matrix-matrix product: OpenBLAS
+        # threads gemm, and its spinning threads then starve onnxruntime's (2x latency).
+        best = np.max([ix.tool_vectors @ v for v in q.intent_vectors], axis=0)
+        d = np.maximum(d, p.intent_mix * d + (1.0 - p.intent_mix) * best)
+    return d + p.lexical_weight * _normalised(lexical(ix, q, p))
+
+
+def server_scores(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
+    """Server layer: profile cosine + α · normalised BM25 over profiles."""
+    lex = _normalised(ix.server_lexical.scores(q.text))
+    out: Scores = ix.server_vectors @ q.vector + p.lexical_weight * lex
+    return out
+
+
+def _scope(ix: ToolIndex, server_score: Scores, k: int, tool_scores: Scores) -> Scores:
+    keep = np.argsort(-server_score, kind="stable")[:k]
+    mask = np.isin(ix.server_of, keep)
+    return np.where(mask, tool_scores, -np.inf).astype(np.float32)
+
+
+def cascade(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
+    """Seed 003 §4.3: prune to the top servers, then rank their tools by the hybrid score."""
+    return _scope(ix, server_scores(ix, q, p), p.servers_k, hybrid(ix, q, p))
+
+
+def baseline_bm25(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
+    return ix.name_desc_lexical.scores(q.text)
+
+
+def baseline_dense(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
+    return ix.flat_vectors @ q.vector
+
+
+def baseline_hier5(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
+    return _scope(ix, ix.server_vectors @ q.vector, 5, ix.flat_vectors @ q.vector)
+
+
+Embeds = Literal["none", "query", "intent-spans", "intents"]
+"""What a strategy needs embedded: nothing (lexical only); the query; the query and its
+sub-intents pooled from the query's one model pass (late chunking); or the query and each
+sub-intent embedded on its own (better vectors, one more pass per clause)."""
+
+StrategyFn = Callable[[ToolIndex, QueryContext, RouteParams], Scores]
+
+
+@dataclass(frozen=True, slots=True)
+class Strategy:
+    name: str
+    score: StrategyFn
+    embeds: Embeds
+    """What the query needs embedded (see :data:`Embeds`)."""
+    summary: str
+
+
+STRATEGIES: dict[str, Strategy] = {
+    s.name: s
+    for s in (
+        Strategy("bm25", lexical, "none", "BM25 over tool documents"),
+        Strategy("dense", dense, "query", "cosine over TDWA tool vectors"),
+        Strategy("hybrid", hybrid, "query", "dense + weighted BM25"),
+        Strategy("cascade", cascade, "query", "top servers, then hybrid over their tools"),
+        Strategy("multi", multi, "intent-spans", "hybrid, lifted by offline sub-intents"),
+        Strategy(
+            "multi-sep", multi, "intents", "multi, each sub-intent embedded on its own (slower)"
+        ),
+        # default = multi: top-2 in quality on livemcpbench, mcpbench and the union queries
+        # at one model pass per query (README "Strategies"; benchmarks/results/).
+        Strategy("default", multi, "intent-spans", "the best no-LLM strategy (= multi)"),
+        Strategy("baseline-bm25", baseline_bm25, "none", "BASELINES.md bm25"),
+        Strategy("baseline-dense", baseline_dense, "query", "BASELINES.md dense (flat)"),
+        Strategy("baseline-hier5", baseline_hier5, "query", "BASELINES.md hier5"),
+    )
+}
+
+
+def resolve_strategy(name: str) -> Strategy:
+    try:
+        return STRATEGIES[name]
+    except KeyError:
+        raise ConfigError(
+            f"unknown strategy {name!r}; choose from: {', '.join(STRATEGIES)}"
+        ) from None

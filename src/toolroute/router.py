@@ -1,0 +1,207 @@
+"""The Router: the typed Python API every CLI command is a thin layer over.
+
+router = Router("catalog.json")          # store defaults to the per-user data dir
+report = router.index()                  # incremental: only new/changed texts are embedded
+for c in router.route("convert this docx to pdf", k=5):
+    print(c.server, c.tool, c.score, c.input_schema)
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from toolroute.catalog.loader import load_catalog
+from toolroute.catalog.models import Catalog, Tool
+from toolroute.embed.base import Embedder, SpanEmbedder
+from toolroute.embed.cache import CachedEmbedder
+from toolroute.errors import ConfigError
+from toolroute.index.build import ToolIndex, build_index
+from toolroute.index.document import QuestionGenerator, TemplateQuestions
+from toolroute.index.tdwa import PRESETS, DocConfig
+from toolroute.route.intent import intent_spans
+from toolroute.route.strategy import Embeds, QueryContext, RouteParams, Scores, resolve_strategy
+from toolroute.store import Store, default_store_dir
+
+__all__ = ["Candidate", "IndexReport", "Router"]
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A routed tool, ready to bind: identity, score, and the schema the agent needs."""
+
+    server: str
+    tool: str
+    score: float
+    description: str
+    input_schema: dict[str, Any] = field(hash=False, compare=False)
+
+    def to_dict(self, *, full: bool = False) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "server": self.server,
+            "tool": self.tool,
+            "score": round(self.score, 6),
+        }
+        if full:
+            out["description"] = self.description
+            out["input_schema"] = self.input_schema
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class IndexReport:
+    """What ``Router.index`` did; ``embedded`` counts texts sent to the model in this run."""
+
+    added: int
+    updated: int
+    removed: int
+    unchanged: int
+    embedded: int
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "added": self.added,
+            "updated": self.updated,
+            "removed": self.removed,
+            "unchanged": self.unchanged,
+            "embedded": self.embedded,
+        }
+
+
+class Router:
+    """Index a catalog into a store and route queries to its tools."""
+
+    def __init__(
+        self,
+        catalog: Catalog | str | Path,
+        *,
+        store: str | Path | None = None,
+        embedder: Embedder | None = None,
+        documents: str | DocConfig = "toolroute",
+        questions: QuestionGenerator | None = None,
+        params: RouteParams | None = None,
+    ) -> None:
+        self._catalog = catalog if isinstance(catalog, Catalog) else load_catalog(catalog)
+        self.store = Store(store if store is not None else default_store_dir())
+        if embedder is None:
+            from toolroute.embed.onnx import OnnxEmbedder
+
+            embedder = OnnxEmbedder()
+        self.embedder = embedder
+        if isinstance(documents, str):
+            if documents not in PRESETS:
+                raise ConfigError(
+                    f"unknown document preset {documents!r}; choose from: {', '.join(PRESETS)}"
+                )
+            documents = PRESETS[documents]
+        self.documents = documents
+        self.questions = questions if questions is not None else TemplateQuestions()
+        self.params = params or RouteParams()
+        self._index: ToolIndex | None = None
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Router:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def catalog(self) -> Catalog:
+        return self._catalog
+
+    def index(self, progress: Progress | None = None) -> IndexReport:
+        """Sync the store to the catalog (hash diff) and build the in-memory index."""
+        sync = self.store.sync_catalog(self._catalog)
+        cached = CachedEmbedder(self.embedder, self.store)
+        self._index = build_index(self._catalog, cached, self.documents, self.questions, progress)
+        self.store.set_meta(
+            {
+                "embedder": self.embedder.model_id,
+                "documents": json.dumps(
+                    {"name": self.documents.name, "weights": dict(self.documents.weights)}
+                ),
+                "questions": self.questions.name,
+                "tools": str(self._index.size),
+                "indexed_at": str(int(time.time())),
+            }
+        )
+        return IndexReport(
+            added=sync.added,
+            updated=sync.updated,
+            removed=sync.removed,
+            unchanged=sync.unchanged,
+            embedded=cached.embedded,
+        )
+
+    @property
+    def built(self) -> ToolIndex:
+        if self._index is None:
+            self.index()
+        assert self._index is not None
+        return self._index
+
+    def query_context(self, query: str, embeds: Embeds = "intent-spans") -> QueryContext:
+        """Embed what the strategy needs: nothing, the query, or the query and its intents."""
+        if embeds == "none":
+            return QueryContext(text=query, vector=np.zeros(0, dtype=np.float32))
+        spans = intent_spans(query) if embeds in ("intents", "intent-spans") else []
+        parts = [query[a:b] for a, b in spans]
+        if spans and embeds == "intent-spans" and isinstance(self.embedder, SpanEmbedder):
+            vecs = self.embedder.embed_spans(query, spans)
+        else:
+            vecs = self.embedder.embed([query, *parts])
+        return QueryContext(
+            text=query,
+            vector=vecs[0],
+            intents=tuple(parts),
+            intent_vectors=vecs[1:] if parts else None,
+        )
+
+    def scores(self, query: str, strategy: str = "default") -> Scores:
+        """The strategy's score for every tool (``-inf`` for tools it does not return)."""
+        strat = resolve_strategy(strategy)
+        ix = self.built
+        ctx = self.query_context(query, strat.embeds)
+        return strat.score(ix, ctx, self.params)
+
+    def route(self, query: str, k: int = 5, strategy: str = "default") -> list[Candidate]:
+        """The k best tools for ``query``, best first."""
+        if k < 1:
+            raise ConfigError(f"k must be at least 1, got {k}")
+        if not query.strip():
+            raise ConfigError("the query is empty")
+        scores = self.scores(query, strategy)
+        return [self._candidate(self.built.tools[i], float(scores[i])) for i in top_k(scores, k)]
+
+    @staticmethod
+    def _candidate(tool: Tool, score: float) -> Candidate:
+        return Candidate(
+            server=tool.server,
+            tool=tool.name,
+            score=score,
+            description=tool.description,
+            input_schema=dict(tool.input_schema),
+        )
+
+
+def top_k(scores: Scores, k: int) -> list[int]:
+    """Indices of the k highest finite scores, best first (ties keep catalog order)."""
+    finite = np.flatnonzero(np.isfinite(scores))
+    if finite.size == 0:
+        return []
+    k = min(k, finite.size)
+    sub = scores[finite]
+    part = np.argpartition(-sub, k - 1)[:k] if k < finite.size else np.arange(finite.size)
+    order = part[np.lexsort((finite[part], -sub[part]))]
+    return [int(i) for i in finite[order]]

@@ -1,0 +1,242 @@
+"""The embedded store: one SQLite file (WAL) holding catalog, tool hashes, embeddings, metadata.
+
+Tables (format version in ``meta.format``):
+- ``servers``/``tools``: the indexed catalog; ``tools.hash`` is SHA-256 of name + description +
+  schema (seed 001, Alg. 1), the key of incremental re-indexing;
+- ``embeddings``: vectors keyed by (model id, SHA-256 of the text): an unchanged text is never
+  embedded twice, whatever tool or catalog it came from;
+- ``meta``: key/value index metadata (embedder, document settings, build time).
+
+Every write happens inside one transaction, so a crash leaves the previous state intact.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from toolroute.catalog.models import Catalog, Server, Tool, ToolKey
+from toolroute.embed.base import Matrix
+from toolroute.errors import StoreError
+
+__all__ = ["FORMAT_VERSION", "Store", "SyncReport", "default_store_dir"]
+
+FORMAT_VERSION = "1"
+DB_NAME = "toolroute.db"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS servers (
+    id TEXT PRIMARY KEY, position INTEGER NOT NULL, name TEXT NOT NULL,
+    description TEXT NOT NULL, extra TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS tools (
+    server TEXT NOT NULL, name TEXT NOT NULL, position INTEGER NOT NULL,
+    description TEXT NOT NULL, input_schema TEXT NOT NULL, hash TEXT NOT NULL,
+    extra TEXT NOT NULL, PRIMARY KEY (server, name)
+);
+CREATE TABLE IF NOT EXISTS embeddings (
+    model TEXT NOT NULL, text_hash TEXT NOT NULL, vector BLOB NOT NULL,
+    PRIMARY KEY (model, text_hash)
+) WITHOUT ROWID;
+"""
+
+
+def default_store_dir() -> Path:
+    """Per-user data dir (e.g. ``~/.local/share/toolroute``); ``TOOLROUTE_STORE`` overrides it."""
+    import os
+
+    from platformdirs import user_data_dir
+
+    env = os.environ.get("TOOLROUTE_STORE")
+    return Path(env) if env else Path(user_data_dir("toolroute", appauthor=False))
+
+
+@dataclass(frozen=True, slots=True)
+class SyncReport:
+    """What a catalog sync changed (seed 001, Alg. 1: create/update/delete what changed)."""
+
+    added: int
+    updated: int
+    removed: int
+    unchanged: int
+    changed_keys: frozenset[ToolKey]
+
+
+class Store:
+    """SQLite store in ``directory/toolroute.db``; use as a context manager or call close()."""
+
+    def __init__(self, directory: str | Path) -> None:
+        self.directory = Path(directory)
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.directory / DB_NAME, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            with self._tx():
+                for stmt in filter(str.strip, _SCHEMA.split(";")):
+                    self._db.execute(stmt)
+                row = self._db.execute("SELECT value FROM meta WHERE key='format'").fetchone()
+                if row is None:
+                    self._db.execute("INSERT INTO meta VALUES ('format', ?)", (FORMAT_VERSION,))
+                elif row[0] != FORMAT_VERSION:
+                    raise StoreError(
+                        f"{self.directory / DB_NAME}: store format {row[0]}, this toolroute "
+                        f"reads {FORMAT_VERSION}; use a new --store directory"
+                    )
+        except sqlite3.DatabaseError as e:
+            raise StoreError(f"{self.directory / DB_NAME}: cannot open store: {e}") from None
+        except OSError as e:
+            raise StoreError(f"{self.directory}: cannot create store directory: {e}") from None
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._db.close()
+
+    @contextmanager
+    def _tx(self) -> Iterator[None]:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    # -- metadata -------------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, items: Mapping[str, str]) -> None:
+        with self._tx():
+            self._db.executemany(
+                "INSERT INTO meta VALUES (?, ?)"
+                " ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+                list(items.items()),
+            )
+
+    # -- catalog --------------------------------------------------------------------------
+    def tool_hashes(self) -> dict[ToolKey, str]:
+        rows = self._db.execute("SELECT server, name, hash FROM tools")
+        return {(s, n): h for s, n, h in rows}
+
+    def sync_catalog(self, catalog: Catalog) -> SyncReport:
+        """Make the stored catalog equal to ``catalog``, touching only what changed."""
+        old = self.tool_hashes()
+        new = {t.key: t for t in catalog.tools()}
+        added = [k for k in new if k not in old]
+        updated = [k for k in new if k in old and old[k] != new[k].hash]
+        removed = [k for k in old if k not in new]
+        position = {t.key: i for i, t in enumerate(catalog.tools())}
+        with self._tx():
+            self._db.execute("DELETE FROM servers")
+            self._db.executemany(
+                "INSERT INTO servers VALUES (?, ?, ?, ?, ?)",
+                [
+                    (s.id, i, s.name, s.description, json.dumps(_server_extra(s)))
+                    for i, s in enumerate(catalog.servers)
+                ],
+            )
+            self._db.executemany("DELETE FROM tools WHERE server=? AND name=?", removed)
+            self._db.executemany(
+                "INSERT INTO tools VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(server, name) DO UPDATE"
+                " SET position=excluded.position, description=excluded.description,"
+                " input_schema=excluded.input_schema, hash=excluded.hash, extra=excluded.extra",
+                [
+                    (
+                        t.server,
+                        t.name,
+                        position[t.key],
+                        t.description,
+                        json.dumps(t.input_schema, sort_keys=True),
+                        t.hash,
+                        json.dumps(_tool_extra(t)),
+                    )
+                    for t in new.values()
+                ],
+            )
+        return SyncReport(
+            added=len(added),
+            updated=len(updated),
+            removed=len(removed),
+            unchanged=len(new) - len(added) - len(updated),
+            changed_keys=frozenset(added) | frozenset(updated),
+        )
+
+    def load_catalog(self) -> Catalog:
+        tools: dict[str, list[Tool]] = {}
+        for server, name, desc, schema, extra in self._db.execute(
+            "SELECT server, name, description, input_schema, extra FROM tools ORDER BY position"
+        ):
+            tools.setdefault(server, []).append(
+                Tool(
+                    server=server,
+                    name=name,
+                    description=desc,
+                    input_schema=json.loads(schema),
+                    **json.loads(extra),
+                )
+            )
+        servers = [
+            Server(
+                id=sid,
+                name=name,
+                description=desc,
+                tools=tuple(tools.get(sid, ())),
+                **json.loads(extra),
+            )
+            for sid, name, desc, extra in self._db.execute(
+                "SELECT id, name, description, extra FROM servers ORDER BY position"
+            )
+        ]
+        return Catalog(servers=tuple(servers))
+
+    # -- embeddings -----------------------------------------------------------------------
+    def get_vectors(self, model: str, keys: Iterable[str], dim: int) -> dict[str, Matrix]:
+        wanted = list(dict.fromkeys(keys))
+        out: dict[str, Matrix] = {}
+        for start in range(0, len(wanted), 900):  # SQLite's bound-parameter limit
+            chunk = wanted[start : start + 900]
+            marks = ",".join("?" * len(chunk))
+            for k, blob in self._db.execute(
+                "SELECT text_hash, vector FROM embeddings"
+                f" WHERE model=? AND text_hash IN ({marks})",
+                (model, *chunk),
+            ):
+                vec = np.frombuffer(blob, dtype=np.float32)
+                if vec.shape[0] == dim:
+                    out[k] = vec
+        return out
+
+    def put_vectors(self, model: str, items: Mapping[str, Matrix]) -> None:
+        with self._tx():
+            self._db.executemany(
+                "INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?)",
+                [(model, k, np.asarray(v, dtype=np.float32).tobytes()) for k, v in items.items()],
+            )
+
+
+def _tool_extra(t: Tool) -> dict[str, float]:
+    fields = {"price": t.price, "latency_s": t.latency_s, "success_rate": t.success_rate}
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+def _server_extra(s: Server) -> dict[str, float]:
+    fields = {
+        "ask_cost": s.ask_cost,
+        "connect_latency_s": s.connect_latency_s,
+        "failure_rate": s.failure_rate,
+    }
+    return {k: v for k, v in fields.items() if v is not None}

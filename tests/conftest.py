@@ -1,0 +1,138 @@
+"""Shared fixtures: a tiny catalog, a deterministic embedder for fast unit tests, ../shared."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from toolroute.embed.base import Matrix, l2_normalise
+from toolroute.index.document import tokenise
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("TOOLROUTE_SHARED", REPO.parent / "shared"))
+BENCHMARKS = SHARED / "benchmarks"
+
+
+def needs_shared() -> pytest.MarkDecorator:
+    return pytest.mark.skipif(
+        not (BENCHMARKS / "livemcpbench" / "catalog.json").is_file(),
+        reason=f"../shared benchmarks not found at {BENCHMARKS} (set TOOLROUTE_SHARED)",
+    )
+
+
+class HashingEmbedder:
+    """Bag-of-words hashed into 256 dims: deterministic and fast, for unit tests only.
+
+    It counts calls so tests can check what the cache let through.
+    """
+
+    model_id = "test/hashing-256"
+    dim = 256
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        self.calls.extend(texts)
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            for tok in tokenise(t) or ["<empty>"]:
+                h = int(hashlib.md5(tok.encode()).hexdigest()[:8], 16)
+                out[i, h % self.dim] += 1.0
+        return l2_normalise(out)
+
+
+def tool(name: str, description: str, props: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {
+        "name": name,
+        "description": description,
+        "input_schema": {"type": "object", "properties": props or {}},
+    }
+
+
+SMALL_CATALOG: dict[str, Any] = {
+    "servers": [
+        {
+            "id": "time",
+            "name": "Time",
+            "description": "Current time and timezone conversion",
+            "tools": [
+                tool(
+                    "get_current_time",
+                    "Get the current time in a timezone",
+                    {"timezone": {"type": "string", "description": "IANA timezone"}},
+                ),
+                tool("convert_time", "Convert a time between timezones"),
+            ],
+        },
+        {
+            "id": "fs",
+            "name": "Filesystem",
+            "description": "",
+            "tools": [
+                tool(
+                    "read_file",
+                    "Read the contents of a file from disk",
+                    {"path": {"type": "string"}},
+                ),
+                tool("write_file", "Write text content to a file on disk"),
+                tool("list_directory", "List files in a directory"),
+            ],
+        },
+        {
+            "id": "weather",
+            "name": "Weather",
+            "description": "Forecasts and alerts",
+            "tools": [
+                tool("get_forecast", "Weather forecast for a city"),
+                tool("get_alerts", "Severe weather alerts for a US state"),
+            ],
+        },
+    ]
+}
+
+
+@pytest.fixture
+def catalog_file(tmp_path: Path) -> Path:
+    p = tmp_path / "catalog.json"
+    p.write_text(json.dumps(SMALL_CATALOG), encoding="utf-8")
+    return p
+
+
+@pytest.fixture
+def queries_file(tmp_path: Path) -> Path:
+    rows = [
+        {
+            "id": "q1",
+            "query": "what time is it in Paris",
+            "relevant": [{"server": "time", "tool": "get_current_time"}],
+        },
+        {
+            "id": "q2",
+            "query": "read the file notes.txt and then write a summary file",
+            "relevant_groups": [
+                [{"server": "fs", "tool": "read_file"}],
+                [{"server": "fs", "tool": "write_file"}],
+            ],
+        },
+        {
+            "id": "q3",
+            "query": "weather forecast for Berlin",
+            "relevant": [{"server": "weather", "tool": "get_forecast"}],
+        },
+    ]
+    p = tmp_path / "queries.jsonl"
+    p.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    return p
+
+
+@pytest.fixture
+def embedder() -> HashingEmbedder:
+    return HashingEmbedder()

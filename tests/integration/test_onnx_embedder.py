@@ -1,0 +1,45 @@
+"""The default embedder with the real int8 all-MiniLM-L6-v2 from PyPI packages (offline)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from toolroute.embed.onnx import OnnxEmbedder
+from toolroute.errors import EmbedError
+
+
+def test_vectors_are_384_d_and_unit_length(onnx: OnnxEmbedder) -> None:
+    v = onnx.embed(["read a file", "what's the weather in Paris?", ""])
+    assert v.shape == (3, 384) and v.dtype == np.float32
+    assert np.allclose(np.linalg.norm(v[:2], axis=1), 1.0, atol=1e-5)
+
+
+def test_paraphrases_are_closer_than_unrelated_texts(onnx: OnnxEmbedder) -> None:
+    a, b, c = onnx.embed(
+        ["get the current time in Tokyo", "what time is it in Japan", "delete a git branch"]
+    )
+    assert a @ b > a @ c + 0.2
+
+
+def test_batching_and_order_do_not_change_vectors(onnx: OnnxEmbedder) -> None:
+    texts = ["short", "a much longer sentence about converting documents to pdf files", "mid one"]
+    together = onnx.embed(texts)
+    alone = np.stack([onnx.embed([t])[0] for t in texts])
+    assert np.allclose(together, alone, atol=1e-4)
+
+
+def test_span_pooling_row_zero_is_the_whole_text(onnx: OnnxEmbedder) -> None:
+    text = "Fetch the news headlines, then draw a word cloud of them"
+    rows = onnx.embed_spans(text, [(0, 24), (31, len(text))])
+    assert rows.shape == (3, 384)
+    assert np.allclose(rows[0], onnx.embed([text])[0], atol=1e-4)
+    cloud = onnx.embed(["draw a word cloud"])[0]
+    assert rows[2] @ cloud > rows[1] @ cloud
+
+
+def test_custom_model_needs_both_files(tmp_path: Path) -> None:
+    with pytest.raises(EmbedError, match="both model_path and tokenizer_path"):
+        OnnxEmbedder(model_path=tmp_path / "m.onnx")

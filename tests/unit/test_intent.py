@@ -1,0 +1,33 @@
+from __future__ import annotations
+
+from toolroute.route.intent import intent_spans, split_intents
+
+
+def test_compound_request_is_split_into_clauses() -> None:
+    parts = split_intents(
+        "Fetch the WeChat reading trends, draw a word cloud of them and then save it as a PDF."
+    )
+    assert parts == [
+        "Fetch the WeChat reading trends",
+        "draw a word cloud of them",
+        "save it as a PDF",
+    ]
+
+
+def test_single_clause_request_has_no_sub_intents() -> None:
+    assert split_intents("what time is it in Tokyo") == []
+
+
+def test_spans_point_into_the_text() -> None:
+    text = "Read notes.txt from disk; then email the summary to Bob"
+    for a, b in intent_spans(text):
+        assert text[a:b].strip() == text[a:b]
+    assert [text[a:b] for a, b in intent_spans(text)] == split_intents(text)
+
+
+def test_too_many_clauses_keep_the_longest_in_order() -> None:
+    text = ". ".join(f"step number {i} " + "x" * i for i in range(12))
+    parts = split_intents(text, max_intents=3)
+    assert len(parts) == 3
+    assert parts == sorted(parts, key=text.index)
+    assert parts[-1].startswith("step number 11")

@@ -1,0 +1,105 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.conftest import SMALL_CATALOG, HashingEmbedder
+from toolroute import Router
+from toolroute.errors import ConfigError
+from toolroute.route.strategy import STRATEGIES
+
+
+def _router(tmp_path: Path, catalog: Path, emb: HashingEmbedder, **kw) -> Router:  # type: ignore[no-untyped-def]
+    return Router(catalog, store=tmp_path / "store", embedder=emb, **kw)
+
+
+def test_unchanged_catalog_is_not_reembedded(
+    tmp_path: Path, catalog_file: Path, embedder: HashingEmbedder
+) -> None:
+    with _router(tmp_path, catalog_file, embedder) as r:
+        first = r.index()
+        assert first.added == 7 and first.embedded > 0
+    with _router(tmp_path, catalog_file, HashingEmbedder()) as r:
+        again = r.index()
+    assert again.to_dict() == {
+        "added": 0,
+        "updated": 0,
+        "removed": 0,
+        "unchanged": 7,
+        "embedded": 0,
+    }
+
+
+def test_changed_description_reembeds_only_that_tool(tmp_path: Path, catalog_file: Path) -> None:
+    with _router(tmp_path, catalog_file, HashingEmbedder()) as r:
+        r.index()
+    data = json.loads(json.dumps(SMALL_CATALOG))
+    data["servers"][2]["tools"][0]["description"] = "Hourly weather forecast for any city"
+    catalog_file.write_text(json.dumps(data))
+    emb = HashingEmbedder()
+    with _router(tmp_path, catalog_file, emb) as r:
+        rep = r.index()
+    assert (rep.updated, rep.unchanged) == (1, 6)
+    assert rep.embedded == len(emb.calls) > 0
+    assert all("hourly weather forecast" in t.lower() for t in emb.calls), emb.calls
+
+
+def test_route_returns_candidates_with_schemas(
+    tmp_path: Path, catalog_file: Path, embedder: HashingEmbedder
+) -> None:
+    with _router(tmp_path, catalog_file, embedder) as r:
+        cands = r.route("what is the current time in a timezone", k=3)
+    assert cands[0].tool == "get_current_time"
+    assert cands[0].input_schema["properties"]["timezone"]["type"] == "string"
+    assert [c.score for c in cands] == sorted((c.score for c in cands), reverse=True)
+
+
+@pytest.mark.parametrize("strategy", list(STRATEGIES))
+def test_every_strategy_ranks_and_returns_at_most_k(
+    tmp_path: Path, catalog_file: Path, strategy: str
+) -> None:
+    with _router(tmp_path, catalog_file, HashingEmbedder()) as r:
+        cands = r.route("read a file from disk and then write a file", k=4, strategy=strategy)
+    assert 1 <= len(cands) <= 4
+    assert len({(c.server, c.tool) for c in cands}) == len(cands)
+    assert all(np.isfinite(c.score) for c in cands)
+
+
+def test_cascade_returns_only_tools_of_kept_servers(tmp_path: Path, catalog_file: Path) -> None:
+    from toolroute.route.strategy import RouteParams
+
+    with _router(tmp_path, catalog_file, HashingEmbedder(), params=RouteParams(servers_k=1)) as r:
+        cands = r.route("weather forecast alerts", k=7, strategy="cascade")
+    assert {c.server for c in cands} == {"weather"}
+
+
+def test_lexical_strategy_does_not_embed_the_query(tmp_path: Path, catalog_file: Path) -> None:
+    emb = HashingEmbedder()
+    with _router(tmp_path, catalog_file, emb) as r:
+        r.index()
+        emb.calls.clear()
+        r.route("read file", strategy="bm25")
+    assert emb.calls == []
+
+
+def test_bad_arguments_are_config_errors(
+    tmp_path: Path, catalog_file: Path, embedder: HashingEmbedder
+) -> None:
+    with _router(tmp_path, catalog_file, embedder) as r:
+        with pytest.raises(ConfigError, match="unknown strategy 'nope'"):
+            r.route("x", strategy="nope")
+        with pytest.raises(ConfigError, match="k must be at least 1"):
+            r.route("x", k=0)
+        with pytest.raises(ConfigError, match="empty"):
+            r.route("   ")
+    with pytest.raises(ConfigError, match="unknown document preset"):
+        _router(tmp_path, catalog_file, embedder, documents="nope")
+
+
+def test_document_presets_all_index(tmp_path: Path, catalog_file: Path) -> None:
+    for preset in ("concat", "var-1", "var-2", "toolroute"):
+        with _router(tmp_path / preset, catalog_file, HashingEmbedder(), documents=preset) as r:
+            assert r.route("list files in a directory", k=1)[0].tool == "list_directory"
