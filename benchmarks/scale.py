@@ -1,9 +1,9 @@
 """Scale benchmark: index build rate, memory and route latency at 10k and 100k tools.
 
 Catalogs are built from shared/benchmarks/union (904 tools) as namespaced copies with light,
-seeded perturbation: each copy gets a namespace prefix on its server id and name, and each tool
+seeded perturbation: each copy gets a namespace prefix on its server ids, and each tool
 description one of four variants (as is, one word dropped, two words swapped, a suffix). Tool
-names stay real, so copies compete with each other as mirrors of a server would.
+and server names stay real, so copies compete with each other as mirrors of a server would.
 
     python benchmarks/scale.py --sizes 10000 100000 [--store DIR] [--json]
 
@@ -53,15 +53,21 @@ NAMESPACES = [
 ]
 
 
-def perturb(text: str, rng: random.Random) -> str:
+def perturb(text: str, variant: int, seed: str) -> str:
+    """Variant 0 is the text as is; 1 drops a word, 2 swaps two, 3 adds a suffix.
+
+    The edit position depends only on (seed, variant), so a tool has at most four distinct
+    descriptions however many copies are made: the embedding work stays bounded (~4x the
+    union catalog) and the 100k build measures the index, not just the model.
+    """
     words = text.split()
-    choice = rng.randrange(4)
-    if choice == 1 and len(words) > 4:
+    rng = random.Random(f"{seed}/{variant}")
+    if variant == 1 and len(words) > 4:
         del words[rng.randrange(len(words))]
-    elif choice == 2 and len(words) > 4:
+    elif variant == 2 and len(words) > 4:
         i = rng.randrange(len(words) - 1)
         words[i], words[i + 1] = words[i + 1], words[i]
-    elif choice == 3:
+    elif variant == 3:
         words.append("(mirror)")
     return " ".join(words)
 
@@ -77,13 +83,18 @@ def make_catalog(size: int, seed: int = 7) -> dict[str, Any]:
             if count >= size:
                 break
             tools = [
-                {**t, "description": perturb(t.get("description") or "", rng)}
+                {
+                    **t,
+                    "description": perturb(
+                        t.get("description") or "", rng.randrange(4), f"{s['id']}/{t['name']}"
+                    ),
+                }
                 for t in s["tools"][: size - count]
             ]
             servers.append(
                 {
                     "id": f"{ns}{copy}/{s['id']}",
-                    "name": f"{ns} {s.get('name') or s['id']}",
+                    "name": s.get("name") or s["id"],
                     "description": s.get("description") or "",
                     "tools": tools,
                 }

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 from toolroute.catalog.loader import load_catalog
 from toolroute.catalog.models import Catalog, Tool
@@ -32,6 +33,7 @@ from toolroute.store import Store, default_store_dir
 __all__ = ["Candidate", "IndexReport", "Router"]
 
 Progress = Callable[[int, int], None]
+_BLAS = ThreadpoolController()
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +175,11 @@ class Router:
         strat = resolve_strategy(strategy)
         ix = self.built
         ctx = self.query_context(query, strat.embeds)
-        return strat.score(ix, ctx, self.params)
+        # Scoring is a few matrix-vector products: one BLAS thread is as fast, and BLAS
+        # threads left spinning would starve onnxruntime's on the next query (2x latency on
+        # 2 cores, benchmarks/scale.py).
+        with _BLAS.limit(limits=1, user_api="blas"):
+            return strat.score(ix, ctx, self.params)
 
     def route(self, query: str, k: int = 5, strategy: str = "default") -> list[Candidate]:
         """The k best tools for ``query``, best first."""

@@ -73,12 +73,14 @@ def hybrid(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
 
 def multi(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
     """Hybrid over the whole request, each tool lifted by its best sub-intent match."""
-    d = dense(ix, q, p)
     if q.intent_vectors is not None and len(q.intent_vectors):
-        # One matrix-vector product per intent, not one matrix-matrix product: OpenBLAS
-        # threads gemm, and its spinning threads then starve onnxruntime's (2x latency).
-        best = np.max([ix.tool_vectors @ v for v in q.intent_vectors], axis=0)
+        # One pass over the matrix for the query and all its intents (memory-bound at scale).
+        sims = ix.tool_vectors @ np.vstack([q.vector, q.intent_vectors]).T
+        d = sims[:, 0]
+        best = sims[:, 1:].max(axis=1)
         d = np.maximum(d, p.intent_mix * d + (1.0 - p.intent_mix) * best)
+    else:
+        d = dense(ix, q, p)
     return d + p.lexical_weight * _normalised(lexical(ix, q, p))
 
 
