@@ -178,6 +178,11 @@ def index(catalog: Path | None, store: Path | None, documents: str, as_json: boo
 @click.option(
     "--schemas", is_flag=True, help="Include description and input_schema in --json output."
 )
+@click.option(
+    "--explain",
+    is_flag=True,
+    help="Show what decided each candidate (EHRR: similarity, costs, posted price, accept bit).",
+)
 @json_option
 @_friendly
 def route(
@@ -188,6 +193,7 @@ def route(
     strategy: str,
     k: int,
     schemas: bool,
+    explain: bool,
     as_json: bool,
 ) -> None:
     """Rank the catalog's tools for QUERY, best first."""
@@ -196,15 +202,23 @@ def route(
     resolve_strategy(strategy)
     with _router(catalog, store, documents) as router:
         _index(router, not as_json)
-        cands = router.route(query, k=k, strategy=strategy)
+        rows = router.explain(query, k=k, strategy=strategy)
     if as_json:
-        click.echo(json.dumps([c.to_dict(full=schemas) for c in cands], ensure_ascii=False))
+        out = []
+        for c, detail in rows:
+            d = c.to_dict(full=schemas)
+            if explain:
+                d["explain"] = detail
+            out.append(d)
+        click.echo(json.dumps(out, ensure_ascii=False))
         return
     table = Table(title=f"{strategy}: {query}", title_justify="left")
-    for col in ("#", "server", "tool", "score", "description"):
+    extra = sorted({key for _, d in rows for key in d} - {"score"}) if explain else []
+    for col in ("#", "server", "tool", "score", *extra, "description"):
         table.add_column(col, overflow="fold")
-    for i, c in enumerate(cands, 1):
-        table.add_row(str(i), c.server, c.tool, f"{c.score:.3f}", c.description[:80])
+    for i, (c, d) in enumerate(rows, 1):
+        cells = [str(d.get(key, "")) for key in extra]
+        table.add_row(str(i), c.server, c.tool, f"{c.score:.3f}", *cells, c.description[:60])
     stdout.print(table)
 
 

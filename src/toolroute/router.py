@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +26,10 @@ from toolroute.errors import ConfigError
 from toolroute.index.build import ToolIndex, build_index
 from toolroute.index.document import QuestionGenerator, TemplateQuestions
 from toolroute.index.tdwa import PRESETS, DocConfig
+from toolroute.route.ehrr import EhrrTrace
 from toolroute.route.intent import intent_spans
 from toolroute.route.strategy import Embeds, QueryContext, RouteParams, Scores, resolve_strategy
+from toolroute.stats import Outcome, StatsBook
 from toolroute.store import Store, default_store_dir
 
 __all__ = ["Candidate", "IndexReport", "Router"]
@@ -108,6 +110,7 @@ class Router:
         self.questions = questions if questions is not None else TemplateQuestions()
         self.params = params or RouteParams()
         self._index: ToolIndex | None = None
+        self._stats: StatsBook | None = None
 
     def close(self) -> None:
         self.store.close()
@@ -147,6 +150,19 @@ class Router:
         )
 
     @property
+    def stats(self) -> StatsBook:
+        """Online statistics (EHRR eq. 8), persisted in the store and fed by :meth:`record`."""
+        if self._stats is None:
+            book = StatsBook(self._catalog, sink=self.store)
+            book.load(*self.store.load_stats())
+            self._stats = book
+        return self._stats
+
+    def record(self, outcome: Outcome) -> None:
+        """Feed one executed call back into the statistics (and the store, atomically)."""
+        self.stats.record(outcome)
+
+    @property
     def built(self) -> ToolIndex:
         if self._index is None:
             self.index()
@@ -170,25 +186,67 @@ class Router:
             intent_vectors=vecs[1:] if parts else None,
         )
 
-    def scores(self, query: str, strategy: str = "default") -> Scores:
-        """The strategy's score for every tool (``-inf`` for tools it does not return)."""
+    def scores(
+        self,
+        query: str,
+        strategy: str = "default",
+        *,
+        stats: StatsBook | None = None,
+        trace: EhrrTrace | None = None,
+    ) -> Scores:
+        """The strategy's score for every tool (``-inf`` for tools it does not return).
+
+        ``stats`` overrides the router's own statistics (a simulation keeps its own book);
+        ``trace`` collects EHRR's per-stage figures.
+        """
         strat = resolve_strategy(strategy)
         ix = self.built
-        ctx = self.query_context(query, strat.embeds)
+        ctx = replace(
+            self.query_context(query, strat.embeds),
+            stats=stats if stats is not None else (self.stats if strat.uses_stats else None),
+            trace=trace,
+        )
         # Scoring is a few matrix-vector products: one BLAS thread is as fast, and BLAS
         # threads left spinning would starve onnxruntime's on the next query (2x latency on
         # 2 cores, benchmarks/scale.py).
         with _BLAS.limit(limits=1, user_api="blas"):
             return strat.score(ix, ctx, self.params)
 
-    def route(self, query: str, k: int = 5, strategy: str = "default") -> list[Candidate]:
+    def route(
+        self,
+        query: str,
+        k: int = 5,
+        strategy: str = "default",
+        *,
+        stats: StatsBook | None = None,
+    ) -> list[Candidate]:
         """The k best tools for ``query``, best first."""
+        return [c for c, _ in self.explain(query, k, strategy, stats=stats)]
+
+    def explain(
+        self,
+        query: str,
+        k: int = 5,
+        strategy: str = "default",
+        *,
+        stats: StatsBook | None = None,
+    ) -> list[tuple[Candidate, dict[str, Any]]]:
+        """Like :meth:`route`, with what decided each candidate (EHRR: sim, costs, τ, accept)."""
         if k < 1:
             raise ConfigError(f"k must be at least 1, got {k}")
         if not query.strip():
             raise ConfigError("the query is empty")
-        scores = self.scores(query, strategy)
-        return [self._candidate(self.built.tools[i], float(scores[i])) for i in top_k(scores, k)]
+        trace = EhrrTrace()
+        scores = self.scores(query, strategy, stats=stats, trace=trace)
+        out: list[tuple[Candidate, dict[str, Any]]] = []
+        for i in top_k(scores, k):
+            detail = (
+                trace.explain(self.built, i, float(scores[i]))
+                if trace.tool_sim.size
+                else {"score": round(float(scores[i]), 4)}
+            )
+            out.append((self._candidate(self.built.tools[i], float(scores[i])), detail))
+        return out
 
     @staticmethod
     def _candidate(tool: Tool, score: float) -> Candidate:

@@ -5,7 +5,9 @@ Tables (format version in ``meta.format``):
   schema (seed 001, Alg. 1), the key of incremental re-indexing;
 - ``embeddings``: vectors keyed by (model id, SHA-256 of the text): an unchanged text is never
   embedded twice, whatever tool or catalog it came from;
-- ``meta``: key/value index metadata (embedder, document settings, build time).
+- ``meta``: key/value index metadata (embedder, document settings, build time);
+- ``outcomes``, ``server_stats``, ``tool_stats``: every executed call and the online statistics
+  it produced (EHRR eq. 8), written together in one transaction.
 
 Every write happens inside one transaction, so a crash leaves the previous state intact.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -22,8 +25,10 @@ from pathlib import Path
 import numpy as np
 
 from toolroute.catalog.models import Catalog, Server, Tool, ToolKey
+from toolroute.economics import ServerStats, ToolStats
 from toolroute.embed.base import Matrix
 from toolroute.errors import StoreError
+from toolroute.stats import Outcome
 
 __all__ = ["FORMAT_VERSION", "Store", "SyncReport", "default_store_dir"]
 
@@ -40,6 +45,18 @@ CREATE TABLE IF NOT EXISTS tools (
     server TEXT NOT NULL, name TEXT NOT NULL, position INTEGER NOT NULL,
     description TEXT NOT NULL, input_schema TEXT NOT NULL, hash TEXT NOT NULL,
     extra TEXT NOT NULL, PRIMARY KEY (server, name)
+);
+CREATE TABLE IF NOT EXISTS outcomes (
+    id INTEGER PRIMARY KEY, at REAL NOT NULL, server TEXT NOT NULL, tool TEXT NOT NULL,
+    success INTEGER NOT NULL, latency_s REAL NOT NULL, server_failed INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS server_stats (
+    server TEXT PRIMARY KEY, success REAL NOT NULL, variance REAL NOT NULL,
+    fail_prob REAL NOT NULL, latency_s REAL NOT NULL, calls INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS tool_stats (
+    server TEXT NOT NULL, tool TEXT NOT NULL, success REAL NOT NULL, latency_s REAL NOT NULL,
+    calls INTEGER NOT NULL, PRIMARY KEY (server, tool)
 );
 CREATE TABLE IF NOT EXISTS embeddings (
     model TEXT NOT NULL, text_hash TEXT NOT NULL, vector BLOB NOT NULL,
@@ -226,6 +243,52 @@ class Store:
                 "INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?)",
                 [(model, k, np.asarray(v, dtype=np.float32).tobytes()) for k, v in items.items()],
             )
+
+    # -- online statistics ----------------------------------------------------------------
+    def record_outcome(self, outcome: Outcome, server: ServerStats, tool: ToolStats) -> None:
+        """Append one executed call and the statistics it produced, atomically."""
+        with self._tx():
+            self._db.execute(
+                "INSERT INTO outcomes (at, server, tool, success, latency_s, server_failed)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    time.time(),
+                    outcome.server,
+                    outcome.tool,
+                    int(outcome.success),
+                    outcome.latency_s,
+                    int(outcome.server_failed),
+                ),
+            )
+            self._db.execute(
+                "INSERT OR REPLACE INTO server_stats VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    outcome.server,
+                    server.success,
+                    server.variance,
+                    server.fail_prob,
+                    server.latency_s,
+                    server.calls,
+                ),
+            )
+            self._db.execute(
+                "INSERT OR REPLACE INTO tool_stats VALUES (?, ?, ?, ?, ?)",
+                (outcome.server, outcome.tool, tool.success, tool.latency_s, tool.calls),
+            )
+
+    def load_stats(self) -> tuple[dict[str, ServerStats], dict[ToolKey, ToolStats]]:
+        servers = {
+            sid: ServerStats(success=r, variance=v, fail_prob=p, latency_s=lat, calls=n)
+            for sid, r, v, p, lat, n in self._db.execute("SELECT * FROM server_stats")
+        }
+        tools = {
+            (sid, name): ToolStats(success=r, latency_s=lat, calls=n)
+            for sid, name, r, lat, n in self._db.execute("SELECT * FROM tool_stats")
+        }
+        return servers, tools
+
+    def outcome_count(self) -> int:
+        return int(self._db.execute("SELECT count(*) FROM outcomes").fetchone()[0])
 
 
 def _tool_extra(t: Tool) -> dict[str, float]:

@@ -47,6 +47,10 @@ class ToolIndex:
     server_lexical: LexicalIndex
     doc_config: DocConfig
     model_id: str
+    prices: npt.NDArray[np.float64]
+    """Per-call price (USD) of each tool; 0 where the catalog gives none."""
+    ask_costs: npt.NDArray[np.float64]
+    """Ask cost of each server: the catalog's, else the mean price of its tools (EHRR §V)."""
 
     @property
     def size(self) -> int:
@@ -110,6 +114,18 @@ def build_index(
             present[comp] = np.array([bool(_component_text(d, comp)) for d in docs])
     tool_vectors = tdwa(components, present, doc_config.weights)
 
+    prices = np.array([t.price or 0.0 for t in tools], dtype=np.float64)
+    ask_costs = np.array(
+        [
+            s.ask_cost
+            if s.ask_cost is not None
+            else float(prices[server_of == i].mean())
+            if s.tools
+            else 0.0
+            for i, s in enumerate(catalog.servers)
+        ],
+        dtype=np.float64,
+    )
     return ToolIndex(
         catalog=catalog,
         tools=tools,
@@ -124,6 +140,8 @@ def build_index(
         server_lexical=LexicalIndex(profiles),
         doc_config=doc_config,
         model_id=embedder.model_id,
+        prices=prices,
+        ask_costs=ask_costs,
     )
 
 

@@ -15,8 +15,8 @@ does not return (e.g. outside the servers a cascade kept). Stages are plain func
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, replace
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -24,6 +24,8 @@ import numpy.typing as npt
 from toolroute.embed.base import Matrix
 from toolroute.errors import ConfigError
 from toolroute.index.build import ToolIndex
+from toolroute.route.ehrr import EhrrParams, EhrrTrace, ehrr_route
+from toolroute.stats import StatsBook
 
 __all__ = ["STRATEGIES", "Embeds", "QueryContext", "RouteParams", "Scores", "resolve_strategy"]
 
@@ -40,6 +42,10 @@ class QueryContext:
     intents: tuple[str, ...] = ()
     intent_vectors: Matrix | None = None
     """(m, d) unit vectors of the sub-intents, or None."""
+    stats: StatsBook | None = None
+    """Online statistics for economics-aware strategies (EHRR); priors when None."""
+    trace: EhrrTrace | None = None
+    """Filled by EHRR strategies when set, for ``--explain``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +58,8 @@ class RouteParams:
     """w of multi: a tool's sub-intent score is w · whole + (1 − w) · best sub-intent."""
     servers_k: int = 5
     """Servers kept by the cascade's first stage."""
+    ehrr: EhrrParams = EhrrParams()
+    """EHRR hyperparameters (seed 000 Table V)."""
 
 
 def _normalised(s: Scores) -> Scores:
@@ -119,6 +127,15 @@ Embeds = Literal["none", "query", "intent-spans", "intents"]
 sub-intents pooled from the query's one model pass (late chunking); or the query and each
 sub-intent embedded on its own (better vectors, one more pass per clause)."""
 
+
+def _ehrr(**variant: Any) -> StrategyFn:
+    def score(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
+        stats = q.stats if q.stats is not None else StatsBook(ix.catalog)
+        return ehrr_route(ix, q.vector, stats, replace(p.ehrr, **variant), q.trace)
+
+    return score
+
+
 StrategyFn = Callable[[ToolIndex, QueryContext, RouteParams], Scores]
 
 
@@ -129,6 +146,8 @@ class Strategy:
     embeds: Embeds
     """What the query needs embedded (see :data:`Embeds`)."""
     summary: str
+    uses_stats: bool = False
+    """Reads online statistics (EHRR): the router hands it its :class:`StatsBook`."""
 
 
 STRATEGIES: dict[str, Strategy] = {
@@ -145,6 +164,27 @@ STRATEGIES: dict[str, Strategy] = {
         # default = multi: top-2 in quality on livemcpbench, mcpbench and the union queries
         # at one model pass per query (README "Strategies"; benchmarks/results/).
         Strategy("default", multi, "intent-spans", "the best no-LLM strategy (= multi)"),
+        Strategy("ehrr", _ehrr(), "query", "EHRR Alg. 2: utilities + posted-price auction", True),
+        Strategy(
+            "ehrr-no-auction", _ehrr(auction=False), "query", "EHRR without the auction", True
+        ),
+        Strategy(
+            "ehrr-no-exec",
+            _ehrr(execution=False),
+            "query",
+            "EHRR hierarchy + auction, similarity only",
+            True,
+        ),
+        Strategy(
+            "ehrr-flat", _ehrr(hierarchy=False), "query", "EHRR tool utility, no server layer", True
+        ),
+        Strategy(
+            "ehrr-ts",
+            _ehrr(estimator="thompson"),
+            "query",
+            "EHRR with Thompson-sampled Beta posteriors instead of EMA estimates",
+            True,
+        ),
         Strategy("baseline-bm25", baseline_bm25, "none", "BASELINES.md bm25"),
         Strategy("baseline-dense", baseline_dense, "query", "BASELINES.md dense (flat)"),
         Strategy("baseline-hier5", baseline_hier5, "query", "BASELINES.md hier5"),

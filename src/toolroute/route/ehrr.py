@@ -1,0 +1,143 @@
+"""EHRR ROUTE (seed 000, Alg. 2): economics-aware hierarchical routing with a posted-price
+reverse auction at the server layer, reading the online statistics of :mod:`toolroute.stats`.
+
+    server layer   U_i  = Sim_i − α_s C_i^s                    (eq. 2, 3)   → top-k servers
+    auction        τ_i  = p_bs Sim_i + p_ofs log(1 + C_i^s/L0) (eq. 4), accept iff c_i ≤ τ_i (eq. 5)
+    tool layer     U_ij = Sim_ij − α_t C_ij^t, only p_ij ≤ τ_i (eq. 6, 7) → ranked, top-n shown
+
+The cost formulas are the vectorised forms of :func:`toolroute.economics.server_cost` and
+:func:`toolroute.economics.tool_cost` (a unit test checks they agree). Variants, for ablations:
+``auction=False`` (ehrr-no-auction), ``execution=False`` (ehrr-no-exec: similarity only, same
+hierarchy and auction), ``hierarchy=False`` (ehrr-flat: tool utilities over every tool).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from toolroute import economics as eco
+from toolroute.index.build import ToolIndex
+from toolroute.stats import StatsBook
+
+__all__ = ["EhrrParams", "EhrrTrace", "ehrr_route"]
+
+Floats = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True, slots=True)
+class EhrrParams:
+    """Seed 000 Table V defaults."""
+
+    servers_k: int = 5
+    alpha_server: float = eco.ALPHA_SERVER
+    alpha_tool: float = eco.ALPHA_TOOL
+    p_bs: float = eco.P_BS
+    p_ofs: float = eco.P_OFS
+    l0: float = eco.L0
+    kappa: float = eco.KAPPA
+    eps: float = eco.EPS
+    route_s: float = 0.0
+    """L^route of G_i: the router's own latency, negligible next to a call (≈10 ms)."""
+    budget_cap: float | None = None
+    """B of Prop. 3: posted prices are capped at it when set."""
+    auction: bool = True
+    execution: bool = True
+    hierarchy: bool = True
+    estimator: Literal["ema", "thompson"] = "ema"
+    """``ema``: the paper's r̃ and p_fail (eq. 8). ``thompson`` (ehrr-ts, beyond the paper):
+    success and failure probabilities are drawn from Beta posteriors of the observed calls,
+    which explores unseen tools instead of trusting an optimistic prior."""
+
+
+@dataclass(slots=True)
+class EhrrTrace:
+    """What each stage decided, for ``toolroute route --explain``."""
+
+    server_sim: Floats = field(default_factory=lambda: np.zeros(0))
+    server_cost: Floats = field(default_factory=lambda: np.zeros(0))
+    server_utility: Floats = field(default_factory=lambda: np.zeros(0))
+    posted: Floats = field(default_factory=lambda: np.zeros(0))
+    accepted: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    shortlisted: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
+    tool_sim: Floats = field(default_factory=lambda: np.zeros(0))
+    tool_cost: Floats = field(default_factory=lambda: np.zeros(0))
+
+    def explain(self, ix: ToolIndex, tool: int, utility: float) -> dict[str, Any]:
+        i = int(ix.server_of[tool])
+        return {
+            "server_sim": round(float(self.server_sim[i]), 4),
+            "server_cost_s": round(float(self.server_cost[i]), 4),
+            "server_utility": round(float(self.server_utility[i]), 4),
+            "posted_price": round(float(self.posted[i]), 5),
+            "ask_cost": round(float(ix.ask_costs[i]), 5),
+            "accepted": bool(self.accepted[i]),
+            "tool_sim": round(float(self.tool_sim[tool]), 4),
+            "tool_cost_s": round(float(self.tool_cost[tool]), 4),
+            "price": round(float(ix.prices[tool]), 5),
+            "utility": round(utility, 4),
+        }
+
+
+def _attempt_success(success: Floats, fail: Floats, eps: float) -> Floats:
+    out: Floats = np.maximum(eps, (1.0 - fail) * success)
+    return out
+
+
+def ehrr_route(
+    ix: ToolIndex,
+    query_vector: npt.NDArray[np.float32],
+    stats: StatsBook,
+    p: EhrrParams,
+    trace: EhrrTrace | None = None,
+) -> npt.NDArray[np.float32]:
+    """Tool utilities U_ij for feasible tools, ``-inf`` elsewhere (seed 000 Alg. 2)."""
+    t = trace if trace is not None else EhrrTrace()
+    # eq. 1: clipped cosine on both layers.
+    t.server_sim = np.clip(ix.server_vectors @ query_vector, 0.0, 1.0).astype(np.float64)
+    t.tool_sim = np.clip(ix.tool_vectors @ query_vector, 0.0, 1.0).astype(np.float64)
+
+    overhead = p.route_s + stats.connect_s  # G_i
+    if p.estimator == "thompson":
+        server_fail = stats.rng.beta(stats.server_fail_beta[:, 0], stats.server_fail_beta[:, 1])
+        tool_success = stats.rng.beta(stats.tool_beta[:, 0], stats.tool_beta[:, 1])
+        r_tilde = stats.rng.beta(stats.server_beta[:, 0], stats.server_beta[:, 1])
+    else:
+        server_fail, tool_success = stats.server_fail, stats.tool_success
+        r_tilde = np.maximum(p.eps, stats.server_success - np.sqrt(stats.server_variance))
+    # eq. 2: C_i^s = (G_i + L_call) / max(ε, (1 − p_fail) r̃)
+    t.server_cost = (overhead + stats.server_latency) / _attempt_success(
+        r_tilde, server_fail, p.eps
+    )
+    # eq. 6: C_ij^t = (G_i + l_ij) / max(ε, (1 − p_fail_i) r_ij) + κ p_ij
+    fail_of_tool = server_fail[ix.server_of]
+    t.tool_cost = (overhead[ix.server_of] + stats.tool_latency) / _attempt_success(
+        tool_success, fail_of_tool, p.eps
+    ) + p.kappa * ix.prices
+    # eq. 3: server utility; ehrr-no-exec ranks on similarity alone.
+    alpha_s = p.alpha_server if p.execution else 0.0
+    alpha_t = p.alpha_tool if p.execution else 0.0
+    t.server_utility = t.server_sim - alpha_s * t.server_cost
+    # eq. 4 (+ Prop. 3 cap) and eq. 5: posted price and the one-bit accept.
+    t.posted = p.p_bs * t.server_sim + p.p_ofs * np.log1p(t.server_cost / p.l0)
+    if p.budget_cap is not None:
+        t.posted = np.minimum(t.posted, p.budget_cap)
+    t.accepted = ix.ask_costs <= t.posted if p.auction else np.ones(len(t.posted), dtype=bool)
+
+    # eq. 7: tool utility.
+    utility = t.tool_sim - alpha_t * t.tool_cost
+    if not p.hierarchy:
+        t.shortlisted = np.arange(len(t.server_sim))
+        return utility.astype(np.float32)
+    k = min(p.servers_k, len(t.server_utility))
+    t.shortlisted = np.argsort(-t.server_utility, kind="stable")[:k]
+    keep = np.zeros(len(t.server_sim), dtype=bool)
+    keep[t.shortlisted] = True
+    keep &= t.accepted
+    feasible = keep[ix.server_of]
+    if p.auction:
+        feasible &= ix.prices <= t.posted[ix.server_of]  # Alg. 2 line 20: p_ij ≤ τ_i
+    return np.where(feasible, utility, -np.inf).astype(np.float32)

@@ -1,0 +1,155 @@
+"""Online statistics of servers and tools (EHRR eq. 8), fed by executed calls.
+
+A :class:`StatsBook` holds, for every server, r, σ², p_fail, L_call and L_conn, and for every
+tool, r and l, as arrays aligned with a :class:`toolroute.index.ToolIndex` so routing reads
+them without a loop. Each :class:`Outcome` is folded in by the pure updates of
+:mod:`toolroute.economics` (``ServerStats.update`` / ``ToolStats.update``). With a store, every
+outcome and the new statistics are written in one transaction, so nothing is lost on a crash.
+
+Priors for an unseen server or tool are the documented ``PRIOR_*`` of :mod:`toolroute.economics`,
+replaced by catalog hints where given (tool ``success_rate`` / ``latency_s``, server
+``failure_rate`` / ``connect_latency_s``). Unknown connect latency defaults to
+``DEFAULT_CONNECT_S``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from toolroute.catalog.models import Catalog, ToolKey
+from toolroute.economics import DEFAULT_SMOOTHING, ServerStats, Smoothing, ToolStats
+
+__all__ = ["DEFAULT_CONNECT_S", "PSEUDO_CALLS", "Outcome", "StatsBook", "StatsSink"]
+
+PSEUDO_CALLS = 4.0
+"""Weight, in observed calls, of a catalog success/failure hint in the Beta posteriors."""
+
+DEFAULT_CONNECT_S = 0.1
+"""L_conn (s) of a server whose catalog entry gives none: a warm local session."""
+
+Floats = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """One executed call: did it give a usable result, how long it took, and whether the server
+    failed after accepting it (crash, timeout, protocol error — EHRR's fail_i)."""
+
+    server: str
+    tool: str
+    success: bool
+    latency_s: float
+    server_failed: bool = False
+
+
+class StatsSink(Protocol):
+    """Where outcomes and updated statistics are persisted (the SQLite store)."""
+
+    def record_outcome(self, outcome: Outcome, server: ServerStats, tool: ToolStats) -> None: ...
+
+
+class StatsBook:
+    """EHRR router statistics, as index-aligned arrays plus the eq. 8 update."""
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        *,
+        smoothing: Smoothing = DEFAULT_SMOOTHING,
+        sink: StatsSink | None = None,
+        seed: int = 0,
+    ) -> None:
+        self.smoothing = smoothing
+        self._sink = sink
+        self.rng = np.random.default_rng(seed)
+        """Random stream of posterior sampling (ehrr-ts), seeded for reproducible runs."""
+        self.server_ids = tuple(s.id for s in catalog.servers)
+        self._server_pos = {sid: i for i, sid in enumerate(self.server_ids)}
+        tools = list(catalog.tools())
+        self._tool_pos: dict[ToolKey, int] = {t.key: i for i, t in enumerate(tools)}
+        self._servers = [ServerStats.from_prior(fail_prob=s.failure_rate) for s in catalog.servers]
+        self._tools = [
+            ToolStats.from_prior(success=t.success_rate, latency_s=t.latency_s) for t in tools
+        ]
+        self.connect_s: Floats = np.array(
+            [
+                DEFAULT_CONNECT_S if s.connect_latency_s is None else s.connect_latency_s
+                for s in catalog.servers
+            ],
+            dtype=np.float64,
+        )
+        n_s, n_t = len(self._servers), len(self._tools)
+        self.server_success: Floats = np.empty(n_s)
+        self.server_variance: Floats = np.empty(n_s)
+        self.server_fail: Floats = np.empty(n_s)
+        self.server_latency: Floats = np.empty(n_s)
+        self.tool_success: Floats = np.empty(n_t)
+        self.tool_latency: Floats = np.empty(n_t)
+        # Beta posteriors beside the EMAs (the estimator of ehrr-ts): successes and failures of
+        # each tool and of the calls through each server, and post-accept failures of each
+        # server; Beta(1, 1) priors, or the catalog's hint weighted as PSEUDO_CALLS calls.
+        self.tool_beta: Floats = np.ones((n_t, 2))
+        self.server_beta: Floats = np.ones((n_s, 2))
+        self.server_fail_beta: Floats = np.ones((n_s, 2))
+        for j, t in enumerate(tools):
+            if t.success_rate is not None:
+                self.tool_beta[j] = PSEUDO_CALLS * np.array([t.success_rate, 1 - t.success_rate])
+        for i, srv in enumerate(catalog.servers):
+            if srv.failure_rate is not None:
+                self.server_fail_beta[i] = PSEUDO_CALLS * np.array(
+                    [srv.failure_rate, 1 - srv.failure_rate]
+                )
+        for i in range(n_s):
+            self._sync_server(i)
+        for j in range(n_t):
+            self._sync_tool(j)
+
+    def server(self, server_id: str) -> ServerStats:
+        return self._servers[self._server_pos[server_id]]
+
+    def tool(self, key: ToolKey) -> ToolStats:
+        return self._tools[self._tool_pos[key]]
+
+    def load(self, servers: dict[str, ServerStats], tools: dict[ToolKey, ToolStats]) -> None:
+        """Replace priors with persisted statistics (entries for unknown ids are ignored)."""
+        for sid, st in servers.items():
+            if sid in self._server_pos:
+                self._servers[self._server_pos[sid]] = st
+                self._sync_server(self._server_pos[sid])
+        for key, tt in tools.items():
+            if key in self._tool_pos:
+                self._tools[self._tool_pos[key]] = tt
+                self._sync_tool(self._tool_pos[key])
+
+    def record(self, outcome: Outcome) -> None:
+        """Fold one executed call into the server's and the tool's statistics (EHRR eq. 8)."""
+        i = self._server_pos[outcome.server]
+        j = self._tool_pos[(outcome.server, outcome.tool)]
+        server = self._servers[i].update(
+            outcome.success, outcome.latency_s, outcome.server_failed, self.smoothing
+        )
+        tool = self._tools[j].update(outcome.success, outcome.latency_s, self.smoothing)
+        if self._sink is not None:
+            self._sink.record_outcome(outcome, server, tool)  # persisted before it is used
+        self._servers[i], self._tools[j] = server, tool
+        self.tool_beta[j, 0 if outcome.success else 1] += 1.0
+        self.server_beta[i, 0 if outcome.success else 1] += 1.0
+        self.server_fail_beta[i, 0 if outcome.server_failed else 1] += 1.0
+        self._sync_server(i)
+        self._sync_tool(j)
+
+    def _sync_server(self, i: int) -> None:
+        s = self._servers[i]
+        self.server_success[i] = s.success
+        self.server_variance[i] = s.variance
+        self.server_fail[i] = s.fail_prob
+        self.server_latency[i] = s.latency_s
+
+    def _sync_tool(self, j: int) -> None:
+        t = self._tools[j]
+        self.tool_success[j] = t.success
+        self.tool_latency[j] = t.latency_s
