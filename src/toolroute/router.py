@@ -8,6 +8,7 @@ for c in router.route("convert this docx to pdf", k=5):
 
 from __future__ import annotations
 
+import copy
 import json
 import time
 from collections.abc import Callable
@@ -23,7 +24,7 @@ from toolroute.catalog.models import Catalog, Tool
 from toolroute.embed.base import Embedder, SpanEmbedder
 from toolroute.embed.cache import CachedEmbedder
 from toolroute.errors import ConfigError
-from toolroute.index.build import ToolIndex, build_index
+from toolroute.index.build import ToolIndex, build_index, economics_arrays
 from toolroute.index.document import QuestionGenerator, TemplateQuestions
 from toolroute.index.tdwa import PRESETS, DocConfig
 from toolroute.route.ehrr import EhrrTrace
@@ -148,6 +149,23 @@ class Router:
             unchanged=sync.unchanged,
             embedded=cached.embedded,
         )
+
+    def with_catalog(self, catalog: Catalog, *, embedder: Embedder | None = None) -> Router:
+        """A router over the same tools that reads ``catalog``'s metadata instead (prices, ask
+        costs, connect latencies, hints): it shares this router's index, store and embedder and
+        re-indexes nothing. Use it to price a catalog differently (the simulation's worlds).
+        Close only the original router; the view holds no resources of its own."""
+        ix = self.built
+        if tuple(t.key for t in catalog.tools()) != ix.keys:
+            raise ConfigError("with_catalog needs the same tools in the same order")
+        prices, asks = economics_arrays(catalog, ix.server_of)
+        view = copy.copy(self)
+        view._catalog = catalog
+        view._index = replace(ix, catalog=catalog, prices=prices, ask_costs=asks)
+        view._stats = None
+        if embedder is not None:
+            view.embedder = embedder
+        return view
 
     @property
     def stats(self) -> StatsBook:

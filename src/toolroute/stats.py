@@ -23,10 +23,20 @@ import numpy.typing as npt
 from toolroute.catalog.models import Catalog, ToolKey
 from toolroute.economics import DEFAULT_SMOOTHING, ServerStats, Smoothing, ToolStats
 
-__all__ = ["DEFAULT_CONNECT_S", "PSEUDO_CALLS", "Outcome", "StatsBook", "StatsSink"]
+__all__ = [
+    "DEFAULT_CONNECT_S",
+    "PRIOR_SUCCESS_MEAN",
+    "PSEUDO_CALLS",
+    "Outcome",
+    "StatsBook",
+    "StatsSink",
+]
 
-PSEUDO_CALLS = 4.0
-"""Weight, in observed calls, of a catalog success/failure hint in the Beta posteriors."""
+PSEUDO_CALLS = 2.0
+"""Weight, in observed calls, of the prior in the Beta posteriors (ehrr-ts)."""
+PRIOR_SUCCESS_MEAN = 0.9
+"""Prior mean success of an unseen tool or server in the Beta posteriors: "tools mostly work",
+optimistic like the EMA prior (1.0) but a proper distribution, worth PSEUDO_CALLS calls."""
 
 DEFAULT_CONNECT_S = 0.1
 """L_conn (s) of a server whose catalog entry gives none: a warm local session."""
@@ -91,10 +101,11 @@ class StatsBook:
         self.tool_latency: Floats = np.empty(n_t)
         # Beta posteriors beside the EMAs (the estimator of ehrr-ts): successes and failures of
         # each tool and of the calls through each server, and post-accept failures of each
-        # server; Beta(1, 1) priors, or the catalog's hint weighted as PSEUDO_CALLS calls.
-        self.tool_beta: Floats = np.ones((n_t, 2))
-        self.server_beta: Floats = np.ones((n_s, 2))
-        self.server_fail_beta: Floats = np.ones((n_s, 2))
+        # server; prior mean PRIOR_SUCCESS_MEAN (or the catalog's hint), worth PSEUDO_CALLS calls.
+        ok = PSEUDO_CALLS * np.array([PRIOR_SUCCESS_MEAN, 1.0 - PRIOR_SUCCESS_MEAN])
+        self.tool_beta: Floats = np.tile(ok, (n_t, 1))
+        self.server_beta: Floats = np.tile(ok, (n_s, 1))
+        self.server_fail_beta: Floats = np.tile(ok[::-1], (n_s, 1))
         for j, t in enumerate(tools):
             if t.success_rate is not None:
                 self.tool_beta[j] = PSEUDO_CALLS * np.array([t.success_rate, 1 - t.success_rate])

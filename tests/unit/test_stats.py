@@ -42,8 +42,9 @@ def test_recorded_failure_moves_both_layers_by_lambda() -> None:
     assert book.tool(("fs", "read_file")).success == pytest.approx(0.85)
     assert book.server_fail[1] == pytest.approx(0.15)  # arrays follow the states
     assert book.tool_latency[2] == pytest.approx(0.85 * 1.0 + 0.15 * 2.0)
-    assert book.server_fail_beta[1].tolist() == [2.0, 1.0]
-    assert book.tool_beta[2].tolist() == [1.0, 2.0]
+    # Beta posteriors: prior mean 0.9 success worth 2 calls, plus the one observation.
+    assert book.server_fail_beta[1] == pytest.approx([0.2 + 1, 1.8])
+    assert book.tool_beta[2] == pytest.approx([1.8, 0.2 + 1])
 
 
 def test_outcomes_persist_across_a_restart(tmp_path: Path, catalog_file: Path) -> None:

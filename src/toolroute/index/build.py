@@ -20,7 +20,7 @@ from toolroute.index.document import QuestionGenerator, ToolDoc, build_docs, ser
 from toolroute.index.lexical import LexicalIndex
 from toolroute.index.tdwa import Component, DocConfig, tdwa
 
-__all__ = ["ToolIndex", "build_index"]
+__all__ = ["ToolIndex", "build_index", "economics_arrays"]
 
 Progress = Callable[[int, int], None]
 
@@ -114,18 +114,7 @@ def build_index(
             present[comp] = np.array([bool(_component_text(d, comp)) for d in docs])
     tool_vectors = tdwa(components, present, doc_config.weights)
 
-    prices = np.array([t.price or 0.0 for t in tools], dtype=np.float64)
-    ask_costs = np.array(
-        [
-            s.ask_cost
-            if s.ask_cost is not None
-            else float(prices[server_of == i].mean())
-            if s.tools
-            else 0.0
-            for i, s in enumerate(catalog.servers)
-        ],
-        dtype=np.float64,
-    )
+    prices, ask_costs = economics_arrays(catalog, server_of)
     return ToolIndex(
         catalog=catalog,
         tools=tools,
@@ -143,6 +132,26 @@ def build_index(
         prices=prices,
         ask_costs=ask_costs,
     )
+
+
+def economics_arrays(
+    catalog: Catalog, server_of: npt.NDArray[np.int32]
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """(price per tool, ask cost per server): 0 for an unpriced tool; a server's own ask cost,
+    else the mean price of its tools (seed 000 §V)."""
+    prices = np.array([t.price or 0.0 for t in catalog.tools()], dtype=np.float64)
+    asks = np.array(
+        [
+            s.ask_cost
+            if s.ask_cost is not None
+            else float(prices[server_of == i].mean())
+            if s.tools
+            else 0.0
+            for i, s in enumerate(catalog.servers)
+        ],
+        dtype=np.float64,
+    )
+    return prices, asks
 
 
 def _component_text(doc: ToolDoc, comp: Component) -> str:

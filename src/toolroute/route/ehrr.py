@@ -7,8 +7,9 @@ reverse auction at the server layer, reading the online statistics of :mod:`tool
 
 The cost formulas are the vectorised forms of :func:`toolroute.economics.server_cost` and
 :func:`toolroute.economics.tool_cost` (a unit test checks they agree). Variants, for ablations:
-``auction=False`` (ehrr-no-auction), ``execution=False`` (ehrr-no-exec: similarity only, same
-hierarchy and auction), ``hierarchy=False`` (ehrr-flat: tool utilities over every tool).
+``auction=False`` (ehrr-no-auction), ``execution=False`` (ehrr-no-exec: both layers ranked by
+similarity alone; the auction still prices from C_i^s, as it needs a cost), ``hierarchy=False``
+(ehrr-flat: no top-k server shortlist; the auction still filters every server).
 """
 
 from __future__ import annotations
@@ -47,10 +48,16 @@ class EhrrParams:
     auction: bool = True
     execution: bool = True
     hierarchy: bool = True
-    estimator: Literal["ema", "thompson"] = "ema"
+    similarity: Literal["hybrid", "cosine"] = "hybrid"
+    """Sim of eq. 1: ``cosine`` is the paper's clipped embedding cosine; ``hybrid`` (default)
+    clips the router's own fused score (cosine + weighted BM25, as ``hybrid``/``cascade``) to
+    [0, 1], so EHRR's economics sit on the same retrieval as the similarity-only baseline."""
+    estimator: Literal["ema", "beta", "thompson"] = "ema"
     """``ema``: the paper's r̃ and p_fail (eq. 8). ``thompson`` (ehrr-ts, beyond the paper):
     success and failure probabilities are drawn from Beta posteriors of the observed calls,
-    which explores unseen tools instead of trusting an optimistic prior."""
+    which explores unseen tools instead of trusting an optimistic prior. ``beta``
+    (ehrr-beta): posterior means, and r̃ = mean − one posterior standard deviation, which
+    shrinks as calls accumulate where the EMA's outcome variance never does."""
 
 
 @dataclass(slots=True)
@@ -87,24 +94,39 @@ def _attempt_success(success: Floats, fail: Floats, eps: float) -> Floats:
     return out
 
 
+def _beta_mean(ab: Floats) -> Floats:
+    out: Floats = ab[:, 0] / ab.sum(axis=1)
+    return out
+
+
 def ehrr_route(
     ix: ToolIndex,
-    query_vector: npt.NDArray[np.float32],
+    server_sim: npt.NDArray[np.floating],
+    tool_sim: npt.NDArray[np.floating],
     stats: StatsBook,
     p: EhrrParams,
     trace: EhrrTrace | None = None,
 ) -> npt.NDArray[np.float32]:
-    """Tool utilities U_ij for feasible tools, ``-inf`` elsewhere (seed 000 Alg. 2)."""
+    """Tool utilities U_ij for feasible tools, ``-inf`` elsewhere (seed 000 Alg. 2).
+
+    ``server_sim`` / ``tool_sim`` are the raw similarities of both layers; they are clipped to
+    [0, 1] as eq. 1 clips the cosine.
+    """
     t = trace if trace is not None else EhrrTrace()
-    # eq. 1: clipped cosine on both layers.
-    t.server_sim = np.clip(ix.server_vectors @ query_vector, 0.0, 1.0).astype(np.float64)
-    t.tool_sim = np.clip(ix.tool_vectors @ query_vector, 0.0, 1.0).astype(np.float64)
+    t.server_sim = np.clip(server_sim, 0.0, 1.0).astype(np.float64)
+    t.tool_sim = np.clip(tool_sim, 0.0, 1.0).astype(np.float64)
 
     overhead = p.route_s + stats.connect_s  # G_i
     if p.estimator == "thompson":
         server_fail = stats.rng.beta(stats.server_fail_beta[:, 0], stats.server_fail_beta[:, 1])
         tool_success = stats.rng.beta(stats.tool_beta[:, 0], stats.tool_beta[:, 1])
         r_tilde = stats.rng.beta(stats.server_beta[:, 0], stats.server_beta[:, 1])
+    elif p.estimator == "beta":
+        server_fail = _beta_mean(stats.server_fail_beta)
+        tool_success = _beta_mean(stats.tool_beta)
+        a, b = stats.server_beta[:, 0], stats.server_beta[:, 1]
+        sd = np.sqrt(a * b / ((a + b) ** 2 * (a + b + 1.0)))
+        r_tilde = np.maximum(p.eps, _beta_mean(stats.server_beta) - sd)
     else:
         server_fail, tool_success = stats.server_fail, stats.tool_success
         r_tilde = np.maximum(p.eps, stats.server_success - np.sqrt(stats.server_variance))
@@ -129,11 +151,11 @@ def ehrr_route(
 
     # eq. 7: tool utility.
     utility = t.tool_sim - alpha_t * t.tool_cost
-    if not p.hierarchy:
-        t.shortlisted = np.arange(len(t.server_sim))
-        return utility.astype(np.float32)
-    k = min(p.servers_k, len(t.server_utility))
-    t.shortlisted = np.argsort(-t.server_utility, kind="stable")[:k]
+    if p.hierarchy:
+        k = min(p.servers_k, len(t.server_utility))
+        t.shortlisted = np.argsort(-t.server_utility, kind="stable")[:k]
+    else:  # ehrr-flat: no server shortlist; the auction still filters every server
+        t.shortlisted = np.arange(len(t.server_utility))
     keep = np.zeros(len(t.server_sim), dtype=bool)
     keep[t.shortlisted] = True
     keep &= t.accepted

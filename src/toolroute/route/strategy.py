@@ -131,7 +131,12 @@ sub-intent embedded on its own (better vectors, one more pass per clause)."""
 def _ehrr(**variant: Any) -> StrategyFn:
     def score(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
         stats = q.stats if q.stats is not None else StatsBook(ix.catalog)
-        return ehrr_route(ix, q.vector, stats, replace(p.ehrr, **variant), q.trace)
+        params = replace(p.ehrr, **variant)
+        if params.similarity == "hybrid":
+            server_sim, tool_sim = server_scores(ix, q, p), hybrid(ix, q, p)
+        else:  # the paper's eq. 1 on both layers
+            server_sim, tool_sim = ix.server_vectors @ q.vector, dense(ix, q, p)
+        return ehrr_route(ix, server_sim, tool_sim, stats, params, q.trace)
 
     return score
 
@@ -177,6 +182,20 @@ STRATEGIES: dict[str, Strategy] = {
         ),
         Strategy(
             "ehrr-flat", _ehrr(hierarchy=False), "query", "EHRR tool utility, no server layer", True
+        ),
+        Strategy(
+            "ehrr-cos",
+            _ehrr(similarity="cosine"),
+            "query",
+            "EHRR with the paper's plain embedding cosine as Sim",
+            True,
+        ),
+        Strategy(
+            "ehrr-beta",
+            _ehrr(estimator="beta"),
+            "query",
+            "EHRR with Beta-posterior estimates instead of EMAs",
+            True,
         ),
         Strategy(
             "ehrr-ts",
