@@ -21,6 +21,13 @@ $TR bench --catalog "$B/union/catalog.json" --queries benchmarks/union_queries.j
 
 $PY benchmarks/tdwa.py --store "$STORE" --out "$R/tdwa.md"
 
+# EHRR economics simulation (seed 000 §V): all variants vs cascade, then estimators vs ehrr.
+L="--catalog $B/livemcpbench/catalog.json --queries $B/livemcpbench/queries.jsonl --store $STORE"
+$TR simulate $L -s cascade -s ehrr -s ehrr-no-auction -s ehrr-no-exec -s ehrr-flat -s ehrr-cos \
+    -s ehrr-beta -s ehrr-ts --seeds 10 --out "$R/simulate"
+$TR simulate $L -s ehrr -s ehrr-beta -s ehrr-ts --baseline ehrr --seeds 10 \
+    --out "$R/simulate-estimators"
+
 if [ -z "${SKIP_SCALE:-}" ]; then
     $PY benchmarks/scale.py --sizes 10000 100000 --store .toolroute/scale-store > "$R/scale.md"
     cat "$R/scale.md"

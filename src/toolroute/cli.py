@@ -288,6 +288,97 @@ def bench(
 
 
 @main.command()
+@catalog_option
+@click.option(
+    "--queries",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="Queries JSON lines with relevant_groups ground truth.",
+)
+@store_option
+@documents_option
+@click.option(
+    "--strategy",
+    "-s",
+    "strategies",
+    multiple=True,
+    help="Strategy to simulate; repeat for several. Default: cascade and ehrr.",
+)
+@click.option(
+    "--seeds",
+    type=click.IntRange(min=1),
+    default=10,
+    show_default=True,
+    help="Worlds to draw (seeds 0..N-1); results are mean ± 95% CI over them.",
+)
+@click.option(
+    "-n",
+    "n",
+    type=click.IntRange(min=1),
+    default=3,
+    show_default=True,
+    help="Candidates presented per route call (EHRR's top-n).",
+)
+@click.option(
+    "--baseline",
+    default="cascade",
+    show_default=True,
+    help="Strategy the others are compared with, paired over seeds (paired.md).",
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Write simulate.json, simulate.md, simulate.png and paired.md into this directory.",
+)
+@json_option
+@_friendly
+def simulate(
+    catalog: Path | None,
+    queries: Path,
+    store: Path | None,
+    documents: str,
+    strategies: tuple[str, ...],
+    seeds: int,
+    n: int,
+    baseline: str,
+    out: Path | None,
+    as_json: bool,
+) -> None:
+    """Simulate an agent over a seeded world of prices, failures and latencies (seed 000 §V).
+
+    Each seed draws one world (prices by tier, hidden success, post-accept failures,
+    latencies) before any strategy runs; every strategy meets the same world and the same luck
+    per call. Reports success rate, cost, invalid calls, call latency and schema tokens per
+    query. The world and agent are documented in README "Economics simulation".
+    """
+    from toolroute.bench.simulate import markdown_table, run_simulation, write_simulation_outputs
+    from toolroute.catalog.loader import load_queries
+    from toolroute.route.strategy import resolve_strategy
+
+    names = list(strategies) or ["cascade", "ehrr"]
+    for name in names:
+        resolve_strategy(name)
+    with _router(catalog, store, documents) as router:
+        qs = load_queries(queries, router.catalog)
+        _index(router, not as_json)
+        with _progress(not as_json) as update:
+            sim = run_simulation(router, qs, names, seeds=seeds, n=n, progress=update)
+    paired = sim.paired_table(baseline) if baseline in names and len(names) > 1 else ""
+    if out is not None:
+        for p in write_simulation_outputs(sim.summary, sim.series, out):
+            click.echo(f"wrote {p}", err=True)
+        if paired:
+            (out / "paired.md").write_text(paired, encoding="utf-8")
+            click.echo(f"wrote {out / 'paired.md'}", err=True)
+    if as_json:
+        click.echo(json.dumps(sim.summary))
+    else:
+        click.echo(markdown_table(sim.summary))
+        click.echo(paired)
+
+
+@main.command()
 def strategies() -> None:
     """List the routing strategies."""
     from toolroute.route.strategy import STRATEGIES

@@ -153,3 +153,34 @@ def test_readme_commands_exist_in_help() -> None:
         code, out, _ = _run(command, "--help")
         assert code == 0, command
         assert "Usage:" in out
+
+
+def test_simulate_json_has_the_stable_shape(
+    tmp_path: Path, catalog_file: Path, queries_file: Path
+) -> None:
+    code, out, err = _run(
+        "simulate",
+        "--catalog",
+        str(catalog_file),
+        "--queries",
+        str(queries_file),
+        "--store",
+        str(tmp_path),
+        "-s",
+        "cascade",
+        "-s",
+        "ehrr",
+        "--seeds",
+        "3",
+        "--json",
+        "--out",
+        str(tmp_path / "sim"),
+    )
+    assert code == 0, err
+    res = json.loads(out)
+    assert list(res) == ["cascade", "ehrr"]
+    for metric in ("success_rate", "cost_usd", "invalid_calls", "latency_s", "tokens"):
+        assert set(res["ehrr"][metric]) == {"mean", "ci95"}
+    for f in ("simulate.json", "simulate.md", "simulate.png", "paired.md"):
+        assert (tmp_path / "sim" / f).stat().st_size > 0
+    assert "| ehrr |" in (tmp_path / "sim" / "paired.md").read_text()

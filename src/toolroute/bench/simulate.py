@@ -311,6 +311,24 @@ class Simulation:
         base = {r.seed: r.means()[metric] for r in runs[baseline]}
         return ci95([r.means()[metric] - base[r.seed] for r in runs[strategy]])
 
+    def paired_table(self, baseline: str) -> str:
+        """Markdown: every other strategy minus ``baseline``, per metric, paired over seeds."""
+        names = [n for n in self.by_strategy() if n != baseline]
+        lines = [
+            f"Paired difference vs `{baseline}` (mean ± 95 % half-width over seeds)",
+            "",
+            "| strategy | " + " | ".join(METRICS) + " |",
+            "|---|" + "---:|" * len(METRICS),
+        ]
+        for name in names:
+            cells = []
+            for m in METRICS:
+                d = self.paired(m, name, baseline)
+                mean, half = d["mean"] or 0.0, d["ci95"]
+                cells.append(f"{mean:+.4f}" + ("" if half is None else f" ± {half:.4f}"))
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        return "\n".join(lines) + "\n"
+
     @property
     def series(self) -> dict[str, dict[str, list[float]]]:
         """Per strategy, over the query stream and averaged over seeds: the running success
