@@ -99,6 +99,12 @@ documents_option = click.option(
     show_default=True,
     help="Tool-document preset: toolroute, concat, var-1, var-2 (seed 001 TDWA).",
 )
+queries_option = click.option(
+    "--queries",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="Queries JSON lines with relevant_groups ground truth.",
+)
 json_option = click.option(
     "--json", "as_json", is_flag=True, help="Machine-readable JSON on stdout."
 )
@@ -224,12 +230,7 @@ def route(
 
 @main.command()
 @catalog_option
-@click.option(
-    "--queries",
-    type=click.Path(path_type=Path),
-    required=True,
-    help="Queries JSON lines with relevant_groups ground truth.",
-)
+@queries_option
 @store_option
 @documents_option
 @click.option(
@@ -289,12 +290,7 @@ def bench(
 
 @main.command()
 @catalog_option
-@click.option(
-    "--queries",
-    type=click.Path(path_type=Path),
-    required=True,
-    help="Queries JSON lines with relevant_groups ground truth.",
-)
+@queries_option
 @store_option
 @documents_option
 @click.option(

@@ -389,8 +389,8 @@ def run_simulation(
     progress: Progress | None = None,
 ) -> Simulation:
     """Run every strategy over the query stream in each seed's world (seeds ``0 … seeds−1``, or
-    the given seeds). Each world gets its own index over the world's catalog, built from the
-    router's store (embedding cache) and settings."""
+    the given seeds). Strategies route through ``router.with_catalog(world catalog)``: the same
+    index, re-priced with the world's declared prices; nothing is re-indexed or stored."""
     for s in strategies:
         resolve_strategy(s)  # fail before any work on a typo
     if n < 1:
