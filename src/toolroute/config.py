@@ -1,0 +1,177 @@
+"""Gateway configuration: the ``mcpServers`` JSON as Claude Desktop / Cursor / VS Code write it,
+plus toolroute's own settings in a ``toolroute.toml``.
+
+    {"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time"]},
+                    "docs": {"url": "https://example.com/mcp", "headers": {"Authorization": "…"}}}}
+
+    # toolroute.toml (optional; next to the JSON, or --settings FILE)
+    [toolroute]
+    store = "~/.local/share/toolroute"   # default: the per-user data dir
+    strategy = "default"
+    k = 5
+    call_timeout_s = 30
+    connect_timeout_s = 20
+    [servers.time]                       # economics metadata (EHRR), all optional
+    ask_cost = 0.0
+    connect_latency_s = 0.1
+    [tools."time__get_current_time"]
+    price = 0.0
+
+Every error names the file and the field, in one line (:class:`ConfigError`).
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from toolroute.errors import ConfigError
+
+__all__ = ["SEPARATOR", "GatewayConfig", "HttpSpec", "StdioSpec", "load_config"]
+
+SEPARATOR = "__"
+"""Between server and tool in a namespaced tool name (``time__get_current_time``). Server names
+may not contain it, so the first occurrence always splits a name unambiguously."""
+
+
+class StdioSpec(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    command: str = Field(min_length=1)
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+
+
+class HttpSpec(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    url: str = Field(pattern=r"^https?://")
+    headers: dict[str, str] = Field(default_factory=dict)
+
+
+class _ServerEntry(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    command: str | None = None
+    url: str | None = None
+    disabled: bool = False
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> _ServerEntry:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("give either 'command' (stdio) or 'url' (streamable HTTP)")
+        return self
+
+
+class _Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    store: str | None = None
+    strategy: str = "default"
+    k: int = Field(default=5, ge=1, le=100)
+    call_timeout_s: float = Field(default=30.0, gt=0)
+    connect_timeout_s: float = Field(default=20.0, gt=0)
+
+
+class _ServerMeta(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    ask_cost: float | None = Field(default=None, ge=0)
+    connect_latency_s: float | None = Field(default=None, ge=0)
+    failure_rate: float | None = Field(default=None, ge=0, le=1)
+
+
+class _ToolMeta(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    price: float | None = Field(default=None, ge=0)
+    latency_s: float | None = Field(default=None, ge=0)
+    success_rate: float | None = Field(default=None, ge=0, le=1)
+
+
+class _Toml(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    toolroute: _Settings = Field(default_factory=_Settings)
+    servers: dict[str, _ServerMeta] = Field(default_factory=dict)
+    tools: dict[str, _ToolMeta] = Field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayConfig:
+    """Downstream servers and toolroute's settings."""
+
+    servers: dict[str, StdioSpec | HttpSpec]
+    store: Path | None = None
+    strategy: str = "default"
+    k: int = 5
+    call_timeout_s: float = 30.0
+    connect_timeout_s: float = 20.0
+    server_meta: dict[str, dict[str, float]] = field(default_factory=dict)
+    tool_meta: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+def _where(source: str, err: ValidationError, prefix: str = "") -> ConfigError:
+    first = err.errors()[0]
+    path = ".".join(str(p) for p in (*((prefix,) if prefix else ()), *first["loc"]))
+    return ConfigError(f"{source}: {path}: {first['msg']}")
+
+
+def load_config(path: str | Path, settings: str | Path | None = None) -> GatewayConfig:
+    """Read an ``mcpServers`` JSON file and the optional ``toolroute.toml``."""
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{p}: no such file") from None
+    except json.JSONDecodeError as e:
+        raise ConfigError(
+            f"{p}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}"
+        ) from None
+    except OSError as e:
+        raise ConfigError(f"{p}: cannot read: {e}") from None
+    raw = data.get("mcpServers") if isinstance(data, dict) else None
+    if not isinstance(raw, dict) or not raw:
+        raise ConfigError(f"{p}: mcpServers: expected an object with at least one server")
+    servers: dict[str, StdioSpec | HttpSpec] = {}
+    for name, entry in raw.items():
+        if SEPARATOR in name or not name:
+            raise ConfigError(
+                f"{p}: mcpServers.{name}: server names may not be empty or contain {SEPARATOR!r}"
+            )
+        try:
+            parsed = _ServerEntry.model_validate(entry)
+            if parsed.disabled:
+                continue
+            servers[name] = (
+                StdioSpec.model_validate(entry)
+                if parsed.command is not None
+                else HttpSpec.model_validate(entry)
+            )
+        except ValidationError as err:
+            raise _where(str(p), err, f"mcpServers.{name}") from None
+    if not servers:
+        raise ConfigError(f"{p}: mcpServers: every server is disabled")
+    toml_path = Path(settings) if settings is not None else p.with_name("toolroute.toml")
+    toml: dict[str, Any] = {}
+    if settings is not None or toml_path.is_file():
+        try:
+            toml = tomllib.loads(toml_path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(f"{toml_path}: no such file") from None
+        except tomllib.TOMLDecodeError as e:
+            raise ConfigError(f"{toml_path}: invalid TOML: {e}") from None
+    try:
+        t = _Toml.model_validate(toml)
+    except ValidationError as err:
+        raise _where(str(toml_path), err) from None
+    s = t.toolroute
+    return GatewayConfig(
+        servers=servers,
+        store=Path(s.store).expanduser() if s.store else None,
+        strategy=s.strategy,
+        k=s.k,
+        call_timeout_s=s.call_timeout_s,
+        connect_timeout_s=s.connect_timeout_s,
+        server_meta={k: v.model_dump(exclude_none=True) for k, v in t.servers.items()},
+        tool_meta={k: v.model_dump(exclude_none=True) for k, v in t.tools.items()},
+    )

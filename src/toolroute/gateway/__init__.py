@@ -1,0 +1,1 @@
+"""Gateway: toolroute as one MCP server in front of many."""

@@ -1,0 +1,135 @@
+"""Wiring: config → downstream pool → sync (list, hash, index) → gateway server.
+
+``sync_once`` is ``toolroute sync``; ``serve`` is ``toolroute serve``: it syncs, serves the
+gateway over stdio or streamable HTTP, and resyncs a server when it sends
+``notifications/tools/list_changed``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import anyio
+
+from toolroute.config import GatewayConfig
+from toolroute.router import IndexReport, Router
+from toolroute.sources.pool import Downstream, DownstreamPool
+from toolroute.sources.sync import ServerStatus, catalog_from_listing, list_all
+from toolroute.store import Store, default_store_dir
+
+__all__ = ["SyncResult", "running_pool", "serve", "sync_once", "sync_router"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class SyncResult:
+    servers: list[ServerStatus]
+    index: IndexReport
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"servers": {s.name: s.to_dict() for s in self.servers}, **self.index.to_dict()}
+
+
+def make_pool(config: GatewayConfig) -> DownstreamPool:
+    return DownstreamPool(
+        {
+            name: Downstream(
+                name,
+                spec,
+                connect_timeout_s=config.connect_timeout_s,
+                call_timeout_s=config.call_timeout_s,
+            )
+            for name, spec in config.servers.items()
+        }
+    )
+
+
+@asynccontextmanager
+async def running_pool(config: GatewayConfig) -> AsyncIterator[DownstreamPool]:
+    """Start every downstream owner task; stop them all on exit."""
+    pool = make_pool(config)
+    async with anyio.create_task_group() as tg:
+        await tg.start(pool.run)
+        try:
+            await pool.wait_connected(config.connect_timeout_s)
+            yield pool
+        finally:
+            pool.stop()
+
+
+async def sync_router(
+    config: GatewayConfig, pool: DownstreamPool, embedder: Any = None
+) -> tuple[Router, SyncResult]:
+    """List every server, index what changed, and return a ready router."""
+    store_dir = config.store or default_store_dir()
+    listing = await list_all(pool, config.connect_timeout_s)
+    with Store(store_dir) as store:
+        previous = store.load_catalog() if store.tool_hashes() else None
+    catalog, statuses = catalog_from_listing(config, listing, previous)
+    router = Router(catalog, store=store_dir, embedder=embedder)
+    report = router.index()
+    return router, SyncResult(statuses, report)
+
+
+async def sync_once(config: GatewayConfig) -> SyncResult:
+    async with running_pool(config) as pool:
+        router, result = await sync_router(config, pool)
+        router.close()
+    return result
+
+
+async def serve(
+    config: GatewayConfig,
+    transport: Literal["stdio", "http"] = "stdio",
+    port: int = 8765,
+    host: str = "127.0.0.1",
+) -> None:
+    from toolroute.gateway.server import Gateway
+
+    async with running_pool(config) as pool:
+        router, result = await sync_router(config, pool)
+        for s in result.servers:
+            if s.status != "ok":
+                log.warning("server %s: %s (its last known tools are kept)", s.name, s.error)
+        gateway = Gateway(
+            router, pool, k=config.k, strategy=config.strategy, call_timeout_s=config.call_timeout_s
+        )
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_watch_changes, config, pool, gateway)
+                if transport == "stdio":
+                    from mcp.server.stdio import stdio_server
+
+                    async with stdio_server() as (read, write):
+                        await gateway.server.run(
+                            read, write, gateway.server.create_initialization_options()
+                        )
+                else:
+                    import uvicorn
+
+                    app = gateway.server.streamable_http_app(streamable_http_path="/mcp")
+                    cfg = uvicorn.Config(app, host=host, port=port, log_level="warning")
+                    await uvicorn.Server(cfg).serve()
+                tg.cancel_scope.cancel()
+        finally:
+            gateway.router.close()
+
+
+async def _watch_changes(config: GatewayConfig, pool: DownstreamPool, gateway: Any) -> None:
+    """Resync when any server says its tools changed (notifications/tools/list_changed)."""
+    while True:
+        changed = [d for d in pool.servers.values() if d.tools_changed.is_set()]
+        if not changed:
+            await anyio.sleep(0.2)
+            continue
+        for d in changed:
+            d.tools_changed = anyio.Event()
+        router, result = await sync_router(config, pool, embedder=gateway.router.embedder)
+        old, gateway.router = gateway.router, router
+        old.close()
+        log.info("resynced after tools/list_changed: %s", result.to_dict())

@@ -1,0 +1,250 @@
+"""toolroute's own MCP server: two meta-tools in front of every downstream server.
+
+- ``find_tools(query, k?)`` → ranked candidates (seed 000 ROUTE), as structured content and as
+  the same JSON in text: ``{"candidates": [{"name", "server", "tool", "description",
+  "input_schema", "score"}]}``. ``name`` is ``<server>__<tool>`` (server names may not contain
+  ``__``, so it always splits at the first ``__``).
+- ``call_tool(name, arguments)`` → validates the arguments against the tool's input schema,
+  forwards the call with a deadline and returns the downstream result unchanged (seed 000
+  EXECUTE-TOOL). Unknown tool, invalid arguments, timeout and crash come back as ``isError``
+  results whose JSON says what to do next; every executed call is recorded (EHRR eq. 8).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import jsonschema
+import mcp.types as types
+from mcp.server import NotificationOptions, Server
+
+from toolroute.config import SEPARATOR
+from toolroute.router import Router
+from toolroute.sources.pool import DownstreamError, DownstreamPool
+from toolroute.stats import Outcome
+
+__all__ = ["FIND_TOOLS", "CALL_TOOL", "Gateway"]
+
+log = logging.getLogger(__name__)
+
+FIND_TOOLS = types.Tool(
+    name="find_tools",
+    description=(
+        "Find the tools that can do what you need, among every connected MCP server. Describe "
+        "the need in plain words; you get the best few tools with their input schemas. Then "
+        "run one with call_tool."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "description": "What you need to get done."},
+            "k": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 50,
+                "description": "How many tools to return (default 5).",
+            },
+        },
+        "required": ["query"],
+    },
+)
+CALL_TOOL = types.Tool(
+    name="call_tool",
+    description=(
+        "Run a tool returned by find_tools: pass its `name` exactly and `arguments` matching "
+        "its input_schema."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "description": "The `name` field from find_tools."},
+            "arguments": {"type": "object", "description": "Arguments for the tool."},
+        },
+        "required": ["name"],
+    },
+)
+
+
+class _GatewayServer(Server):
+    def create_initialization_options(
+        self, notification_options: Any = None, *a: Any, **k: Any
+    ) -> Any:
+        opts = notification_options or NotificationOptions(tools_changed=True)
+        return super().create_initialization_options(opts, *a, **k)
+
+
+def _json_result(payload: dict[str, Any], *, error: bool = False) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=json.dumps(payload, ensure_ascii=False))],
+        structured_content=payload,
+        is_error=error,
+    )
+
+
+class Gateway:
+    """The gateway's MCP server over a :class:`Router` and a :class:`DownstreamPool`."""
+
+    def __init__(
+        self,
+        router: Router,
+        pool: DownstreamPool,
+        *,
+        k: int = 5,
+        strategy: str = "default",
+        call_timeout_s: float = 30.0,
+        on_outcome: Callable[[Outcome], None] | None = None,
+    ) -> None:
+        self.router = router
+        self.pool = pool
+        self.k = k
+        self.strategy = strategy
+        self.call_timeout_s = call_timeout_s
+        self._on_outcome = on_outcome
+        self.server = _GatewayServer(
+            "toolroute",
+            version="0.1.0",
+            instructions=(
+                "Use find_tools to discover tools across all connected servers, then "
+                "call_tool to run one."
+            ),
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+        )
+
+    async def _list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[FIND_TOOLS, CALL_TOOL])
+
+    async def _call_tool(
+        self, ctx: Any, params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        args = params.arguments or {}
+        if params.name == FIND_TOOLS.name:
+            query = args.get("query")
+            k = args.get("k", self.k)
+            if not isinstance(query, str) or not query.strip():
+                return _json_result(
+                    {
+                        "error": "invalid_arguments",
+                        "message": "find_tools needs a non-empty `query` string",
+                    },
+                    error=True,
+                )
+            if not isinstance(k, int) or not 1 <= k <= 50:
+                k = self.k
+            return _json_result(self.find(query, k))
+        if params.name == CALL_TOOL.name:
+            name = args.get("name")
+            arguments = args.get("arguments") or {}
+            if not isinstance(name, str) or not isinstance(arguments, dict):
+                return _json_result(
+                    {
+                        "error": "invalid_arguments",
+                        "message": "call_tool needs `name` (string) and `arguments` (object)",
+                    },
+                    error=True,
+                )
+            return await self.call(name, arguments)
+        return _json_result(
+            {
+                "error": "unknown_tool",
+                "message": f"{params.name!r} is not a toolroute tool; use "
+                "find_tools, then call_tool",
+            },
+            error=True,
+        )
+
+    def find(self, query: str, k: int) -> dict[str, Any]:
+        cands = self.router.route(query, k=k, strategy=self.strategy)
+        return {
+            "candidates": [
+                {
+                    "name": f"{c.server}{SEPARATOR}{c.tool}",
+                    "server": c.server,
+                    "tool": c.tool,
+                    "description": c.description,
+                    "input_schema": c.input_schema,
+                    "score": round(c.score, 4),
+                }
+                for c in cands
+            ]
+        }
+
+    def _names(self) -> list[str]:
+        return [f"{t.server}{SEPARATOR}{t.name}" for t in self.router.catalog.tools()]
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        server, _, tool = name.partition(SEPARATOR)
+        known = {(t.server, t.name): t for t in self.router.catalog.tools()}
+        if (server, tool) not in known or server not in self.pool.servers:
+            return _json_result(
+                {
+                    "error": "unknown_tool",
+                    "message": f"no tool named {name!r}; names come from find_tools",
+                    "closest": difflib.get_close_matches(name, self._names(), n=5, cutoff=0.4),
+                },
+                error=True,
+            )
+        schema = dict(known[(server, tool)].input_schema)
+        errors = _validate(schema, arguments)
+        if errors:
+            return _json_result(
+                {
+                    "error": "invalid_arguments",
+                    "tool": name,
+                    "errors": errors,
+                    "input_schema": schema,
+                },
+                error=True,
+            )
+        try:
+            result, latency = await self.pool[server].call_tool(
+                tool, arguments, self.call_timeout_s
+            )
+        except DownstreamError as e:
+            self._record(
+                Outcome(
+                    server,
+                    tool,
+                    success=False,
+                    latency_s=self.call_timeout_s if e.code == "timeout" else 0.0,
+                    server_failed=e.code in ("crashed", "timeout", "unavailable"),
+                )
+            )
+            hint = {
+                "timeout": "the server did not answer in time; try again or pick another tool",
+                "crashed": "the server crashed and is being restarted; try again shortly",
+                "unavailable": "the server is not connected; try another tool from find_tools",
+                "protocol": "the server returned an invalid response",
+            }[e.code]
+            return _json_result(
+                {"error": e.code, "tool": name, "message": e.detail, "hint": hint}, error=True
+            )
+        self._record(Outcome(server, tool, success=not result.is_error, latency_s=latency))
+        return result
+
+    def _record(self, outcome: Outcome) -> None:
+        try:
+            self.router.record(outcome)
+        except Exception:  # statistics must never break a call
+            log.exception("cannot record the outcome of %s/%s", outcome.server, outcome.tool)
+        if self._on_outcome is not None:
+            self._on_outcome(outcome)
+
+
+def _validate(schema: dict[str, Any], arguments: dict[str, Any]) -> list[dict[str, str]]:
+    """JSON-schema errors of ``arguments`` (an unusable schema validates nothing)."""
+    try:
+        cls = jsonschema.validators.validator_for(schema)
+        cls.check_schema(schema)
+    except jsonschema.SchemaError:
+        log.warning("skipping validation: invalid input schema")
+        return []
+    validator = cls(schema)
+    return [
+        {"path": "/".join(str(p) for p in e.absolute_path) or "(root)", "message": e.message}
+        for e in sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+    ][:10]

@@ -1,0 +1,1 @@
+"""Sources: live MCP servers (downstream pool) and index sync."""

@@ -1,0 +1,243 @@
+"""Downstream MCP servers through the official ``mcp`` SDK: one long-lived session per server.
+
+The SDK requires a client to be opened and closed in the same task, so each server gets an
+owner task (:meth:`Downstream.run`) that holds the session open until it is told to stop or the
+connection dies; any task may call through the open session meanwhile. A dead stdio server is
+restarted with exponential backoff; shutdown closes stdin, then terminates, then kills (the
+SDK's stdio transport). Contract: errors of one server never reach another; calls raise
+:class:`DownstreamError` with a code the gateway maps to an actionable message.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import anyio
+import mcp.types as types
+from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
+
+from toolroute.config import HttpSpec, StdioSpec
+from toolroute.errors import ToolrouteError
+
+__all__ = ["Downstream", "DownstreamError", "DownstreamPool", "ListedServer"]
+
+log = logging.getLogger(__name__)
+
+MAX_PAGES = 1000
+"""tools/list pages read at most from one server (guards against a cursor that never ends)."""
+
+
+class DownstreamError(ToolrouteError):
+    """A downstream call failed: ``code`` is unavailable, timeout, crashed or protocol."""
+
+    def __init__(
+        self,
+        server: str,
+        tool: str | None,
+        code: Literal["unavailable", "timeout", "crashed", "protocol"],
+        message: str,
+    ) -> None:
+        super().__init__(f"{server}{'/' + tool if tool else ''}: {code}: {message}")
+        self.server, self.tool, self.code, self.detail = server, tool, code, message
+
+
+@dataclass(frozen=True, slots=True)
+class ListedServer:
+    """What a server said about itself and its tools at sync time."""
+
+    name: str
+    title: str
+    instructions: str
+    tools: tuple[types.Tool, ...]
+
+
+class Downstream:
+    """One downstream server and its owner task."""
+
+    def __init__(
+        self,
+        name: str,
+        spec: StdioSpec | HttpSpec,
+        *,
+        connect_timeout_s: float = 20.0,
+        call_timeout_s: float = 30.0,
+        max_backoff_s: float = 30.0,
+    ) -> None:
+        self.name = name
+        self.spec = spec
+        self.connect_timeout_s = connect_timeout_s
+        self.call_timeout_s = call_timeout_s
+        self.max_backoff_s = max_backoff_s
+        self.status = "starting"
+        self.error: str | None = None
+        self.restarts = 0
+        self.tools_changed = anyio.Event()
+        self._client: Client | None = None
+        self._ready = anyio.Event()
+        self._dead = anyio.Event()
+        self._stopping = False
+
+    def _target(self) -> Any:
+        if isinstance(self.spec, StdioSpec):
+            return StdioServerParameters(
+                command=self.spec.command,
+                args=list(self.spec.args),
+                env=dict(self.spec.env) or None,
+                cwd=self.spec.cwd,
+            )
+        if self.spec.headers:
+            import httpx2
+            from mcp.client.streamable_http import streamable_http_client
+
+            http = httpx2.AsyncClient(headers=self.spec.headers)
+            return streamable_http_client(self.spec.url, http_client=http)
+        return self.spec.url
+
+    async def _on_message(self, msg: Any) -> None:  # the SDK's MessageHandlerFnT
+        if isinstance(msg, types.ToolListChangedNotification):
+            self.tools_changed.set()
+
+    async def run(self) -> None:
+        """Owner loop: connect, hold the session until it dies or stop(), reconnect with backoff."""
+        backoff = 0.5
+        while not self._stopping:
+            try:
+                # initialize is bounded by read_timeout_seconds like any request
+                async with Client(
+                    self._target(),
+                    mode="legacy",
+                    read_timeout_seconds=self.connect_timeout_s,
+                    message_handler=self._on_message,  # type: ignore[arg-type]
+                ) as client:
+                    self._client, self.status, self.error = client, "up", None
+                    self._ready.set()
+                    backoff = 0.5
+                    await self._dead.wait()
+            except Exception as e:  # owner loop: any failure of one server stays with it
+                self.status, self.error = "down", _describe(e)
+                log.warning("downstream %s failed: %s", self.name, self.error)
+            finally:
+                self._client = None
+                if self._ready.is_set():  # waiters hold the old event only while it is unset
+                    self._ready = anyio.Event()
+                if self._dead.is_set():
+                    self._dead = anyio.Event()
+            if self.status == "up":
+                self.status = "restarting"
+            if self._stopping:
+                break
+            self.restarts += 1
+            await anyio.sleep(backoff)
+            backoff = min(backoff * 2, self.max_backoff_s)
+        self.status = "stopped"
+
+    def stop(self) -> None:
+        self._stopping = True
+        self._dead.set()
+
+    async def client(self, wait_s: float | None = None) -> Client:
+        """The open session, waiting up to ``wait_s`` for a (re)connect."""
+        if self._client is None:
+            with anyio.move_on_after(self.connect_timeout_s if wait_s is None else wait_s):
+                await self._ready.wait()
+        if self._client is None:
+            raise DownstreamError(
+                self.name, None, "unavailable", self.error or "the server is not connected"
+            )
+        return self._client
+
+    async def list_tools(self) -> ListedServer:
+        """Every tool, following ``next_cursor`` (a repeated cursor or MAX_PAGES ends it)."""
+        c = await self.client()
+        tools: list[types.Tool] = []
+        cursor: str | None = None
+        seen: set[str] = set()
+        try:
+            for _ in range(MAX_PAGES):
+                page = await c.list_tools(cursor=cursor)
+                tools.extend(page.tools)
+                cursor = page.next_cursor
+                if cursor is None or cursor in seen:
+                    break
+                seen.add(cursor)
+        except MCPError as e:
+            raise self._error(None, e) from None
+        info = c.server_info
+        return ListedServer(
+            name=self.name,
+            title=(getattr(info, "title", None) or getattr(info, "name", None) or self.name),
+            instructions=c.instructions or "",
+            tools=tuple(tools),
+        )
+
+    async def call_tool(
+        self, tool: str, arguments: Mapping[str, Any], timeout_s: float | None = None
+    ) -> tuple[types.CallToolResult, float]:
+        """Forward one call; returns the result unchanged and its latency (s)."""
+        c = await self.client()
+        start = time.perf_counter()
+        try:
+            result = await c.call_tool(
+                tool, dict(arguments), read_timeout_seconds=timeout_s or self.call_timeout_s
+            )
+        except MCPError as e:
+            raise self._error(tool, e) from None
+        except RuntimeError as e:  # the SDK's output-schema check on a malformed result
+            raise DownstreamError(self.name, tool, "protocol", str(e)) from None
+        return result, time.perf_counter() - start
+
+    def _error(self, tool: str | None, e: MCPError) -> DownstreamError:
+        if e.error.code == types.CONNECTION_CLOSED:
+            self._dead.set()  # the owner task reconnects with backoff
+            return DownstreamError(
+                self.name,
+                tool,
+                "crashed",
+                "the server closed the connection; it is being restarted",
+            )
+        if e.error.code == types.REQUEST_TIMEOUT:
+            return DownstreamError(self.name, tool, "timeout", e.error.message)
+        return DownstreamError(self.name, tool, "protocol", e.error.message)
+
+
+def _describe(e: BaseException) -> str:
+    if isinstance(e, BaseExceptionGroup):
+        return "; ".join(_describe(x) for x in e.exceptions)
+    if isinstance(e, TimeoutError):
+        return "timed out while connecting"
+    if isinstance(e, FileNotFoundError):
+        return f"command not found: {e.filename or e}"
+    return f"{type(e).__name__}: {e}"
+
+
+class DownstreamPool:
+    """All downstream servers; ``async with pool.running():`` starts and stops their owners."""
+
+    def __init__(self, servers: Mapping[str, Downstream]) -> None:
+        self.servers = dict(servers)
+
+    def __getitem__(self, name: str) -> Downstream:
+        return self.servers[name]
+
+    async def run(
+        self, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        async with anyio.create_task_group() as tg:
+            for d in self.servers.values():
+                tg.start_soon(d.run, name=f"downstream:{d.name}")
+            task_status.started()
+
+    def stop(self) -> None:
+        for d in self.servers.values():
+            d.stop()
+
+    async def wait_connected(self, timeout_s: float) -> None:
+        """Wait until every server is up or has failed at least once, at most ``timeout_s``."""
+        with anyio.move_on_after(timeout_s):
+            while any(d.status == "starting" for d in self.servers.values()):
+                await anyio.sleep(0.05)

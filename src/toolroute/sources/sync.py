@@ -1,0 +1,99 @@
+"""Sync the index with live MCP servers (seed 001, Alg. 1): list every server's tools
+concurrently, hash them, and let the store create/update/delete only what changed.
+
+A server that fails to answer is reported and keeps its previously indexed tools, so one
+broken server never empties the index; the next sync retries it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import anyio
+
+from toolroute.catalog.models import Catalog, Server, Tool
+from toolroute.config import SEPARATOR, GatewayConfig
+from toolroute.sources.pool import DownstreamError, DownstreamPool, ListedServer
+
+__all__ = ["ServerStatus", "catalog_from_listing", "list_all"]
+
+
+@dataclass(frozen=True, slots=True)
+class ServerStatus:
+    name: str
+    status: str
+    """``ok``, or ``error`` (then ``error`` says why and its previous tools were kept)."""
+    tools: int
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"status": self.status, "tools": self.tools}
+        if self.error:
+            out["error"] = self.error
+        return out
+
+
+async def list_all(
+    pool: DownstreamPool, timeout_s: float
+) -> dict[str, ListedServer | DownstreamError]:
+    """Every server's tools, listed concurrently, each bounded by ``timeout_s``."""
+    out: dict[str, ListedServer | DownstreamError] = {}
+
+    async def one(name: str) -> None:
+        try:
+            with anyio.fail_after(timeout_s):
+                out[name] = await pool[name].list_tools()
+        except DownstreamError as e:
+            out[name] = e
+        except TimeoutError:
+            out[name] = DownstreamError(name, None, "timeout", f"no tools/list in {timeout_s:g} s")
+
+    async with anyio.create_task_group() as tg:
+        for name in pool.servers:
+            tg.start_soon(one, name)
+    return out
+
+
+def catalog_from_listing(
+    config: GatewayConfig,
+    listing: Mapping[str, ListedServer | DownstreamError],
+    previous: Catalog | None,
+) -> tuple[Catalog, list[ServerStatus]]:
+    """The catalog to index: listed servers as they are now, failed ones as they were."""
+    kept = {s.id: s for s in previous.servers} if previous is not None else {}
+    servers: list[Server] = []
+    report: list[ServerStatus] = []
+    for name in config.servers:
+        got = listing.get(name)
+        if isinstance(got, ListedServer):
+            meta = config.server_meta.get(name, {})
+            tools = tuple(
+                Tool(
+                    server=name,
+                    name=t.name,
+                    description=t.description or t.title or "",
+                    input_schema=dict(t.input_schema or {}),
+                    **config.tool_meta.get(f"{name}{SEPARATOR}{t.name}", {}),
+                )
+                for t in got.tools
+            )
+            servers.append(
+                Server(
+                    id=name,
+                    name=got.title or name,
+                    description=got.instructions[:500],
+                    tools=tools,
+                    **meta,
+                )
+            )
+            report.append(ServerStatus(name, "ok", len(tools)))
+        else:
+            error = str(got.detail) if isinstance(got, DownstreamError) else "not listed"
+            if name in kept:
+                servers.append(replace(kept[name]))
+            report.append(
+                ServerStatus(name, "error", len(kept[name].tools) if name in kept else 0, error)
+            )
+    return Catalog(servers=tuple(servers)), report
