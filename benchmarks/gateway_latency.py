@@ -1,0 +1,218 @@
+"""Gateway latency: what one call through ``toolroute serve`` costs over calling the server direct.
+
+    python benchmarks/gateway_latency.py [--calls 200] [--warmup 20] [--http] [--json] [--out F]
+
+Opens, all at once, one MCP SDK client over stdio straight to the reference time server
+(``python -m mcp_server_time``) and one over stdio to ``toolroute serve`` fronting only that
+server (plus, with --http, one over streamable HTTP to a second ``toolroute serve``). After
+warm-up calls on each, it times ``get_current_time {"timezone": "Asia/Tokyo"}`` direct, the same
+call as ``call_tool time__get_current_time`` through each gateway, and ``find_tools`` through
+each gateway, in alternating batches (the order rotates each round) so that machine noise hits
+every path alike. Every result is checked (no is_error; the time mentions Asia/Tokyo, the
+candidates hold time__get_current_time). Prints a markdown table of p50/p95/mean per path and
+the added p50/p95 (gateway - direct); --json prints a JSON object instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client, StdioServerParameters
+from mcp.types import CallToolResult
+
+PY = sys.executable
+TOOLROUTE = str(Path(PY).with_name("toolroute"))
+TIME_ARGS = ["-m", "mcp_server_time", "--local-timezone", "UTC"]
+TZ_ARGS: dict[str, Any] = {"timezone": "Asia/Tokyo"}
+VIA_ARGS: dict[str, Any] = {"name": "time__get_current_time", "arguments": TZ_ARGS}
+FIND_ARGS: dict[str, Any] = {"query": "what time is it in Tokyo", "k": 5}
+DIRECT = "direct (stdio)"
+
+Call = Callable[[], Awaitable[None]]
+Report = dict[str, Any]
+
+
+def _check_time(r: CallToolResult) -> None:
+    text = " ".join(getattr(c, "text", "") for c in r.content)
+    if r.is_error or "Asia/Tokyo" not in text:
+        raise RuntimeError(f"bad time result: is_error={r.is_error} {text[:200]!r}")
+
+
+def _check_find(r: CallToolResult) -> None:
+    cands = (r.structured_content or {}).get("candidates", [])
+    if r.is_error or "time__get_current_time" not in [c.get("name") for c in cands]:
+        raise RuntimeError(f"bad find_tools result: is_error={r.is_error} {cands!r:.200}")
+
+
+def _caller(c: Client, tool: str, args: dict[str, Any], check: Callable[..., None]) -> Call:
+    async def call() -> None:
+        check(await c.call_tool(tool, args))
+
+    return call
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def _wait_port(port: int, proc: subprocess.Popen[bytes], timeout_s: float = 120.0) -> None:
+    """Bounded wait until the HTTP gateway accepts connections (it indexes before it binds)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"toolroute serve --transport http exited with {proc.returncode}")
+        try:
+            stream = await anyio.connect_tcp("127.0.0.1", port)
+        except OSError:
+            await anyio.sleep(0.1)
+            continue
+        await stream.aclose()
+        return
+    raise TimeoutError(f"port {port} did not open within {timeout_s:.0f}s")
+
+
+def _stats(ms: list[float]) -> dict[str, float]:
+    q = statistics.quantiles(ms, n=100, method="inclusive")
+    return {"calls": len(ms), "p50_ms": q[49], "p95_ms": q[94], "mean_ms": statistics.fmean(ms)}
+
+
+async def _measure(args: argparse.Namespace, tmp: Path) -> dict[str, list[float]]:
+    config = tmp / "servers.json"
+    config.write_text(json.dumps({"mcpServers": {"time": {"command": PY, "args": TIME_ARGS}}}))
+    serve = ["serve", "--config", str(config), "--store"]
+    paths: dict[str, Call] = {}
+    proc: subprocess.Popen[bytes] | None = None
+    try:
+        async with AsyncExitStack() as stack:
+
+            async def connect(target: StdioServerParameters | str) -> Client:
+                client = Client(target, mode="legacy", read_timeout_seconds=60)
+                return await stack.enter_async_context(client)
+
+            direct = await connect(StdioServerParameters(command=PY, args=TIME_ARGS))
+            paths[DIRECT] = _caller(direct, "get_current_time", TZ_ARGS, _check_time)
+            gws: dict[str, Client] = {}
+            gws["stdio"] = await connect(
+                StdioServerParameters(command=TOOLROUTE, args=[*serve, str(tmp / "store-stdio")])
+            )
+            if args.http:
+                port = _free_port()
+                cmd = [TOOLROUTE, *serve, str(tmp / "store-http"), "--transport", "http"]
+                proc = subprocess.Popen([*cmd, "--port", str(port)])
+                await _wait_port(port, proc)
+                gws["http"] = await connect(f"http://127.0.0.1:{port}/mcp")
+            for t, gw in gws.items():
+                paths[f"gateway call_tool ({t})"] = _caller(gw, "call_tool", VIA_ARGS, _check_time)
+            for t, gw in gws.items():
+                find = _caller(gw, "find_tools", FIND_ARGS, _check_find)
+                paths[f"gateway find_tools ({t})"] = find
+
+            for call in paths.values():
+                for _ in range(args.warmup):
+                    await call()
+            ms: dict[str, list[float]] = {name: [] for name in paths}
+            order = list(paths)
+            done = 0
+            while done < args.calls:
+                n = min(args.batch, args.calls - done)
+                for name in order:
+                    call = paths[name]
+                    for _ in range(n):
+                        t0 = time.perf_counter()
+                        await call()
+                        ms[name].append((time.perf_counter() - t0) * 1e3)
+                order = order[1:] + order[:1]  # rotate who goes first each round
+                done += n
+            return ms
+    finally:
+        if proc is not None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _report(ms: dict[str, list[float]], args: argparse.Namespace, runtime_s: float) -> Report:
+    stats = {name: _stats(v) for name, v in ms.items()}
+    base = stats[DIRECT]
+    added = {
+        name: {k: stats[name][k] - base[k] for k in ("p50_ms", "p95_ms")}
+        for name in stats
+        if name.startswith("gateway call_tool")
+    }
+    return {
+        "calls": args.calls,
+        "warmup": args.warmup,
+        "batch": args.batch,
+        "python": sys.version.split()[0],
+        "paths": stats,
+        "added_vs_direct": added,
+        "runtime_s": runtime_s,
+    }
+
+
+def _markdown(rep: Report) -> str:
+    lines = ["| path | calls | p50 ms | p95 ms | mean ms |", "|---|---:|---:|---:|---:|"]
+    for name, s in rep["paths"].items():
+        cells = [name, str(s["calls"])] + [f"{s[k]:.2f}" for k in ("p50_ms", "p95_ms", "mean_ms")]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    for name, a in rep["added_vs_direct"].items():
+        lines.append(
+            f"- added by the gateway, {name} - direct: "
+            f"p50 {a['p50_ms']:+.2f} ms, p95 {a['p95_ms']:+.2f} ms"
+        )
+    lines.append(
+        f"- {rep['calls']} timed calls per path after {rep['warmup']} warm-up calls, "
+        f"alternating batches of {rep['batch']}; runtime {rep['runtime_s']:.1f} s"
+    )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(
+        description=(
+            "Measure the latency toolroute's gateway adds per MCP tool call: get_current_time on "
+            "mcp-server-time called direct vs through `toolroute serve` (call_tool), plus "
+            "find_tools, timed in alternating batches within one run."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    ap.add_argument("--calls", "-n", type=int, default=200, help="timed calls per path")
+    ap.add_argument("--warmup", "-w", type=int, default=20, help="untimed warm-up calls per path")
+    ap.add_argument("--batch", type=int, default=20, help="calls per path before switching path")
+    ap.add_argument("--http", action="store_true", help="also measure over streamable HTTP")
+    ap.add_argument("--json", action="store_true", help="print a JSON object, not markdown")
+    ap.add_argument("--out", type=Path, help="also write the markdown report to this file")
+    args = ap.parse_args()
+    if args.calls < 2 or args.warmup < 0 or args.batch < 1:
+        ap.error("need --calls >= 2, --warmup >= 0, --batch >= 1")
+
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="toolroute-latency-") as tmp:
+        ms = anyio.run(_measure, args, Path(tmp))
+    rep = _report(ms, args, time.perf_counter() - t0)
+    md = _markdown(rep)
+    if args.out:
+        args.out.write_text(md)
+    print(json.dumps(rep, indent=2) if args.json else md.rstrip("\n"))
+
+
+if __name__ == "__main__":
+    main()

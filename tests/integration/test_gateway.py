@@ -1,0 +1,327 @@
+"""The gateway with real reference MCP servers (PyPI: mcp-server-time, mcp-server-git; npm:
+server-memory, server-filesystem, server-everything), driven by real MCP clients: the SDK
+client in memory and over stdio / streamable HTTP, and the npm MCP Inspector CLI.
+
+`.ci/run` installs the npm servers into .toolroute/npm; the tests skip with the reason when
+node or those packages are absent.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+
+from tests.conftest import REPO
+from toolroute.config import load_config
+from toolroute.embed.onnx import OnnxEmbedder
+from toolroute.gateway.app import running_pool, sync_once, sync_router
+from toolroute.gateway.server import Gateway
+
+pytestmark = pytest.mark.integration
+
+NPM = REPO / ".toolroute" / "npm" / "node_modules"
+NPM_SERVERS = {
+    "memory": NPM / "@modelcontextprotocol" / "server-memory" / "dist" / "index.js",
+    "filesystem": NPM / "@modelcontextprotocol" / "server-filesystem" / "dist" / "index.js",
+    "everything": NPM / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js",
+}
+INSPECTOR = NPM / ".bin" / "mcp-inspector"
+TOOLROUTE = Path(sys.executable).with_name("toolroute")
+needs_npm = pytest.mark.skipif(
+    shutil.which("node") is None or not all(p.is_file() for p in NPM_SERVERS.values()),
+    reason="node or the npm reference servers are missing (bash .ci/run installs them)",
+)
+TIME_MAIN = (
+    "import sys; sys.argv[1:] = ['--local-timezone', 'UTC']; "
+    "from mcp_server_time import main; main()"
+)
+
+
+@pytest.fixture
+def config_file(tmp_path: Path) -> Iterator[Path]:
+    """The five reference servers; the time server carries a unique marker to find its pid."""
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(
+        [
+            "git",
+            "-C",
+            str(repo),
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "user.name=t",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "init",
+        ],
+        check=True,
+    )
+    marker = f"toolroute-test-{uuid.uuid4().hex}"
+    servers: dict[str, Any] = {
+        "time": {"command": sys.executable, "args": ["-c", TIME_MAIN, marker]},
+        "git": {
+            "command": sys.executable,
+            "args": ["-m", "mcp_server_git", "--repository", str(repo)],
+        },
+        "memory": {
+            "command": "node",
+            "args": [str(NPM_SERVERS["memory"])],
+            "env": {"MEMORY_FILE_PATH": str(tmp_path / "memory.jsonl")},
+        },
+        "filesystem": {"command": "node", "args": [str(NPM_SERVERS["filesystem"]), str(tmp_path)]},
+        "everything": {"command": "node", "args": [str(NPM_SERVERS["everything"])]},
+    }
+    path = tmp_path / "servers.json"
+    path.write_text(json.dumps({"mcpServers": servers}))
+    (tmp_path / "toolroute.toml").write_text(
+        f'[toolroute]\nstore = "{tmp_path / "store"}"\ncall_timeout_s = 20\n'
+    )
+    path.with_suffix(".marker").write_text(marker)
+    yield path
+
+
+def _text(result: Any) -> str:
+    return "\n".join(getattr(c, "text", "") for c in result.content)
+
+
+@needs_npm
+def test_second_sync_finds_every_tool_unchanged(config_file: Path) -> None:
+    cfg = load_config(config_file)
+    first = anyio.run(sync_once, cfg)
+    assert {s.name: s.status for s in first.servers} == dict.fromkeys(cfg.servers, "ok")
+    assert first.index.added > 30 and first.index.embedded > 0
+    second = anyio.run(sync_once, cfg)
+    assert second.index.unchanged == first.index.added
+    assert (
+        second.index.added,
+        second.index.updated,
+        second.index.removed,
+        second.index.embedded,
+    ) == (0, 0, 0, 0)
+
+
+@needs_npm
+def test_gateway_finds_and_calls_through_a_real_client(config_file: Path) -> None:
+    cfg = load_config(config_file)
+
+    async def main() -> None:
+        async with running_pool(cfg) as pool:
+            router, _ = await sync_router(cfg, pool, embedder=OnnxEmbedder())
+            gw = Gateway(router, pool, call_timeout_s=20)
+            async with Client(gw.server, mode="legacy", raise_exceptions=True) as c:
+                names = [t.name for t in (await c.list_tools()).tools]
+                assert names == ["find_tools", "call_tool"]
+                r = await c.call_tool(
+                    "find_tools", {"query": "what time is it in Tokyo right now", "k": 3}
+                )
+                top3 = [x["name"] for x in r.structured_content["candidates"]]
+                assert "time__get_current_time" in top3
+                assert json.loads(_text(r)) == r.structured_content
+                r = await c.call_tool(
+                    "call_tool",
+                    {"name": "time__get_current_time", "arguments": {"timezone": "Asia/Tokyo"}},
+                )
+                assert not r.is_error and "Asia/Tokyo" in _text(r)
+                entity = {"name": "Ada", "entityType": "person", "observations": ["wrote code"]}
+                r = await c.call_tool(
+                    "call_tool",
+                    {"name": "memory__create_entities", "arguments": {"entities": [entity]}},
+                )
+                assert not r.is_error
+                r = await c.call_tool(
+                    "call_tool", {"name": "memory__open_nodes", "arguments": {"names": ["Ada"]}}
+                )
+                assert "wrote code" in _text(r)
+                r = await c.call_tool(
+                    "call_tool", {"name": "time__get_curent_time", "arguments": {}}
+                )
+                assert r.is_error
+                assert r.structured_content["error"] == "unknown_tool"
+                assert "time__get_current_time" in r.structured_content["closest"]
+                r = await c.call_tool(
+                    "call_tool", {"name": "time__get_current_time", "arguments": {"tz": 1}}
+                )
+                assert r.is_error and r.structured_content["error"] == "invalid_arguments"
+                assert "timezone" in r.structured_content["errors"][0]["message"]
+            assert router.store.outcome_count() == 3  # executed calls, not refused ones
+            assert router.stats.tool(("time", "get_current_time")).calls == 1
+            router.close()
+
+    anyio.run(main)
+
+
+@needs_npm
+def test_killed_downstream_errors_cleanly_then_works_after_restart(config_file: Path) -> None:
+    cfg = load_config(config_file)
+    marker = config_file.with_suffix(".marker").read_text()
+    call = {"name": "time__get_current_time", "arguments": {"timezone": "Europe/Paris"}}
+
+    async def main() -> None:
+        async with running_pool(cfg) as pool:
+            router, _ = await sync_router(cfg, pool, embedder=OnnxEmbedder())
+            gw = Gateway(router, pool, call_timeout_s=10)
+            async with Client(gw.server, mode="legacy", raise_exceptions=True) as c:
+                assert not (await c.call_tool("call_tool", call)).is_error
+                subprocess.run(["pkill", "-9", "-f", marker], check=True)
+                with anyio.fail_after(10):
+                    r = await c.call_tool("call_tool", call)
+                assert r.is_error and r.structured_content["error"] in ("crashed", "unavailable")
+                assert "hint" in r.structured_content
+                with anyio.fail_after(30):  # the owner task restarts it with backoff
+                    while (r := await c.call_tool("call_tool", call)).is_error:
+                        await anyio.sleep(0.2)
+                assert "Europe/Paris" in _text(r)
+                assert pool["time"].restarts >= 1
+            router.close()
+
+    anyio.run(main)
+
+
+def _serve_params(config_file: Path, *extra: str) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=str(TOOLROUTE), args=["serve", "--config", str(config_file), *extra]
+    )
+
+
+@needs_npm
+def test_serve_over_stdio_with_the_sdk_client(config_file: Path) -> None:
+    async def main() -> None:
+        async with Client(_serve_params(config_file), mode="legacy", read_timeout_seconds=120) as c:
+            r = await c.call_tool(
+                "find_tools", {"query": "what time is it in Tokyo right now", "k": 3}
+            )
+            assert "time__get_current_time" in [
+                x["name"] for x in r.structured_content["candidates"]
+            ]
+            r = await c.call_tool(
+                "call_tool",
+                {"name": "time__get_current_time", "arguments": {"timezone": "Asia/Tokyo"}},
+            )
+            assert not r.is_error and "Asia/Tokyo" in _text(r)
+
+    anyio.run(main)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@needs_npm
+def test_serve_over_streamable_http(config_file: Path) -> None:
+    port = _free_port()
+    proc = subprocess.Popen(
+        [
+            str(TOOLROUTE),
+            "serve",
+            "--config",
+            str(config_file),
+            "--transport",
+            "http",
+            "--port",
+            str(port),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+
+        async def main() -> None:
+            with anyio.fail_after(120):  # model load + sync, then the port opens
+                while True:
+                    try:
+                        stream = await anyio.connect_tcp("127.0.0.1", port)
+                        await stream.aclose()
+                        break
+                    except OSError:
+                        assert proc.poll() is None, "toolroute serve exited"
+                        await anyio.sleep(0.3)
+            async with Client(f"http://127.0.0.1:{port}/mcp", mode="legacy") as c:
+                r = await c.call_tool("find_tools", {"query": "what time is it in Tokyo", "k": 3})
+                assert "time__get_current_time" in [
+                    x["name"] for x in r.structured_content["candidates"]
+                ]
+                r = await c.call_tool(
+                    "call_tool",
+                    {"name": "time__get_current_time", "arguments": {"timezone": "Asia/Tokyo"}},
+                )
+                assert "Asia/Tokyo" in _text(r)
+                entity = {"name": "Bo", "entityType": "cat", "observations": ["naps"]}
+                await c.call_tool(
+                    "call_tool",
+                    {"name": "memory__create_entities", "arguments": {"entities": [entity]}},
+                )
+                r = await c.call_tool(
+                    "call_tool", {"name": "memory__search_nodes", "arguments": {"query": "Bo"}}
+                )
+                assert "naps" in _text(r)
+
+        anyio.run(main)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)
+
+
+@needs_npm
+@pytest.mark.skipif(
+    not INSPECTOR.exists(), reason="npm MCP Inspector missing (.ci/run installs it)"
+)
+def test_mcp_inspector_cli_calls_through_the_gateway(config_file: Path) -> None:
+    out = subprocess.run(
+        [
+            str(INSPECTOR),
+            "--cli",
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "call_tool",
+            "--tool-arg",
+            "name=time__get_current_time",
+            "--tool-arg",
+            'arguments={"timezone": "Asia/Tokyo"}',
+            "--",
+            str(TOOLROUTE),
+            "serve",
+            "--config",
+            str(config_file),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "Asia/Tokyo" in out.stdout
+    listed = subprocess.run(
+        [
+            str(INSPECTOR),
+            "--cli",
+            "--method",
+            "tools/list",
+            "--",
+            str(TOOLROUTE),
+            "serve",
+            "--config",
+            str(config_file),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert '"find_tools"' in listed.stdout and '"call_tool"' in listed.stdout
