@@ -11,6 +11,7 @@ plus toolroute's own settings in a ``toolroute.toml``.
     k = 5
     call_timeout_s = 30
     connect_timeout_s = 20
+    expose = "meta"                      # or "bind": found tools join tools/list
     [servers.time]                       # economics metadata (EHRR), all optional
     ask_cost = 0.0
     connect_latency_s = 0.1
@@ -26,7 +27,7 @@ import json
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -73,6 +74,7 @@ class _Settings(BaseModel):
     k: int = Field(default=5, ge=1, le=100)
     call_timeout_s: float = Field(default=30.0, gt=0)
     connect_timeout_s: float = Field(default=20.0, gt=0)
+    expose: Literal["meta", "bind"] = "meta"
 
 
 class _ServerMeta(BaseModel):
@@ -106,6 +108,8 @@ class GatewayConfig:
     k: int = 5
     call_timeout_s: float = 30.0
     connect_timeout_s: float = 20.0
+    expose: Literal["meta", "bind"] = "meta"
+    """``meta``: only find_tools/call_tool; ``bind``: found tools are added to tools/list too."""
     server_meta: dict[str, dict[str, float]] = field(default_factory=dict)
     tool_meta: dict[str, dict[str, float]] = field(default_factory=dict)
 
@@ -172,6 +176,7 @@ def load_config(path: str | Path, settings: str | Path | None = None) -> Gateway
         k=s.k,
         call_timeout_s=s.call_timeout_s,
         connect_timeout_s=s.connect_timeout_s,
+        expose=s.expose,
         server_meta={k: v.model_dump(exclude_none=True) for k, v in t.servers.items()},
         tool_meta={k: v.model_dump(exclude_none=True) for k, v in t.tools.items()},
     )

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import mcp.types as types
 import pytest
 from mcp import Client, StdioServerParameters
 
@@ -325,3 +326,101 @@ def test_mcp_inspector_cli_calls_through_the_gateway(config_file: Path) -> None:
         check=False,
     )
     assert '"find_tools"' in listed.stdout and '"call_tool"' in listed.stdout
+
+
+FIXTURE = REPO / "tests" / "fixtures" / "changing_server.py"
+
+
+def _write_config(tmp_path: Path, servers: dict[str, Any], **settings: Any) -> Path:
+    path = tmp_path / "servers.json"
+    path.write_text(json.dumps({"mcpServers": servers}))
+    lines = [f'store = "{tmp_path / "store"}"'] + [f"{k} = {v!r}" for k, v in settings.items()]
+    (tmp_path / "toolroute.toml").write_text("[toolroute]\n" + "\n".join(lines) + "\n")
+    return path
+
+
+def _time_server() -> dict[str, Any]:
+    return {"command": sys.executable, "args": ["-c", TIME_MAIN, "x"]}
+
+
+def test_bind_mode_adds_found_tools_to_tools_list(tmp_path: Path) -> None:
+    cfg = load_config(_write_config(tmp_path, {"time": _time_server()}, expose="bind"))
+    changed = anyio.Event()
+
+    async def on_message(msg: Any) -> None:
+        if isinstance(msg, types.ToolListChangedNotification):
+            changed.set()
+
+    async def main() -> None:
+        async with running_pool(cfg) as pool:
+            router, _ = await sync_router(cfg, pool, embedder=OnnxEmbedder())
+            gw = Gateway(router, pool, expose=cfg.expose)
+            async with Client(gw.server, mode="legacy", message_handler=on_message) as c:
+                await c.call_tool("find_tools", {"query": "current time in a timezone", "k": 2})
+                with anyio.fail_after(5):
+                    await changed.wait()
+                names = {t.name for t in (await c.list_tools()).tools}
+                assert {"find_tools", "call_tool", "time__get_current_time"} <= names
+                r = await c.call_tool("time__get_current_time", {"timezone": "Asia/Tokyo"})
+                assert not r.is_error and "Asia/Tokyo" in _text(r)
+            router.close()
+
+    anyio.run(main)
+
+
+def test_list_changed_from_a_server_resyncs_its_tools(tmp_path: Path) -> None:
+    from toolroute.gateway.app import _watch_changes
+
+    cfg = load_config(
+        _write_config(
+            tmp_path,
+            {
+                "changing": {"command": sys.executable, "args": [str(FIXTURE)]},
+                "time": _time_server(),
+            },
+        )
+    )
+
+    async def main() -> None:
+        async with running_pool(cfg) as pool:
+            router, first = await sync_router(cfg, pool, embedder=OnnxEmbedder())
+            assert {s.name: s.tools for s in first.servers} == {"changing": 1, "time": 2}
+            gw = Gateway(router, pool)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_watch_changes, cfg, pool, gw)
+                r = await gw.call("changing__add_tool", {})
+                assert not r.is_error
+                with anyio.fail_after(30):
+                    while "changing__fresh_tool" not in [
+                        c["name"] for c in gw.find("turn klingon poems into haiku", 3)["candidates"]
+                    ]:
+                        await anyio.sleep(0.1)
+                r = await gw.call("changing__fresh_tool", {"text": "nuqneH"})
+                assert "haiku: nuqneH" in _text(r)
+                tg.cancel_scope.cancel()
+            gw.router.close()
+
+    anyio.run(main)
+
+
+def test_a_broken_or_hanging_server_does_not_block_the_others(tmp_path: Path) -> None:
+    cfg = load_config(
+        _write_config(
+            tmp_path,
+            {
+                "time": _time_server(),
+                "missing": {"command": str(tmp_path / "no-such-binary")},
+                "hangs": {"command": "sleep", "args": ["60"]},
+                "pager": {"command": sys.executable, "args": [str(FIXTURE), "--loop-cursor"]},
+            },
+            connect_timeout_s=3.0,
+        )
+    )
+    result = anyio.run(sync_once, cfg)
+    status = {s.name: s for s in result.servers}
+    assert status["time"].status == "ok" and status["time"].tools == 2
+    assert status["missing"].status == "error" and status["missing"].error
+    assert status["hangs"].status == "error"
+    # a cursor that never ends is cut at the first repeat; repeated tools are listed once
+    assert status["pager"].status == "ok" and status["pager"].tools == 1
+    assert result.index.added == 3

@@ -97,7 +97,12 @@ async def serve(
             if s.status != "ok":
                 log.warning("server %s: %s (its last known tools are kept)", s.name, s.error)
         gateway = Gateway(
-            router, pool, k=config.k, strategy=config.strategy, call_timeout_s=config.call_timeout_s
+            router,
+            pool,
+            k=config.k,
+            strategy=config.strategy,
+            call_timeout_s=config.call_timeout_s,
+            expose=config.expose,
         )
         try:
             async with anyio.create_task_group() as tg:

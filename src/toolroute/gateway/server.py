@@ -4,6 +4,9 @@
   the same JSON in text: ``{"candidates": [{"name", "server", "tool", "description",
   "input_schema", "score"}]}``. ``name`` is ``<server>__<tool>`` (server names may not contain
   ``__``, so it always splits at the first ``__``).
+- In ``bind`` exposure mode (seed 001 §3.3), tools that find_tools returns are also bound: added
+  to the gateway's own ``tools/list`` under their namespaced name, with a
+  ``notifications/tools/list_changed``, so a client can call them directly.
 - ``call_tool(name, arguments)`` → validates the arguments against the tool's input schema,
   forwards the call with a deadline and returns the downstream result unchanged (seed 000
   EXECUTE-TOOL). Unknown tool, invalid arguments, timeout and crash come back as ``isError``
@@ -13,14 +16,16 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import jsonschema
 import mcp.types as types
 from mcp.server import NotificationOptions, Server
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 
 from toolroute.config import SEPARATOR
 from toolroute.router import Router
@@ -96,6 +101,7 @@ class Gateway:
         k: int = 5,
         strategy: str = "default",
         call_timeout_s: float = 30.0,
+        expose: Literal["meta", "bind"] = "meta",
         on_outcome: Callable[[Outcome], None] | None = None,
     ) -> None:
         self.router = router
@@ -104,6 +110,9 @@ class Gateway:
         self.strategy = strategy
         self.call_timeout_s = call_timeout_s
         self._on_outcome = on_outcome
+        self.expose = expose
+        self.bound: dict[str, types.Tool] = {}
+        self.bus = InMemorySubscriptionBus()
         self.server = _GatewayServer(
             "toolroute",
             version="0.1.0",
@@ -113,10 +122,11 @@ class Gateway:
             ),
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
+            on_subscriptions_listen=ListenHandler(self.bus),
         )
 
     async def _list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[FIND_TOOLS, CALL_TOOL])
+        return types.ListToolsResult(tools=[FIND_TOOLS, CALL_TOOL, *self.bound.values()])
 
     async def _call_tool(
         self, ctx: Any, params: types.CallToolRequestParams
@@ -135,7 +145,10 @@ class Gateway:
                 )
             if not isinstance(k, int) or not 1 <= k <= 50:
                 k = self.k
-            return _json_result(self.find(query, k))
+            found = self.find(query, k)
+            if self.expose == "bind":
+                await self._bind(ctx, found["candidates"])
+            return _json_result(found)
         if params.name == CALL_TOOL.name:
             name = args.get("name")
             arguments = args.get("arguments") or {}
@@ -148,6 +161,8 @@ class Gateway:
                     error=True,
                 )
             return await self.call(name, arguments)
+        if params.name in self.bound:
+            return await self.call(params.name, args)
         return _json_result(
             {
                 "error": "unknown_tool",
@@ -156,6 +171,19 @@ class Gateway:
             },
             error=True,
         )
+
+    async def _bind(self, ctx: Any, candidates: list[dict[str, Any]]) -> None:
+        """Add found tools to tools/list and tell the client (both protocol eras)."""
+        new = [c for c in candidates if c["name"] not in self.bound]
+        if not new:
+            return
+        for c in new:
+            self.bound[c["name"]] = types.Tool(
+                name=c["name"], description=c["description"], input_schema=c["input_schema"]
+            )
+        await self.bus.publish(ToolsListChanged())  # 2026-07-28 clients listening
+        if not str(getattr(ctx, "protocol_version", "")).startswith("2026"):
+            await ctx.session.send_tool_list_changed()  # handshake-era clients
 
     def find(self, query: str, k: int) -> dict[str, Any]:
         cands = self.router.route(query, k=k, strategy=self.strategy)
@@ -235,15 +263,24 @@ class Gateway:
             self._on_outcome(outcome)
 
 
-def _validate(schema: dict[str, Any], arguments: dict[str, Any]) -> list[dict[str, str]]:
-    """JSON-schema errors of ``arguments`` (an unusable schema validates nothing)."""
+@functools.lru_cache(maxsize=4096)
+def _validator(schema_json: str) -> Any:
+    """A compiled validator per distinct schema (None for a schema that is itself invalid)."""
+    schema = json.loads(schema_json)
+    cls = jsonschema.validators.validator_for(schema)
     try:
-        cls = jsonschema.validators.validator_for(schema)
         cls.check_schema(schema)
     except jsonschema.SchemaError:
         log.warning("skipping validation: invalid input schema")
+        return None
+    return cls(schema)
+
+
+def _validate(schema: dict[str, Any], arguments: dict[str, Any]) -> list[dict[str, str]]:
+    """JSON-schema errors of ``arguments`` (an unusable schema validates nothing)."""
+    validator = _validator(json.dumps(schema, sort_keys=True))
+    if validator is None:
         return []
-    validator = cls(schema)
     return [
         {"path": "/".join(str(p) for p in e.absolute_path) or "(root)", "message": e.message}
         for e in sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))

@@ -160,7 +160,8 @@ class Downstream:
         try:
             for _ in range(MAX_PAGES):
                 page = await c.list_tools(cursor=cursor)
-                tools.extend(page.tools)
+                names = {t.name for t in tools}
+                tools.extend(t for t in page.tools if t.name not in names)  # a repeated page
                 cursor = page.next_cursor
                 if cursor is None or cursor in seen:
                     break

@@ -1,0 +1,85 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from toolroute.config import HttpSpec, StdioSpec, load_config
+from toolroute.errors import ConfigError
+
+
+def _write(tmp_path: Path, servers: object, toml: str | None = None) -> Path:
+    p = tmp_path / "claude_desktop_config.json"
+    p.write_text(json.dumps({"mcpServers": servers}))
+    if toml is not None:
+        (tmp_path / "toolroute.toml").write_text(toml)
+    return p
+
+
+def test_claude_desktop_config_is_accepted_as_is(tmp_path: Path) -> None:
+    cfg = load_config(
+        _write(
+            tmp_path,
+            {
+                "time": {"command": "uvx", "args": ["mcp-server-time"], "env": {"TZ": "UTC"}},
+                "docs": {
+                    "url": "https://example.com/mcp",
+                    "headers": {"Authorization": "Bearer x"},
+                },
+                "off": {"command": "x", "disabled": True},
+            },
+        )
+    )
+    assert isinstance(cfg.servers["time"], StdioSpec) and cfg.servers["time"].args == [
+        "mcp-server-time"
+    ]
+    assert isinstance(cfg.servers["docs"], HttpSpec)
+    assert "off" not in cfg.servers
+    assert (cfg.strategy, cfg.k, cfg.expose) == ("default", 5, "meta")
+
+
+def test_toolroute_toml_beside_the_config_is_read(tmp_path: Path) -> None:
+    cfg = load_config(
+        _write(
+            tmp_path,
+            {"time": {"command": "t"}},
+            toml=(
+                '[toolroute]\nk = 3\nexpose = "bind"\ncall_timeout_s = 5\n'
+                '[servers.time]\nask_cost = 0.01\n[tools."time__now"]\nprice = 0.002\n'
+            ),
+        )
+    )
+    assert (cfg.k, cfg.expose, cfg.call_timeout_s) == (3, "bind", 5.0)
+    assert cfg.server_meta == {"time": {"ask_cost": 0.01}}
+    assert cfg.tool_meta == {"time__now": {"price": 0.002}}
+
+
+@pytest.mark.parametrize(
+    ("servers", "message"),
+    [
+        ({"a": {"args": ["x"]}}, r"mcpServers\.a: .*either 'command'"),
+        ({"a": {"command": "x", "url": "http://h"}}, r"mcpServers\.a: .*either 'command'"),
+        ({"a": {"url": "ftp://h"}}, r"mcpServers\.a\.url: String should match"),
+        ({"a": {"command": "x", "args": "not-a-list"}}, r"mcpServers\.a\.args"),
+        ({"a__b": {"command": "x"}}, r"mcpServers\.a__b: server names may not"),
+        ({}, r"mcpServers: expected an object"),
+    ],
+)
+def test_bad_server_entries_name_the_field(tmp_path: Path, servers: object, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load_config(_write(tmp_path, servers))
+
+
+def test_bad_settings_name_the_field(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"toolroute.toml: toolroute\.k: "):
+        load_config(_write(tmp_path, {"a": {"command": "x"}}, toml="[toolroute]\nk = 0\n"))
+    with pytest.raises(ConfigError, match=r"toolroute.toml: toolroute\.colour: Extra inputs"):
+        load_config(_write(tmp_path, {"a": {"command": "x"}}, toml="[toolroute]\ncolour = 1\n"))
+    with pytest.raises(ConfigError, match="invalid TOML"):
+        load_config(_write(tmp_path, {"a": {"command": "x"}}, toml="[toolroute\n"))
+
+
+def test_missing_config_file_is_one_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="nope.json: no such file"):
+        load_config(tmp_path / "nope.json")
