@@ -424,3 +424,42 @@ def test_a_broken_or_hanging_server_does_not_block_the_others(tmp_path: Path) ->
     # a cursor that never ends is cut at the first repeat; repeated tools are listed once
     assert status["pager"].status == "ok" and status["pager"].tools == 1
     assert result.index.added == 3
+
+
+@needs_npm
+def test_streamable_http_downstream_syncs_and_calls(tmp_path: Path) -> None:
+    port = _free_port()
+    proc = subprocess.Popen(
+        ["node", str(NPM_SERVERS["everything"]), "streamableHttp"],
+        env={"PATH": "/usr/local/bin:/usr/bin:/bin", "PORT": str(port)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        cfg = load_config(
+            _write_config(
+                tmp_path, {"web": {"url": f"http://127.0.0.1:{port}/mcp"}, "time": _time_server()}
+            )
+        )
+
+        async def main() -> None:
+            with anyio.fail_after(30):
+                while True:
+                    try:
+                        await (await anyio.connect_tcp("127.0.0.1", port)).aclose()
+                        break
+                    except OSError:
+                        assert proc.poll() is None, "the everything server exited"
+                        await anyio.sleep(0.2)
+            async with running_pool(cfg) as pool:
+                router, result = await sync_router(cfg, pool, embedder=OnnxEmbedder())
+                assert {s.name: s.status for s in result.servers} == {"web": "ok", "time": "ok"}
+                gw = Gateway(router, pool)
+                r = await gw.call("web__get-sum", {"a": 2, "b": 40})
+                assert not r.is_error and "42" in _text(r)
+                router.close()
+
+        anyio.run(main)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)
