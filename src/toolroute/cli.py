@@ -246,6 +246,11 @@ def route(
     default=None,
     help="Write bench.json, bench.md (table) and bench.png (plot) into this directory.",
 )
+@click.option(
+    "--tokens",
+    is_flag=True,
+    help="Also measure tool_tokens_per_turn (cl100k) under each strategy's presentation.",
+)
 @json_option
 @_friendly
 def bench(
@@ -255,6 +260,7 @@ def bench(
     documents: str,
     strategies: tuple[str, ...],
     out: Path | None,
+    tokens: bool,
     as_json: bool,
 ) -> None:
     """Measure strategies on a benchmark: recall@1/3/5/10, nDCG@5/10, MRR, Full@10, latency.
@@ -277,7 +283,12 @@ def bench(
         qs = load_queries(queries, router.catalog)
         _index(router, not as_json)
         with _progress(not as_json) as update:
-            results = run_bench(router, qs, names, progress=update)
+            presenter = None
+            if tokens:
+                from toolroute.present.presenter import Presenter
+
+                presenter = Presenter(router.catalog)
+            results = run_bench(router, qs, names, progress=update, tokens=presenter)
     title = (catalog or demo_catalog_path()).parent.name
     if out is not None:
         for p in write_outputs(results, out, title):

@@ -13,13 +13,22 @@ __all__ = ["markdown_table", "write_outputs"]
 
 
 def markdown_table(results: Mapping[str, Mapping[str, Any]], title: str = "") -> str:
-    head = ["strategy", *RANK_METRICS, "p50 ms", "p95 ms"]
+    with_tokens = any("tool_tokens_per_turn" in r for r in results.values())
+    head = [
+        "strategy",
+        *RANK_METRICS,
+        "p50 ms",
+        "p95 ms",
+        *(["tokens/turn"] if with_tokens else []),
+    ]
     lines = [f"### {title}", ""] if title else []
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|---|" + "---:|" * (len(head) - 1))
     for name, r in results.items():
         cells = [f"{r[m]:.3f}" for m in RANK_METRICS]
         cells += [f"{r['latency_ms']['p50']:.1f}", f"{r['latency_ms']['p95']:.1f}"]
+        if with_tokens:
+            cells.append(f"{r.get('tool_tokens_per_turn', float('nan')):.0f}")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

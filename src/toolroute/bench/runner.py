@@ -10,8 +10,11 @@ import numpy as np
 
 from toolroute.bench.metrics import RANK_METRICS, query_metrics
 from toolroute.catalog.loader import Query
+from toolroute.catalog.models import Tool
+from toolroute.present.presenter import Presenter
+from toolroute.present.tokens import tool_json
 from toolroute.route.strategy import resolve_strategy
-from toolroute.router import Router, top_k
+from toolroute.router import Candidate, Router, top_k
 
 __all__ = ["bench"]
 
@@ -24,9 +27,12 @@ def bench(
     strategies: Sequence[str],
     *,
     progress: Progress | None = None,
+    tokens: Presenter | None = None,
 ) -> dict[str, dict[str, Any]]:
     """One result per strategy: the means of :data:`RANK_METRICS`, latency p50/p95 in ms
-    (warm, query embedding included), the query count, and the same metrics per complexity."""
+    (warm, query embedding included), the query count, and the same metrics per complexity.
+    With ``tokens``, also ``tool_tokens_per_turn``: the mean cl100k tokens of tool definitions
+    the model sees per turn under the strategy's presentation (seed 002)."""
     for s in strategies:
         resolve_strategy(s)  # fail before any work on a typo
     ix = router.built
@@ -35,11 +41,16 @@ def bench(
         router.route(queries[0].text, k=10, strategy=name)  # warm-up: caches, lazy init
         per_query: list[dict[str, float]] = []
         latencies: list[float] = []
+        turn_tokens: list[float] = []
+        phases: list[tuple[int, int]] = []
+        kind = resolve_strategy(name).presentation
         for i, q in enumerate(queries):
             t0 = time.perf_counter()
             order = top_k(router.scores(q.text, name), 10)
             latencies.append((time.perf_counter() - t0) * 1000.0)
             per_query.append(query_metrics([ix.keys[j] for j in order], q.groups))
+            if tokens is not None:
+                turn_tokens.append(_turn_tokens(tokens, kind, [ix.tools[j] for j in order], phases))
             if progress is not None:
                 progress(name, i + 1, len(queries))
         row: dict[str, Any] = _mean(per_query)
@@ -54,8 +65,31 @@ def bench(
             if sub:
                 by[level] = {**_mean(sub), "queries": len(sub)}
         row["by_complexity"] = by
+        if tokens is not None:
+            row["tool_tokens_per_turn"] = round(float(np.mean(turn_tokens)), 1)
+            if phases:
+                row["phase1_tokens"] = round(float(np.mean([a for a, _ in phases])), 1)
+                row["phase2_tokens"] = round(float(np.mean([b for _, b in phases])), 1)
         results[name] = row
     return results
+
+
+def _turn_tokens(
+    p: Presenter, kind: str, ranked: Sequence[Tool], phases: list[tuple[int, int]]
+) -> float:
+    if kind == "full":
+        return float(p.full_schema_tokens())
+    cands = [
+        Candidate(t.server, t.name, 0.0, t.description, dict(t.input_schema))
+        for t in ranked[: p.config.top_k]
+    ]
+    if kind == "top-k":
+        return float(
+            sum(p.tokens.many([tool_json(c.tool, c.description, c.input_schema) for c in cands]))
+        )
+    shown = p.present(cands)
+    phases.append((shown.phase1_tokens, shown.phase2_tokens))
+    return float(shown.tokens)
 
 
 def _mean(rows: Sequence[dict[str, float]]) -> dict[str, float]:

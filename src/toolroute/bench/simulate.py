@@ -28,7 +28,6 @@ paired difference of two strategies.
 
 from __future__ import annotations
 
-import importlib
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -43,7 +42,8 @@ from toolroute.bench.world import World, call_outcome
 from toolroute.catalog.loader import Query
 from toolroute.catalog.models import Catalog, ToolKey
 from toolroute.embed.base import Embedder, Matrix, SpanEmbedder
-from toolroute.errors import ConfigError, ToolrouteError
+from toolroute.errors import ConfigError
+from toolroute.present.tokens import CountFn, TokenCounter, tool_json
 from toolroute.route.strategy import resolve_strategy
 from toolroute.router import Candidate, Router
 from toolroute.stats import StatsBook
@@ -80,46 +80,18 @@ METRICS = (
 
 
 class SchemaTokenCounter:
-    """cl100k tokens of a presented candidate's ``{"name", "description", "input_schema"}``,
-    counted with ``toktok-rs`` (imported on first use) and cached per tool."""
+    """cl100k tokens of presented candidates' ``{"name", "description", "input_schema"}`` JSON
+    (:func:`toolroute.present.tokens.tool_json`), counted by :class:`TokenCounter`."""
 
-    def __init__(
-        self, count: Callable[[list[str]], list[int]] | None = None, encoding: str = "cl100k_base"
-    ) -> None:
-        self._count = count
-        self._encoding = encoding
-        self._cache: dict[ToolKey, int] = {}
+    def __init__(self, count: CountFn | None = None, encoding: str = "cl100k_base") -> None:
+        self._tokens = TokenCounter(count, encoding)
 
     @staticmethod
     def text(c: Candidate) -> str:
-        body = {"name": c.tool, "description": c.description, "input_schema": c.input_schema}
-        return json.dumps(body, ensure_ascii=False)
-
-    def _counter(self) -> Callable[[list[str]], list[int]]:
-        if self._count is None:
-            try:
-                toktok = importlib.import_module("toktok")
-            except ImportError:
-                raise ToolrouteError(
-                    "token counting needs the toktok-rs package (cl100k offline): "
-                    "pip install toktok-rs"
-                ) from None
-            encoding = self._encoding
-
-            def count(texts: list[str]) -> list[int]:
-                return [int(x) for x in toktok.batch_count(texts, encoding)]
-
-            self._count = count
-        return self._count
+        return tool_json(c.tool, c.description, c.input_schema)
 
     def __call__(self, candidates: Sequence[Candidate]) -> int:
-        missing = {
-            (c.server, c.tool): c for c in candidates if (c.server, c.tool) not in self._cache
-        }
-        if missing:
-            counts = self._counter()([self.text(c) for c in missing.values()])
-            self._cache.update(zip(missing, counts, strict=True))
-        return sum(self._cache[(c.server, c.tool)] for c in candidates)
+        return sum(self._tokens.many([self.text(c) for c in candidates]))
 
 
 # -- the oracle agent ---------------------------------------------------------------------------

@@ -118,6 +118,12 @@ def baseline_dense(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
     return ix.flat_vectors @ q.vector
 
 
+def catalog_order(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
+    """No ranking at all: every tool in catalog order (what a naive client presents)."""
+    out: Scores = -np.arange(ix.size, dtype=np.float32)
+    return out
+
+
 def baseline_hier5(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
     return _scope(ix, ix.server_vectors @ q.vector, 5, ix.flat_vectors @ q.vector)
 
@@ -153,6 +159,10 @@ class Strategy:
     summary: str
     uses_stats: bool = False
     """Reads online statistics (EHRR): the router hands it its :class:`StatsBook`."""
+    presentation: Literal["attention", "full", "top-k"] = "attention"
+    """How its tools reach the model (``bench --tokens``): Tool Attention's two phases (seed
+    002), every full schema (``full-schema``, a naive MCP client), or the top-k full schemas
+    without a summary pool (``top-k-full``, seed 002 baseline B3)."""
 
 
 STRATEGIES: dict[str, Strategy] = {
@@ -203,6 +213,20 @@ STRATEGIES: dict[str, Strategy] = {
             "query",
             "EHRR with Thompson-sampled Beta posteriors instead of EMA estimates",
             True,
+        ),
+        Strategy(
+            "full-schema",
+            catalog_order,
+            "none",
+            "every tool's full schema, unranked (naive MCP client)",
+            presentation="full",
+        ),
+        Strategy(
+            "top-k-full",
+            baseline_dense,
+            "query",
+            "flat dense top-k with full schemas, no summary pool (seed 002 B3)",
+            presentation="top-k",
         ),
         Strategy("baseline-bm25", baseline_bm25, "none", "BASELINES.md bm25"),
         Strategy("baseline-dense", baseline_dense, "query", "BASELINES.md dense (flat)"),

@@ -1,0 +1,1 @@
+"""Presentation: two-phase summary pool + promoted schemas, real token accounting."""

@@ -1,0 +1,193 @@
+"""Two-phase presentation of tools to the model (seed 002 §4.4, Alg. 1 lines 5–6).
+
+- **Phase 1, summary pool** (always resident, stable across turns → a cacheable prompt prefix,
+  §5.6): one compact line per tool — or, beyond the paper, one line per *server* when the catalog
+  is large (``pool="auto"`` switches above ``pool_limit`` tools, because a 527-tool pool alone
+  costs more than the 5 % budget the gateway aims at).
+- **Phase 2, promoted schemas** (per turn): full JSON schemas of the gated top-k only, pinned tools
+  first (always visible, as Anthropic and FastMCP offer).
+
+The promoted set exports as ready-to-bind OpenAI and Anthropic tool definitions: the integration
+point of seed 004 §IV ("filter before the tools reach the system prompt").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from toolroute.catalog.models import Catalog
+from toolroute.config import SEPARATOR
+from toolroute.index.document import _first_sentence
+from toolroute.present.tokens import TokenCounter, tool_json
+from toolroute.router import Candidate
+
+__all__ = ["PresentConfig", "Presentation", "Presenter", "binding_name"]
+
+_BIND_OK = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def binding_name(server: str, tool: str) -> str:
+    """``server__tool`` made legal for OpenAI / Anthropic tool names (``[A-Za-z0-9_-]{1,64}``);
+    a name that had to be cut keeps a short hash so it stays unique."""
+    raw = f"{server}{SEPARATOR}{tool}"
+    name = _BIND_OK.sub("_", raw)
+    if len(name) > 64 or name != raw:
+        digest = hashlib.sha256(raw.encode()).hexdigest()[:8]
+        name = f"{name[:55]}_{digest}" if len(name) > 64 else name
+    return name
+
+
+@dataclass(frozen=True, slots=True)
+class PresentConfig:
+    top_k: int = 5
+    """Schemas promoted per turn (seed 002 top-k)."""
+    threshold: float | None = None
+    """θ of eq. 7: candidates scoring below it are not promoted (None: no threshold)."""
+    pool: Literal["auto", "tools", "servers", "none"] = "auto"
+    pool_limit: int = 150
+    """With ``pool="auto"``: above this many tools the summary pool lists servers, not tools."""
+    pinned: tuple[str, ...] = ()
+    """``server__tool`` names always promoted, before the gated ones."""
+    summary_words: int = 12
+
+
+@dataclass(frozen=True, slots=True)
+class Presentation:
+    """What the model sees this turn, and what it costs."""
+
+    pool: str
+    promoted: tuple[Candidate, ...]
+    gated_out: tuple[tuple[str, str], ...]
+    """(``server__tool``, reason) of candidates that were not promoted."""
+    phase1_tokens: int
+    phase2_tokens: int
+
+    @property
+    def tokens(self) -> int:
+        return self.phase1_tokens + self.phase2_tokens
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(f"{c.server}{SEPARATOR}{c.tool}" for c in self.promoted)
+
+    def prompt(self) -> str:
+        """Stable pool first (cacheable prefix), then this turn's schemas."""
+        schemas = "\n".join(
+            tool_json(n, c.description, c.input_schema)
+            for n, c in zip(self.names, self.promoted, strict=True)
+        )
+        return f"{self.pool}\n\n{schemas}" if self.pool else schemas
+
+    def to_openai(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "type": "function",
+                "function": {
+                    "name": binding_name(c.server, c.tool),
+                    "description": c.description,
+                    "parameters": c.input_schema or {"type": "object", "properties": {}},
+                },
+            }
+            for c in self.promoted
+        ]
+
+    def to_anthropic(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "name": binding_name(c.server, c.tool),
+                "description": c.description,
+                "input_schema": c.input_schema or {"type": "object", "properties": {}},
+            }
+            for c in self.promoted
+        ]
+
+
+class Presenter:
+    """Renders phase 1 once per catalog and phase 2 per turn, counting real tokens."""
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        config: PresentConfig | None = None,
+        tokens: TokenCounter | None = None,
+    ) -> None:
+        self.catalog = catalog
+        self.config = config or PresentConfig()
+        self.tokens = tokens or TokenCounter()
+        self._by_name = {f"{t.server}{SEPARATOR}{t.name}": t for t in catalog.tools()}
+        self.pool = self._render_pool()
+        self.pool_tokens = self.tokens(self.pool) if self.pool else 0
+
+    def _render_pool(self) -> str:
+        mode = self.config.pool
+        if mode == "auto":
+            mode = "servers" if self.catalog.tool_count > self.config.pool_limit else "tools"
+        if mode == "none":
+            return ""
+        words = self.config.summary_words
+        lines: list[str] = []
+        if mode == "tools":
+            lines.append("Tools (ask find_tools for any of them):")
+            for name, t in sorted(self._by_name.items()):
+                lines.append(f"- {name}: {_short(t.description, words)}")
+        else:
+            lines.append("Servers (ask find_tools for their tools):")
+            for s in sorted(self.catalog.servers, key=lambda s: s.id):
+                about = _short(s.description, words) or ", ".join(t.name for t in s.tools[:4])
+                lines.append(f"- {s.id} ({len(s.tools)} tools): {about}")
+        return "\n".join(lines)
+
+    def present(self, candidates: Sequence[Candidate]) -> Presentation:
+        """Gate (θ, top-k) the ranked candidates and promote their schemas, pinned first."""
+        cfg = self.config
+        promoted: list[Candidate] = []
+        gated: list[tuple[str, str]] = []
+        seen: set[str] = set()
+        for name in cfg.pinned:
+            t = self._by_name.get(name)
+            if t is not None:
+                promoted.append(
+                    Candidate(t.server, t.name, 1.0, t.description, dict(t.input_schema))
+                )
+                seen.add(name)
+        budget = cfg.top_k
+        for c in candidates:
+            name = f"{c.server}{SEPARATOR}{c.tool}"
+            if name in seen:
+                continue
+            if cfg.threshold is not None and c.score < cfg.threshold:
+                gated.append((name, f"score {c.score:.3f} below threshold {cfg.threshold}"))
+            elif budget <= 0:
+                gated.append((name, f"beyond top-{cfg.top_k}"))
+            else:
+                promoted.append(c)
+                seen.add(name)
+                budget -= 1
+        texts = [
+            tool_json(f"{c.server}{SEPARATOR}{c.tool}", c.description, c.input_schema)
+            for c in promoted
+        ]
+        return Presentation(
+            pool=self.pool,
+            promoted=tuple(promoted),
+            gated_out=tuple(gated),
+            phase1_tokens=self.pool_tokens,
+            phase2_tokens=sum(self.tokens.many(texts)) if texts else 0,
+        )
+
+    def full_schema_tokens(self) -> int:
+        """Every tool's schema, as a naive MCP client sends them each turn (baseline B1)."""
+        return sum(
+            self.tokens.many(
+                [tool_json(n, t.description, t.input_schema) for n, t in self._by_name.items()]
+            )
+        )
+
+
+def _short(text: str, words: int) -> str:
+    first = _first_sentence(text, 300).split()
+    return " ".join(first[:words]) + ("…" if len(first) > words else "")
