@@ -17,6 +17,7 @@ plus toolroute's own settings in a ``toolroute.toml``.
     connect_latency_s = 0.1
     [tools."time__get_current_time"]
     price = 0.0
+    milestone = "plan_confirmed"         # preconditions: requires_scope, after, milestone
 
 Every error names the file and the field, in one line (:class:`ConfigError`).
 """
@@ -32,6 +33,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from toolroute.errors import ConfigError
+from toolroute.route.gate import Preconditions
 
 __all__ = ["SEPARATOR", "GatewayConfig", "HttpSpec", "StdioSpec", "load_config"]
 
@@ -75,16 +77,33 @@ class _Settings(BaseModel):
     call_timeout_s: float = Field(default=30.0, gt=0)
     connect_timeout_s: float = Field(default=20.0, gt=0)
     expose: Literal["meta", "bind"] = "meta"
+    call_gate: bool = True
+    scopes: list[str] = Field(default_factory=list)
+    milestones: list[str] = Field(default_factory=list)
+    threshold: float | None = None
+    pinned: list[str] = Field(default_factory=list)
+    events_log: str | None = None
 
 
-class _ServerMeta(BaseModel):
+class _Gate(BaseModel):
+    requires_scope: list[str] = Field(default_factory=list)
+    after: list[str] = Field(default_factory=list)
+    milestone: str | None = None
+
+    def preconditions(self) -> Preconditions | None:
+        if not (self.requires_scope or self.after or self.milestone):
+            return None
+        return Preconditions(tuple(self.requires_scope), tuple(self.after), self.milestone)
+
+
+class _ServerMeta(_Gate):
     model_config = ConfigDict(extra="forbid")
     ask_cost: float | None = Field(default=None, ge=0)
     connect_latency_s: float | None = Field(default=None, ge=0)
     failure_rate: float | None = Field(default=None, ge=0, le=1)
 
 
-class _ToolMeta(BaseModel):
+class _ToolMeta(_Gate):
     model_config = ConfigDict(extra="forbid")
     price: float | None = Field(default=None, ge=0)
     latency_s: float | None = Field(default=None, ge=0)
@@ -110,8 +129,25 @@ class GatewayConfig:
     connect_timeout_s: float = 20.0
     expose: Literal["meta", "bind"] = "meta"
     """``meta``: only find_tools/call_tool; ``bind``: found tools are added to tools/list too."""
+    call_gate: bool = True
+    """Refuse call_tool on a tool find_tools has not promoted in this session (seed 002 §5.5)."""
+    scopes: tuple[str, ...] = ()
+    """Scopes granted to the client (``requires_scope`` preconditions)."""
+    milestones: tuple[str, ...] = ()
+    """Milestones reached from the start (others are set with the ``set_milestone`` tool)."""
+    threshold: float | None = None
+    """θ of the similarity gate (``toolroute calibrate`` finds one); None: top-k only."""
+    pinned: tuple[str, ...] = ()
+    """``server__tool`` names always promoted and callable."""
+    events_log: Path | None = None
+    """JSON-lines file receiving one routing event per find_tools (seed 002 §5.7)."""
+    tool_gates: dict[str, Preconditions] = field(default_factory=dict)
+    server_gates: dict[str, Preconditions] = field(default_factory=dict)
     server_meta: dict[str, dict[str, float]] = field(default_factory=dict)
     tool_meta: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+_GATE_FIELDS = {"requires_scope", "after", "milestone"}
 
 
 def _where(source: str, err: ValidationError, prefix: str = "") -> ConfigError:
@@ -177,6 +213,18 @@ def load_config(path: str | Path, settings: str | Path | None = None) -> Gateway
         call_timeout_s=s.call_timeout_s,
         connect_timeout_s=s.connect_timeout_s,
         expose=s.expose,
-        server_meta={k: v.model_dump(exclude_none=True) for k, v in t.servers.items()},
-        tool_meta={k: v.model_dump(exclude_none=True) for k, v in t.tools.items()},
+        call_gate=s.call_gate,
+        scopes=tuple(s.scopes),
+        milestones=tuple(s.milestones),
+        threshold=s.threshold,
+        pinned=tuple(s.pinned),
+        events_log=Path(s.events_log).expanduser() if s.events_log else None,
+        tool_gates={k: g for k, v in t.tools.items() if (g := v.preconditions())},
+        server_gates={k: g for k, v in t.servers.items() if (g := v.preconditions())},
+        server_meta={
+            k: v.model_dump(exclude_none=True, exclude=_GATE_FIELDS) for k, v in t.servers.items()
+        },
+        tool_meta={
+            k: v.model_dump(exclude_none=True, exclude=_GATE_FIELDS) for k, v in t.tools.items()
+        },
     )

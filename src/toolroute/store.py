@@ -58,6 +58,9 @@ CREATE TABLE IF NOT EXISTS tool_stats (
     server TEXT NOT NULL, tool TEXT NOT NULL, success REAL NOT NULL, latency_s REAL NOT NULL,
     calls INTEGER NOT NULL, PRIMARY KEY (server, tool)
 );
+CREATE TABLE IF NOT EXISTS routing_events (
+    id INTEGER PRIMARY KEY, event TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS embeddings (
     model TEXT NOT NULL, text_hash TEXT NOT NULL, vector BLOB NOT NULL,
     PRIMARY KEY (model, text_hash)
@@ -286,6 +289,14 @@ class Store:
             for sid, name, r, lat, n in self._db.execute("SELECT * FROM tool_stats")
         }
         return servers, tools
+
+    def record_event(self, event_json: str) -> None:
+        """Append one routing event (seed 002 §5.7), as JSON."""
+        with self._tx():
+            self._db.execute("INSERT INTO routing_events (event) VALUES (?)", (event_json,))
+
+    def events(self) -> list[str]:
+        return [e for (e,) in self._db.execute("SELECT event FROM routing_events ORDER BY id")]
 
     def outcome_count(self) -> int:
         return int(self._db.execute("SELECT count(*) FROM outcomes").fetchone()[0])

@@ -88,8 +88,10 @@ def config_file(tmp_path: Path) -> Iterator[Path]:
     }
     path = tmp_path / "servers.json"
     path.write_text(json.dumps({"mcpServers": servers}))
+    # These tests call tools without find_tools first (the Inspector CLI is one call per
+    # process), so the per-session call gate is off here; its own tests turn it on.
     (tmp_path / "toolroute.toml").write_text(
-        f'[toolroute]\nstore = "{tmp_path / "store"}"\ncall_timeout_s = 20\n'
+        f'[toolroute]\nstore = "{tmp_path / "store"}"\ncall_timeout_s = 20\ncall_gate = false\n'
     )
     path.with_suffix(".marker").write_text(marker)
     yield path
@@ -122,7 +124,7 @@ def test_gateway_finds_and_calls_through_a_real_client(config_file: Path) -> Non
     async def main() -> None:
         async with running_pool(cfg) as pool:
             router, _ = await sync_router(cfg, pool, embedder=OnnxEmbedder())
-            gw = Gateway(router, pool, call_timeout_s=20)
+            gw = Gateway(router, pool, call_timeout_s=20, call_gate=False)
             async with Client(gw.server, mode="legacy", raise_exceptions=True) as c:
                 names = [t.name for t in (await c.list_tools()).tools]
                 assert names == ["find_tools", "call_tool"]
@@ -174,7 +176,7 @@ def test_killed_downstream_errors_cleanly_then_works_after_restart(config_file: 
     async def main() -> None:
         async with running_pool(cfg) as pool:
             router, _ = await sync_router(cfg, pool, embedder=OnnxEmbedder())
-            gw = Gateway(router, pool, call_timeout_s=10)
+            gw = Gateway(router, pool, call_timeout_s=10, call_gate=False)
             async with Client(gw.server, mode="legacy", raise_exceptions=True) as c:
                 assert not (await c.call_tool("call_tool", call)).is_error
                 subprocess.run(["pkill", "-9", "-f", marker], check=True)
@@ -463,3 +465,77 @@ def test_streamable_http_downstream_syncs_and_calls(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=15)
+
+
+def test_call_gate_refuses_a_tool_until_find_tools_promotes_it(tmp_path: Path) -> None:
+    from toolroute.gateway.app import make_gateway
+
+    events = tmp_path / "events.jsonl"
+    cfg = load_config(_write_config(tmp_path, {"time": _time_server()}, events_log=str(events)))
+    call = {"name": "time__get_current_time", "arguments": {"timezone": "Asia/Tokyo"}}
+
+    async def main() -> None:
+        async with running_pool(cfg) as pool:
+            router, _ = await sync_router(cfg, pool, embedder=OnnxEmbedder())
+            gw = make_gateway(cfg, router, pool)
+            async with Client(gw.server, mode="legacy", raise_exceptions=True) as c:
+                r = await c.call_tool("call_tool", call)
+                assert r.is_error and r.structured_content["error"] == "tool_not_available"
+                assert r.structured_content["available"] == []
+                await c.call_tool("find_tools", {"query": "current time in Tokyo", "k": 1})
+                r = await c.call_tool("call_tool", call)
+                assert not r.is_error and "Asia/Tokyo" in _text(r)
+            stored = [json.loads(e) for e in router.store.events()]
+            logged = [json.loads(line) for line in events.read_text().splitlines()]
+            assert stored == logged and len(stored) == 1
+            ev = stored[0]
+            assert ev["active"] == ["time__get_current_time"]
+            assert ev["phase1_tokens"] > 0 and ev["phase2_tokens"] > 0
+            assert {"turn_id", "query_hash", "candidates", "gated_out", "latency_ms"} <= set(ev)
+            router.close()
+
+    anyio.run(main)
+
+
+def test_a_milestone_precondition_hides_a_tool_until_it_is_set(tmp_path: Path) -> None:
+    from toolroute.gateway.app import make_gateway
+
+    path = _write_config(tmp_path, {"time": _time_server()})
+    toml = path.with_name("toolroute.toml")
+    toml.write_text(
+        toml.read_text() + '[tools."time__convert_time"]\nmilestone = "plan_confirmed"\n'
+    )
+    cfg = load_config(path)
+    find = {"query": "convert 9:00 from Tokyo time to Paris time", "k": 2}
+
+    async def main() -> None:
+        async with running_pool(cfg) as pool:
+            router, _ = await sync_router(cfg, pool, embedder=OnnxEmbedder())
+            gw = make_gateway(cfg, router, pool)
+            async with Client(gw.server, mode="legacy", raise_exceptions=True) as c:
+                assert "set_milestone" in [t.name for t in (await c.list_tools()).tools]
+                r = await c.call_tool("find_tools", find)
+                names = [x["name"] for x in r.structured_content["candidates"]]
+                assert "time__convert_time" not in names
+                gated = {g["name"]: g["reason"] for g in r.structured_content["gated_out"]}
+                assert "plan_confirmed" in gated["time__convert_time"]
+                await c.call_tool("set_milestone", {"name": "plan_confirmed"})
+                r = await c.call_tool("find_tools", find)
+                assert "time__convert_time" in [
+                    x["name"] for x in r.structured_content["candidates"]
+                ]
+                r = await c.call_tool(
+                    "call_tool",
+                    {
+                        "name": "time__convert_time",
+                        "arguments": {
+                            "source_timezone": "Asia/Tokyo",
+                            "time": "09:00",
+                            "target_timezone": "Europe/Paris",
+                        },
+                    },
+                )
+                assert not r.is_error and "Europe/Paris" in _text(r)
+            router.close()
+
+    anyio.run(main)

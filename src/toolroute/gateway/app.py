@@ -21,7 +21,7 @@ from toolroute.sources.pool import Downstream, DownstreamPool
 from toolroute.sources.sync import ServerStatus, catalog_from_listing, list_all
 from toolroute.store import Store, default_store_dir
 
-__all__ = ["SyncResult", "running_pool", "serve", "sync_once", "sync_router"]
+__all__ = ["SyncResult", "make_gateway", "running_pool", "serve", "sync_once", "sync_router"]
 
 log = logging.getLogger(__name__)
 
@@ -89,21 +89,12 @@ async def serve(
     port: int = 8765,
     host: str = "127.0.0.1",
 ) -> None:
-    from toolroute.gateway.server import Gateway
-
     async with running_pool(config) as pool:
         router, result = await sync_router(config, pool)
         for s in result.servers:
             if s.status != "ok":
                 log.warning("server %s: %s (its last known tools are kept)", s.name, s.error)
-        gateway = Gateway(
-            router,
-            pool,
-            k=config.k,
-            strategy=config.strategy,
-            call_timeout_s=config.call_timeout_s,
-            expose=config.expose,
-        )
+        gateway = make_gateway(config, router, pool)
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_watch_changes, config, pool, gateway)
@@ -125,6 +116,33 @@ async def serve(
             gateway.router.close()
 
 
+def make_gateway(config: GatewayConfig, router: Router, pool: DownstreamPool) -> Any:
+    """The gateway with every setting of the config (gates, presentation, events)."""
+    from toolroute.gateway.server import Gateway
+    from toolroute.present.events import EventLog
+    from toolroute.present.presenter import PresentConfig, Presenter
+
+    presenter = Presenter(
+        router.catalog,
+        PresentConfig(top_k=config.k, threshold=config.threshold, pinned=config.pinned),
+    )
+    return Gateway(
+        router,
+        pool,
+        k=config.k,
+        strategy=config.strategy,
+        call_timeout_s=config.call_timeout_s,
+        expose=config.expose,
+        call_gate=config.call_gate,
+        presenter=presenter,
+        tool_gates=config.tool_gates,
+        server_gates=config.server_gates,
+        scopes=config.scopes,
+        milestones=config.milestones,
+        events=EventLog(config.events_log) if config.events_log else None,
+    )
+
+
 async def _watch_changes(config: GatewayConfig, pool: DownstreamPool, gateway: Any) -> None:
     """Resync when any server says its tools changed (notifications/tools/list_changed)."""
     while True:
@@ -135,6 +153,5 @@ async def _watch_changes(config: GatewayConfig, pool: DownstreamPool, gateway: A
         for d in changed:
             d.tools_changed = anyio.Event()
         router, result = await sync_router(config, pool, embedder=gateway.router.embedder)
-        old, gateway.router = gateway.router, router
-        old.close()
+        gateway.replace_router(router).close()
         log.info("resynced after tools/list_changed: %s", result.to_dict())

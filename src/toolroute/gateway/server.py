@@ -19,7 +19,8 @@ import difflib
 import functools
 import json
 import logging
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 import jsonschema
@@ -28,11 +29,14 @@ from mcp.server import NotificationOptions, Server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 
 from toolroute.config import SEPARATOR
+from toolroute.present.events import EventLog, RoutingEvent, query_hash
+from toolroute.present.presenter import PresentConfig, Presenter
+from toolroute.route.gate import Preconditions, SessionState, blocked_by, preconditions_for
 from toolroute.router import Router
 from toolroute.sources.pool import DownstreamError, DownstreamPool
 from toolroute.stats import Outcome
 
-__all__ = ["FIND_TOOLS", "CALL_TOOL", "Gateway"]
+__all__ = ["CALL_TOOL", "FIND_TOOLS", "SET_MILESTONE", "Gateway"]
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +78,20 @@ CALL_TOOL = types.Tool(
 )
 
 
+SET_MILESTONE = types.Tool(
+    name="set_milestone",
+    description=(
+        "Record that the session reached a milestone (e.g. 'plan_confirmed'); tools gated on "
+        "it become available to find_tools."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {"name": {"type": "string", "description": "The milestone reached."}},
+        "required": ["name"],
+    },
+)
+
+
 class _GatewayServer(Server):
     def create_initialization_options(
         self, notification_options: Any = None, *a: Any, **k: Any
@@ -102,6 +120,13 @@ class Gateway:
         strategy: str = "default",
         call_timeout_s: float = 30.0,
         expose: Literal["meta", "bind"] = "meta",
+        call_gate: bool = True,
+        presenter: Presenter | None = None,
+        tool_gates: Mapping[str, Preconditions] | None = None,
+        server_gates: Mapping[str, Preconditions] | None = None,
+        scopes: Sequence[str] = (),
+        milestones: Sequence[str] = (),
+        events: EventLog | None = None,
         on_outcome: Callable[[Outcome], None] | None = None,
     ) -> None:
         self.router = router
@@ -111,8 +136,16 @@ class Gateway:
         self.call_timeout_s = call_timeout_s
         self._on_outcome = on_outcome
         self.expose = expose
+        self.call_gate = call_gate
+        self.presenter = presenter or Presenter(router.catalog, PresentConfig(top_k=k))
+        self.tool_gates = dict(tool_gates or {})
+        self.server_gates = dict(server_gates or {})
+        self.scopes = set(scopes)
+        self.milestones = set(milestones)
+        self.events = events
         self.bound: dict[str, types.Tool] = {}
         self.bus = InMemorySubscriptionBus()
+        self._sessions: dict[int, SessionState] = {}
         self.server = _GatewayServer(
             "toolroute",
             version="0.1.0",
@@ -125,13 +158,37 @@ class Gateway:
             on_subscriptions_listen=ListenHandler(self.bus),
         )
 
+    def replace_router(self, router: Router) -> Router:
+        """Swap in a router over a resynced catalog; returns the old one (to close)."""
+        old, self.router = self.router, router
+        self.presenter = Presenter(router.catalog, self.presenter.config, self.presenter.tokens)
+        return old
+
+    def state(self, session: object = None) -> SessionState:
+        """The state of one client session (scopes, successful calls, milestones, promoted)."""
+        key = id(session)
+        if key not in self._sessions:
+            self._sessions[key] = SessionState(
+                scopes=set(self.scopes), milestones=set(self.milestones)
+            )
+        return self._sessions[key]
+
+    def _gate(self, name: str, server: str, state: SessionState) -> str | None:
+        return blocked_by(
+            preconditions_for(name, server, self.tool_gates, self.server_gates), state
+        )
+
     async def _list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[FIND_TOOLS, CALL_TOOL, *self.bound.values()])
+        meta = [FIND_TOOLS, CALL_TOOL]
+        if any(g.milestone for g in (*self.tool_gates.values(), *self.server_gates.values())):
+            meta.append(SET_MILESTONE)
+        return types.ListToolsResult(tools=[*meta, *self.bound.values()])
 
     async def _call_tool(
         self, ctx: Any, params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         args = params.arguments or {}
+        state = self.state(getattr(ctx, "connection", None))  # one state per client connection
         if params.name == FIND_TOOLS.name:
             query = args.get("query")
             k = args.get("k", self.k)
@@ -145,7 +202,7 @@ class Gateway:
                 )
             if not isinstance(k, int) or not 1 <= k <= 50:
                 k = self.k
-            found = self.find(query, k)
+            found = self.find(query, k, state)
             if self.expose == "bind":
                 await self._bind(ctx, found["candidates"])
             return _json_result(found)
@@ -160,9 +217,18 @@ class Gateway:
                     },
                     error=True,
                 )
-            return await self.call(name, arguments)
+            return await self.gated_call(name, arguments, state)
+        if params.name == SET_MILESTONE.name:
+            milestone = args.get("name")
+            if not isinstance(milestone, str) or not milestone:
+                return _json_result(
+                    {"error": "invalid_arguments", "message": "set_milestone needs `name`"},
+                    error=True,
+                )
+            state.milestones.add(milestone)
+            return _json_result({"milestones": sorted(state.milestones)})
         if params.name in self.bound:
-            return await self.call(params.name, args)
+            return await self.gated_call(params.name, args, state)
         return _json_result(
             {
                 "error": "unknown_tool",
@@ -171,6 +237,34 @@ class Gateway:
             },
             error=True,
         )
+
+    async def gated_call(
+        self, name: str, arguments: dict[str, Any], state: SessionState
+    ) -> types.CallToolResult:
+        """call_tool behind the call gate (seed 002 Alg. 1 line 8) and the preconditions."""
+        server, _, tool = name.partition(SEPARATOR)
+        known = any(t.server == server and t.name == tool for t in self.router.catalog.tools())
+        if known:
+            pinned = set(self.presenter.config.pinned)
+            if self.call_gate and name not in state.promoted and name not in pinned:
+                return _json_result(
+                    {
+                        "error": "tool_not_available",
+                        "message": f"{name!r} was not promoted in this session: call find_tools "
+                        "with what you need first",
+                        "available": sorted(state.promoted | pinned),
+                    },
+                    error=True,
+                )
+            reason = self._gate(name, server, state)
+            if reason:
+                return _json_result(
+                    {"error": "precondition_failed", "tool": name, "message": reason}, error=True
+                )
+        result = await self.call(name, arguments)
+        if known and not result.is_error:
+            state.succeeded.append(name)
+        return result
 
     async def _bind(self, ctx: Any, candidates: list[dict[str, Any]]) -> None:
         """Add found tools to tools/list and tell the client (both protocol eras)."""
@@ -185,8 +279,38 @@ class Gateway:
         if not str(getattr(ctx, "protocol_version", "")).startswith("2026"):
             await ctx.session.send_tool_list_changed()  # handshake-era clients
 
-    def find(self, query: str, k: int) -> dict[str, Any]:
-        cands = self.router.route(query, k=k, strategy=self.strategy)
+    def find(self, query: str, k: int, state: SessionState | None = None) -> dict[str, Any]:
+        """Route, drop tools whose preconditions fail, promote the gated top-k (θ, pinned)."""
+        start = time.perf_counter()
+        state = state if state is not None else self.state()
+        ranked = self.router.route(query, k=max(4 * k, 20), strategy=self.strategy)
+        allowed, blocked = [], []
+        for c in ranked:
+            name = f"{c.server}{SEPARATOR}{c.tool}"
+            reason = self._gate(name, c.server, state)
+            if reason:
+                blocked.append((name, reason))
+            else:
+                allowed.append(c)
+        shown = self.presenter.present(allowed, top_k=k)
+        state.promoted.update(shown.names)
+        gated = [*blocked, *shown.gated_out]
+        event = RoutingEvent(
+            query_hash=query_hash(query),
+            strategy=self.strategy,
+            candidates=[
+                {"name": f"{c.server}{SEPARATOR}{c.tool}", "score": round(c.score, 4)}
+                for c in ranked
+            ],
+            gated_out=[{"name": n, "reason": r} for n, r in gated],
+            active=list(shown.names),
+            phase1_tokens=shown.phase1_tokens,
+            phase2_tokens=shown.phase2_tokens,
+            latency_ms=round((time.perf_counter() - start) * 1000, 3),
+        )
+        self.router.store.record_event(event.to_json())
+        if self.events is not None:
+            self.events.emit(event)
         return {
             "candidates": [
                 {
@@ -197,8 +321,9 @@ class Gateway:
                     "input_schema": c.input_schema,
                     "score": round(c.score, 4),
                 }
-                for c in cands
-            ]
+                for c in shown.promoted
+            ],
+            "gated_out": [{"name": n, "reason": r} for n, r in blocked[:k]],
         }
 
     def _names(self) -> list[str]:

@@ -141,7 +141,7 @@ class Presenter:
                 lines.append(f"- {s.id} ({len(s.tools)} tools): {about}")
         return "\n".join(lines)
 
-    def present(self, candidates: Sequence[Candidate]) -> Presentation:
+    def present(self, candidates: Sequence[Candidate], top_k: int | None = None) -> Presentation:
         """Gate (θ, top-k) the ranked candidates and promote their schemas, pinned first."""
         cfg = self.config
         promoted: list[Candidate] = []
@@ -154,7 +154,7 @@ class Presenter:
                     Candidate(t.server, t.name, 1.0, t.description, dict(t.input_schema))
                 )
                 seen.add(name)
-        budget = cfg.top_k
+        budget = cfg.top_k if top_k is None else top_k
         for c in candidates:
             name = f"{c.server}{SEPARATOR}{c.tool}"
             if name in seen:
@@ -162,7 +162,7 @@ class Presenter:
             if cfg.threshold is not None and c.score < cfg.threshold:
                 gated.append((name, f"score {c.score:.3f} below threshold {cfg.threshold}"))
             elif budget <= 0:
-                gated.append((name, f"beyond top-{cfg.top_k}"))
+                gated.append((name, "beyond top-k"))
             else:
                 promoted.append(c)
                 seen.add(name)

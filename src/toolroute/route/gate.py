@@ -1,0 +1,71 @@
+"""State-aware gating (seed 002 eq. 6, §5.4): deterministic preconditions checked against the
+session's state, beside the similarity gate (θ, top-k) of :mod:`toolroute.present.presenter`.
+
+Declared in ``toolroute.toml`` per tool (``[tools."server__tool"]``) or per server
+(``[servers.name]``, applying to all its tools):
+
+- ``requires_scope = ["github:write"]``: every scope must be granted to the client;
+- ``after = ["git__git_status", "search_"]``: some tool whose name equals or starts with one of
+  these must have run successfully earlier in the session;
+- ``milestone = "plan_confirmed"``: the agent (meta-tool ``set_milestone``) or the config must
+  have reached it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+__all__ = ["Preconditions", "SessionState", "blocked_by", "preconditions_for"]
+
+
+@dataclass(frozen=True, slots=True)
+class Preconditions:
+    requires_scope: tuple[str, ...] = ()
+    after: tuple[str, ...] = ()
+    milestone: str | None = None
+
+    def merged(self, other: Preconditions | None) -> Preconditions:
+        if other is None:
+            return self
+        return Preconditions(
+            requires_scope=self.requires_scope + other.requires_scope,
+            after=self.after + other.after,
+            milestone=self.milestone or other.milestone,
+        )
+
+
+@dataclass(slots=True)
+class SessionState:
+    """What one client session has: granted scopes, successful calls, milestones, promotions."""
+
+    scopes: set[str] = field(default_factory=set)
+    succeeded: list[str] = field(default_factory=list)
+    milestones: set[str] = field(default_factory=set)
+    promoted: set[str] = field(default_factory=set)
+
+
+def blocked_by(pre: Preconditions | None, state: SessionState) -> str | None:
+    """Why a tool is gated out in this state (seed 002 eq. 6: g = 0), or None when it passes."""
+    if pre is None:
+        return None
+    missing = [s for s in pre.requires_scope if s not in state.scopes]
+    if missing:
+        return f"requires scope {', '.join(missing)}"
+    if pre.after and not any(
+        done == need or done.startswith(need) for need in pre.after for done in state.succeeded
+    ):
+        return f"needs a successful call to {' or '.join(pre.after)} first"
+    if pre.milestone and pre.milestone not in state.milestones:
+        return f"needs milestone {pre.milestone!r} (set_milestone)"
+    return None
+
+
+def preconditions_for(
+    name: str, server: str, tools: Mapping[str, Preconditions], servers: Mapping[str, Preconditions]
+) -> Preconditions | None:
+    """The tool's own preconditions merged with its server's."""
+    own, srv = tools.get(name), servers.get(server)
+    if own is None:
+        return srv
+    return own.merged(srv)
