@@ -477,6 +477,75 @@ def serve(
 
 
 @main.command()
+@catalog_option
+@queries_option
+@store_option
+@documents_option
+@click.option(
+    "--strategy",
+    "-s",
+    default="default",
+    show_default=True,
+    help="Strategy whose scores are gated.",
+)
+@click.option(
+    "-k", "k", type=click.IntRange(min=1), default=5, show_default=True, help="Top-k of the gate."
+)
+@click.option(
+    "--write",
+    "write",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Store the best θ as `threshold` under [toolroute] in this toolroute.toml.",
+)
+@json_option
+@_friendly
+def calibrate(
+    catalog: Path | None,
+    queries: Path,
+    store: Path | None,
+    documents: str,
+    strategy: str,
+    k: int,
+    write: Path | None,
+    as_json: bool,
+) -> None:
+    """Find θ for the similarity gate (seed 002 §5.2): the F1-best threshold on QUERIES.
+
+    For each θ, the gated set of a query is its top-k candidates scoring at least θ;
+    precision is over that set, recall over the required tool groups.
+    """
+    from toolroute.bench.calibrate import calibrate as run
+    from toolroute.bench.calibrate import write_threshold
+    from toolroute.catalog.loader import load_queries
+    from toolroute.route.strategy import resolve_strategy
+
+    resolve_strategy(strategy)
+    with _router(catalog, store, documents) as router:
+        qs = load_queries(queries, router.catalog)
+        _index(router, not as_json)
+        result = run(router, qs, strategy=strategy, k=k)
+    if write is not None:
+        write_threshold(write, result.best)
+        click.echo(f"wrote threshold = {result.best} to {write}", err=True)
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "best": result.best,
+                    "rows": [
+                        {"theta": t, "precision": p, "recall": r, "f1": f}
+                        for t, p, r, f in result.rows
+                    ],
+                }
+            )
+        )
+    else:
+        click.echo(result.table())
+        click.echo(f"best θ = {result.best}")
+
+
+@main.command()
 def strategies() -> None:
     """List the routing strategies."""
     from toolroute.route.strategy import STRATEGIES

@@ -23,9 +23,9 @@ from toolroute.catalog.models import Catalog
 from toolroute.config import SEPARATOR
 from toolroute.index.document import _first_sentence
 from toolroute.present.tokens import TokenCounter, tool_json
-from toolroute.router import Candidate
+from toolroute.router import Candidate, Router
 
-__all__ = ["PresentConfig", "Presentation", "Presenter", "binding_name"]
+__all__ = ["PresentConfig", "Presentation", "Presenter", "ToolAttention", "binding_name"]
 
 _BIND_OK = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -191,3 +191,35 @@ class Presenter:
 def _short(text: str, words: int) -> str:
     first = _first_sentence(text, 300).split()
     return " ".join(first[:words]) + ("…" if len(first) > words else "")
+
+
+class ToolAttention:
+    """Seed 002 Alg. 1 for a Python agent loop: route, gate, present, and refuse unpromoted
+    calls (``check_call``), e.g. inside a framework's before-model / after-model hooks.
+
+        ta = ToolAttention(router)
+        turn = ta.turn("file a GitHub issue about the failing build")
+        client.messages.create(..., system=turn.pool, tools=turn.to_anthropic())
+    """
+
+    def __init__(
+        self, router: Router, config: PresentConfig | None = None, strategy: str = "default"
+    ) -> None:
+        self.router = router
+        self.strategy = strategy
+        self.presenter = Presenter(router.catalog, config)
+        self.active: tuple[str, ...] = ()
+
+    def turn(self, query: str) -> Presentation:
+        k = self.presenter.config.top_k
+        shown = self.presenter.present(
+            self.router.route(query, k=max(4 * k, 20), strategy=self.strategy)
+        )
+        self.active = tuple(binding_name(c.server, c.tool) for c in shown.promoted)
+        return shown
+
+    def check_call(self, name: str) -> str | None:
+        """None when ``name`` (a bound name) was promoted this turn, else the rejection text."""
+        if name in self.active:
+            return None
+        return f"tool_not_available: {name!r}. Available this turn: {list(self.active)}"
