@@ -21,6 +21,17 @@ $TR bench --catalog "$B/union/catalog.json" --queries benchmarks/union_queries.j
 
 $PY benchmarks/tdwa.py --store "$STORE" --out "$R/tdwa.md"
 
+# Tool Attention (seed 002): tokens per turn next to recall, and the 120 / 527 / 10k table.
+for name in livemcpbench tool_attention; do
+    $TR bench --catalog "$B/$name/catalog.json" --queries "$B/$name/queries.jsonl" \
+        --store "$STORE" -s default -s hybrid -s top-k-full -s full-schema --tokens \
+        --out "$R/$name-tokens"
+done
+$PY benchmarks/tokens.py --store "$STORE" --scale-store .toolroute/scale-store --out "$R/tokens.md"
+
+# Gateway overhead per call_tool against calling the server directly (stdio and HTTP).
+$PY benchmarks/gateway_latency.py --http --out "$R/gateway_latency.md"
+
 # EHRR economics simulation (seed 000 §V): all variants vs cascade, then estimators vs ehrr.
 L="--catalog $B/livemcpbench/catalog.json --queries $B/livemcpbench/queries.jsonl --store $STORE"
 $TR simulate $L -s cascade -s ehrr -s ehrr-no-auction -s ehrr-no-exec -s ehrr-flat -s ehrr-cos \

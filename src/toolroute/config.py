@@ -83,6 +83,7 @@ class _Settings(BaseModel):
     threshold: float | None = None
     pinned: list[str] = Field(default_factory=list)
     events_log: str | None = None
+    otel: bool = False
 
 
 class _Gate(BaseModel):
@@ -141,6 +142,8 @@ class GatewayConfig:
     """``server__tool`` names always promoted and callable."""
     events_log: Path | None = None
     """JSON-lines file receiving one routing event per find_tools (seed 002 §5.7)."""
+    otel: bool = False
+    """Also emit each routing event as an OpenTelemetry span (``toolroute[otel]``)."""
     tool_gates: dict[str, Preconditions] = field(default_factory=dict)
     server_gates: dict[str, Preconditions] = field(default_factory=dict)
     server_meta: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -219,6 +222,7 @@ def load_config(path: str | Path, settings: str | Path | None = None) -> Gateway
         threshold=s.threshold,
         pinned=tuple(s.pinned),
         events_log=Path(s.events_log).expanduser() if s.events_log else None,
+        otel=s.otel,
         tool_gates={k: g for k, v in t.tools.items() if (g := v.preconditions())},
         server_gates={k: g for k, v in t.servers.items() if (g := v.preconditions())},
         server_meta={

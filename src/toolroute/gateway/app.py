@@ -119,7 +119,7 @@ async def serve(
 def make_gateway(config: GatewayConfig, router: Router, pool: DownstreamPool) -> Any:
     """The gateway with every setting of the config (gates, presentation, events)."""
     from toolroute.gateway.server import Gateway
-    from toolroute.present.events import EventLog
+    from toolroute.present.events import EventLog, OtelExporter
     from toolroute.present.presenter import PresentConfig, Presenter
 
     presenter = Presenter(
@@ -139,7 +139,10 @@ def make_gateway(config: GatewayConfig, router: Router, pool: DownstreamPool) ->
         server_gates=config.server_gates,
         scopes=config.scopes,
         milestones=config.milestones,
-        events=EventLog(config.events_log) if config.events_log else None,
+        events=[
+            *([EventLog(config.events_log)] if config.events_log else []),
+            *([OtelExporter()] if config.otel else []),
+        ],
     )
 
 

@@ -29,7 +29,7 @@ from mcp.server import NotificationOptions, Server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 
 from toolroute.config import SEPARATOR
-from toolroute.present.events import EventLog, RoutingEvent, query_hash
+from toolroute.present.events import EventSink, RoutingEvent, query_hash
 from toolroute.present.presenter import PresentConfig, Presenter
 from toolroute.route.gate import Preconditions, SessionState, blocked_by, preconditions_for
 from toolroute.router import Router
@@ -126,7 +126,7 @@ class Gateway:
         server_gates: Mapping[str, Preconditions] | None = None,
         scopes: Sequence[str] = (),
         milestones: Sequence[str] = (),
-        events: EventLog | None = None,
+        events: Sequence[EventSink] = (),
         on_outcome: Callable[[Outcome], None] | None = None,
     ) -> None:
         self.router = router
@@ -142,7 +142,7 @@ class Gateway:
         self.server_gates = dict(server_gates or {})
         self.scopes = set(scopes)
         self.milestones = set(milestones)
-        self.events = events
+        self.events = tuple(events)
         self.bound: dict[str, types.Tool] = {}
         self.bus = InMemorySubscriptionBus()
         self._sessions: dict[int, SessionState] = {}
@@ -309,8 +309,8 @@ class Gateway:
             latency_ms=round((time.perf_counter() - start) * 1000, 3),
         )
         self.router.store.record_event(event.to_json())
-        if self.events is not None:
-            self.events.emit(event)
+        for sink in self.events:
+            sink.emit(event)
         return {
             "candidates": [
                 {

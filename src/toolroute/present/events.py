@@ -9,9 +9,11 @@ import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-__all__ = ["EventLog", "RoutingEvent", "query_hash"]
+from toolroute.errors import ToolrouteError
+
+__all__ = ["EventLog", "OtelExporter", "RoutingEvent", "query_hash"]
 
 
 def query_hash(query: str) -> str:
@@ -38,6 +40,10 @@ class RoutingEvent:
         return json.dumps(asdict(self), ensure_ascii=False, sort_keys=True)
 
 
+class EventSink(Protocol):
+    def emit(self, event: RoutingEvent) -> None: ...
+
+
 class EventLog:
     """Appends each event as one JSON line (the store keeps its own copy, table
     ``routing_events``)."""
@@ -49,3 +55,29 @@ class EventLog:
     def emit(self, event: RoutingEvent) -> None:
         with self.path.open("a", encoding="utf-8") as f:
             f.write(event.to_json() + "\n")
+
+
+class OtelExporter:
+    """Routing events as OpenTelemetry spans (``toolroute.route``), through the OpenTelemetry
+    API; spans go wherever the application's SDK sends them (``pip install
+    'toolroute[otel]'`` and configure a TracerProvider). Without an SDK they are no-ops."""
+
+    def __init__(self, tracer_name: str = "toolroute") -> None:
+        try:
+            from opentelemetry import trace
+        except ImportError:
+            raise ToolrouteError(
+                "the OpenTelemetry exporter needs opentelemetry-api: pip install 'toolroute[otel]'"
+            ) from None
+        self._tracer = trace.get_tracer(tracer_name)
+
+    def emit(self, event: RoutingEvent) -> None:
+        with self._tracer.start_as_current_span("toolroute.route") as span:
+            span.set_attribute("toolroute.turn_id", event.turn_id)
+            span.set_attribute("toolroute.query_hash", event.query_hash)
+            span.set_attribute("toolroute.strategy", event.strategy)
+            span.set_attribute("toolroute.active", list(event.active))
+            span.set_attribute("toolroute.gated_out", [g["name"] for g in event.gated_out])
+            span.set_attribute("toolroute.phase1_tokens", event.phase1_tokens)
+            span.set_attribute("toolroute.phase2_tokens", event.phase2_tokens)
+            span.set_attribute("toolroute.latency_ms", event.latency_ms)
