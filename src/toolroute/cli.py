@@ -49,6 +49,15 @@ def _friendly(fn: F) -> F:
         except ToolrouteError as e:
             click.echo(f"error: {e}", err=True)
             sys.exit(2)
+        except BaseExceptionGroup as group:  # raised through an anyio task group (sync, serve)
+            ours = group.subgroup(lambda e: isinstance(e, ToolrouteError))
+            if ours is None:
+                raise
+            first: BaseException = ours
+            while isinstance(first, BaseExceptionGroup):
+                first = first.exceptions[0]
+            click.echo(f"error: {first}", err=True)
+            sys.exit(2)
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             sys.exit(130)

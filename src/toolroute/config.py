@@ -170,16 +170,17 @@ def load_config(path: str | Path, settings: str | Path | None = None) -> Gateway
         raise ConfigError(
             f"{p}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}"
         ) from None
-    except OSError as e:
+    except (OSError, UnicodeDecodeError) as e:
         raise ConfigError(f"{p}: cannot read: {e}") from None
     raw = data.get("mcpServers") if isinstance(data, dict) else None
     if not isinstance(raw, dict) or not raw:
         raise ConfigError(f"{p}: mcpServers: expected an object with at least one server")
     servers: dict[str, StdioSpec | HttpSpec] = {}
     for name, entry in raw.items():
-        if SEPARATOR in name or not name:
+        if SEPARATOR in name or not name or name.startswith("_") or name.endswith("_"):
             raise ConfigError(
-                f"{p}: mcpServers.{name}: server names may not be empty or contain {SEPARATOR!r}"
+                f"{p}: mcpServers.{name}: server names may not be empty, contain "
+                f"{SEPARATOR!r}, or start or end with '_'"
             )
         try:
             parsed = _ServerEntry.model_validate(entry)
@@ -203,6 +204,8 @@ def load_config(path: str | Path, settings: str | Path | None = None) -> Gateway
             raise ConfigError(f"{toml_path}: no such file") from None
         except tomllib.TOMLDecodeError as e:
             raise ConfigError(f"{toml_path}: invalid TOML: {e}") from None
+        except (OSError, UnicodeDecodeError) as e:
+            raise ConfigError(f"{toml_path}: cannot read: {e}") from None
     try:
         t = _Toml.model_validate(toml)
     except ValidationError as err:

@@ -336,7 +336,9 @@ FIXTURE = REPO / "tests" / "fixtures" / "changing_server.py"
 def _write_config(tmp_path: Path, servers: dict[str, Any], **settings: Any) -> Path:
     path = tmp_path / "servers.json"
     path.write_text(json.dumps({"mcpServers": servers}))
-    lines = [f'store = "{tmp_path / "store"}"'] + [f"{k} = {v!r}" for k, v in settings.items()]
+    lines = [f'store = "{tmp_path / "store"}"'] + [
+        f"{k} = {json.dumps(v)}" for k, v in settings.items()
+    ]
     (tmp_path / "toolroute.toml").write_text("[toolroute]\n" + "\n".join(lines) + "\n")
     return path
 
@@ -485,6 +487,10 @@ def test_call_gate_refuses_a_tool_until_find_tools_promotes_it(tmp_path: Path) -
                 await c.call_tool("find_tools", {"query": "current time in Tokyo", "k": 1})
                 r = await c.call_tool("call_tool", call)
                 assert not r.is_error and "Asia/Tokyo" in _text(r)
+                # another client connection has its own session: nothing promoted there yet
+                async with Client(gw.server, mode="legacy", raise_exceptions=True) as other:
+                    r = await other.call_tool("call_tool", call)
+                    assert r.structured_content["error"] == "tool_not_available"
             stored = [json.loads(e) for e in router.store.events()]
             logged = [json.loads(line) for line in events.read_text().splitlines()]
             assert stored == logged and len(stored) == 1
@@ -536,6 +542,38 @@ def test_a_milestone_precondition_hides_a_tool_until_it_is_set(tmp_path: Path) -
                     },
                 )
                 assert not r.is_error and "Europe/Paris" in _text(r)
+            router.close()
+
+    anyio.run(main)
+
+
+RAW = REPO / "tests" / "fixtures" / "raw_server.py"
+
+
+def test_malformed_replies_are_contained_to_their_server(tmp_path: Path) -> None:
+    cfg = load_config(
+        _write_config(
+            tmp_path,
+            {
+                "time": _time_server(),
+                "badlist": {"command": sys.executable, "args": [str(RAW), "--bad-list"]},
+                "badcall": {"command": sys.executable, "args": [str(RAW)]},
+            },
+            call_gate=False,
+        )
+    )
+
+    async def main() -> None:
+        async with running_pool(cfg) as pool:
+            router, result = await sync_router(cfg, pool, embedder=OnnxEmbedder())
+            status = {s.name: s.status for s in result.servers}
+            assert status == {"time": "ok", "badlist": "error", "badcall": "ok"}
+            gw = Gateway(router, pool, call_gate=False)
+            r = await gw.call("badcall__oops", {})
+            assert r.is_error and r.structured_content["error"] == "protocol"
+            assert router.stats.tool(("badcall", "oops")).calls == 1  # recorded as a failure
+            r = await gw.call("time__get_current_time", {"timezone": "UTC"})
+            assert not r.is_error
             router.close()
 
     anyio.run(main)

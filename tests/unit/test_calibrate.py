@@ -31,3 +31,10 @@ def test_threshold_is_written_into_toolroute_toml(tmp_path: Path) -> None:
     data = tomllib.loads(path.read_text())
     assert data["toolroute"] == {"k": 3, "threshold": 0.35}
     assert data["servers"]["time"]["ask_cost"] == 0.0
+
+
+def test_threshold_is_written_under_a_commented_header(tmp_path: Path) -> None:
+    path = tmp_path / "toolroute.toml"
+    path.write_text("[toolroute]  # my settings\nk = 3\n")
+    write_threshold(path, 0.5)
+    assert tomllib.loads(path.read_text())["toolroute"] == {"k": 3, "threshold": 0.5}

@@ -83,3 +83,16 @@ def test_bad_settings_name_the_field(tmp_path: Path) -> None:
 def test_missing_config_file_is_one_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="nope.json: no such file"):
         load_config(tmp_path / "nope.json")
+
+
+def test_server_names_that_would_split_ambiguously_are_refused(tmp_path: Path) -> None:
+    for bad in ("my_", "_my"):
+        with pytest.raises(ConfigError, match="start or end with '_'"):
+            load_config(_write(tmp_path, {bad: {"command": "x"}}))
+
+
+def test_a_config_that_is_not_utf8_is_one_clear_error(tmp_path: Path) -> None:
+    p = tmp_path / "c.json"
+    p.write_bytes(b'{"mcpServers": {"a": {"command": "\xff"}}}')
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(p)

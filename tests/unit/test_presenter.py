@@ -117,3 +117,8 @@ def test_preconditions_gate_on_scope_prior_call_and_milestone() -> None:
     assert "plan_confirmed" in (blocked_by(Preconditions(milestone="plan_confirmed"), state) or "")
     state.milestones.add("plan_confirmed")
     assert blocked_by(Preconditions(milestone="plan_confirmed"), state) is None
+
+
+def test_names_that_sanitise_alike_still_bind_apart() -> None:
+    assert binding_name("my.srv", "t") != binding_name("my_srv", "t")
+    assert binding_name("my_srv", "t") == "my_srv__t"  # legal names are kept as they are

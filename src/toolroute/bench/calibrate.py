@@ -65,7 +65,7 @@ def write_threshold(path: Path, theta: float) -> None:
     """Set ``threshold`` under ``[toolroute]`` in a toolroute.toml, keeping everything else."""
     text = path.read_text(encoding="utf-8") if path.exists() else ""
     line = f"threshold = {theta}"
-    section = re.search(r"(?m)^\[toolroute\]\s*$", text)
+    section = re.search(r"(?m)^\[\s*toolroute\s*\][ \t]*(#.*)?$", text)
     if section is None:
         text = f"[toolroute]\n{line}\n" + (("\n" + text) if text else "")
     else:

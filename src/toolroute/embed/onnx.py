@@ -92,7 +92,10 @@ class OnnxEmbedder:
         tok.enable_truncation(max_length)
         self._tokenizer = tok
         opts = ort.SessionOptions()
-        n = threads if threads is not None else int(os.environ.get("TOOLROUTE_THREADS", "0"))
+        env = os.environ.get("TOOLROUTE_THREADS", "0")
+        if threads is None and not env.isdigit():
+            raise EmbedError(f"TOOLROUTE_THREADS must be a whole number, got {env!r}")
+        n = threads if threads is not None else int(env)
         if n > 0:
             opts.intra_op_num_threads = n
         opts.inter_op_num_threads = 1

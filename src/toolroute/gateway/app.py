@@ -155,6 +155,10 @@ async def _watch_changes(config: GatewayConfig, pool: DownstreamPool, gateway: A
             continue
         for d in changed:
             d.tools_changed = anyio.Event()
-        router, result = await sync_router(config, pool, embedder=gateway.router.embedder)
+        try:
+            router, result = await sync_router(config, pool, embedder=gateway.router.embedder)
+        except Exception:  # keep serving the previous index rather than dying
+            log.exception("resync after tools/list_changed failed; keeping the previous index")
+            continue
         gateway.replace_router(router).close()
         log.info("resynced after tools/list_changed: %s", result.to_dict())

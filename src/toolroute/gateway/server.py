@@ -188,7 +188,7 @@ class Gateway:
         self, ctx: Any, params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         args = params.arguments or {}
-        state = self.state(getattr(ctx, "connection", None))  # one state per client connection
+        state = self.state(_connection_of(ctx))
         if params.name == FIND_TOOLS.name:
             query = args.get("query")
             k = args.get("k", self.k)
@@ -401,12 +401,24 @@ def _validator(schema_json: str) -> Any:
     return cls(schema)
 
 
+def _connection_of(ctx: Any) -> object:
+    """The client connection a request belongs to: handlers get a per-request ServerSession
+    that wraps the connection (SDK 2.3 exposes it only as ``_connection``)."""
+    session = getattr(ctx, "session", None)
+    return getattr(session, "_connection", None) or session
+
+
 def _validate(schema: dict[str, Any], arguments: dict[str, Any]) -> list[dict[str, str]]:
     """JSON-schema errors of ``arguments`` (an unusable schema validates nothing)."""
     validator = _validator(json.dumps(schema, sort_keys=True))
     if validator is None:
         return []
+    try:
+        found = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+    except Exception:  # unresolvable $ref and the like: the schema, not the call, is broken
+        log.warning("skipping validation: the input schema cannot be evaluated", exc_info=True)
+        return []
     return [
         {"path": "/".join(str(p) for p in e.absolute_path) or "(root)", "message": e.message}
-        for e in sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+        for e in found
     ][:10]

@@ -32,12 +32,13 @@ _BIND_OK = re.compile(r"[^A-Za-z0-9_-]")
 
 def binding_name(server: str, tool: str) -> str:
     """``server__tool`` made legal for OpenAI / Anthropic tool names (``[A-Za-z0-9_-]{1,64}``);
-    a name that had to be cut keeps a short hash so it stays unique."""
+    a name that had to change or be cut gets a short hash of the original, so two different
+    tools never bind to the same name."""
     raw = f"{server}{SEPARATOR}{tool}"
     name = _BIND_OK.sub("_", raw)
-    if len(name) > 64 or name != raw:
+    if name != raw or len(name) > 64:  # changed or cut: hash the original to keep names apart
         digest = hashlib.sha256(raw.encode()).hexdigest()[:8]
-        name = f"{name[:55]}_{digest}" if len(name) > 64 else name
+        name = f"{name[:55]}_{digest}"
     return name
 
 

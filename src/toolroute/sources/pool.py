@@ -20,6 +20,7 @@ import anyio
 import mcp.types as types
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
 
 from toolroute.config import HttpSpec, StdioSpec
 from toolroute.errors import ToolrouteError
@@ -141,7 +142,10 @@ class Downstream:
         self._dead.set()
 
     async def client(self, wait_s: float | None = None) -> Client:
-        """The open session, waiting up to ``wait_s`` for a (re)connect."""
+        """The open session, waiting up to ``wait_s`` for a (re)connect (not at all when the
+        last connect failed: the error is returned at once, the owner keeps retrying)."""
+        if self._client is None and self.status == "down":
+            raise DownstreamError(self.name, None, "unavailable", self.error or "not connected")
         if self._client is None:
             with anyio.move_on_after(self.connect_timeout_s if wait_s is None else wait_s):
                 await self._ready.wait()
@@ -161,13 +165,18 @@ class Downstream:
             for _ in range(MAX_PAGES):
                 page = await c.list_tools(cursor=cursor)
                 names = {t.name for t in tools}
-                tools.extend(t for t in page.tools if t.name not in names)  # a repeated page
+                for t in page.tools:  # a repeated page, or a name listed twice, counts once
+                    if t.name not in names:
+                        names.add(t.name)
+                        tools.append(t)
                 cursor = page.next_cursor
                 if cursor is None or cursor in seen:
                     break
                 seen.add(cursor)
         except MCPError as e:
             raise self._error(None, e) from None
+        except ValidationError as e:  # a malformed tools/list reply
+            raise DownstreamError(self.name, None, "protocol", _first_line(e)) from None
         info = c.server_info
         return ListedServer(
             name=self.name,
@@ -188,8 +197,8 @@ class Downstream:
             )
         except MCPError as e:
             raise self._error(tool, e) from None
-        except RuntimeError as e:  # the SDK's output-schema check on a malformed result
-            raise DownstreamError(self.name, tool, "protocol", str(e)) from None
+        except (RuntimeError, ValidationError) as e:  # malformed result / output-schema check
+            raise DownstreamError(self.name, tool, "protocol", _first_line(e)) from None
         return result, time.perf_counter() - start
 
     def _error(self, tool: str | None, e: MCPError) -> DownstreamError:
@@ -204,6 +213,10 @@ class Downstream:
         if e.error.code == types.REQUEST_TIMEOUT:
             return DownstreamError(self.name, tool, "timeout", e.error.message)
         return DownstreamError(self.name, tool, "protocol", e.error.message)
+
+
+def _first_line(e: BaseException) -> str:
+    return (str(e).splitlines() or [type(e).__name__])[0][:300]
 
 
 def _describe(e: BaseException) -> str:

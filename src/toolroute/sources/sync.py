@@ -7,6 +7,7 @@ broken server never empties the index; the next sync retries it.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -18,6 +19,8 @@ from toolroute.config import SEPARATOR, GatewayConfig
 from toolroute.sources.pool import DownstreamError, DownstreamPool, ListedServer
 
 __all__ = ["ServerStatus", "catalog_from_listing", "list_all"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +52,9 @@ async def list_all(
             out[name] = e
         except TimeoutError:
             out[name] = DownstreamError(name, None, "timeout", f"no tools/list in {timeout_s:g} s")
+        except Exception as e:  # one server's surprise must not fail the others
+            log.exception("listing %s failed", name)
+            out[name] = DownstreamError(name, None, "protocol", f"{type(e).__name__}: {e}")
 
     async with anyio.create_task_group() as tg:
         for name in pool.servers:
