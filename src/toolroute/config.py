@@ -144,6 +144,8 @@ class GatewayConfig:
     """JSON-lines file receiving one routing event per find_tools (seed 002 §5.7)."""
     otel: bool = False
     """Also emit each routing event as an OpenTelemetry span (``toolroute[otel]``)."""
+    path: Path | None = None
+    """The mcpServers file this came from (names the default store of its gateway)."""
     tool_gates: dict[str, Preconditions] = field(default_factory=dict)
     server_gates: dict[str, Preconditions] = field(default_factory=dict)
     server_meta: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -211,6 +213,23 @@ def load_config(path: str | Path, settings: str | Path | None = None) -> Gateway
     except ValidationError as err:
         raise _where(str(toml_path), err) from None
     s = t.toolroute
+    from toolroute.route.strategy import STRATEGIES
+
+    if s.strategy not in STRATEGIES:
+        raise ConfigError(
+            f"{toml_path}: toolroute.strategy: unknown strategy {s.strategy!r}; "
+            f"choose from: {', '.join(STRATEGIES)}"
+        )
+    unknown = [
+        n
+        for n in (*t.tools, *s.pinned)
+        if n.partition(SEPARATOR)[0] not in servers or SEPARATOR not in n
+    ]
+    if unknown:
+        raise ConfigError(
+            f"{toml_path}: {unknown[0]!r} is not <server>__<tool> of a configured "
+            'server (in [tools."…"] or pinned)'
+        )
     return GatewayConfig(
         servers=servers,
         store=Path(s.store).expanduser() if s.store else None,
@@ -226,6 +245,7 @@ def load_config(path: str | Path, settings: str | Path | None = None) -> Gateway
         pinned=tuple(s.pinned),
         events_log=Path(s.events_log).expanduser() if s.events_log else None,
         otel=s.otel,
+        path=p.resolve(),
         tool_gates={k: g for k, v in t.tools.items() if (g := v.preconditions())},
         server_gates={k: g for k, v in t.servers.items() if (g := v.preconditions())},
         server_meta={

@@ -128,9 +128,12 @@ class Router:
 
     def index(self, progress: Progress | None = None) -> IndexReport:
         """Sync the store to the catalog (hash diff) and build the in-memory index."""
-        sync = self.store.sync_catalog(self._catalog)
+        # Build first (through the embedding cache), then commit the catalog: an interrupted
+        # or failed build leaves the store's catalog as it was.
         cached = CachedEmbedder(self.embedder, self.store)
-        self._index = build_index(self._catalog, cached, self.documents, self.questions, progress)
+        index = build_index(self._catalog, cached, self.documents, self.questions, progress)
+        sync = self.store.sync_catalog(self._catalog)
+        self._index = index
         self.store.set_meta(
             {
                 "embedder": self.embedder.model_id,
@@ -173,6 +176,7 @@ class Router:
         if self._stats is None:
             book = StatsBook(self._catalog, sink=self.store)
             book.load(*self.store.load_stats())
+            book.load_counts(self.store.outcome_counts())
             self._stats = book
         return self._stats
 

@@ -136,6 +136,18 @@ class StatsBook:
                 self._tools[self._tool_pos[key]] = tt
                 self._sync_tool(self._tool_pos[key])
 
+    def load_counts(self, rows: list[tuple[str, str, int, int, int]]) -> None:
+        """Rebuild the Beta posteriors from persisted outcome counts (server, tool, successes,
+        failures, server failures); rows of unknown tools are ignored."""
+        for server, tool, ok, bad, crashed in rows:
+            j = self._tool_pos.get((server, tool))
+            i = self._server_pos.get(server)
+            if j is None or i is None:
+                continue
+            self.tool_beta[j] += (ok, bad)
+            self.server_beta[i] += (ok, bad)
+            self.server_fail_beta[i] += (crashed, ok + bad - crashed)
+
     def record(self, outcome: Outcome) -> None:
         """Fold one executed call into the server's and the tool's statistics (EHRR eq. 8)."""
         i = self._server_pos[outcome.server]

@@ -298,6 +298,14 @@ class Store:
     def events(self) -> list[str]:
         return [e for (e,) in self._db.execute("SELECT event FROM routing_events ORDER BY id")]
 
+    def outcome_counts(self) -> list[tuple[str, str, int, int, int]]:
+        """Per (server, tool): successes, failures, post-accept server failures."""
+        rows = self._db.execute(
+            "SELECT server, tool, sum(success), sum(1 - success), sum(server_failed)"
+            " FROM outcomes GROUP BY server, tool"
+        )
+        return [(srv, tool, int(ok), int(bad), int(crash)) for srv, tool, ok, bad, crash in rows]
+
     def outcome_count(self) -> int:
         return int(self._db.execute("SELECT count(*) FROM outcomes").fetchone()[0])
 

@@ -96,3 +96,11 @@ def test_a_config_that_is_not_utf8_is_one_clear_error(tmp_path: Path) -> None:
     p.write_bytes(b'{"mcpServers": {"a": {"command": "\xff"}}}')
     with pytest.raises(ConfigError, match="cannot read"):
         load_config(p)
+
+
+def test_settings_that_would_fail_at_run_time_are_refused_at_load(tmp_path: Path) -> None:
+    servers = {"time": {"command": "x"}}
+    with pytest.raises(ConfigError, match=r"toolroute\.strategy: unknown strategy 'hybird'"):
+        load_config(_write(tmp_path, servers, toml='[toolroute]\nstrategy = "hybird"\n'))
+    with pytest.raises(ConfigError, match="'time__convert_tme'|'tiem__now'"):
+        load_config(_write(tmp_path, servers, toml='[tools."tiem__now"]\nprice = 0.1\n'))

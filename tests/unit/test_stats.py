@@ -57,3 +57,14 @@ def test_outcomes_persist_across_a_restart(tmp_path: Path, catalog_file: Path) -
     with Router(catalog_file, store=tmp_path, embedder=HashingEmbedder()) as r:
         assert r.stats.server("weather") == before
         assert r.stats.tool(("weather", "get_alerts")).calls == 2
+
+
+def test_beta_posteriors_are_rebuilt_after_a_restart(tmp_path: Path, catalog_file: Path) -> None:
+    with Router(catalog_file, store=tmp_path, embedder=HashingEmbedder()) as r:
+        r.index()
+        r.record(Outcome("fs", "read_file", success=False, latency_s=1.0, server_failed=True))
+        r.record(Outcome("fs", "read_file", success=True, latency_s=1.0))
+        before = r.stats.tool_beta.copy(), r.stats.server_fail_beta.copy()
+    with Router(catalog_file, store=tmp_path, embedder=HashingEmbedder()) as r:
+        assert (r.stats.tool_beta == before[0]).all()
+        assert (r.stats.server_fail_beta == before[1]).all()

@@ -7,10 +7,12 @@ gateway over stdio or streamable HTTP, and resyncs a server when it sends
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 import anyio
@@ -33,6 +35,15 @@ class SyncResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {"servers": {s.name: s.to_dict() for s in self.servers}, **self.index.to_dict()}
+
+
+def gateway_store_dir(config: GatewayConfig) -> Path:
+    """Default store of a gateway: one per config file under the per-user data dir, so two
+    gateways (or a gateway and `toolroute route`) never overwrite each other's catalog."""
+    if config.path is None:
+        return default_store_dir()
+    digest = hashlib.sha256(str(config.path).encode()).hexdigest()[:12]
+    return default_store_dir() / "gateways" / f"{config.path.stem}-{digest}"
 
 
 def make_pool(config: GatewayConfig) -> DownstreamPool:
@@ -66,7 +77,7 @@ async def sync_router(
     config: GatewayConfig, pool: DownstreamPool, embedder: Any = None
 ) -> tuple[Router, SyncResult]:
     """List every server, index what changed, and return a ready router."""
-    store_dir = config.store or default_store_dir()
+    store_dir = config.store or gateway_store_dir(config)
     listing = await list_all(pool, config.connect_timeout_s)
     with Store(store_dir) as store:
         previous = store.load_catalog() if store.tool_hashes() else None

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -81,9 +82,11 @@ class Downstream:
         self._client: Client | None = None
         self._ready = anyio.Event()
         self._dead = anyio.Event()
+        self._stop = anyio.Event()
         self._stopping = False
 
-    def _target(self) -> Any:
+    async def _target(self, stack: AsyncExitStack) -> Any:
+        """What the SDK client connects to; an HTTP client made here is closed with ``stack``."""
         if isinstance(self.spec, StdioSpec):
             return StdioServerParameters(
                 command=self.spec.command,
@@ -92,10 +95,11 @@ class Downstream:
                 cwd=self.spec.cwd,
             )
         if self.spec.headers:
-            import httpx2
             from mcp.client.streamable_http import streamable_http_client
+            from mcp.shared._httpx_utils import create_mcp_http_client
 
-            http = httpx2.AsyncClient(headers=self.spec.headers)
+            # the SDK's MCP timeouts (30 s, 300 s read), not httpx's 5 s default
+            http = await stack.enter_async_context(create_mcp_http_client(self.spec.headers))
             return streamable_http_client(self.spec.url, http_client=http)
         return self.spec.url
 
@@ -109,12 +113,15 @@ class Downstream:
         while not self._stopping:
             try:
                 # initialize is bounded by read_timeout_seconds like any request
-                async with Client(
-                    self._target(),
-                    mode="legacy",
-                    read_timeout_seconds=self.connect_timeout_s,
-                    message_handler=self._on_message,  # type: ignore[arg-type]
-                ) as client:
+                async with (
+                    AsyncExitStack() as stack,
+                    Client(
+                        await self._target(stack),
+                        mode="legacy",
+                        read_timeout_seconds=self.connect_timeout_s,
+                        message_handler=self._on_message,  # type: ignore[arg-type]
+                    ) as client,
+                ):
                     self._client, self.status, self.error = client, "up", None
                     self._ready.set()
                     backoff = 0.5
@@ -133,12 +140,14 @@ class Downstream:
             if self._stopping:
                 break
             self.restarts += 1
-            await anyio.sleep(backoff)
+            with anyio.move_on_after(backoff):  # stop() ends the wait at once
+                await self._stop.wait()
             backoff = min(backoff * 2, self.max_backoff_s)
         self.status = "stopped"
 
     def stop(self) -> None:
         self._stopping = True
+        self._stop.set()
         self._dead.set()
 
     async def client(self, wait_s: float | None = None) -> Client:
