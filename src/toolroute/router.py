@@ -109,7 +109,12 @@ class Router:
             documents = PRESETS[documents]
         self.documents = documents
         self.questions = questions if questions is not None else TemplateQuestions()
-        self.params = params or RouteParams()
+        if params is None:
+            from toolroute.llm.client import ChatLLM, LLMConfig
+
+            llm_config = LLMConfig.from_env()
+            params = RouteParams(llm=ChatLLM(llm_config) if llm_config else None)
+        self.params = params
         self._index: ToolIndex | None = None
         self._stats: StatsBook | None = None
 
@@ -215,6 +220,7 @@ class Router:
         *,
         stats: StatsBook | None = None,
         trace: EhrrTrace | None = None,
+        notes: dict[str, Any] | None = None,
     ) -> Scores:
         """The strategy's score for every tool (``-inf`` for tools it does not return).
 
@@ -227,6 +233,8 @@ class Router:
             self.query_context(query, strat.embeds),
             stats=stats if stats is not None else (self.stats if strat.uses_stats else None),
             trace=trace,
+            embed=lambda texts: self.embedder.embed(texts),
+            notes=notes if notes is not None else {},
         )
         # Scoring is a few matrix-vector products: one BLAS thread is as fast, and BLAS
         # threads left spinning would starve onnxruntime's on the next query (2x latency on
@@ -259,14 +267,20 @@ class Router:
         if not query.strip():
             raise ConfigError("the query is empty")
         trace = EhrrTrace()
-        scores = self.scores(query, strategy, stats=stats, trace=trace)
+        notes: dict[str, Any] = {}
+        scores = self.scores(query, strategy, stats=stats, trace=trace, notes=notes)
         out: list[tuple[Candidate, dict[str, Any]]] = []
         for i in top_k(scores, k):
-            detail = (
+            detail: dict[str, Any] = (
                 trace.explain(self.built, i, float(scores[i]))
                 if trace.tool_sim.size
                 else {"score": round(float(scores[i]), 4)}
             )
+            if "selected" in notes:
+                detail["selected"] = i in notes["selected"]
+                detail["llm"] = notes.get("llm", False) or "offline fallback"
+                if "path" in notes:
+                    detail["path"] = notes["path"]
             out.append((self._candidate(self.built.tools[i], float(scores[i])), detail))
         return out
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from toolroute.catalog.models import ToolKey
 
-__all__ = ["RANK_METRICS", "hit_ranks", "query_metrics"]
+__all__ = ["RANK_METRICS", "SET_METRICS", "hit_ranks", "query_metrics", "set_metrics"]
 
 RANK_METRICS = (
     "recall@1",
@@ -25,6 +25,21 @@ RANK_METRICS = (
     "mrr",
     "full@10",
 )
+
+
+SET_METRICS = ("set_precision", "set_recall", "set_f1")
+
+
+def set_metrics(
+    chosen: Sequence[ToolKey], groups: Sequence[frozenset[ToolKey]]
+) -> dict[str, float]:
+    """Precision, recall and F1 of a final tool set (seed 003 §5.1): precision over the chosen
+    tools (a tool is right when it is in some group), recall over the required groups."""
+    picked = set(chosen)
+    relevant = frozenset().union(*groups) if groups else frozenset()
+    p = len(picked & relevant) / len(picked) if picked else 0.0
+    r = sum(bool(picked & g) for g in groups) / len(groups) if groups else 0.0
+    return {"set_precision": p, "set_recall": r, "set_f1": 2 * p * r / (p + r) if p + r else 0.0}
 
 
 def hit_ranks(ranked: Sequence[ToolKey], groups: Sequence[frozenset[ToolKey]]) -> list[int]:

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from toolroute.bench.metrics import RANK_METRICS, query_metrics
+from toolroute.bench.metrics import RANK_METRICS, SET_METRICS, query_metrics, set_metrics
 from toolroute.catalog.loader import Query
 from toolroute.catalog.models import Tool
 from toolroute.present.presenter import Presenter
@@ -19,6 +19,10 @@ from toolroute.router import Candidate, Router, top_k
 __all__ = ["bench"]
 
 Progress = Callable[[str, int, int], None]
+
+SET_SIZE = 5
+"""Final set of a ranking strategy for set-level metrics: its top 5 (set-producing strategies,
+pa-rag and atr, report their own selection)."""
 
 
 def bench(
@@ -44,11 +48,25 @@ def bench(
         turn_tokens: list[float] = []
         phases: list[tuple[int, int]] = []
         kind = resolve_strategy(name).presentation
+        llm = router.params.llm
+        llm_before = (
+            (
+                llm.usage.calls,
+                llm.usage.latency_s,
+                llm.usage.prompt_tokens + llm.usage.completion_tokens,
+            )
+            if llm
+            else None
+        )
         for i, q in enumerate(queries):
+            notes: dict[str, Any] = {}
             t0 = time.perf_counter()
-            order = top_k(router.scores(q.text, name), 10)
+            order = top_k(router.scores(q.text, name, notes=notes), 10)
             latencies.append((time.perf_counter() - t0) * 1000.0)
-            per_query.append(query_metrics([ix.keys[j] for j in order], q.groups))
+            row_q = query_metrics([ix.keys[j] for j in order], q.groups)
+            final = notes.get("selected", order[:SET_SIZE])
+            row_q.update(set_metrics([ix.keys[j] for j in final], q.groups))
+            per_query.append(row_q)
             if tokens is not None:
                 turn_tokens.append(_turn_tokens(tokens, kind, [ix.tools[j] for j in order], phases))
             if progress is not None:
@@ -65,6 +83,16 @@ def bench(
             if sub:
                 by[level] = {**_mean(sub), "queries": len(sub)}
         row["by_complexity"] = by
+        if llm is not None and llm_before is not None:
+            u = llm.usage
+            n = len(queries)
+            row["llm"] = {
+                "calls_per_query": round((u.calls - llm_before[0]) / n, 3),
+                "latency_ms_per_query": round((u.latency_s - llm_before[1]) * 1000 / n, 1),
+                "tokens_per_query": round(
+                    (u.prompt_tokens + u.completion_tokens - llm_before[2]) / n, 1
+                ),
+            }
         if tokens is not None:
             row["tool_tokens_per_turn"] = round(float(np.mean(turn_tokens)), 1)
             if phases:
@@ -93,4 +121,4 @@ def _turn_tokens(
 
 
 def _mean(rows: Sequence[dict[str, float]]) -> dict[str, float]:
-    return {m: round(sum(r[m] for r in rows) / len(rows), 4) for m in RANK_METRICS}
+    return {m: round(sum(r[m] for r in rows) / len(rows), 4) for m in (*RANK_METRICS, *SET_METRICS)}

@@ -15,7 +15,7 @@ does not return (e.g. outside the servers a cascade kept). Stages are plain func
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -24,6 +24,8 @@ import numpy.typing as npt
 from toolroute.embed.base import Matrix
 from toolroute.errors import ConfigError
 from toolroute.index.build import ToolIndex
+from toolroute.llm.client import ChatLLM
+from toolroute.route import llm_stages
 from toolroute.route.ehrr import EhrrParams, EhrrTrace, ehrr_route
 from toolroute.stats import StatsBook
 
@@ -46,6 +48,11 @@ class QueryContext:
     """Online statistics for economics-aware strategies (EHRR); priors when None."""
     trace: EhrrTrace | None = None
     """Filled by EHRR strategies when set, for ``--explain``."""
+    embed: Callable[[list[str]], Matrix] | None = None
+    """Embeds new texts (LLM sub-queries) with the router's embedder."""
+    notes: dict[str, Any] = field(default_factory=dict)
+    """What set-producing stages decided: ``selected`` (tool rows, the final set), ``path``,
+    ``llm`` (whether a model answered or the offline fallback ran)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +67,12 @@ class RouteParams:
     """Servers kept by the cascade's first stage."""
     ehrr: EhrrParams = EhrrParams()
     """EHRR hyperparameters (seed 000 Table V)."""
+    llm: ChatLLM | None = field(default=None, compare=False)
+    """Chat endpoint of the LLM stages (pa-rag, atr); None: offline fallbacks."""
+    max_tools: int = 5
+    """ATR's cap on the filtered set (seed 004)."""
+    select_per_query: int = 3
+    """PA-RAG's selector keeps at most this many tools per sub-query."""
 
 
 def _normalised(s: Scores) -> Scores:
@@ -132,6 +145,59 @@ Embeds = Literal["none", "query", "intent-spans", "intents"]
 """What a strategy needs embedded: nothing (lexical only); the query; the query and its
 sub-intents pooled from the query's one model pass (late chunking); or the query and each
 sub-intent embedded on its own (better vectors, one more pass per clause)."""
+
+
+def _pa_rag(mode: Literal["auto", "simple", "complex"], hierarchy: bool = True) -> StrategyFn:
+    """PA-RAG (seed 003): complexity router → (decompose) → cascade per sub-query → selector
+    → aggregation; selected tools rank first, the rest keep the whole-query hybrid order."""
+
+    def score(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
+        base = hybrid(ix, q, p)
+        top_servers = [ix.server_ids[i] for i in np.argsort(-server_scores(ix, q, p))[:5]]
+        if mode == "auto":
+            complex_, used = llm_stages.classify(p.llm, q.text, top_servers)
+        else:
+            complex_, used = mode == "complex", False
+        subs, used_d = llm_stages.decompose(p.llm, q.text) if complex_ else ([q.text], False)
+        vectors = q.embed(subs) if complex_ and q.embed is not None else q.vector[None, :]
+        if len(vectors) != len(subs):
+            subs, vectors = [q.text], q.vector[None, :]
+        selected: list[int] = []
+        llm_answers = used or used_d
+        for sub, vec in zip(subs, vectors, strict=True):
+            sq = QueryContext(text=sub, vector=vec)
+            s = cascade(ix, sq, p) if hierarchy else hybrid(ix, sq, p)
+            chosen, used_s = llm_stages.select(
+                p.llm, sub, ix, llm_stages.top_indices(s, 10), p.select_per_query
+            )
+            selected.extend(chosen)
+            llm_answers = llm_answers or used_s
+        selected = list(dict.fromkeys(selected))
+        q.notes.update(
+            selected=selected,
+            path="complex" if complex_ else "simple",
+            sub_queries=subs,
+            llm=llm_answers,
+        )
+        out = base.copy()
+        out[selected] = 10.0 + base[selected]
+        return out
+
+    return score
+
+
+def atr(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
+    """Adaptive Tool Routing (seed 004): the LLM filters the top candidates' summaries down to
+    at most ``max_tools``; unsure → both; nothing valid → the unfiltered candidates."""
+    base = multi(ix, q, p)
+    candidates = llm_stages.top_indices(base, 2 * p.max_tools)
+    chosen, used = llm_stages.select(p.llm, q.text, ix, candidates, p.max_tools)
+    if not used:  # seed 004: fall back to the unfiltered list
+        chosen = candidates
+    q.notes.update(selected=chosen, candidates=len(candidates), llm=used)
+    out = base.copy()
+    out[chosen] = 10.0 + base[chosen]
+    return out
 
 
 def _ehrr(**variant: Any) -> StrategyFn:
@@ -213,6 +279,26 @@ STRATEGIES: dict[str, Strategy] = {
             "query",
             "EHRR with Thompson-sampled Beta posteriors instead of EMA estimates",
             True,
+        ),
+        Strategy(
+            "pa-rag",
+            _pa_rag("auto"),
+            "query",
+            "PA-RAG: complexity router, decomposition, cascade, LLM selector (seed 003)",
+        ),
+        Strategy("pa-rag-simple", _pa_rag("simple"), "query", "PA-RAG, simple path only"),
+        Strategy("pa-rag-complex", _pa_rag("complex"), "query", "PA-RAG, complex path only"),
+        Strategy(
+            "pa-rag-flat",
+            _pa_rag("auto", hierarchy=False),
+            "query",
+            "PA-RAG without the server hierarchy",
+        ),
+        Strategy(
+            "atr",
+            atr,
+            "intent-spans",
+            "Adaptive Tool Routing: LLM filter over candidate summaries (seed 004)",
         ),
         Strategy(
             "full-schema",

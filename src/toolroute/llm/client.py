@@ -1,0 +1,174 @@
+"""A small client for any OpenAI-compatible chat endpoint, for toolroute's optional LLM stages.
+
+Contract: every call has a deadline and bounded retries, the answer must be JSON that passes a
+JSON schema, and *any* failure (no endpoint, timeout, HTTP error, invalid JSON, schema
+violation) returns the caller's deterministic fallback instead — the router stays fully useful
+with no LLM. Answers are cached by prompt hash; calls, tokens, latency and fallbacks are counted.
+
+Configure with :meth:`LLMConfig.from_env` (``TOOLROUTE_LLM_BASE_URL``, ``TOOLROUTE_LLM_MODEL``,
+``TOOLROUTE_LLM_API_KEY``) or explicitly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import jsonschema
+
+__all__ = ["ChatLLM", "LLMConfig", "LLMUsage", "Transport"]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Transport = Callable[[str, dict[str, Any], dict[str, str], float], dict[str, Any]]
+"""(url, JSON body, headers, timeout_s) → parsed JSON response; raises OSError-like on failure."""
+
+
+@dataclass(frozen=True, slots=True)
+class LLMConfig:
+    base_url: str
+    model: str
+    api_key: str | None = None
+    timeout_s: float = 20.0
+    retries: int = 1
+    max_tokens: int = 256
+
+    @classmethod
+    def from_env(cls) -> LLMConfig | None:
+        url = os.environ.get("TOOLROUTE_LLM_BASE_URL")
+        if not url:
+            return None
+        return cls(
+            base_url=url,
+            model=os.environ.get("TOOLROUTE_LLM_MODEL", "default"),
+            api_key=os.environ.get("TOOLROUTE_LLM_API_KEY"),
+        )
+
+
+@dataclass(slots=True)
+class LLMUsage:
+    """The router's own LLM spend."""
+
+    calls: int = 0
+    cache_hits: int = 0
+    fallbacks: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    last_error: str | None = None
+    by_stage: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "calls": self.calls,
+            "cache_hits": self.cache_hits,
+            "fallbacks": self.fallbacks,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "latency_s": round(self.latency_s, 3),
+        }
+
+
+def _http(
+    url: str, body: dict[str, Any], headers: dict[str, str], timeout: float
+) -> dict[str, Any]:
+    req = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers=headers, method="POST"
+    )
+    with urllib.request.urlopen(req, timeout=timeout) as resp:
+        out: dict[str, Any] = json.loads(resp.read())
+        return out
+
+
+_JSON_BLOCK = re.compile(r"\{.*\}", re.DOTALL)
+
+
+class ChatLLM:
+    """JSON-answering chat calls with deadline, retries, validation, cache and fallback."""
+
+    def __init__(self, config: LLMConfig, transport: Transport | None = None) -> None:
+        self.config = config
+        self._transport = transport or _http
+        self._cache: dict[str, Any] = {}
+        self.usage = LLMUsage()
+
+    def json(
+        self,
+        stage: str,
+        system: str,
+        user: str,
+        schema: Mapping[str, Any],
+        fallback: Callable[[], T],
+    ) -> tuple[Any, bool]:
+        """(validated JSON answer, True) or (``fallback()``, False) on any failure."""
+        key = hashlib.sha256(
+            json.dumps([self.config.model, stage, system, user, schema], sort_keys=True).encode()
+        ).hexdigest()
+        if key in self._cache:
+            self.usage.cache_hits += 1
+            return self._cache[key], True
+        self.usage.by_stage[stage] = self.usage.by_stage.get(stage, 0) + 1
+        body = {
+            "model": self.config.model,
+            "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
+            "temperature": 0,
+            "max_tokens": self.config.max_tokens,
+            "response_format": {"type": "json_object"},
+        }
+        headers = {"Content-Type": "application/json"}
+        if self.config.api_key:
+            headers["Authorization"] = f"Bearer {self.config.api_key}"
+        url = self.config.base_url.rstrip("/") + "/chat/completions"
+        error = "no attempt"
+        for _ in range(1 + max(0, self.config.retries)):
+            start = time.perf_counter()
+            try:
+                self.usage.calls += 1
+                resp = self._transport(url, body, headers, self.config.timeout_s)
+                self.usage.latency_s += time.perf_counter() - start
+                usage = resp.get("usage") or {}
+                self.usage.prompt_tokens += int(usage.get("prompt_tokens", 0))
+                self.usage.completion_tokens += int(usage.get("completion_tokens", 0))
+                content = resp["choices"][0]["message"]["content"]
+                answer = _parse(content)
+                jsonschema.validate(answer, dict(schema))
+            except (
+                OSError,
+                urllib.error.URLError,
+                TimeoutError,
+                KeyError,
+                IndexError,
+                TypeError,
+                ValueError,
+                jsonschema.ValidationError,
+            ) as e:
+                self.usage.latency_s += time.perf_counter() - start
+                error = f"{type(e).__name__}: {str(e)[:200]}"
+                continue
+            self._cache[key] = answer
+            return answer, True
+        self.usage.fallbacks += 1
+        self.usage.last_error = error
+        log.info("LLM stage %s fell back: %s", stage, error)
+        return fallback(), False
+
+
+def _parse(content: str) -> Any:
+    """The JSON object in a model's answer (models sometimes wrap it in prose or fences)."""
+    try:
+        return json.loads(content)
+    except json.JSONDecodeError:
+        m = _JSON_BLOCK.search(content)
+        if m is None:
+            raise
+        return json.loads(m.group(0))

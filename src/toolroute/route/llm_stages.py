@@ -1,0 +1,181 @@
+"""Optional LLM stages of routing, each with a deterministic offline fallback.
+
+- PA-RAG (seed 003 §4.4–4.5): a complexity router over the query and its pre-retrieved servers,
+  a decomposer for compound queries, cascade retrieval per sub-query, an LLM tool selector, and
+  aggregation with de-duplication (strategies ``pa-rag`` and its Table 2 ablations).
+- Adaptive Tool Routing (seed 004 §IV–V): an LLM filter over compact summaries of the retrieved
+  candidates with a ``max_tools`` cap, "include both when unsure", and the unfiltered list as
+  the fallback (strategy ``atr``).
+- EHRR's functional subtask (seed 000 §III): ``{domain, operation, target}`` records.
+
+Without an LLM (or when it fails), every stage falls back to the offline heuristic and the
+strategy notes say so (``--explain``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from toolroute.index.build import ToolIndex
+from toolroute.llm.client import ChatLLM
+from toolroute.route.intent import split_intents
+
+__all__ = ["classify", "decompose", "functional_subtasks", "select"]
+
+DECOMPOSE = {
+    "type": "object",
+    "properties": {
+        "sub_queries": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": 8,
+            "items": {"type": "string", "minLength": 3},
+        }
+    },
+    "required": ["sub_queries"],
+}
+COMPLEXITY = {
+    "type": "object",
+    "properties": {"complex": {"type": "boolean"}},
+    "required": ["complex"],
+}
+SELECT = {
+    "type": "object",
+    "properties": {"tools": {"type": "array", "items": {"type": "string"}}},
+    "required": ["tools"],
+}
+SUBTASKS = {
+    "type": "object",
+    "properties": {
+        "subtasks": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": 8,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "domain": {"type": "string"},
+                    "operation": {"type": "string"},
+                    "target": {"type": "string"},
+                },
+                "required": ["domain", "operation"],
+            },
+        }
+    },
+    "required": ["subtasks"],
+}
+
+
+def decompose(llm: ChatLLM | None, query: str) -> tuple[list[str], bool]:
+    """Sub-queries of a compound request (seed 003 §4.5); fallback: offline clause split."""
+
+    def fallback() -> list[str]:
+        return split_intents(query) or [query]
+
+    if llm is None:
+        return fallback(), False
+    answer, used = llm.json(
+        "decompose",
+        "Split the user's request into the separate tool-using steps it needs. Answer JSON "
+        '{"sub_queries": ["step", ...]}; one step if it is a single action.',
+        query,
+        DECOMPOSE,
+        fallback,
+    )
+    return (list(answer["sub_queries"]) if used else answer), used
+
+
+def classify(llm: ChatLLM | None, query: str, servers: Sequence[str]) -> tuple[bool, bool]:
+    """Is the request complex (several tools/servers)? Seed 003 §4.4; fallback: ≥ 2 clauses."""
+
+    def fallback() -> bool:
+        return len(split_intents(query)) >= 2
+
+    if llm is None:
+        return fallback(), False
+    answer, used = llm.json(
+        "complexity",
+        "Decide if the request needs several different tools (complex) or one (simple). "
+        'Answer JSON {"complex": true|false}.',
+        f"Request: {query}\nCandidate servers: {', '.join(servers)}",
+        COMPLEXITY,
+        fallback,
+    )
+    return (bool(answer["complex"]) if used else bool(answer)), used
+
+
+def select(
+    llm: ChatLLM | None,
+    need: str,
+    ix: ToolIndex,
+    candidates: Sequence[int],
+    max_tools: int,
+    *,
+    unsure_keeps_both: bool = True,
+) -> tuple[list[int], bool]:
+    """The candidates that serve ``need`` (PA-RAG selector, ATR filter), at most ``max_tools``.
+
+    The model sees compact summaries (``server__tool: first sentence``). Fallback and
+    "nothing valid came back": the candidates as ranked, capped.
+    """
+    ranked = list(candidates)
+
+    def fallback() -> list[int]:
+        return ranked[:max_tools]
+
+    if llm is None or not ranked:
+        return fallback(), False
+    names = {f"{ix.tools[i].server}__{ix.tools[i].name}": i for i in ranked}
+    lines = [f"- {n}: {ix.tools[i].description.split('. ')[0][:160]}" for n, i in names.items()]
+    hint = " If unsure between two tools, include both." if unsure_keeps_both else ""
+    answer, used = llm.json(
+        "select",
+        f"Pick the tools needed for the request, at most {max_tools}, by exact name.{hint} "
+        'Answer JSON {"tools": ["name", ...]}.',
+        f"Request: {need}\nTools:\n" + "\n".join(lines),
+        SELECT,
+        fallback,
+    )
+    if not used:
+        return answer, False
+    chosen = [names[n] for n in dict.fromkeys(answer["tools"]) if n in names][:max_tools]
+    return (chosen, True) if chosen else (fallback(), False)
+
+
+def functional_subtasks(llm: ChatLLM | None, query: str) -> tuple[list[dict[str, str]], bool]:
+    """EHRR's structured functional subtasks ``{domain, operation, target}`` (seed 000 §III);
+    fallback: one record per offline clause, the clause as the operation."""
+
+    def fallback() -> list[dict[str, str]]:
+        return [
+            {"domain": "", "operation": c, "target": ""} for c in (split_intents(query) or [query])
+        ]
+
+    if llm is None:
+        return fallback(), False
+    answer, used = llm.json(
+        "subtask",
+        "Describe each tool-using step of the request functionally. Answer JSON "
+        '{"subtasks": [{"domain": "...", "operation": "...", "target": "..."}]}.',
+        query,
+        SUBTASKS,
+        fallback,
+    )
+    return (list(answer["subtasks"]) if used else answer), used
+
+
+def subtask_text(subtask: dict[str, Any]) -> str:
+    """A functional subtask as routing text: ``operation target (domain)``."""
+    parts = [str(subtask.get("operation", "")), str(subtask.get("target", ""))]
+    domain = str(subtask.get("domain", ""))
+    text = " ".join(p for p in parts if p)
+    return f"{text} ({domain})" if domain else text
+
+
+def top_indices(scores: np.ndarray, k: int) -> list[int]:
+    finite = np.flatnonzero(np.isfinite(scores))
+    order = finite[np.argsort(-scores[finite], kind="stable")]
+    return [int(i) for i in order[:k]]

@@ -1,0 +1,140 @@
+"""The LLM client and stages against a loopback HTTP endpoint that replays recorded answers
+(the real local model runs in tests/integration when installed)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import HashingEmbedder
+from toolroute import Router
+from toolroute.llm.client import ChatLLM, LLMConfig
+from toolroute.route import llm_stages
+from toolroute.route.strategy import RouteParams
+
+ANSWERS: list[str] = []
+SEEN: list[dict[str, object]] = []
+
+
+class _Replay(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        SEEN.append(body)
+        answer = ANSWERS.pop(0) if ANSWERS else "not json at all"
+        if answer == "HTTP 500":
+            self.send_response(500)
+            self.end_headers()
+            return
+        payload = json.dumps(
+            {
+                "choices": [{"message": {"content": answer}}],
+                "usage": {"prompt_tokens": 40, "completion_tokens": 9},
+            }
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def endpoint() -> Iterator[str]:
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Replay)
+    t = threading.Thread(target=httpd.serve_forever, daemon=True)
+    t.start()
+    ANSWERS.clear()
+    SEEN.clear()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    httpd.shutdown()
+    httpd.server_close()
+    t.join(timeout=5)
+
+
+def test_valid_json_is_returned_cached_and_counted(endpoint: str) -> None:
+    llm = ChatLLM(LLMConfig(endpoint, "m"))
+    ANSWERS.append('Sure! {"sub_queries": ["get weather", "email Bob"]}')
+    subs, used = llm_stages.decompose(llm, "get the weather and email Bob")
+    assert used and subs == ["get weather", "email Bob"]
+    again, _ = llm_stages.decompose(llm, "get the weather and email Bob")
+    assert again == subs and len(SEEN) == 1 and llm.usage.cache_hits == 1
+    assert llm.usage.prompt_tokens == 40 and llm.usage.completion_tokens == 9
+    assert SEEN[0]["response_format"] == {"type": "json_object"}
+
+
+def test_invalid_answers_and_errors_fall_back_after_bounded_retries(endpoint: str) -> None:
+    llm = ChatLLM(LLMConfig(endpoint, "m", retries=1))
+    ANSWERS.extend(['{"sub_queries": []}', "HTTP 500"])  # schema violation, then an error
+    subs, used = llm_stages.decompose(llm, "read notes.txt, then email the summary to Bob")
+    assert not used and subs == ["read notes.txt", "email the summary to Bob"]
+    assert len(SEEN) == 2 and llm.usage.fallbacks == 1
+
+
+def test_unreachable_endpoint_falls_back_quickly() -> None:
+    llm = ChatLLM(LLMConfig("http://127.0.0.1:9/v1", "m", timeout_s=2, retries=0))
+    complex_, used = llm_stages.classify(llm, "what time is it", ["time"])
+    assert (complex_, used) == (False, False)
+
+
+def test_selector_keeps_only_known_names_and_caps(
+    tmp_path: Path, catalog_file: Path, endpoint: str
+) -> None:
+    llm = ChatLLM(LLMConfig(endpoint, "m"))
+    with Router(catalog_file, store=tmp_path, embedder=HashingEmbedder()) as r:
+        ix = r.built
+        cands = list(range(ix.size))
+        ANSWERS.append(
+            '{"tools": ["fs__read_file", "made__up", "fs__read_file", "fs__write_file"]}'
+        )
+        chosen, used = llm_stages.select(llm, "read then write", ix, cands, max_tools=1)
+        assert used and [ix.tools[i].name for i in chosen] == ["read_file"]
+        ANSWERS.append('{"tools": ["made__up"]}')  # nothing valid: the unfiltered list, capped
+        chosen, used = llm_stages.select(llm, "x", ix, cands, max_tools=2)
+        assert not used and chosen == cands[:2]
+
+
+def test_atr_and_pa_rag_use_the_model_and_say_so(
+    tmp_path: Path, catalog_file: Path, endpoint: str
+) -> None:
+    llm = ChatLLM(LLMConfig(endpoint, "m"))
+    params = RouteParams(llm=llm, max_tools=1)
+    with Router(catalog_file, store=tmp_path, embedder=HashingEmbedder(), params=params) as r:
+        ANSWERS.append('{"tools": ["weather__get_forecast"]}')
+        rows = r.explain("weather forecast for Rome", k=3, strategy="atr")
+        assert rows[0][0].tool == "get_forecast" and rows[0][1]["selected"] is True
+        assert rows[0][1]["llm"] is True and rows[1][1]["selected"] is False
+        ANSWERS.extend(
+            [
+                '{"complex": true}',
+                '{"sub_queries": ["read a file", "list a folder"]}',
+                '{"tools": ["fs__read_file"]}',
+                '{"tools": ["fs__list_directory"]}',
+            ]
+        )
+        rows = r.explain("read a file and list a folder", k=2, strategy="pa-rag")
+        assert {c.tool for c, _ in rows} == {"read_file", "list_directory"}
+        assert rows[0][1]["path"] == "complex"
+
+
+def test_without_a_model_every_llm_strategy_still_routes(
+    tmp_path: Path, catalog_file: Path
+) -> None:
+    with Router(
+        catalog_file, store=tmp_path, embedder=HashingEmbedder(), params=RouteParams()
+    ) as r:
+        for strategy in ("pa-rag", "pa-rag-simple", "pa-rag-complex", "pa-rag-flat", "atr"):
+            rows = r.explain("read a file and then write a file", k=3, strategy=strategy)
+            assert rows and rows[0][1]["llm"] == "offline fallback"
+
+
+def test_functional_subtasks_fall_back_to_clauses() -> None:
+    subtasks, used = llm_stages.functional_subtasks(None, "find the repo, then open an issue")
+    assert not used
+    assert [llm_stages.subtask_text(s) for s in subtasks] == ["find the repo", "open an issue"]
