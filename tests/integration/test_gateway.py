@@ -127,7 +127,7 @@ def test_gateway_finds_and_calls_through_a_real_client(config_file: Path) -> Non
             gw = Gateway(router, pool, call_timeout_s=20, call_gate=False)
             async with Client(gw.server, mode="legacy", raise_exceptions=True) as c:
                 names = [t.name for t in (await c.list_tools()).tools]
-                assert names == ["find_tools", "call_tool"]
+                assert names == ["find_tools", "call_tool", "request_capability"]
                 r = await c.call_tool(
                     "find_tools", {"query": "what time is it in Tokyo right now", "k": 3}
                 )
@@ -328,6 +328,7 @@ def test_mcp_inspector_cli_calls_through_the_gateway(config_file: Path) -> None:
         check=False,
     )
     assert '"find_tools"' in listed.stdout and '"call_tool"' in listed.stdout
+    assert '"request_capability"' in listed.stdout
 
 
 FIXTURE = REPO / "tests" / "fixtures" / "changing_server.py"
@@ -574,6 +575,46 @@ def test_malformed_replies_are_contained_to_their_server(tmp_path: Path) -> None
             assert router.stats.tool(("badcall", "oops")).calls == 1  # recorded as a failure
             r = await gw.call("time__get_current_time", {"timezone": "UTC"})
             assert not r.is_error
+            router.close()
+
+    anyio.run(main)
+
+
+@needs_npm
+def test_request_capability_reroutes_to_new_tools_and_stops_loops(config_file: Path) -> None:
+    from toolroute.gateway.server import MAX_CAPABILITY_REQUESTS
+
+    cfg = load_config(config_file)
+
+    async def main() -> None:
+        async with running_pool(cfg) as pool:
+            router, _ = await sync_router(cfg, pool, embedder=OnnxEmbedder())
+            gw = Gateway(router, pool)  # call gate on: new tools must become callable
+            async with Client(gw.server, mode="legacy", raise_exceptions=True) as c:
+                r = await c.call_tool("find_tools", {"query": "what time is it in Tokyo", "k": 2})
+                first = {x["name"] for x in r.structured_content["candidates"]}
+                r = await c.call_tool(
+                    "request_capability",
+                    {"need": "remember a fact about a person in the knowledge graph", "k": 3},
+                )
+                fresh = [x["name"] for x in r.structured_content["candidates"]]
+                assert fresh and not set(fresh) & first
+                assert any(n.startswith("memory__") for n in fresh)
+                name = (
+                    next(n for n in fresh if n == "memory__create_entities")
+                    if "memory__create_entities" in fresh
+                    else fresh[0]
+                )
+                assert (
+                    not (
+                        await c.call_tool("call_tool", {"name": name, "arguments": {}})
+                    ).structured_content.get("error")
+                    == "tool_not_available"
+                )
+                for _ in range(MAX_CAPABILITY_REQUESTS - 1):
+                    await c.call_tool("request_capability", {"need": "something else"})
+                r = await c.call_tool("request_capability", {"need": "yet another thing"})
+                assert r.is_error and r.structured_content["error"] == "capability_limit"
             router.close()
 
     anyio.run(main)

@@ -36,7 +36,13 @@ from toolroute.router import Router
 from toolroute.sources.pool import DownstreamError, DownstreamPool
 from toolroute.stats import Outcome
 
-__all__ = ["CALL_TOOL", "FIND_TOOLS", "SET_MILESTONE", "Gateway"]
+__all__ = [
+    "CALL_TOOL",
+    "FIND_TOOLS",
+    "REQUEST_CAPABILITY",
+    "SET_MILESTONE",
+    "Gateway",
+]
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +96,25 @@ SET_MILESTONE = types.Tool(
         "required": ["name"],
     },
 )
+
+
+REQUEST_CAPABILITY = types.Tool(
+    name="request_capability",
+    description=(
+        "Say what capability the tools you were given lack (e.g. 'convert the PDF to text'); "
+        "toolroute re-routes with that need and your original request and returns new tools."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {
+            "need": {"type": "string", "description": "The missing capability."},
+            "k": {"type": "integer", "minimum": 1, "maximum": 20},
+        },
+        "required": ["need"],
+    },
+)
+MAX_CAPABILITY_REQUESTS = 3
+"""request_capability calls per session before it answers with a stop (seed 004 §V loop guard)."""
 
 
 class _GatewayServer(Server):
@@ -179,7 +204,7 @@ class Gateway:
         )
 
     async def _list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
-        meta = [FIND_TOOLS, CALL_TOOL]
+        meta = [FIND_TOOLS, CALL_TOOL, REQUEST_CAPABILITY]
         if any(g.milestone for g in (*self.tool_gates.values(), *self.server_gates.values())):
             meta.append(SET_MILESTONE)
         return types.ListToolsResult(tools=[*meta, *self.bound.values()])
@@ -218,6 +243,17 @@ class Gateway:
                     error=True,
                 )
             return await self.gated_call(name, arguments, state)
+        if params.name == REQUEST_CAPABILITY.name:
+            need = args.get("need")
+            if not isinstance(need, str) or not need.strip():
+                return _json_result(
+                    {"error": "invalid_arguments", "message": "request_capability needs `need`"},
+                    error=True,
+                )
+            k = args.get("k", self.k)
+            return await self._request_capability(
+                ctx, state, need, k if isinstance(k, int) and 1 <= k <= 20 else self.k
+            )
         if params.name == SET_MILESTONE.name:
             milestone = args.get("name")
             if not isinstance(milestone, str) or not milestone:
@@ -266,6 +302,36 @@ class Gateway:
             state.succeeded.append(name)
         return result
 
+    async def _request_capability(
+        self, ctx: Any, state: SessionState, need: str, k: int
+    ) -> types.CallToolResult:
+        """Re-route on a missing capability (seed 004 §V): the stated need plus the original
+        request, tools already shown excluded; bounded per session to stop loops."""
+        state.capability_requests += 1
+        if state.capability_requests > MAX_CAPABILITY_REQUESTS:
+            return _json_result(
+                {
+                    "error": "capability_limit",
+                    "message": f"already re-routed {MAX_CAPABILITY_REQUESTS} times in this "
+                    "session; answer with what you have or ask the user",
+                },
+                error=True,
+            )
+        query = f"{need}. {state.last_query}" if state.last_query else need
+        shown_before = set(state.promoted)
+        found = self.find(query, k + len(shown_before), state, remember=False)
+        fresh = [c for c in found["candidates"] if c["name"] not in shown_before][:k]
+        state.promoted.update(c["name"] for c in fresh)
+        if self.expose == "bind":
+            await self._bind(ctx, fresh)
+        return _json_result(
+            {
+                "candidates": fresh,
+                "attempt": state.capability_requests,
+                "attempts_left": MAX_CAPABILITY_REQUESTS - state.capability_requests,
+            }
+        )
+
     async def _bind(self, ctx: Any, candidates: list[dict[str, Any]]) -> None:
         """Add found tools to tools/list and tell the client (both protocol eras)."""
         new = [c for c in candidates if c["name"] not in self.bound]
@@ -279,10 +345,14 @@ class Gateway:
         if not str(getattr(ctx, "protocol_version", "")).startswith("2026"):
             await ctx.session.send_tool_list_changed()  # handshake-era clients
 
-    def find(self, query: str, k: int, state: SessionState | None = None) -> dict[str, Any]:
+    def find(
+        self, query: str, k: int, state: SessionState | None = None, remember: bool = True
+    ) -> dict[str, Any]:
         """Route, drop tools whose preconditions fail, promote the gated top-k (θ, pinned)."""
         start = time.perf_counter()
         state = state if state is not None else self.state()
+        if remember:
+            state.last_query = query
         ranked = self.router.route(query, k=max(4 * k, 20), strategy=self.strategy)
         allowed, blocked = [], []
         for c in ranked:
@@ -293,7 +363,8 @@ class Gateway:
             else:
                 allowed.append(c)
         shown = self.presenter.present(allowed, top_k=k)
-        state.promoted.update(shown.names)
+        if remember:
+            state.promoted.update(shown.names)
         gated = [*blocked, *shown.gated_out]
         event = RoutingEvent(
             query_hash=query_hash(query),

@@ -43,6 +43,9 @@ class SessionState:
     succeeded: list[str] = field(default_factory=list)
     milestones: set[str] = field(default_factory=set)
     promoted: set[str] = field(default_factory=set)
+    last_query: str = ""
+    """The latest find_tools request, re-used by request_capability."""
+    capability_requests: int = 0
 
 
 def blocked_by(pre: Preconditions | None, state: SessionState) -> str | None:
