@@ -119,10 +119,34 @@ json_option = click.option(
 )
 
 
-def _router(catalog: Path | None, store: Path | None, documents: str) -> Any:
+questions_option = click.option(
+    "--questions",
+    type=click.Choice(["template", "llm"]),
+    default="template",
+    show_default=True,
+    help="Synthetic questions of the tool documents: offline templates, or an LLM at "
+    "TOOLROUTE_LLM_BASE_URL (cached by tool hash: an unchanged tool is never asked again).",
+)
+
+
+def _router(
+    catalog: Path | None, store: Path | None, documents: str, questions: str = "template"
+) -> Any:
     from toolroute.router import Router
 
-    return Router(catalog or demo_catalog_path(), store=store, documents=documents)
+    router = Router(catalog or demo_catalog_path(), store=store, documents=documents)
+    if questions == "llm":
+        from toolroute.errors import ConfigError
+        from toolroute.index.document import LLMQuestions
+
+        if router.params.llm is None:
+            router.close()
+            raise ConfigError(
+                "--questions llm needs an endpoint: set TOOLROUTE_LLM_BASE_URL "
+                "(and TOOLROUTE_LLM_MODEL)"
+            )
+        router.questions = LLMQuestions(router.params.llm, router.store)
+    return router
 
 
 def _index(router: Any, show: bool) -> Any:
@@ -152,16 +176,19 @@ def main(verbose: int) -> None:
 @catalog_option
 @store_option
 @documents_option
+@questions_option
 @json_option
 @_friendly
-def index(catalog: Path | None, store: Path | None, documents: str, as_json: bool) -> None:
+def index(
+    catalog: Path | None, store: Path | None, documents: str, questions: str, as_json: bool
+) -> None:
     """Build or incrementally update the index of a catalog.
 
     Only tools whose SHA-256 (name + description + schema) changed are re-indexed, and only
     texts never seen before are embedded. Prints added / updated / removed / unchanged /
     embedded counts.
     """
-    with _router(catalog, store, documents) as router:
+    with _router(catalog, store, documents, questions) as router:
         report = _index(router, not as_json)
         if as_json:
             click.echo(json.dumps(report.to_dict()))

@@ -61,6 +61,10 @@ CREATE TABLE IF NOT EXISTS tool_stats (
 CREATE TABLE IF NOT EXISTS routing_events (
     id INTEGER PRIMARY KEY, event TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS questions (
+    tool_hash TEXT NOT NULL, generator TEXT NOT NULL, questions TEXT NOT NULL,
+    PRIMARY KEY (tool_hash, generator)
+);
 CREATE TABLE IF NOT EXISTS embeddings (
     model TEXT NOT NULL, text_hash TEXT NOT NULL, vector BLOB NOT NULL,
     PRIMARY KEY (model, text_hash)
@@ -289,6 +293,21 @@ class Store:
             for sid, name, r, lat, n in self._db.execute("SELECT * FROM tool_stats")
         }
         return servers, tools
+
+    # -- synthetic questions (seed 001 §4.1.1), cached by tool hash ------------------------
+    def get_questions(self, generator: str, tool_hash: str) -> list[str] | None:
+        row = self._db.execute(
+            "SELECT questions FROM questions WHERE generator=? AND tool_hash=?",
+            (generator, tool_hash),
+        ).fetchone()
+        return None if row is None else list(json.loads(row[0]))
+
+    def put_questions(self, generator: str, tool_hash: str, questions: list[str]) -> None:
+        with self._tx():
+            self._db.execute(
+                "INSERT OR REPLACE INTO questions VALUES (?, ?, ?)",
+                (tool_hash, generator, json.dumps(questions, ensure_ascii=False)),
+            )
 
     def record_event(self, event_json: str) -> None:
         """Append one routing event (seed 002 §5.7), as JSON."""

@@ -138,3 +138,21 @@ def test_functional_subtasks_fall_back_to_clauses() -> None:
     subtasks, used = llm_stages.functional_subtasks(None, "find the repo, then open an issue")
     assert not used
     assert [llm_stages.subtask_text(s) for s in subtasks] == ["find the repo", "open an issue"]
+
+
+def test_llm_questions_are_asked_once_per_tool_hash(
+    tmp_path: Path, catalog_file: Path, endpoint: str
+) -> None:
+    from toolroute.index.document import LLMQuestions
+
+    llm = ChatLLM(LLMConfig(endpoint, "m"))
+    ANSWERS.extend(['{"questions": ["what time is it in Lima", "time now in Oslo"]}'] * 7)
+    with Router(catalog_file, store=tmp_path, embedder=HashingEmbedder()) as r:
+        r.questions = LLMQuestions(llm, r.store)
+        r.index()
+    assert len(SEEN) == 7  # one request per tool
+    llm2 = ChatLLM(LLMConfig(endpoint, "m"))  # a new process: no in-memory cache
+    with Router(catalog_file, store=tmp_path, embedder=HashingEmbedder()) as r:
+        r.questions = LLMQuestions(llm2, r.store)
+        report = r.index()
+    assert len(SEEN) == 7 and report.embedded == 0

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from toolroute.catalog.models import Server, Tool, ToolKey
 
 __all__ = [
+    "LLMQuestions",
     "QuestionGenerator",
     "TemplateQuestions",
     "ToolDoc",
@@ -93,6 +94,60 @@ class TemplateQuestions:
             out.append(f"{action} given {', '.join(params)}")
         out.append(f"Use {server.name} to {action}")
         return out
+
+
+class QuestionCache(Protocol):
+    def get_questions(self, generator: str, tool_hash: str) -> list[str] | None: ...
+    def put_questions(self, generator: str, tool_hash: str, questions: list[str]) -> None: ...
+
+
+QUESTIONS_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "questions": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": 10,
+            "items": {"type": "string", "minLength": 5},
+        }
+    },
+    "required": ["questions"],
+}
+
+
+class LLMQuestions:
+    """Synthetic questions from an LLM (seed 001 §4.1.1), cached by tool hash in the store so
+    an unchanged tool is never sent to the model again; the offline templates stand in when
+    the model fails (and that answer is not cached, so a later run can still ask)."""
+
+    def __init__(self, llm: Any, cache: QuestionCache | None = None, count: int = 5) -> None:
+        self.llm = llm
+        self.cache = cache
+        self.count = count
+        self.name = f"llm:{llm.config.model}:{count}"
+        self._fallback = TemplateQuestions()
+
+    def questions(self, server: Server, tool: Tool) -> list[str]:
+        if self.cache is not None:
+            cached = self.cache.get_questions(self.name, tool.hash)
+            if cached is not None:
+                return cached
+        params = ", ".join(n for n, _ in _param_texts(tool.input_schema)) or "none"
+        answer, used = self.llm.json(
+            "questions",
+            f"Write {self.count} short, varied requests a user might type that this tool "
+            'answers. Answer JSON {"questions": ["...", ...]}.',
+            f"Server: {server.name}\nTool: {tool.name}\nDescription: {tool.description}\n"
+            f"Parameters: {params}",
+            QUESTIONS_SCHEMA,
+            lambda: self._fallback.questions(server, tool),
+        )
+        if not used:
+            return list(answer)
+        questions = [str(q) for q in answer["questions"]][: self.count]
+        if self.cache is not None:
+            self.cache.put_questions(self.name, tool.hash, questions)
+        return questions
 
 
 @dataclass(frozen=True, slots=True)
