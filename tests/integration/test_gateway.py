@@ -135,6 +135,20 @@ def test_gateway_finds_and_calls_through_a_real_client(config_file: Path) -> Non
                 assert "time__get_current_time" in top3
                 assert json.loads(_text(r)) == r.structured_content
                 r = await c.call_tool(
+                    "find_tools",
+                    {
+                        "subtask": {
+                            "domain": "time",
+                            "operation": "get current time",
+                            "target": "Tokyo",
+                        }
+                    },
+                )
+                assert (
+                    "time__get_current_time"
+                    in [x["name"] for x in r.structured_content["candidates"]][:3]
+                )
+                r = await c.call_tool(
                     "call_tool",
                     {"name": "time__get_current_time", "arguments": {"timezone": "Asia/Tokyo"}},
                 )

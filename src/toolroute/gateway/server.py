@@ -32,6 +32,7 @@ from toolroute.config import SEPARATOR
 from toolroute.present.events import EventSink, RoutingEvent, query_hash
 from toolroute.present.presenter import PresentConfig, Presenter
 from toolroute.route.gate import Preconditions, SessionState, blocked_by, preconditions_for
+from toolroute.route.llm_stages import subtask_text
 from toolroute.router import Router
 from toolroute.sources.pool import DownstreamError, DownstreamPool
 from toolroute.stats import Outcome
@@ -57,6 +58,17 @@ FIND_TOOLS = types.Tool(
         "type": "object",
         "properties": {
             "query": {"type": "string", "description": "What you need to get done."},
+            "subtask": {
+                "type": "object",
+                "description": "Or the need as a functional subtask (EHRR): "
+                "{domain, operation, target}.",
+                "properties": {
+                    "domain": {"type": "string"},
+                    "operation": {"type": "string"},
+                    "target": {"type": "string"},
+                },
+                "required": ["operation"],
+            },
             "k": {
                 "type": "integer",
                 "minimum": 1,
@@ -64,7 +76,6 @@ FIND_TOOLS = types.Tool(
                 "description": "How many tools to return (default 5).",
             },
         },
-        "required": ["query"],
     },
 )
 CALL_TOOL = types.Tool(
@@ -216,12 +227,15 @@ class Gateway:
         state = self.state(_connection_of(ctx))
         if params.name == FIND_TOOLS.name:
             query = args.get("query")
+            subtask = args.get("subtask")
+            if not query and isinstance(subtask, dict) and subtask.get("operation"):
+                query = subtask_text(subtask)
             k = args.get("k", self.k)
             if not isinstance(query, str) or not query.strip():
                 return _json_result(
                     {
                         "error": "invalid_arguments",
-                        "message": "find_tools needs a non-empty `query` string",
+                        "message": "find_tools needs a `query` or a `subtask` with an operation",
                     },
                     error=True,
                 )
