@@ -5,7 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -136,3 +139,17 @@ def queries_file(tmp_path: Path) -> Path:
 @pytest.fixture
 def embedder() -> HashingEmbedder:
     return HashingEmbedder()
+
+
+@contextmanager
+def loopback_http(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """A real HTTP server on 127.0.0.1 (a free port) with ``handler``; yields its /v1 base URL."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=5)

@@ -4,14 +4,13 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import HashingEmbedder
+from tests.conftest import HashingEmbedder, loopback_http
 from toolroute import Router
 from toolroute.llm.client import ChatLLM, LLMConfig
 from toolroute.route import llm_stages
@@ -47,15 +46,10 @@ class _Replay(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def endpoint() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Replay)
-    t = threading.Thread(target=httpd.serve_forever, daemon=True)
-    t.start()
-    ANSWERS.clear()
     SEEN.clear()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    httpd.shutdown()
-    httpd.server_close()
-    t.join(timeout=5)
+    ANSWERS.clear()
+    with loopback_http(_Replay) as url:
+        yield url
 
 
 def test_valid_json_is_returned_cached_and_counted(endpoint: str) -> None:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import numpy as np
 import pytest
 
-from tests.conftest import HashingEmbedder
+from tests.conftest import HashingEmbedder, loopback_http
 from toolroute.embed.remote import OpenAIEmbedder, SentenceTransformerEmbedder
 from toolroute.errors import EmbedError
 
@@ -41,14 +40,9 @@ class _Handler(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def server() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    t = threading.Thread(target=httpd.serve_forever, daemon=True)
-    t.start()
     SEEN.clear()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    httpd.shutdown()
-    httpd.server_close()
-    t.join(timeout=5)
+    with loopback_http(_Handler) as url:
+        yield url
 
 
 def test_openai_embedder_batches_orders_and_normalises(server: str) -> None:
