@@ -293,7 +293,7 @@ class Gateway:
     ) -> types.CallToolResult:
         """call_tool behind the call gate (seed 002 Alg. 1 line 8) and the preconditions."""
         server, _, tool = name.partition(SEPARATOR)
-        known = any(t.server == server and t.name == tool for t in self.router.catalog.tools())
+        known = name in self.presenter.tools_by_name
         if known:
             pinned = set(self.presenter.config.pinned)
             if self.call_gate and name not in state.promoted and name not in pinned:
@@ -412,12 +412,12 @@ class Gateway:
         }
 
     def _names(self) -> list[str]:
-        return [f"{t.server}{SEPARATOR}{t.name}" for t in self.router.catalog.tools()]
+        return list(self.presenter.tools_by_name)
 
     async def call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
         server, _, tool = name.partition(SEPARATOR)
-        known = {(t.server, t.name): t for t in self.router.catalog.tools()}
-        if (server, tool) not in known or server not in self.pool.servers:
+        definition = self.presenter.tools_by_name.get(name)  # one lookup, not a catalog scan
+        if definition is None or server not in self.pool.servers:
             return _json_result(
                 {
                     "error": "unknown_tool",
@@ -426,7 +426,7 @@ class Gateway:
                 },
                 error=True,
             )
-        schema = dict(known[(server, tool)].input_schema)
+        schema = dict(definition.input_schema)
         errors = _validate(schema, arguments)
         if errors:
             return _json_result(

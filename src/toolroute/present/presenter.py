@@ -119,7 +119,7 @@ class Presenter:
         self.catalog = catalog
         self.config = config or PresentConfig()
         self.tokens = tokens or TokenCounter()
-        self._by_name = {f"{t.server}{SEPARATOR}{t.name}": t for t in catalog.tools()}
+        self.tools_by_name = {f"{t.server}{SEPARATOR}{t.name}": t for t in catalog.tools()}
         self.pool = self._render_pool()
         self.pool_tokens = self.tokens(self.pool) if self.pool else 0
 
@@ -133,7 +133,7 @@ class Presenter:
         lines: list[str] = []
         if mode == "tools":
             lines.append("Tools (ask find_tools for any of them):")
-            for name, t in sorted(self._by_name.items()):
+            for name, t in sorted(self.tools_by_name.items()):
                 lines.append(f"- {name}: {_short(t.description, words)}")
         else:
             lines.append("Servers (ask find_tools for their tools):")
@@ -149,7 +149,7 @@ class Presenter:
         gated: list[tuple[str, str]] = []
         seen: set[str] = set()
         for name in cfg.pinned:
-            t = self._by_name.get(name)
+            t = self.tools_by_name.get(name)
             if t is not None:
                 promoted.append(
                     Candidate(t.server, t.name, 1.0, t.description, dict(t.input_schema))
@@ -184,7 +184,7 @@ class Presenter:
         """Every tool's schema, as a naive MCP client sends them each turn (baseline B1)."""
         return sum(
             self.tokens.many(
-                [tool_json(n, t.description, t.input_schema) for n, t in self._by_name.items()]
+                [tool_json(n, t.description, t.input_schema) for n, t in self.tools_by_name.items()]
             )
         )
 
