@@ -77,21 +77,38 @@ def test_unreachable_endpoint_falls_back_quickly() -> None:
     assert (complex_, used) == (False, False)
 
 
-def test_selector_keeps_only_known_names_and_caps(
+def test_selector_maps_numbers_and_names_keeps_only_valid_ones_and_caps(
     tmp_path: Path, catalog_file: Path, endpoint: str
 ) -> None:
     llm = ChatLLM(LLMConfig(endpoint, "m"))
     with Router(catalog_file, store=tmp_path, embedder=HashingEmbedder()) as r:
         ix = r.built
-        cands = list(range(ix.size))
-        ANSWERS.append(
-            '{"tools": ["fs__read_file", "made__up", "fs__read_file", "fs__write_file"]}'
-        )
-        chosen, used = llm_stages.select(llm, "read then write", ix, cands, max_tools=1)
+        cands = list(range(ix.size))[::-1]
+        ANSWERS.append('{"tools": [2, 99, 0, 2, 1]}')  # out of range and repeats are dropped
+        chosen, used = llm_stages.select(llm, "read then write", ix, cands, max_tools=2)
+        assert used and chosen == [cands[1], cands[0]]
+        prompt = str(SEEN[-1]["messages"][1]["content"])  # type: ignore[index]
+        first = ix.tools[cands[0]]
+        assert f"1. {first.server}/{first.name}: " in prompt
+        ANSWERS.append('{"tools": ["fs/read_file", "made/up"]}')  # exact names work too
+        chosen, used = llm_stages.select(llm, "read", ix, cands, max_tools=2)
         assert used and [ix.tools[i].name for i in chosen] == ["read_file"]
-        ANSWERS.append('{"tools": ["made__up"]}')  # nothing valid: the unfiltered list, capped
+        ANSWERS.append('{"tools": ["made/up", 0]}')  # nothing valid: the unfiltered list, capped
         chosen, used = llm_stages.select(llm, "x", ix, cands, max_tools=2)
         assert not used and chosen == cands[:2]
+
+
+def test_answers_persist_across_processes_in_the_cache_file(tmp_path: Path, endpoint: str) -> None:
+    cache = tmp_path / "llm-cache.sqlite"
+    ANSWERS.append('{"sub_queries": ["get weather", "email Bob"]}')
+    first = ChatLLM(LLMConfig(endpoint, "m"), cache_path=cache)
+    assert llm_stages.decompose(first, "weather and email") == (["get weather", "email Bob"], True)
+    second = ChatLLM(LLMConfig(endpoint, "m"), cache_path=cache)  # a new process
+    assert llm_stages.decompose(second, "weather and email") == (["get weather", "email Bob"], True)
+    assert len(SEEN) == 1 and second.usage.cache_hits == 1 and second.usage.calls == 0
+    other_model = ChatLLM(LLMConfig(endpoint, "m2"), cache_path=cache)
+    assert llm_stages.decompose(other_model, "weather and email")[1] is False  # not shared
+    assert len(SEEN) == 3  # asked (and retried): the cache is keyed by model too
 
 
 def test_atr_and_pa_rag_use_the_model_and_say_so(
@@ -100,7 +117,7 @@ def test_atr_and_pa_rag_use_the_model_and_say_so(
     llm = ChatLLM(LLMConfig(endpoint, "m"))
     params = RouteParams(llm=llm, max_tools=1)
     with Router(catalog_file, store=tmp_path, embedder=HashingEmbedder(), params=params) as r:
-        ANSWERS.append('{"tools": ["weather__get_forecast"]}')
+        ANSWERS.append('{"tools": ["weather/get_forecast"]}')
         rows = r.explain("weather forecast for Rome", k=3, strategy="atr")
         assert rows[0][0].tool == "get_forecast" and rows[0][1]["selected"] is True
         assert rows[0][1]["llm"] is True and rows[1][1]["selected"] is False
@@ -108,8 +125,8 @@ def test_atr_and_pa_rag_use_the_model_and_say_so(
             [
                 '{"complex": true}',
                 '{"sub_queries": ["read a file", "list a folder"]}',
-                '{"tools": ["fs__read_file"]}',
-                '{"tools": ["fs__list_directory"]}',
+                '{"tools": ["fs/read_file"]}',
+                '{"tools": ["fs/list_directory"]}',
             ]
         )
         rows = r.explain("read a file and list a folder", k=2, strategy="pa-rag")

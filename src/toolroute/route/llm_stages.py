@@ -44,7 +44,9 @@ COMPLEXITY = {
 }
 SELECT = {
     "type": "object",
-    "properties": {"tools": {"type": "array", "items": {"type": "string"}}},
+    "properties": {
+        "tools": {"type": "array", "items": {"type": ["integer", "string"]}, "maxItems": 20}
+    },
     "required": ["tools"],
 }
 SUBTASKS = {
@@ -118,8 +120,10 @@ def select(
 ) -> tuple[list[int], bool]:
     """The candidates that serve ``need`` (PA-RAG selector, ATR filter), at most ``max_tools``.
 
-    The model sees compact summaries (``server__tool: first sentence``). Fallback and
-    "nothing valid came back": the candidates as ranked, capped.
+    The model sees compact numbered summaries (``3. server/tool: first sentence``) and answers
+    with numbers — a few output tokens instead of long names, which is most of a small model's
+    latency — though exact names are accepted too. Fallback and "nothing valid came back": the
+    candidates as ranked, capped.
     """
     ranked = list(candidates)
 
@@ -128,21 +132,36 @@ def select(
 
     if llm is None or not ranked:
         return fallback(), False
-    names = {f"{ix.tools[i].server}__{ix.tools[i].name}": i for i in ranked}
-    lines = [f"- {n}: {ix.tools[i].description.split('. ')[0][:160]}" for n, i in names.items()]
+    by_name = {f"{ix.tools[i].server}/{ix.tools[i].name}": i for i in ranked}
+    lines = [
+        f"{n}. {ix.tools[i].server}/{ix.tools[i].name}: {_first_sentence(ix.tools[i].description)}"
+        for n, i in enumerate(ranked, start=1)
+    ]
     hint = " If unsure between two tools, include both." if unsure_keeps_both else ""
     answer, used = llm.json(
         "select",
-        f"Pick the tools needed for the request, at most {max_tools}, by exact name.{hint} "
-        'Answer JSON {"tools": ["name", ...]}.',
+        f"Pick the tools the request needs, at most {max_tools}, best first.{hint} "
+        'Answer JSON {"tools": [numbers]}.',
         f"Request: {need}\nTools:\n" + "\n".join(lines),
         SELECT,
         fallback,
+        max_tokens=16 + 4 * max_tools,
     )
     if not used:
         return answer, False
-    chosen = [names[n] for n in dict.fromkeys(answer["tools"]) if n in names][:max_tools]
+    chosen: list[int] = []
+    for item in answer["tools"]:
+        if isinstance(item, int) and 1 <= item <= len(ranked):
+            chosen.append(ranked[item - 1])
+        elif isinstance(item, str) and item in by_name:
+            chosen.append(by_name[item])
+    chosen = list(dict.fromkeys(chosen))[:max_tools]
     return (chosen, True) if chosen else (fallback(), False)
+
+
+def _first_sentence(text: str, limit: int = 120) -> str:
+    head = text.strip().split("\n")[0].split(". ")[0]
+    return head if len(head) <= limit else head[: limit - 1] + "…"
 
 
 def functional_subtasks(llm: ChatLLM | None, query: str) -> tuple[list[dict[str, str]], bool]:
