@@ -12,6 +12,11 @@ plus toolroute's own settings in a ``toolroute.toml``.
     call_timeout_s = 30
     connect_timeout_s = 20
     expose = "meta"                      # or "bind": found tools join tools/list
+    [llm]                                # optional LLM stages (pa-rag, atr): any OpenAI-compatible
+    base_url = "http://127.0.0.1:8080/v1"  # chat endpoint; default: TOOLROUTE_LLM_BASE_URL
+    model = "qwen2.5-coder-0.5b-instruct"
+    api_key_env = "OPENAI_API_KEY"       # the key is read from this variable, never the file
+    timeout_s = 20
     [servers.time]                       # economics metadata (EHRR), all optional
     ask_cost = 0.0
     connect_latency_s = 0.1
@@ -25,6 +30,7 @@ Every error names the file and the field, in one line (:class:`ConfigError`).
 from __future__ import annotations
 
 import json
+import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +39,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from toolroute.errors import ConfigError
+from toolroute.llm.client import LLMConfig
 from toolroute.route.gate import Preconditions
 
 __all__ = ["SEPARATOR", "GatewayConfig", "HttpSpec", "StdioSpec", "load_config"]
@@ -86,6 +93,15 @@ class _Settings(BaseModel):
     otel: bool = False
 
 
+class _Llm(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    base_url: str = Field(pattern=r"^https?://")
+    model: str = "default"
+    api_key_env: str | None = None
+    timeout_s: float = Field(default=20.0, gt=0)
+    retries: int = Field(default=1, ge=0, le=5)
+
+
 class _Gate(BaseModel):
     requires_scope: list[str] = Field(default_factory=list)
     after: list[str] = Field(default_factory=list)
@@ -114,6 +130,7 @@ class _ToolMeta(_Gate):
 class _Toml(BaseModel):
     model_config = ConfigDict(extra="forbid")
     toolroute: _Settings = Field(default_factory=_Settings)
+    llm: _Llm | None = None
     servers: dict[str, _ServerMeta] = Field(default_factory=dict)
     tools: dict[str, _ToolMeta] = Field(default_factory=dict)
 
@@ -150,6 +167,9 @@ class GatewayConfig:
     server_gates: dict[str, Preconditions] = field(default_factory=dict)
     server_meta: dict[str, dict[str, float]] = field(default_factory=dict)
     tool_meta: dict[str, dict[str, float]] = field(default_factory=dict)
+    llm: LLMConfig | None = None
+    """Endpoint of the optional LLM stages: ``[llm]`` in toolroute.toml, else the
+    ``TOOLROUTE_LLM_*`` environment, else None (offline fallbacks)."""
 
 
 _GATE_FIELDS = {"requires_scope", "after", "milestone"}
@@ -230,7 +250,18 @@ def load_config(path: str | Path, settings: str | Path | None = None) -> Gateway
             f"{toml_path}: {unknown[0]!r} is not <server>__<tool> of a configured "
             'server (in [tools."…"] or pinned)'
         )
+    llm = LLMConfig.from_env()
+    if t.llm is not None:
+        key = os.environ.get(t.llm.api_key_env) if t.llm.api_key_env else None
+        if t.llm.api_key_env and not key:
+            raise ConfigError(
+                f"{toml_path}: llm.api_key_env: the variable {t.llm.api_key_env} is not set"
+            )
+        llm = LLMConfig(
+            t.llm.base_url, t.llm.model, key, timeout_s=t.llm.timeout_s, retries=t.llm.retries
+        )
     return GatewayConfig(
+        llm=llm,
         servers=servers,
         store=Path(s.store).expanduser() if s.store else None,
         strategy=s.strategy,

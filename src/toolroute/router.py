@@ -110,10 +110,15 @@ class Router:
         self.documents = documents
         self.questions = questions if questions is not None else TemplateQuestions()
         if params is None:
-            from toolroute.llm.client import ChatLLM, LLMConfig
+            from toolroute.llm.client import ChatLLM, LLMConfig, llm_cache_path
 
             llm_config = LLMConfig.from_env()
-            params = RouteParams(llm=ChatLLM(llm_config) if llm_config else None)
+            llm = (
+                ChatLLM(llm_config, cache_path=llm_cache_path(self.store.directory))
+                if llm_config
+                else None
+            )
+            params = RouteParams(llm=llm)
         self.params = params
         self._index: ToolIndex | None = None
         self._stats: StatsBook | None = None

@@ -104,3 +104,28 @@ def test_settings_that_would_fail_at_run_time_are_refused_at_load(tmp_path: Path
         load_config(_write(tmp_path, servers, toml='[toolroute]\nstrategy = "hybird"\n'))
     with pytest.raises(ConfigError, match="'time__convert_tme'|'tiem__now'"):
         load_config(_write(tmp_path, servers, toml='[tools."tiem__now"]\nprice = 0.1\n'))
+
+
+def test_llm_endpoint_comes_from_the_toml_else_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    servers = {"time": {"command": "uvx"}}
+    monkeypatch.delenv("TOOLROUTE_LLM_BASE_URL", raising=False)
+    assert load_config(_write(tmp_path, servers)).llm is None
+    monkeypatch.setenv("TOOLROUTE_LLM_BASE_URL", "http://127.0.0.1:1/v1")
+    monkeypatch.setenv("TOOLROUTE_LLM_MODEL", "env-model")
+    env_cfg = load_config(_write(tmp_path, servers)).llm
+    assert env_cfg is not None and env_cfg.model == "env-model"
+    monkeypatch.setenv("MY_KEY", "sk-1")
+    toml = '[llm]\nbase_url = "http://10.0.0.2:8080/v1"\nmodel = "q"\napi_key_env = "MY_KEY"\n'
+    cfg = load_config(_write(tmp_path, servers, toml)).llm
+    assert cfg is not None and (cfg.base_url, cfg.model, cfg.api_key) == (
+        "http://10.0.0.2:8080/v1",
+        "q",
+        "sk-1",
+    )
+    monkeypatch.delenv("MY_KEY")
+    with pytest.raises(ConfigError, match=r"llm.api_key_env: the variable MY_KEY is not set"):
+        load_config(_write(tmp_path, servers, toml))
+    with pytest.raises(ConfigError, match=r"toolroute.toml: llm.base_url"):
+        load_config(_write(tmp_path, servers, '[llm]\nbase_url = "ftp://x"\n'))

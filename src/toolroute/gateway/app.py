@@ -18,6 +18,8 @@ from typing import Any, Literal
 import anyio
 
 from toolroute.config import GatewayConfig
+from toolroute.llm.client import ChatLLM, llm_cache_path
+from toolroute.route.strategy import RouteParams
 from toolroute.router import IndexReport, Router
 from toolroute.sources.pool import Downstream, DownstreamPool
 from toolroute.sources.sync import ServerStatus, catalog_from_listing, list_all
@@ -82,7 +84,8 @@ async def sync_router(
     with Store(store_dir) as store:
         previous = store.load_catalog() if store.tool_hashes() else None
     catalog, statuses = catalog_from_listing(config, listing, previous)
-    router = Router(catalog, store=store_dir, embedder=embedder)
+    llm = ChatLLM(config.llm, cache_path=llm_cache_path(store_dir)) if config.llm else None
+    router = Router(catalog, store=store_dir, embedder=embedder, params=RouteParams(llm=llm))
     report = router.index()
     return router, SyncResult(statuses, report)
 

@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 import jsonschema
 
-__all__ = ["AnswerCache", "ChatLLM", "LLMConfig", "LLMUsage", "Transport"]
+__all__ = ["AnswerCache", "ChatLLM", "LLMConfig", "LLMUsage", "Transport", "llm_cache_path"]
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +95,11 @@ def _http(
 
 
 _JSON_BLOCK = re.compile(r"\{.*\}", re.DOTALL)
+
+
+def llm_cache_path(store_dir: str | Path) -> Path:
+    """Where a store keeps its LLM answers: beside its database, so one store, one cache."""
+    return Path(store_dir) / "llm-cache.sqlite"
 
 
 class AnswerCache:
