@@ -25,8 +25,8 @@ class _Replay(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         SEEN.append(body)
         answer = ANSWERS.pop(0) if ANSWERS else "not json at all"
-        if answer == "HTTP 500":
-            self.send_response(500)
+        if answer.startswith("HTTP "):
+            self.send_response(int(answer[5:]))
             self.end_headers()
             return
         payload = json.dumps(
@@ -60,7 +60,7 @@ def test_valid_json_is_returned_cached_and_counted(endpoint: str) -> None:
     again, _ = llm_stages.decompose(llm, "get the weather and email Bob")
     assert again == subs and len(SEEN) == 1 and llm.usage.cache_hits == 1
     assert llm.usage.prompt_tokens == 40 and llm.usage.completion_tokens == 9
-    assert SEEN[0]["response_format"] == {"type": "json_object"}
+    assert SEEN[0]["response_format"]["type"] == "json_schema"  # type: ignore[index]
 
 
 def test_invalid_answers_and_errors_fall_back_after_bounded_retries(endpoint: str) -> None:
@@ -71,29 +71,39 @@ def test_invalid_answers_and_errors_fall_back_after_bounded_retries(endpoint: st
     assert len(SEEN) == 2 and llm.usage.fallbacks == 1
 
 
+def test_an_endpoint_without_structured_outputs_gets_plain_json_mode(endpoint: str) -> None:
+    llm = ChatLLM(LLMConfig(endpoint, "m", retries=0))
+    ANSWERS.extend(["HTTP 400", '{"complex": true}', '{"complex": false}'])
+    assert llm_stages.classify(llm, "a and b", []) == (True, True)
+    assert llm_stages.classify(llm, "c", []) == (False, True)
+    kinds = [b["response_format"]["type"] for b in SEEN]  # type: ignore[index]
+    assert kinds == ["json_schema", "json_object", "json_object"]
+
+
 def test_unreachable_endpoint_falls_back_quickly() -> None:
     llm = ChatLLM(LLMConfig("http://127.0.0.1:9/v1", "m", timeout_s=2, retries=0))
     complex_, used = llm_stages.classify(llm, "what time is it", ["time"])
     assert (complex_, used) == (False, False)
 
 
-def test_selector_maps_numbers_and_names_keeps_only_valid_ones_and_caps(
+def test_selector_maps_numbers_drops_repeats_and_refuses_out_of_range(
     tmp_path: Path, catalog_file: Path, endpoint: str
 ) -> None:
     llm = ChatLLM(LLMConfig(endpoint, "m"))
     with Router(catalog_file, store=tmp_path, embedder=HashingEmbedder()) as r:
         ix = r.built
         cands = list(range(ix.size))[::-1]
-        ANSWERS.append('{"tools": [2, 99, 0, 2, 1]}')  # out of range and repeats are dropped
-        chosen, used = llm_stages.select(llm, "read then write", ix, cands, max_tools=2)
+        ANSWERS.append('{"tools": [2, 2, 1]}')
+        chosen, used = llm_stages.select(llm, "read then write", ix, cands, max_tools=3)
         assert used and chosen == [cands[1], cands[0]]
         prompt = str(SEEN[-1]["messages"][1]["content"])  # type: ignore[index]
         first = ix.tools[cands[0]]
         assert f"1. {first.server}/{first.name}: " in prompt
-        ANSWERS.append('{"tools": ["fs/read_file", "made/up"]}')  # exact names work too
-        chosen, used = llm_stages.select(llm, "read", ix, cands, max_tools=2)
-        assert used and [ix.tools[i].name for i in chosen] == ["read_file"]
-        ANSWERS.append('{"tools": ["made/up", 0]}')  # nothing valid: the unfiltered list, capped
+        fmt = SEEN[-1]["response_format"]
+        assert fmt["json_schema"]["schema"]["properties"]["tools"]["maxItems"] == 3  # type: ignore[index]
+        # out of range, names, or too many: the schema refuses it (twice: one retry), and the
+        # unfiltered list, capped, comes back
+        ANSWERS.extend(['{"tools": [99]}', '{"tools": ["fs/read_file"]}'])
         chosen, used = llm_stages.select(llm, "x", ix, cands, max_tools=2)
         assert not used and chosen == cands[:2]
 
@@ -115,9 +125,9 @@ def test_atr_and_pa_rag_use_the_model_and_say_so(
     tmp_path: Path, catalog_file: Path, endpoint: str
 ) -> None:
     llm = ChatLLM(LLMConfig(endpoint, "m"))
-    params = RouteParams(llm=llm, max_tools=1)
+    params = RouteParams(llm=llm, max_tools=1, whole_keep=0)
     with Router(catalog_file, store=tmp_path, embedder=HashingEmbedder(), params=params) as r:
-        ANSWERS.append('{"tools": ["weather/get_forecast"]}')
+        ANSWERS.append('{"tools": [1]}')
         rows = r.explain("weather forecast for Rome", k=3, strategy="atr")
         assert rows[0][0].tool == "get_forecast" and rows[0][1]["selected"] is True
         assert rows[0][1]["llm"] is True and rows[1][1]["selected"] is False
@@ -125,8 +135,8 @@ def test_atr_and_pa_rag_use_the_model_and_say_so(
             [
                 '{"complex": true}',
                 '{"sub_queries": ["read a file", "list a folder"]}',
-                '{"tools": ["fs/read_file"]}',
-                '{"tools": ["fs/list_directory"]}',
+                '{"tools": [1]}',
+                '{"tools": [1]}',
             ]
         )
         rows = r.explain("read a file and list a folder", k=2, strategy="pa-rag")

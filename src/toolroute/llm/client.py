@@ -159,6 +159,9 @@ class ChatLLM:
         self._transport = transport or _http
         self._cache: dict[str, Any] = {}
         self._disk = AnswerCache(cache_path) if cache_path is not None else None
+        self._structured = True
+        """Ask for schema-constrained output (``json_schema``: llama.cpp turns it into a grammar,
+        so even a 0.5B model answers in shape); dropped after the endpoint refuses it once."""
         self.usage = LLMUsage()
 
     def json(
@@ -192,18 +195,33 @@ class ChatLLM:
             "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
             "temperature": 0,
             "max_tokens": max_tokens or self.config.max_tokens,
-            "response_format": {"type": "json_object"},
+            "response_format": (
+                {"type": "json_schema", "json_schema": {"name": stage, "schema": dict(schema)}}
+                if self._structured
+                else {"type": "json_object"}
+            ),
         }
         headers = {"Content-Type": "application/json"}
         if self.config.api_key:
             headers["Authorization"] = f"Bearer {self.config.api_key}"
         url = self.config.base_url.rstrip("/") + "/chat/completions"
         error = "no attempt"
-        for _ in range(1 + max(0, self.config.retries)):
+        attempts = 1 + max(0, self.config.retries)
+        while attempts > 0:
+            attempts -= 1
             start = time.perf_counter()
             try:
                 self.usage.calls += 1
-                resp = self._transport(url, body, headers, self.config.timeout_s)
+                try:
+                    resp = self._transport(url, body, headers, self.config.timeout_s)
+                except urllib.error.HTTPError as e:
+                    if e.code != 400 or not self._structured:
+                        raise
+                    # An endpoint without structured outputs: plain JSON mode from now on.
+                    log.info("endpoint refused json_schema (%s); using json_object", e)
+                    self._structured = False
+                    body["response_format"] = {"type": "json_object"}
+                    resp = self._transport(url, body, headers, self.config.timeout_s)
                 self.usage.latency_s += time.perf_counter() - start
                 usage = resp.get("usage") or {}
                 self.usage.prompt_tokens += int(usage.get("prompt_tokens", 0))

@@ -42,13 +42,18 @@ COMPLEXITY = {
     "properties": {"complex": {"type": "boolean"}},
     "required": ["complex"],
 }
-SELECT = {
-    "type": "object",
-    "properties": {
-        "tools": {"type": "array", "items": {"type": ["integer", "string"]}, "maxItems": 20}
-    },
-    "required": ["tools"],
-}
+
+
+def _select_schema(n: int, max_tools: int) -> dict[str, Any]:
+    """Numbers of listed candidates, at most ``max_tools`` (a grammar on llama.cpp)."""
+    item = {"type": "integer", "minimum": 1, "maximum": n}
+    return {
+        "type": "object",
+        "properties": {"tools": {"type": "array", "items": item, "maxItems": max_tools}},
+        "required": ["tools"],
+    }
+
+
 SUBTASKS = {
     "type": "object",
     "properties": {
@@ -122,8 +127,7 @@ def select(
 
     The model sees compact numbered summaries (``3. server/tool: first sentence``) and answers
     with numbers — a few output tokens instead of long names, which is most of a small model's
-    latency — though exact names are accepted too. Fallback and "nothing valid came back": the
-    candidates as ranked, capped.
+    latency. Fallback and "nothing valid came back": the candidates as ranked, capped.
     """
     ranked = list(candidates)
 
@@ -132,7 +136,6 @@ def select(
 
     if llm is None or not ranked:
         return fallback(), False
-    by_name = {f"{ix.tools[i].server}/{ix.tools[i].name}": i for i in ranked}
     lines = [
         f"{n}. {ix.tools[i].server}/{ix.tools[i].name}: {_first_sentence(ix.tools[i].description)}"
         for n, i in enumerate(ranked, start=1)
@@ -143,19 +146,13 @@ def select(
         f"Pick the tools the request needs, at most {max_tools}, best first.{hint} "
         'Answer JSON {"tools": [numbers]}.',
         f"Request: {need}\nTools:\n" + "\n".join(lines),
-        SELECT,
+        _select_schema(len(ranked), max_tools),
         fallback,
         max_tokens=16 + 4 * max_tools,
     )
     if not used:
         return answer, False
-    chosen: list[int] = []
-    for item in answer["tools"]:
-        if isinstance(item, int) and 1 <= item <= len(ranked):
-            chosen.append(ranked[item - 1])
-        elif isinstance(item, str) and item in by_name:
-            chosen.append(by_name[item])
-    chosen = list(dict.fromkeys(chosen))[:max_tools]
+    chosen = list(dict.fromkeys(ranked[n - 1] for n in answer["tools"]))[:max_tools]
     return (chosen, True) if chosen else (fallback(), False)
 
 
