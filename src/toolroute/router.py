@@ -283,9 +283,10 @@ class Router:
             )
             if "selected" in notes:
                 detail["selected"] = i in notes["selected"]
-                detail["llm"] = notes.get("llm", False) or "offline fallback"
-                if "path" in notes:
-                    detail["path"] = notes["path"]
+            if "llm" in notes:
+                detail["llm"] = notes["llm"] or "offline fallback"
+            if "path" in notes:
+                detail["path"] = notes["path"]
             out.append((self._candidate(self.built.tools[i], float(scores[i])), detail))
         return out
 

@@ -56,3 +56,31 @@ def test_atr_with_the_local_model_caps_the_set(
     assert 1 <= len(selected) <= 4  # capped at max_tools, or the unfiltered 2×max on fallback
     if rows[0][1]["llm"] is True:
         assert len(selected) <= 2
+
+
+def test_the_local_model_answers_the_selector_in_shape(
+    tmp_path: Path, catalog_file: Path, llm: ChatLLM
+) -> None:
+    with Router(catalog_file, store=tmp_path, embedder=HashingEmbedder()) as r:
+        ix = r.built
+        cands = list(range(ix.size))
+        chosen, used = llm_stages.select(llm, "read the file notes.txt", ix, cands, max_tools=2)
+    # schema-constrained decoding: valid candidate numbers, never a fallback for shape
+    assert used, llm.usage.last_error
+    assert 1 <= len(chosen) <= 2 and set(chosen) <= set(cands)
+
+
+def test_pa_rag_with_the_local_model_takes_the_complex_path(
+    tmp_path: Path, catalog_file: Path, llm: ChatLLM
+) -> None:
+    with Router(
+        catalog_file, store=tmp_path, embedder=HashingEmbedder(), params=RouteParams(llm=llm)
+    ) as r:
+        rows = r.explain(
+            "read the file notes.txt, then write a summary file, then get the weather in Rome",
+            k=8,
+            strategy="pa-rag-complex",
+        )
+    detail = rows[0][1]
+    assert detail["llm"] is True and detail["path"] == "complex"
+    assert sum(d["selected"] for _, d in rows) >= 2

@@ -150,9 +150,33 @@ def test_without_a_model_every_llm_strategy_still_routes(
     with Router(
         catalog_file, store=tmp_path, embedder=HashingEmbedder(), params=RouteParams()
     ) as r:
-        for strategy in ("pa-rag", "pa-rag-simple", "pa-rag-complex", "pa-rag-flat", "atr"):
+        for strategy in (
+            "pa-rag",
+            "pa-rag-simple",
+            "pa-rag-complex",
+            "pa-rag-flat",
+            "atr",
+            "ehrr-subtask",
+        ):
             rows = r.explain("read a file and then write a file", k=3, strategy=strategy)
             assert rows and rows[0][1]["llm"] == "offline fallback"
+
+
+def test_ehrr_routes_each_functional_subtask_the_model_writes(
+    tmp_path: Path, catalog_file: Path, endpoint: str
+) -> None:
+    llm = ChatLLM(LLMConfig(endpoint, "m"))
+    with Router(
+        catalog_file, store=tmp_path, embedder=HashingEmbedder(), params=RouteParams(llm=llm)
+    ) as r:
+        ANSWERS.append(
+            '{"subtasks": [{"domain": "files", "operation": "read file", "target": "notes"},'
+            ' {"domain": "weather", "operation": "get forecast", "target": "Rome"}]}'
+        )
+        rows = r.explain("notes and the weather", k=4, strategy="ehrr-subtask")
+    names = [c.tool for c, _ in rows]
+    assert "read_file" in names and "get_forecast" in names
+    assert rows[0][1]["llm"] is True
 
 
 def test_functional_subtasks_fall_back_to_clauses() -> None:

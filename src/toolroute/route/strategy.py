@@ -228,6 +228,25 @@ def _ehrr(**variant: Any) -> StrategyFn:
     return score
 
 
+def ehrr_subtasks(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
+    """EHRR anchored on functional subtasks (seed 000 §III): the router's LLM rewrites the
+    request as ``{domain, operation, target}`` subtasks, Alg. 2 routes each one, and a tool
+    keeps its best utility over the subtasks (utilities share one scale). Offline: one
+    subtask per clause. An agent that writes its own subtask passes it to ``find_tools``."""
+    subtasks, used = llm_stages.functional_subtasks(p.llm, q.text)
+    texts = [llm_stages.subtask_text(s) for s in subtasks] or [q.text]
+    vectors = q.embed(texts) if q.embed is not None else q.vector[None, :]
+    if len(vectors) != len(texts):
+        texts, vectors = [q.text], q.vector[None, :]
+    score = _ehrr()
+    best = np.full(ix.size, -np.inf, dtype=np.float32)
+    for text, vec in zip(texts, vectors, strict=True):
+        # no trace: EHRR's per-stage figures would describe the last subtask only
+        best = np.maximum(best, score(ix, replace(q, text=text, vector=vec, trace=None), p))
+    q.notes.update(sub_queries=texts, llm=used)
+    return best
+
+
 StrategyFn = Callable[[ToolIndex, QueryContext, RouteParams], Scores]
 
 
@@ -293,6 +312,13 @@ STRATEGIES: dict[str, Strategy] = {
             _ehrr(estimator="thompson"),
             "query",
             "EHRR with Thompson-sampled Beta posteriors instead of EMA estimates",
+            True,
+        ),
+        Strategy(
+            "ehrr-subtask",
+            ehrr_subtasks,
+            "query",
+            "EHRR routing each LLM functional subtask {domain, operation, target}",
             True,
         ),
         Strategy(
