@@ -116,6 +116,20 @@ def main() -> int:
         + ", ".join(f"{n}: {e}" for n, e in errors.items() if e)
         + "\n"
     )
+    stages = [
+        "",
+        "| strategy | LLM stage | requests | s/request | prompt tok | output tok | fallbacks |",
+    ]
+    stages.append("|---|---|" + "---:|" * 5)
+    for name, r in results.items():
+        for stage, c in r.get("llm", {}).get("by_stage", {}).items():
+            stages.append(
+                f"| {name} | {stage} | {c['requests']} | {c['s_per_request']:.2f} | "
+                f"{c['prompt_tokens_per_request']:.0f} | "
+                f"{c['completion_tokens_per_request']:.0f} | {c['fallbacks']} |"
+            )
+    if len(stages) > 3:
+        table += "\n".join(stages) + "\n"
     print(table)
     if args.out:
         args.out.write_text(table + "\n```json\n" + json.dumps(results, indent=1) + "\n```\n")

@@ -60,6 +60,8 @@ def test_valid_json_is_returned_cached_and_counted(endpoint: str) -> None:
     again, _ = llm_stages.decompose(llm, "get the weather and email Bob")
     assert again == subs and len(SEEN) == 1 and llm.usage.cache_hits == 1
     assert llm.usage.prompt_tokens == 40 and llm.usage.completion_tokens == 9
+    stage = llm.usage.by_stage["decompose"]
+    assert (stage["requests"], stage["calls"], stage["prompt_tokens"]) == (1, 1, 40)
     assert SEEN[0]["response_format"]["type"] == "json_schema"  # type: ignore[index]
 
 
@@ -69,6 +71,8 @@ def test_invalid_answers_and_errors_fall_back_after_bounded_retries(endpoint: st
     subs, used = llm_stages.decompose(llm, "read notes.txt, then email the summary to Bob")
     assert not used and subs == ["read notes.txt", "email the summary to Bob"]
     assert len(SEEN) == 2 and llm.usage.fallbacks == 1
+    assert llm.usage.by_stage["decompose"]["fallbacks"] == 1
+    assert llm.usage.by_stage["decompose"]["calls"] == 2
 
 
 def test_an_endpoint_without_structured_outputs_gets_plain_json_mode(endpoint: str) -> None:

@@ -60,6 +60,7 @@ def bench(
             if llm
             else None
         )
+        stages_before = {k: dict(v) for k, v in llm.usage.by_stage.items()} if llm else {}
         for i, q in enumerate(queries):
             notes: dict[str, Any] = {}
             t0 = time.perf_counter()
@@ -101,6 +102,7 @@ def bench(
                 "tokens_per_query": round(
                     (u.prompt_tokens + u.completion_tokens - llm_before[2]) / n, 1
                 ),
+                "by_stage": _stage_costs(u.by_stage, stages_before),
             }
         if tokens is not None:
             row["tool_tokens_per_turn"] = round(float(np.mean(turn_tokens)), 1)
@@ -109,6 +111,28 @@ def bench(
                 row["phase2_tokens"] = round(float(np.mean([b for _, b in phases])), 1)
         results[name] = row
     return results
+
+
+def _stage_costs(
+    now: dict[str, dict[str, float]], before: dict[str, dict[str, float]]
+) -> dict[str, dict[str, float]]:
+    """Per LLM stage, over this strategy's queries: requests and calls, mean seconds and
+    tokens per request (what one decompose or select costs), fallbacks."""
+    out: dict[str, dict[str, float]] = {}
+    for stage, v in now.items():
+        d = {k: v[k] - before.get(stage, {}).get(k, 0.0) for k in v}
+        if not d["requests"]:
+            continue
+        r = d["requests"]
+        out[stage] = {
+            "requests": int(r),
+            "calls": int(d["calls"]),
+            "s_per_request": round(d["latency_s"] / r, 2),
+            "prompt_tokens_per_request": round(d["prompt_tokens"] / r, 1),
+            "completion_tokens_per_request": round(d["completion_tokens"] / r, 1),
+            "fallbacks": int(d["fallbacks"]),
+        }
+    return out
 
 
 def _turn_tokens(

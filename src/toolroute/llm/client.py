@@ -70,7 +70,8 @@ class LLMUsage:
     completion_tokens: int = 0
     latency_s: float = 0.0
     last_error: str | None = None
-    by_stage: dict[str, int] = field(default_factory=dict)
+    by_stage: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Per stage (decompose, select, …): requests, calls, seconds, tokens, fallbacks."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -80,7 +81,12 @@ class LLMUsage:
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "latency_s": round(self.latency_s, 3),
+            "by_stage": {k: dict(v) for k, v in self.by_stage.items()},
         }
+
+    def _stage(self, stage: str) -> dict[str, float]:
+        keys = ("requests", "calls", "latency_s", "prompt_tokens", "completion_tokens")
+        return self.by_stage.setdefault(stage, dict.fromkeys((*keys, "fallbacks"), 0.0))
 
 
 def _http(
@@ -189,7 +195,8 @@ class ChatLLM:
         if key in self._cache:
             self.usage.cache_hits += 1
             return self._cache[key], True
-        self.usage.by_stage[stage] = self.usage.by_stage.get(stage, 0) + 1
+        per = self.usage._stage(stage)
+        per["requests"] += 1
         body = {
             "model": self.config.model,
             "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
@@ -210,8 +217,10 @@ class ChatLLM:
         while attempts > 0:
             attempts -= 1
             start = time.perf_counter()
+            timed = False
             try:
                 self.usage.calls += 1
+                per["calls"] += 1
                 try:
                     resp = self._transport(url, body, headers, self.config.timeout_s)
                 except urllib.error.HTTPError as e:
@@ -222,10 +231,13 @@ class ChatLLM:
                     self._structured = False
                     body["response_format"] = {"type": "json_object"}
                     resp = self._transport(url, body, headers, self.config.timeout_s)
-                self.usage.latency_s += time.perf_counter() - start
+                self._spent(per, time.perf_counter() - start)
+                timed = True
                 usage = resp.get("usage") or {}
-                self.usage.prompt_tokens += int(usage.get("prompt_tokens", 0))
-                self.usage.completion_tokens += int(usage.get("completion_tokens", 0))
+                for k in ("prompt_tokens", "completion_tokens"):
+                    n = int(usage.get(k, 0))
+                    setattr(self.usage, k, getattr(self.usage, k) + n)
+                    per[k] += n
                 content = resp["choices"][0]["message"]["content"]
                 answer = _parse(content)
                 jsonschema.validate(answer, dict(schema))
@@ -239,7 +251,8 @@ class ChatLLM:
                 ValueError,
                 jsonschema.ValidationError,
             ) as e:
-                self.usage.latency_s += time.perf_counter() - start
+                if not timed:
+                    self._spent(per, time.perf_counter() - start)
                 error = f"{type(e).__name__}: {str(e)[:200]}"
                 continue
             self._cache[key] = answer
@@ -247,9 +260,14 @@ class ChatLLM:
                 self._disk.put(key, answer)
             return answer, True
         self.usage.fallbacks += 1
+        per["fallbacks"] += 1
         self.usage.last_error = error
         log.info("LLM stage %s fell back: %s", stage, error)
         return fallback(), False
+
+    def _spent(self, per: dict[str, float], seconds: float) -> None:
+        self.usage.latency_s += seconds
+        per["latency_s"] += seconds
 
 
 def _parse(content: str) -> Any:
