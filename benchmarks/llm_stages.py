@@ -130,6 +130,15 @@ def main() -> int:
             )
     if len(stages) > 3:
         table += "\n".join(stages) + "\n"
+    routed = [
+        f"{n}: {r['by_complexity'].get('simple', {}).get('complex_path', float('nan')):.2f} of "
+        f"simple, {r['by_complexity'].get('complex', {}).get('complex_path', float('nan')):.2f} "
+        "of complex queries"
+        for n, r in results.items()
+        if "complex_path" in r
+    ]
+    if routed:
+        table += "\nSent down the complex path — " + "; ".join(routed) + "\n"
     print(table)
     if args.out:
         args.out.write_text(table + "\n```json\n" + json.dumps(results, indent=1) + "\n```\n")

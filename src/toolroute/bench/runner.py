@@ -44,7 +44,10 @@ def bench(
     ix = router.built
     results: dict[str, dict[str, Any]] = {}
     for name in strategies:
-        router.route(queries[0].text, k=10, strategy=name)  # warm-up: caches, lazy init
+        # warm-up (model sessions, BLAS); with an LLM through a no-LLM strategy, so that no
+        # answer is cached before the timed pass
+        warm = name if router.params.llm is None else "hybrid"
+        router.route(queries[0].text, k=10, strategy=warm)
         per_query: list[dict[str, float]] = []
         latencies: list[float] = []
         turn_tokens: list[float] = []
@@ -76,6 +79,8 @@ def bench(
             row_q["input_set_recall"] = set_metrics([ix.keys[j] for j in pool], q.groups)[
                 "set_recall"
             ]
+            if "path" in notes:  # PA-RAG's complexity router: share sent down the complex path
+                row_q["complex_path"] = float(notes["path"] == "complex")
             per_query.append(row_q)
             if tokens is not None:
                 turn_tokens.append(_turn_tokens(tokens, kind, [ix.tools[j] for j in order], phases))
@@ -158,5 +163,6 @@ SET_SIZES = ("set_size", "input_size", "input_set_recall")
 
 
 def _mean(rows: Sequence[dict[str, float]]) -> dict[str, float]:
-    keys = (*RANK_METRICS, *SET_METRICS, *SET_SIZES)
+    keys = [*RANK_METRICS, *SET_METRICS, *SET_SIZES]
+    keys += [k for k in rows[0] if k not in keys and all(k in r for r in rows)]
     return {m: round(sum(r[m] for r in rows) / len(rows), 4) for m in keys}
