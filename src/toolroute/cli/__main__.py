@@ -1,0 +1,5 @@
+"""``python -m toolroute.cli``: the same as the ``toolroute`` command."""
+
+from toolroute.cli import main
+
+main()

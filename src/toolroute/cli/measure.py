@@ -1,0 +1,252 @@
+"""Commands that measure strategies on a benchmark: bench, simulate, calibrate."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from toolroute.cli.app import main
+from toolroute.cli.common import (
+    _friendly,
+    _index,
+    _local_llm,
+    _progress,
+    _router,
+    catalog_option,
+    demo_catalog_path,
+    documents_option,
+    json_option,
+    local_llm_option,
+    queries_option,
+    store_option,
+)
+
+
+@main.command()
+@catalog_option
+@queries_option
+@store_option
+@documents_option
+@click.option(
+    "--strategy",
+    "-s",
+    "strategies",
+    multiple=True,
+    help="Strategy to measure; repeat for several; 'all' for every one. Default: default.",
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Write bench.json, bench.md (table) and bench.png (plot) into this directory.",
+)
+@click.option(
+    "--tokens",
+    is_flag=True,
+    help="Also measure tool_tokens_per_turn (cl100k) under each strategy's presentation.",
+)
+@local_llm_option
+@json_option
+@_friendly
+def bench(
+    catalog: Path | None,
+    queries: Path,
+    store: Path | None,
+    documents: str,
+    strategies: tuple[str, ...],
+    out: Path | None,
+    tokens: bool,
+    local_llm: bool,
+    as_json: bool,
+) -> None:
+    """Measure strategies on a benchmark: recall@1/3/5/10, nDCG@5/10, MRR, Full@10, latency.
+
+    Metrics honour relevant_groups exactly as shared/benchmarks/BASELINES.md defines them;
+    latency is warm, per query, query embedding included. The three reference baselines run as
+    the strategies baseline-bm25, baseline-dense and baseline-hier5.
+    """
+    from toolroute.bench.report import markdown_table, write_outputs
+    from toolroute.bench.runner import bench as run_bench
+    from toolroute.catalog.loader import load_queries
+    from toolroute.route.strategy import STRATEGIES, resolve_strategy
+
+    names = list(strategies) or ["default"]
+    if "all" in names:
+        names = list(STRATEGIES)
+    for n in names:
+        resolve_strategy(n)
+    with _local_llm(local_llm, not as_json), _router(catalog, store, documents) as router:
+        qs = load_queries(queries, router.catalog)
+        _index(router, not as_json)
+        with _progress(not as_json) as update:
+            presenter = None
+            if tokens:
+                from toolroute.present.presenter import Presenter
+
+                presenter = Presenter(router.catalog)
+            results = run_bench(router, qs, names, progress=update, tokens=presenter)
+    title = (catalog or demo_catalog_path()).parent.name
+    if out is not None:
+        for p in write_outputs(results, out, title):
+            click.echo(f"wrote {p}", err=True)
+    if as_json:
+        click.echo(json.dumps(results))
+    else:
+        click.echo(markdown_table(results, title))
+
+
+@main.command()
+@catalog_option
+@queries_option
+@store_option
+@documents_option
+@click.option(
+    "--strategy",
+    "-s",
+    "strategies",
+    multiple=True,
+    help="Strategy to simulate; repeat for several. Default: cascade and ehrr.",
+)
+@click.option(
+    "--seeds",
+    type=click.IntRange(min=1),
+    default=10,
+    show_default=True,
+    help="Worlds to draw (seeds 0..N-1); results are mean ± 95% CI over them.",
+)
+@click.option(
+    "-n",
+    "n",
+    type=click.IntRange(min=1),
+    default=3,
+    show_default=True,
+    help="Candidates presented per route call (EHRR's top-n).",
+)
+@click.option(
+    "--baseline",
+    default="cascade",
+    show_default=True,
+    help="Strategy the others are compared with, paired over seeds (paired.md).",
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Write simulate.json, simulate.md, simulate.png and paired.md into this directory.",
+)
+@json_option
+@_friendly
+def simulate(
+    catalog: Path | None,
+    queries: Path,
+    store: Path | None,
+    documents: str,
+    strategies: tuple[str, ...],
+    seeds: int,
+    n: int,
+    baseline: str,
+    out: Path | None,
+    as_json: bool,
+) -> None:
+    """Simulate an agent over a seeded world of prices, failures and latencies (seed 000 §V).
+
+    Each seed draws one world (prices by tier, hidden success, post-accept failures,
+    latencies) before any strategy runs; every strategy meets the same world and the same luck
+    per call. Reports success rate, cost, invalid calls, call latency and schema tokens per
+    query. The world and agent are documented in README "Economics simulation".
+    """
+    from toolroute.bench.simulate import markdown_table, run_simulation, write_simulation_outputs
+    from toolroute.catalog.loader import load_queries
+    from toolroute.route.strategy import resolve_strategy
+
+    names = list(strategies) or ["cascade", "ehrr"]
+    for name in names:
+        resolve_strategy(name)
+    with _router(catalog, store, documents) as router:
+        qs = load_queries(queries, router.catalog)
+        _index(router, not as_json)
+        with _progress(not as_json) as update:
+            sim = run_simulation(router, qs, names, seeds=seeds, n=n, progress=update)
+    paired = sim.paired_table(baseline) if baseline in names and len(names) > 1 else ""
+    if out is not None:
+        for p in write_simulation_outputs(sim.summary, sim.series, out):
+            click.echo(f"wrote {p}", err=True)
+        if paired:
+            (out / "paired.md").write_text(paired, encoding="utf-8")
+            click.echo(f"wrote {out / 'paired.md'}", err=True)
+    if as_json:
+        click.echo(json.dumps(sim.summary))
+    else:
+        click.echo(markdown_table(sim.summary))
+        click.echo(paired)
+
+
+@main.command()
+@catalog_option
+@queries_option
+@store_option
+@documents_option
+@click.option(
+    "--strategy",
+    "-s",
+    default="default",
+    show_default=True,
+    help="Strategy whose scores are gated.",
+)
+@click.option(
+    "-k", "k", type=click.IntRange(min=1), default=5, show_default=True, help="Top-k of the gate."
+)
+@click.option(
+    "--write",
+    "write",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Store the best θ as `threshold` under [toolroute] in this toolroute.toml.",
+)
+@json_option
+@_friendly
+def calibrate(
+    catalog: Path | None,
+    queries: Path,
+    store: Path | None,
+    documents: str,
+    strategy: str,
+    k: int,
+    write: Path | None,
+    as_json: bool,
+) -> None:
+    """Find θ for the similarity gate (seed 002 §5.2): the F1-best threshold on QUERIES.
+
+    For each θ, the gated set of a query is its top-k candidates scoring at least θ;
+    precision is over that set, recall over the required tool groups.
+    """
+    from toolroute.bench.calibrate import calibrate as run
+    from toolroute.bench.calibrate import write_threshold
+    from toolroute.catalog.loader import load_queries
+    from toolroute.route.strategy import resolve_strategy
+
+    resolve_strategy(strategy)
+    with _router(catalog, store, documents) as router:
+        qs = load_queries(queries, router.catalog)
+        _index(router, not as_json)
+        result = run(router, qs, strategy=strategy, k=k)
+    if write is not None:
+        write_threshold(write, result.best)
+        click.echo(f"wrote threshold = {result.best} to {write}", err=True)
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "best": result.best,
+                    "rows": [
+                        {"theta": t, "precision": p, "recall": r, "f1": f}
+                        for t, p, r, f in result.rows
+                    ],
+                }
+            )
+        )
+    else:
+        click.echo(result.table())
+        click.echo(f"best θ = {result.best}")
