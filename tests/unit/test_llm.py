@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import HashingEmbedder, loopback_http
 from toolroute import Router
-from toolroute.llm.client import ChatLLM, LLMConfig
+from toolroute.llm.client import PROMPT_CHARS, ChatLLM, LLMConfig
 from toolroute.route import llm_stages
 from toolroute.route.strategy import RouteParams
 
@@ -82,6 +82,27 @@ def test_an_endpoint_without_structured_outputs_gets_plain_json_mode(endpoint: s
     assert llm_stages.classify(llm, "c", []) == (False, True)
     kinds = [b["response_format"]["type"] for b in SEEN]  # type: ignore[index]
     assert kinds == ["json_schema", "json_object", "json_object"]
+
+
+def test_a_400_for_another_reason_keeps_structured_outputs(endpoint: str) -> None:
+    llm = ChatLLM(LLMConfig(endpoint, "m", retries=0))
+    ANSWERS.extend(["HTTP 400", "HTTP 400", '{"complex": false}'])  # e.g. context overflow
+    # fallback: two clauses
+    assert llm_stages.classify(llm, "read notes.txt, then email Bob", []) == (True, False)
+    assert llm_stages.classify(llm, "c", []) == (False, True)
+    kinds = [b["response_format"]["type"] for b in SEEN]  # type: ignore[index]
+    assert kinds == ["json_schema", "json_object", "json_schema"]
+
+
+def test_pasted_blobs_and_long_requests_are_clipped_in_prompts(endpoint: str) -> None:
+    llm = ChatLLM(LLMConfig(endpoint, "m"))
+    ANSWERS.append('{"sub_queries": ["explain the image"]}')
+    query = "What does this base64 image mean?\n" + "iVBORw0KGgo" * 2000 + " thanks " * 400
+    llm_stages.decompose(llm, query)
+    sent = str(SEEN[0]["messages"][1]["content"])  # type: ignore[index]
+    assert "<data>" in sent and "iVBOR" not in sent
+    assert len(sent) <= PROMPT_CHARS
+    assert sent.startswith("What does this base64 image mean?")
 
 
 def test_unreachable_endpoint_falls_back_quickly() -> None:

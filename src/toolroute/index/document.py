@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from toolroute.catalog.models import Server, Tool, ToolKey
+from toolroute.llm.client import prompt_text
 
 __all__ = [
     "LLMQuestions",
@@ -137,8 +138,8 @@ class LLMQuestions:
             "questions",
             f"Write {self.count} short, varied requests a user might type that this tool "
             'answers. Answer JSON {"questions": ["...", ...]}.',
-            f"Server: {server.name}\nTool: {tool.name}\nDescription: {tool.description}\n"
-            f"Parameters: {params}",
+            f"Server: {server.name}\nTool: {tool.name}\n"
+            f"Description: {prompt_text(tool.description)}\nParameters: {prompt_text(params)}",
             QUESTIONS_SCHEMA,
             lambda: self._fallback.questions(server, tool),
         )

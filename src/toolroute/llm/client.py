@@ -29,7 +29,15 @@ from typing import Any, TypeVar
 
 import jsonschema
 
-__all__ = ["AnswerCache", "ChatLLM", "LLMConfig", "LLMUsage", "Transport", "llm_cache_path"]
+__all__ = [
+    "AnswerCache",
+    "ChatLLM",
+    "LLMConfig",
+    "LLMUsage",
+    "Transport",
+    "llm_cache_path",
+    "prompt_text",
+]
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +109,18 @@ def _http(
 
 
 _JSON_BLOCK = re.compile(r"\{.*\}", re.DOTALL)
+
+
+PROMPT_CHARS = 1500
+"""A request is clipped to this many characters in prompts, after long unbroken runs (base64,
+hashes, minified data) are replaced: a pasted image must not overflow a small model's context."""
+_BLOB = re.compile(r"\S{80,}")
+
+
+def prompt_text(text: str) -> str:
+    """``text`` as it goes into a prompt: blobs replaced by ``<data>``, then clipped."""
+    text = _BLOB.sub("<data>", text)
+    return text if len(text) <= PROMPT_CHARS else text[: PROMPT_CHARS - 1] + "…"
 
 
 def llm_cache_path(store_dir: str | Path) -> Path:
@@ -197,7 +217,7 @@ class ChatLLM:
             return self._cache[key], True
         per = self.usage._stage(stage)
         per["requests"] += 1
-        body = {
+        body: dict[str, Any] = {
             "model": self.config.model,
             "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
             "temperature": 0,
@@ -224,13 +244,16 @@ class ChatLLM:
                 try:
                     resp = self._transport(url, body, headers, self.config.timeout_s)
                 except urllib.error.HTTPError as e:
-                    if e.code != 400 or not self._structured:
+                    if e.code != 400 or body["response_format"]["type"] != "json_schema":
                         raise
-                    # An endpoint without structured outputs: plain JSON mode from now on.
+                    # Maybe an endpoint without structured outputs: ask again in plain JSON
+                    # mode, and stay there only if that works (a 400 for another reason, such
+                    # as an over-long prompt, fails again and changes nothing).
+                    plain = {**body, "response_format": {"type": "json_object"}}
+                    resp = self._transport(url, plain, headers, self.config.timeout_s)
                     log.info("endpoint refused json_schema (%s); using json_object", e)
                     self._structured = False
-                    body["response_format"] = {"type": "json_object"}
-                    resp = self._transport(url, body, headers, self.config.timeout_s)
+                    body = plain
                 self._spent(per, time.perf_counter() - start)
                 timed = True
                 usage = resp.get("usage") or {}

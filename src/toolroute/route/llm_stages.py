@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from toolroute.index.build import ToolIndex
-from toolroute.llm.client import ChatLLM
+from toolroute.llm.client import ChatLLM, prompt_text
 from toolroute.route.intent import split_intents
 
 __all__ = ["classify", "decompose", "functional_subtasks", "select"]
@@ -88,7 +88,7 @@ def decompose(llm: ChatLLM | None, query: str) -> tuple[list[str], bool]:
         "decompose",
         "Split the user's request into the separate tool-using steps it needs. Answer JSON "
         '{"sub_queries": ["step", ...]}; one step if it is a single action.',
-        query,
+        prompt_text(query),
         DECOMPOSE,
         fallback,
     )
@@ -107,7 +107,7 @@ def classify(llm: ChatLLM | None, query: str, servers: Sequence[str]) -> tuple[b
         "complexity",
         "Decide if the request needs several different tools (complex) or one (simple). "
         'Answer JSON {"complex": true|false}.',
-        f"Request: {query}\nCandidate servers: {', '.join(servers)}",
+        f"Request: {prompt_text(query)}\nCandidate servers: {', '.join(servers)}",
         COMPLEXITY,
         fallback,
     )
@@ -145,7 +145,7 @@ def select(
         "select",
         f"Pick the tools the request needs, at most {max_tools}, best first.{hint} "
         'Answer JSON {"tools": [numbers]}.',
-        f"Request: {need}\nTools:\n" + "\n".join(lines),
+        f"Request: {prompt_text(need)}\nTools:\n" + "\n".join(lines),
         _select_schema(len(ranked), max_tools),
         fallback,
         max_tokens=16 + 4 * max_tools,
@@ -176,7 +176,7 @@ def functional_subtasks(llm: ChatLLM | None, query: str) -> tuple[list[dict[str,
         "subtask",
         "Describe each tool-using step of the request functionally. Answer JSON "
         '{"subtasks": [{"domain": "...", "operation": "...", "target": "..."}]}.',
-        query,
+        prompt_text(query),
         SUBTASKS,
         fallback,
     )
