@@ -88,7 +88,10 @@ def test_a_400_for_another_reason_keeps_structured_outputs(endpoint: str) -> Non
     llm = ChatLLM(LLMConfig(endpoint, "m", retries=0))
     ANSWERS.extend(["HTTP 400", "HTTP 400", '{"complex": false}'])  # e.g. context overflow
     # fallback: two clauses
-    assert llm_stages.classify(llm, "read notes.txt, then email Bob", []) == (True, False)
+    assert llm_stages.classify(llm, "read notes.txt, then email the summary to Bob", []) == (
+        True,
+        False,
+    )
     assert llm_stages.classify(llm, "c", []) == (False, True)
     kinds = [b["response_format"]["type"] for b in SEEN]  # type: ignore[index]
     assert kinds == ["json_schema", "json_object", "json_schema"]
