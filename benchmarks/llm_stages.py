@@ -59,6 +59,12 @@ def main() -> int:
     ap.add_argument("--base-url", help="an OpenAI-compatible endpoint instead of the local model")
     ap.add_argument("--model", default="default", help="model name at --base-url")
     ap.add_argument("--cache", type=Path, help="keep LLM answers in this SQLite file (dev only)")
+    ap.add_argument(
+        "--whole-keep",
+        type=int,
+        default=None,
+        help="PA-RAG aggregation: the whole request's top tools added (default: RouteParams')",
+    )
     ap.add_argument("--out", type=Path, default=None, help="markdown + JSON results file")
     args = ap.parse_args()
 
@@ -88,7 +94,8 @@ def main() -> int:
         qs = load_queries(qfile, router.catalog)
         for name in args.strategies:
             llm = ChatLLM(LLMConfig(url, model, timeout_s=args.timeout), cache_path=args.cache)
-            router.params = RouteParams(llm=llm)
+            extra = {} if args.whole_keep is None else {"whole_keep": args.whole_keep}
+            router.params = RouteParams(llm=llm, **extra)
             t0 = time.perf_counter()
             results.update(bench(router, qs, [name]))
             results[name]["wall_s"] = round(time.perf_counter() - t0, 1)

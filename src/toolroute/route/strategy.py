@@ -156,10 +156,10 @@ def _pa_rag(mode: Literal["auto", "simple", "complex"], hierarchy: bool = True) 
     (decompose → retrieval per sub-query → selector each → aggregation); the selected tools rank
     first, the rest keep the whole-request order.
 
-    Aggregation (§4.5) adds one measured change to the paper: the whole request's top
-    ``whole_keep`` tools join the union of the sub-query selections, a global check that keeps
-    what a small model's decomposition drops (+0.12 complex set recall on livemcpbench with the
-    0.5B model, benchmarks/llm_stages.py). ``hierarchy=False`` is the seed's A1 ablation.
+    Aggregation (§4.5) adds one change to the paper: the whole request's top ``whole_keep``
+    tools join the union of the sub-query selections, a global check that keeps what a small
+    model's decomposition drops (``benchmarks/llm_stages.py --whole-keep 0`` measures it
+    without). ``hierarchy=False`` is the seed's A1 ablation.
     """
 
     def score(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
