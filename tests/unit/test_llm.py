@@ -26,8 +26,11 @@ class _Replay(BaseHTTPRequestHandler):
         SEEN.append(body)
         answer = ANSWERS.pop(0) if ANSWERS else "not json at all"
         if answer.startswith("HTTP "):
+            reason = b'{"error": "request exceeds the context size"}'
             self.send_response(int(answer[5:]))
+            self.send_header("Content-Length", str(len(reason)))
             self.end_headers()
+            self.wfile.write(reason)
             return
         payload = json.dumps(
             {
@@ -95,6 +98,7 @@ def test_a_400_for_another_reason_keeps_structured_outputs(endpoint: str) -> Non
     assert llm_stages.classify(llm, "c", []) == (False, True)
     kinds = [b["response_format"]["type"] for b in SEEN]  # type: ignore[index]
     assert kinds == ["json_schema", "json_object", "json_schema"]
+    assert llm.usage.last_error and "exceeds the context size" in llm.usage.last_error
 
 
 def test_pasted_blobs_and_long_requests_are_clipped_in_prompts(endpoint: str) -> None:

@@ -277,6 +277,8 @@ class ChatLLM:
                 if not timed:
                     self._spent(per, time.perf_counter() - start)
                 error = f"{type(e).__name__}: {str(e)[:200]}"
+                if isinstance(e, urllib.error.HTTPError):  # the endpoint says why (context, …)
+                    error += f": {_body(e)}"
                 continue
             self._cache[key] = answer
             if self._disk is not None:
@@ -291,6 +293,13 @@ class ChatLLM:
     def _spent(self, per: dict[str, float], seconds: float) -> None:
         self.usage.latency_s += seconds
         per["latency_s"] += seconds
+
+
+def _body(e: urllib.error.HTTPError) -> str:
+    try:
+        return e.read(300).decode("utf-8", "replace")
+    except (OSError, AttributeError):
+        return ""
 
 
 def _parse(content: str) -> Any:
