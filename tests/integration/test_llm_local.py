@@ -98,7 +98,7 @@ def test_route_with_local_llm_serves_the_bundled_model_for_the_command(
     query = "read the file notes.txt and then write a summary file"
     args = ["--catalog", str(catalog_file), "--store", str(tmp_path / "s"), "--json"]
     out = subprocess.run(
-        [str(exe), "route", query, "-s", "atr", "--explain", "--local-llm", *args],
+        [str(exe), "-v", "route", query, "-s", "atr", "--explain", "--local-llm", *args],
         capture_output=True,
         text=True,
         timeout=300,
@@ -106,4 +106,5 @@ def test_route_with_local_llm_serves_the_bundled_model_for_the_command(
     )
     assert out.returncode == 0, out.stderr
     rows = json.loads(out.stdout)
-    assert rows[0]["explain"]["llm"] is True  # a model answered, not the offline fallback
+    # a model answered, not the offline fallback (stderr has the reason if not)
+    assert rows[0]["explain"]["llm"] is True, out.stderr[-2000:]

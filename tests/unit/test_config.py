@@ -129,3 +129,15 @@ def test_llm_endpoint_comes_from_the_toml_else_the_environment(
         load_config(_write(tmp_path, servers, toml))
     with pytest.raises(ConfigError, match=r"toolroute.toml: llm.base_url"):
         load_config(_write(tmp_path, servers, '[llm]\nbase_url = "ftp://x"\n'))
+
+
+def test_llm_timeout_from_the_environment_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    from toolroute.llm.client import LLMConfig
+
+    monkeypatch.setenv("TOOLROUTE_LLM_BASE_URL", "http://127.0.0.1:1/v1")
+    monkeypatch.setenv("TOOLROUTE_LLM_TIMEOUT_S", "90")
+    cfg = LLMConfig.from_env()
+    assert cfg is not None and cfg.timeout_s == 90.0
+    monkeypatch.setenv("TOOLROUTE_LLM_TIMEOUT_S", "soon")
+    with pytest.raises(ConfigError, match="TOOLROUTE_LLM_TIMEOUT_S"):
+        LLMConfig.from_env()

@@ -143,8 +143,10 @@ def _local_llm(enabled: bool, show: bool = True) -> Iterator[None]:
     if show:
         stderr.print("starting the local model…")
     with LocalLLMServer() as server:
-        saved = {k: os.environ.get(k) for k in server.env}
-        os.environ.update(server.env)
+        # a CPU model answers in seconds: a longer deadline than a hosted endpoint's
+        env = {"TOOLROUTE_LLM_TIMEOUT_S": "90", **server.env}
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
         try:
             yield
         finally:

@@ -29,6 +29,8 @@ from typing import Any, TypeVar
 
 import jsonschema
 
+from toolroute.errors import ConfigError
+
 __all__ = [
     "AnswerCache",
     "ChatLLM",
@@ -57,13 +59,25 @@ class LLMConfig:
 
     @classmethod
     def from_env(cls) -> LLMConfig | None:
+        """``TOOLROUTE_LLM_BASE_URL`` (None when unset), ``_MODEL``, ``_API_KEY`` and
+        ``_TIMEOUT_S`` (seconds per request; default 20)."""
         url = os.environ.get("TOOLROUTE_LLM_BASE_URL")
         if not url:
             return None
+        raw = os.environ.get("TOOLROUTE_LLM_TIMEOUT_S", "20")
+        try:
+            timeout = float(raw)
+            if not timeout > 0:
+                raise ValueError
+        except ValueError:
+            raise ConfigError(
+                f"TOOLROUTE_LLM_TIMEOUT_S: expected seconds > 0, got {raw!r}"
+            ) from None
         return cls(
             base_url=url,
             model=os.environ.get("TOOLROUTE_LLM_MODEL", "default"),
             api_key=os.environ.get("TOOLROUTE_LLM_API_KEY"),
+            timeout_s=timeout,
         )
 
 
@@ -203,7 +217,8 @@ class ChatLLM:
         """(validated JSON answer, True) or (``fallback()``, False) on any failure.
 
         ``max_tokens`` bounds this answer (default: the config's); short answers are the main
-        lever on a small local model's latency (generation runs at ~17 tokens/s on 2 cores).
+        lever on a small local model's latency: on CPU an output token costs 2–4 prompt
+        tokens (stage costs in benchmarks/results/llm_stages.md).
         """
         key = hashlib.sha256(
             json.dumps([self.config.model, stage, system, user, schema], sort_keys=True).encode()
