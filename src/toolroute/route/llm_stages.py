@@ -14,8 +14,8 @@ strategy notes say so (``--explain``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -76,23 +76,41 @@ SUBTASKS = {
 }
 
 
+T = TypeVar("T")
+
+
+def _ask(
+    llm: ChatLLM | None,
+    stage: str,
+    system: str,
+    user: str,
+    schema: dict[str, Any],
+    fallback: Callable[[], T],
+    read: Callable[[Any], T],
+) -> tuple[T, bool]:
+    """(``read(answer)``, True) when a model answers in shape, else (``fallback()``, False)."""
+    if llm is None:
+        return fallback(), False
+    answer, used = llm.json(stage, system, user, schema, fallback)
+    return (read(answer) if used else answer), used
+
+
 def decompose(llm: ChatLLM | None, query: str) -> tuple[list[str], bool]:
     """Sub-queries of a compound request (seed 003 §4.5); fallback: offline clause split."""
 
     def fallback() -> list[str]:
         return split_intents(query) or [query]
 
-    if llm is None:
-        return fallback(), False
-    answer, used = llm.json(
+    return _ask(
+        llm,
         "decompose",
         "Split the user's request into the separate tool-using steps it needs. Answer JSON "
         '{"sub_queries": ["step", ...]}; one step if it is a single action.',
         prompt_text(query),
         DECOMPOSE,
         fallback,
+        lambda a: list(a["sub_queries"]),
     )
-    return (list(answer["sub_queries"]) if used else answer), used
 
 
 def classify(llm: ChatLLM | None, query: str, servers: Sequence[str]) -> tuple[bool, bool]:
@@ -101,17 +119,16 @@ def classify(llm: ChatLLM | None, query: str, servers: Sequence[str]) -> tuple[b
     def fallback() -> bool:
         return len(split_intents(query)) >= 2
 
-    if llm is None:
-        return fallback(), False
-    answer, used = llm.json(
+    return _ask(
+        llm,
         "complexity",
         "Decide if the request needs several different tools (complex) or one (simple). "
         'Answer JSON {"complex": true|false}.',
         f"Request: {prompt_text(query)}\nCandidate servers: {', '.join(servers)}",
         COMPLEXITY,
         fallback,
+        lambda a: bool(a["complex"]),
     )
-    return (bool(answer["complex"]) if used else bool(answer)), used
 
 
 def select(
@@ -170,17 +187,16 @@ def functional_subtasks(llm: ChatLLM | None, query: str) -> tuple[list[dict[str,
             {"domain": "", "operation": c, "target": ""} for c in (split_intents(query) or [query])
         ]
 
-    if llm is None:
-        return fallback(), False
-    answer, used = llm.json(
+    return _ask(
+        llm,
         "subtask",
         "Describe each tool-using step of the request functionally. Answer JSON "
         '{"subtasks": [{"domain": "...", "operation": "...", "target": "..."}]}.',
         prompt_text(query),
         SUBTASKS,
         fallback,
+        lambda a: list(a["subtasks"]),
     )
-    return (list(answer["subtasks"]) if used else answer), used
 
 
 def subtask_text(subtask: dict[str, Any]) -> str:
