@@ -141,6 +141,21 @@ def embedder() -> HashingEmbedder:
     return HashingEmbedder()
 
 
+def read_json(handler: BaseHTTPRequestHandler) -> Any:
+    """The JSON body of the request ``handler`` is serving."""
+    return json.loads(handler.rfile.read(int(handler.headers["Content-Length"])))
+
+
+def reply_json(handler: BaseHTTPRequestHandler, status: int, body: object) -> None:
+    """Answer the request ``handler`` is serving with ``body`` as JSON."""
+    payload = json.dumps(body).encode()
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(payload)))
+    handler.end_headers()
+    handler.wfile.write(payload)
+
+
 @contextmanager
 def loopback_http(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
     """A real HTTP server on 127.0.0.1 (a free port) with ``handler``; yields its /v1 base URL."""

@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import HashingEmbedder, loopback_http
+from tests.conftest import HashingEmbedder, loopback_http, read_json, reply_json
 from toolroute import Router
 from toolroute.llm.client import PROMPT_CHARS, ChatLLM, LLMConfig
 from toolroute.route import llm_stages
@@ -22,26 +21,19 @@ SEEN: list[dict[str, object]] = []
 
 class _Replay(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        SEEN.append(body)
+        SEEN.append(read_json(self))
         answer = ANSWERS.pop(0) if ANSWERS else "not json at all"
         if answer.startswith("HTTP "):
-            reason = b'{"error": "request exceeds the context size"}'
-            self.send_response(int(answer[5:]))
-            self.send_header("Content-Length", str(len(reason)))
-            self.end_headers()
-            self.wfile.write(reason)
+            reply_json(self, int(answer[5:]), {"error": "request exceeds the context size"})
             return
-        payload = json.dumps(
+        reply_json(
+            self,
+            200,
             {
                 "choices": [{"message": {"content": answer}}],
                 "usage": {"prompt_tokens": 40, "completion_tokens": 9},
-            }
-        ).encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+            },
+        )
 
     def log_message(self, *args: object) -> None:
         pass

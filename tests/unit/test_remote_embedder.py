@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 
 import numpy as np
 import pytest
 
-from tests.conftest import HashingEmbedder, loopback_http
+from tests.conftest import HashingEmbedder, loopback_http, read_json, reply_json
 from toolroute.embed.remote import OpenAIEmbedder, SentenceTransformerEmbedder
 from toolroute.errors import EmbedError
 
@@ -18,7 +17,7 @@ SEEN: list[dict[str, object]] = []
 
 class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = read_json(self)
         SEEN.append({"path": self.path, "auth": self.headers.get("Authorization"), **body})
         if body["model"] == "broken":
             self.send_response(500)
@@ -27,12 +26,7 @@ class _Handler(BaseHTTPRequestHandler):
         vecs = HashingEmbedder().embed(body["input"])
         # Out of order on purpose: clients must sort by index.
         data = [{"index": i, "embedding": v.tolist()} for i, v in enumerate(vecs)][::-1]
-        payload = json.dumps({"data": data}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+        reply_json(self, 200, {"data": data})
 
     def log_message(self, *args: object) -> None:
         pass
