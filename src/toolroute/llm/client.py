@@ -217,7 +217,7 @@ class ChatLLM:
         """(validated JSON answer, True) or (``fallback()``, False) on any failure.
 
         ``max_tokens`` bounds this answer (default: the config's); short answers are the main
-        lever on a small local model's latency: on CPU an output token costs 2–4 prompt
+        lever on a small local model's latency: on CPU output tokens cost far more than prompt
         tokens (stage costs in benchmarks/results/llm_stages.md).
         """
         key = hashlib.sha256(
