@@ -38,9 +38,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from toolroute.errors import ConfigError
+from toolroute.errors import ConfigError, StoreError
 from toolroute.llm.client import LLMConfig
 from toolroute.route.gate import Preconditions
+from toolroute.store.base import StoreTarget, parse_store_target
 
 __all__ = ["SEPARATOR", "GatewayConfig", "HttpSpec", "StdioSpec", "load_config"]
 
@@ -140,7 +141,8 @@ class GatewayConfig:
     """Downstream servers and toolroute's settings."""
 
     servers: dict[str, StdioSpec | HttpSpec]
-    store: Path | None = None
+    store: StoreTarget | None = None
+    """A directory (SQLite) or a ``postgresql://`` URL shared by gateway replicas."""
     strategy: str = "default"
     k: int = 5
     call_timeout_s: float = 30.0
@@ -263,7 +265,7 @@ def load_config(path: str | Path, settings: str | Path | None = None) -> Gateway
     return GatewayConfig(
         llm=llm,
         servers=servers,
-        store=Path(s.store).expanduser() if s.store else None,
+        store=_store(toml_path, s.store),
         strategy=s.strategy,
         k=s.k,
         call_timeout_s=s.call_timeout_s,
@@ -286,3 +288,13 @@ def load_config(path: str | Path, settings: str | Path | None = None) -> Gateway
             k: v.model_dump(exclude_none=True, exclude=_GATE_FIELDS) for k, v in t.tools.items()
         },
     )
+
+
+def _store(toml_path: Path | None, value: str | None) -> StoreTarget | None:
+    """``store =``: a ``postgresql://`` URL as is, anything else a path (``~`` expanded)."""
+    if not value:
+        return None
+    try:
+        return parse_store_target(value)
+    except StoreError as e:
+        raise ConfigError(f"{toml_path}: {e}") from None

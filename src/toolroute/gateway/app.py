@@ -23,7 +23,8 @@ from toolroute.route.strategy import RouteParams
 from toolroute.router import IndexReport, Router
 from toolroute.sources.pool import Downstream, DownstreamPool
 from toolroute.sources.sync import ServerStatus, catalog_from_listing, list_all
-from toolroute.store import Store, default_store_dir
+from toolroute.store import Store, StoreTarget, default_store_target, is_store_url
+from toolroute.store.watch import follow_store
 
 __all__ = ["SyncResult", "make_gateway", "running_pool", "serve", "sync_once", "sync_router"]
 
@@ -39,13 +40,15 @@ class SyncResult:
         return {"servers": {s.name: s.to_dict() for s in self.servers}, **self.index.to_dict()}
 
 
-def gateway_store_dir(config: GatewayConfig) -> Path:
+def gateway_store_dir(config: GatewayConfig) -> StoreTarget:
     """Default store of a gateway: one per config file under the per-user data dir, so two
-    gateways (or a gateway and `toolroute route`) never overwrite each other's catalog."""
-    if config.path is None:
-        return default_store_dir()
+    gateways (or a gateway and `toolroute route`) never overwrite each other's catalog;
+    ``TOOLROUTE_STORE=postgresql://…`` is shared as is (replicas)."""
+    default = default_store_target()
+    if config.path is None or is_store_url(default):
+        return default
     digest = hashlib.sha256(str(config.path).encode()).hexdigest()[:12]
-    return default_store_dir() / "gateways" / f"{config.path.stem}-{digest}"
+    return Path(default) / "gateways" / f"{config.path.stem}-{digest}"
 
 
 def make_pool(config: GatewayConfig) -> DownstreamPool:
@@ -83,8 +86,9 @@ async def sync_router(
     listing = await list_all(pool, config.connect_timeout_s)
     with Store(store_dir) as store:
         previous = store.load_catalog() if store.tool_hashes() else None
+        local_dir = store.directory
     catalog, statuses = catalog_from_listing(config, listing, previous)
-    llm = ChatLLM(config.llm, cache_path=llm_cache_path(store_dir)) if config.llm else None
+    llm = ChatLLM(config.llm, cache_path=llm_cache_path(local_dir)) if config.llm else None
     router = Router(catalog, store=store_dir, embedder=embedder, params=RouteParams(llm=llm))
     report = router.index()
     return router, SyncResult(statuses, report)
@@ -112,6 +116,7 @@ async def serve(
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_watch_changes, config, pool, gateway)
+                tg.start_soon(follow_store, gateway)  # replicas of a shared store
                 if transport == "stdio":
                     from mcp.server.stdio import stdio_server
 
