@@ -117,7 +117,7 @@ class LocalPostgres:
         data = self._root / "data"
         if (data / "postmaster.pid").exists():
             subprocess.run(
-                [*self._as, str(self.bin_dir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w",
+                [*self._as, str(self.bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w",
                  "-t", "60", "stop"],
                 capture_output=True, timeout=90, check=False,
             )  # fmt: skip
