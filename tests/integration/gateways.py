@@ -72,7 +72,7 @@ class GatewayProcess:
                     return
                 except OSError:
                     if self.proc.poll() is not None:
-                        raise RuntimeError(f"toolroute serve exited: {self.log.read_text()}")
+                        raise RuntimeError(f"serve exited: {self.log.read_text()}") from None
                     await anyio.sleep(0.2)
 
     def stop(self) -> None:

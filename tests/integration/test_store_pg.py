@@ -9,14 +9,18 @@ import subprocess
 import sys
 import threading
 import uuid
+from pathlib import Path
+from typing import Any
 
 import anyio
 import numpy as np
 import psycopg
 import pytest
+from mcp import Client
 
 from tests.conftest import REPO, SMALL_CATALOG, HashingEmbedder
 from tests.fixtures.outcome_writer import catalog as writer_catalog
+from tests.integration.gateways import GatewayProcess, write_config
 from toolroute.catalog import catalog_from_dict
 from toolroute.economics import ServerStats, ToolStats
 from toolroute.errors import StoreError
@@ -184,10 +188,8 @@ def test_a_catalog_change_is_notified_to_listeners_and_a_no_op_sync_is_not(url: 
                 st.sync_catalog(_catalog())  # unchanged: no notification
                 st.sync_catalog(_catalog(lambda d: d["servers"].pop()))
             with anyio.fail_after(10):
-                async for n in conn.notifies(stop_after=2):
-                    got.append(n.payload)
-            async for n in conn.notifies(timeout=0.2):
-                got.append(n.payload)
+                got.extend([n.payload async for n in conn.notifies(stop_after=2)])
+            got.extend([n.payload async for n in conn.notifies(timeout=0.2)])
         return got
 
     assert anyio.run(main) == ["1", "2"]
@@ -211,3 +213,46 @@ def test_recorded_outcome_reaches_another_replicas_ranking_on_reload(url: str) -
     finally:
         a.close()
         b.close()
+
+
+def _names(result: Any) -> list[str]:
+    return [c["name"] for c in result.structured_content["candidates"]]
+
+
+def test_replica_b_sees_a_tool_added_on_replica_a_and_a_outcomes_in_its_ranking(
+    pg: LocalPostgres, tmp_path: Path
+) -> None:
+    """Two gateway processes, one database: A's downstream adds a tool and A resyncs; B finds
+    it (NOTIFY). Failures recorded on A move B's EHRR ranking (stats refresh)."""
+    url = pg.create_database(f"rep_{uuid.uuid4().hex[:12]}")
+    config = write_config(tmp_path / "gw", url, changing=True, strategy="ehrr")
+    a, b = GatewayProcess(config), GatewayProcess(config)
+    query = {"query": "translate Klingon poetry into haiku", "k": 3}
+    time_query = {"query": "what is the current time in a timezone", "k": 2}
+
+    async def main() -> None:
+        await a.ready()
+        await b.ready()
+        async with Client(a.url, mode="legacy") as ca, Client(b.url, mode="legacy") as cb:
+            assert "changing__fresh_tool" not in _names(await cb.call_tool("find_tools", query))
+            before = _names(await cb.call_tool("find_tools", time_query))
+            r = await ca.call_tool("call_tool", {"name": "changing__add_tool", "arguments": {}})
+            assert not r.is_error
+            with anyio.fail_after(60):  # A resyncs on tools/list_changed, B on NOTIFY
+                while "changing__fresh_tool" not in _names(await cb.call_tool("find_tools", query)):
+                    await anyio.sleep(0.1)
+            assert before[0] == "time__get_current_time"
+            bad = {"name": before[0], "arguments": {"timezone": "Not/AZone"}}
+            for _ in range(25):  # failing calls of B's top tool, made on A
+                assert (await ca.call_tool("call_tool", bad)).is_error
+            with anyio.fail_after(60):
+                while _names(await cb.call_tool("find_tools", time_query))[0] == before[0]:
+                    await anyio.sleep(0.1)
+
+    try:
+        anyio.run(main)
+    finally:
+        a.stop()
+        b.stop()
+    with Store(url) as st:
+        assert st.outcome_count() == 26
