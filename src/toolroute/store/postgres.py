@@ -12,7 +12,11 @@ adds for replicas:
   replicas ``LISTEN`` (:mod:`toolroute.store.watch`) and reload;
 - statistics are updated in one statement per row (``stats_update="sql"``, the default) or by
   ``SELECT … FOR UPDATE`` then an update computed in Python (``"lock"``);
-  ``benchmarks/store_bench.py`` measures both.
+  ``benchmarks/store_bench.py`` measures both;
+- routing events are committed without waiting for the WAL flush (audit rows, one per
+  find_tools); outcomes and statistics wait for it unless the URL says otherwise
+  (``?options=-c%20synchronous_commit%3Doff``: a PostgreSQL crash may then lose the last
+  calls' outcomes, a gateway crash still loses nothing committed).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import psycopg
 from toolroute.economics import DEFAULT_SMOOTHING, ServerStats, Smoothing, ToolStats
 from toolroute.errors import StoreError
 from toolroute.stats import Outcome
+from toolroute.store import sql
 from toolroute.store.base import default_store_dir, redact_url
 from toolroute.store.common import Row, Store, replica_name
 
@@ -115,6 +120,15 @@ class PostgresStore(Store):
             yield
         finally:
             self._rows("SELECT pg_advisory_unlock(?)", (_LOCK_BUILD,))
+
+    def record_event(self, event_json: str) -> None:
+        """Append one routing event without waiting for its WAL flush (``synchronous_commit``
+        off for this transaction only): an audit row must not add a disk flush to every
+        find_tools. A PostgreSQL crash may lose the last events, never a half-written one;
+        outcomes and statistics keep the server's durability setting."""
+        with self._tx():
+            self._rows("SET LOCAL synchronous_commit TO OFF")
+            self._rows(sql.INSERT_EVENT, (event_json,))
 
     def record_outcome(
         self,
