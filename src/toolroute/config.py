@@ -6,7 +6,8 @@ plus toolroute's own settings in a ``toolroute.toml``.
 
     # toolroute.toml (optional; next to the JSON, or --settings FILE)
     [toolroute]
-    store = "~/.local/share/toolroute"   # default: the per-user data dir
+    store = "~/.local/share/toolroute"   # default: the per-user data dir; or a
+                                         # "postgresql://…" URL shared by gateway replicas
     strategy = "default"
     k = 5
     call_timeout_s = 30

@@ -212,3 +212,24 @@ def test_cli_store_url_makes_no_directory_and_fails_in_one_line(
     assert result.output.strip().startswith("error: postgresql://me:***@127.0.0.1")
     assert len(result.output.strip().splitlines()) == 1
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_gateway_on_sqlite_follows_no_other_replica(tmp_path: Path) -> None:
+    import anyio
+
+    from toolroute.store.watch import follow_store
+
+    class _Router:
+        store = Store(tmp_path)
+
+    class _Gateway:
+        router = _Router()
+
+    async def main() -> None:
+        with anyio.fail_after(5):
+            await follow_store(_Gateway())  # returns at once: nothing to follow
+
+    try:
+        anyio.run(main)
+    finally:
+        _Router.store.close()

@@ -24,21 +24,38 @@ log = logging.getLogger(__name__)
 
 STATS_INTERVAL_S = 0.5
 """How often a replica looks for other replicas' outcomes (s)."""
+RETRY_S = 2.0
+"""Wait before reconnecting to a store that dropped the notification connection (s)."""
 
 
 async def follow_store(gateway: Any, *, stats_interval_s: float = STATS_INTERVAL_S) -> None:
     """Keep ``gateway``'s router in step with its shared store; returns at once for a store
-    no other replica writes (SQLite). Runs until cancelled."""
-    from toolroute.store.postgres import CATALOG_CHANNEL, PostgresStore
+    no other replica writes (SQLite). Runs until cancelled; a lost database connection is
+    logged and retried (the replica keeps serving what it has meanwhile)."""
+    from toolroute.store.postgres import PostgresStore
 
-    store = gateway.router.store
-    if not isinstance(store, PostgresStore):
+    if not isinstance(gateway.router.store, PostgresStore):
         return
     import psycopg
 
-    async with await psycopg.AsyncConnection.connect(store.url, autocommit=True) as conn:
+    while True:
+        try:
+            await _follow(gateway, stats_interval_s)
+        except psycopg.Error as e:
+            log.warning("shared store unreachable (%s); retrying in %.0f s", e, RETRY_S)
+            await anyio.sleep(RETRY_S)
+
+
+async def _follow(gateway: Any, stats_interval_s: float) -> None:
+    import psycopg
+
+    from toolroute.store.postgres import CATALOG_CHANNEL
+
+    url = gateway.router.store.url
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
         await conn.execute(f"LISTEN {CATALOG_CHANNEL}")
         seen = await _last_outcome(conn)
+        await _reload_catalog(gateway)  # whatever changed while not listening
         while True:
             notified = False
             async for _ in conn.notifies(timeout=stats_interval_s, stop_after=1):
