@@ -265,68 +265,51 @@ class Store:
         y = 1.0 if outcome.success else 0.0
         fail = 1.0 if outcome.server_failed else 0.0
         lat = outcome.latency_s
-        with self._tx():
-            s = self._rows(
-                sql.UPSERT_SERVER_STATS,
-                (
-                    outcome.server,
-                    server.success,
-                    server.variance,
-                    server.fail_prob,
-                    server.latency_s,
-                    server.calls,
-                    lam.rate,
-                    lam.rate,
-                    y,
-                    lam.variance,
-                    lam.variance,
-                    y,
-                    y,
-                    lam.fail,
-                    lam.fail,
-                    fail,
-                    lam.latency,
-                    lam.latency,
-                    lat,
-                ),
-            )[0]
-            t = self._rows(
-                sql.UPSERT_TOOL_STATS,
-                (
-                    outcome.server,
-                    outcome.tool,
-                    tool.success,
-                    tool.latency_s,
-                    tool.calls,
-                    lam.rate,
-                    lam.rate,
-                    y,
-                    lam.latency,
-                    lam.latency,
-                    lat,
-                ),
-            )[0]
-            # After the two row locks: per tool, outcome ids follow the order of the updates.
-            self._insert_outcome(outcome)
+        server_params = (
+            outcome.server,
+            server.success,
+            server.variance,
+            server.fail_prob,
+            server.latency_s,
+            server.calls,
+            *(lam.rate, lam.rate, y),
+            *(lam.variance, lam.variance, y, y),
+            *(lam.fail, lam.fail, fail),
+            *(lam.latency, lam.latency, lat),
+        )
+        tool_params = (
+            outcome.server,
+            outcome.tool,
+            tool.success,
+            tool.latency_s,
+            tool.calls,
+            *(lam.rate, lam.rate, y),
+            *(lam.latency, lam.latency, lat),
+        )
+        row = self._write_outcome(server_params, tool_params, self._outcome_row(outcome))
         return (
-            ServerStats(
-                success=s[0], variance=s[1], fail_prob=s[2], latency_s=s[3], calls=int(s[4])
-            ),
-            ToolStats(success=t[0], latency_s=t[1], calls=int(t[2])),
+            ServerStats(row[0], row[1], row[2], row[3], int(row[4])),
+            ToolStats(success=row[5], latency_s=row[6], calls=int(row[7])),
         )
 
-    def _insert_outcome(self, outcome: Outcome) -> None:
-        self._rows(
-            sql.INSERT_OUTCOME,
-            (
-                time.time(),
-                outcome.server,
-                outcome.tool,
-                int(outcome.success),
-                outcome.latency_s,
-                int(outcome.server_failed),
-                self.replica,
-            ),
+    def _write_outcome(self, server: Row, tool: Row, outcome: Row) -> Row:
+        """The stored server and tool states after the update, as one row."""
+        with self._tx():
+            s = self._rows(sql.UPSERT_SERVER_STATS, server)[0]
+            t = self._rows(sql.UPSERT_TOOL_STATS, tool)[0]
+            # After the two row locks: per tool, outcome ids follow the order of the updates.
+            self._rows(sql.INSERT_OUTCOME, outcome)
+        return (*s, *t)
+
+    def _outcome_row(self, outcome: Outcome) -> Row:
+        return (
+            time.time(),
+            outcome.server,
+            outcome.tool,
+            int(outcome.success),
+            outcome.latency_s,
+            int(outcome.server_failed),
+            self.replica,
         )
 
     def load_stats(self) -> tuple[dict[str, ServerStats], dict[ToolKey, ToolStats]]:

@@ -141,6 +141,10 @@ class PostgresStore(Store):
             return super().record_outcome(outcome, server, tool, smoothing)
         return self._record_locked(outcome, server, tool, smoothing or DEFAULT_SMOOTHING)
 
+    def _write_outcome(self, server: Row, tool: Row, outcome: Row) -> Row:
+        """One statement, one round trip (sql.RECORD_OUTCOME_CHAINED)."""
+        return self._rows(sql.RECORD_OUTCOME_CHAINED, (*server, *tool, *outcome))[0]
+
     def _record_locked(
         self, outcome: Outcome, server: ServerStats, tool: ToolStats, lam: Smoothing
     ) -> tuple[ServerStats, ToolStats]:
@@ -198,7 +202,7 @@ class PostgresStore(Store):
                     " WHERE server = ? AND tool = ?",
                     (tool.success, tool.latency_s, tool.calls, *key),
                 )
-            self._insert_outcome(outcome)
+            self._rows(sql.INSERT_OUTCOME, self._outcome_row(outcome))
         return server, tool
 
 

@@ -152,3 +152,14 @@ OUTCOME_COUNTS = (
 )
 OUTCOME_COUNT = "SELECT count(*) FROM outcomes"
 LAST_OUTCOME = "SELECT coalesce(max(id), 0) FROM outcomes"
+
+# PostgreSQL runs the three writes of an outcome as one statement (one round trip, row locks
+# held for less time): data-modifying CTEs chained so the server row is locked first, then the
+# tool row, then the outcome appended. The same statements as above, fed from the CTE before.
+RECORD_OUTCOME_CHAINED = (
+    "WITH srv AS (" + UPSERT_SERVER_STATS + "), tl AS ("
+    + UPSERT_TOOL_STATS.replace("VALUES (?, ?, ?, ?, ?)", "SELECT ?, ?, ?, ?, ? FROM srv")
+    + "), o AS ("
+    + INSERT_OUTCOME.replace("VALUES (?, ?, ?, ?, ?, ?, ?)", "SELECT ?, ?, ?, ?, ?, ?, ? FROM tl")
+    + ") SELECT srv.*, tl.* FROM srv, tl"
+)  # fmt: skip
