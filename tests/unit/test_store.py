@@ -233,3 +233,29 @@ def test_a_gateway_on_sqlite_follows_no_other_replica(tmp_path: Path) -> None:
         anyio.run(main)
     finally:
         _Router.store.close()
+
+
+def test_store_package_api_is_pinned_and_store_opens_the_backend_of_its_target(
+    tmp_path: Path,
+) -> None:
+    import toolroute.store as package
+    from toolroute.store.sqlite import SqliteStore
+
+    assert sorted(package.__all__) == sorted(
+        [
+            "FORMAT_VERSION",
+            "SCHEMA_VERSION",
+            "Store",
+            "StoreInterface",
+            "StoreTarget",
+            "SyncReport",
+            "catalog_digest",
+            "default_store_dir",
+            "default_store_target",
+            "is_store_url",
+            "parse_store_target",
+            "redact_url",
+        ]
+    )
+    with Store(tmp_path) as st:
+        assert isinstance(st, SqliteStore) and isinstance(st, Store) and not st.shared
