@@ -1,7 +1,7 @@
 """Store benchmark: SQLite vs PostgreSQL (issue 15). Starts a local PostgreSQL (the machine's
 initdb/pg_ctl, default durability settings: fsync on, synchronous_commit on).
 
-    python benchmarks/store_bench.py [--writes 1000] [--repeats 3] [--skip-replicas]
+    python benchmarks/store_bench.py [--writes N] [--repeats N] [--sections writes,route,replicas]
 
 1. Outcome-write throughput: each replica is a process recording ``--writes`` seeded outcomes
    on the same 10 tools through a StatsBook (tests/fixtures/outcome_writer.py), all replicas
@@ -278,20 +278,31 @@ def main() -> None:
     ap.add_argument("--writes", type=int, default=1000, help="outcomes per replica")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=3, help="passes over the queries")
-    ap.add_argument("--skip-replicas", action="store_true")
+    ap.add_argument(
+        "--sections",
+        default="writes,route,replicas",
+        help="comma-separated sections to run; the others keep their saved results",
+    )
     args = ap.parse_args()
     if not (SHARED / "union" / "catalog.json").is_file():
         raise SystemExit(f"error: {SHARED}/union/catalog.json not found (../shared missing)")
     from toolroute.store.local_pg import LocalPostgres
 
-    with LocalPostgres() as pg:
-        writes = bench_writes(pg, args.writes, args.repeats)
-        route = bench_route(pg, args.rounds)
-        replicas = [] if args.skip_replicas else bench_replicas(pg, args.repeats)
+    sections = set(args.sections.split(","))
     RESULTS.mkdir(parents=True, exist_ok=True)
-    data = {"writes": writes, "route": route, "replicas": replicas}
-    (RESULTS / "store.json").write_text(json.dumps(data, indent=2) + "\n")
-    (RESULTS / "store.md").write_text(report(writes, route, replicas))
+    saved = RESULTS / "store.json"
+    data = json.loads(saved.read_text()) if saved.is_file() else {}  # sections not rerun
+    with LocalPostgres() as pg:
+        if "writes" in sections:
+            data["writes"] = bench_writes(pg, args.writes, args.repeats)
+        if "route" in sections:
+            data["route"] = bench_route(pg, args.rounds)
+        if "replicas" in sections:
+            data["replicas"] = bench_replicas(pg, args.repeats)
+    saved.write_text(json.dumps(data, indent=2) + "\n")
+    (RESULTS / "store.md").write_text(
+        report(data.get("writes", []), data.get("route", {}), data.get("replicas", []))
+    )
     print((RESULTS / "store.md").read_text())
 
 
