@@ -159,6 +159,14 @@ def bench_route(pg: Any, rounds: int) -> dict[str, Any]:
                     out[key]["postgresql"]["p50_ms"] / out[key]["sqlite"]["p50_ms"], 3
                 )
                 print(key, out[key], file=sys.stderr)
+        for name, r in routers.items():  # the event write alone (find_tools appends one)
+            times = []
+            for q in queries * rounds:
+                t = time.perf_counter()
+                r.store.record_event(json.dumps({"query": q}))
+                times.append((time.perf_counter() - t) * 1000)
+            out[f"event_write_p50_ms_{name}"] = round(statistics.median(times), 3)
+            print(name, "event write p50 ms", out[f"event_write_p50_ms_{name}"], file=sys.stderr)
         for r in routers.values():
             r.close()
     return out
@@ -227,9 +235,10 @@ def report(writes: list[dict[str, Any]], route: dict[str, Any], replicas: list[A
     lines = [
         "# Store: SQLite vs PostgreSQL (issue 15)",
         "",
-        "`python benchmarks/store_bench.py` on this machine (2 shared cores); PostgreSQL 15",
-        "local on loopback with its default durability (fsync, synchronous_commit on); SQLite",
-        "WAL with synchronous=NORMAL. Medians of the repeats.",
+        "`python benchmarks/store_bench.py` on this machine (2 cores shared with other jobs:",
+        "load average about 25 during the runs, so absolute figures are low and noisy);",
+        "PostgreSQL 15 local on loopback with its default durability (fsync,",
+        "synchronous_commit on); SQLite WAL with synchronous=NORMAL. Medians of the repeats.",
         "",
         "## Outcome writes (all replicas on the same 10 tools, started together)",
         "",
@@ -255,6 +264,13 @@ def report(writes: list[dict[str, Any]], route: dict[str, Any], replicas: list[A
                 f"| {key} | {s['p50_ms']} / {s['p95_ms']} | {p['p50_ms']} / {p['p95_ms']} |"
                 f" {v['ratio_p50']} |"
             )
+    if "event_write_p50_ms_sqlite" in route:
+        lines += [
+            "",
+            "Routing event write alone (one per find_tools), p50: SQLite"
+            f" {route['event_write_p50_ms_sqlite']} ms, PostgreSQL"
+            f" {route['event_write_p50_ms_postgresql']} ms.",
+        ]
     if replicas:
         lines += [
             "",
