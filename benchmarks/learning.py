@@ -69,14 +69,14 @@ async def run_once(
         cfg = load_config(_config(Path(tmp), fail_share, latency_s, seed))
         async with running_pool(cfg) as pool:
             router, _ = await sync_router(cfg, pool, embedder=embedder)
-            gw = Gateway(router, pool, k=2, strategy=strategy, call_timeout_s=20)
+            gw = Gateway(router, pool, k=4, strategy=strategy, call_timeout_s=20)
             firsts: list[str] = []
             failures = 0
             try:
                 async with Client(gw.server, mode="legacy", raise_exceptions=True) as c:
                     with anyio.fail_after(max_calls * 5):
                         for i in range(max_calls):
-                            found = await c.call_tool("find_tools", {"query": QUERY, "k": 2})
+                            found = await c.call_tool("find_tools", {"query": QUERY, "k": 4})
                             cands = found.structured_content["candidates"]
                             top = next(x for x in cands if x["tool"] == TOOL)
                             firsts.append(top["server"])
