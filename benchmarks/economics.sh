@@ -22,6 +22,9 @@ $TR simulate $L $S --providers 3 --planner oracle -n 3 --attempts 2 --prices pos
 # The estimators against ehrr, paired (same runs' setting as simulate-market).
 $TR simulate $L -s ehrr -s ehrr-beta -s ehrr-ts -s ehrr-ucb --baseline ehrr --providers 3 \
     --planner oracle -n 3 --attempts 2 --seeds 10 --out "$R/simulate-market-estimators"
+# Where EHRR's success goes in the market: its ablations, same setting.
+$TR simulate $L -s cascade -s ehrr -s ehrr-no-auction -s ehrr-no-exec -s ehrr-flat \
+    --providers 3 --planner oracle -n 3 --attempts 2 --seeds 10 --out "$R/simulate-market-ablations"
 
 # Real executions: calls until the reliable provider ranks first (both workloads).
 rm -f "$R/learning.md"
