@@ -25,6 +25,9 @@ $TR simulate $L -s ehrr -s ehrr-beta -s ehrr-ts -s ehrr-ucb --baseline ehrr --pr
 # Where EHRR's success goes in the market: its ablations, same setting.
 $TR simulate $L -s cascade -s ehrr -s ehrr-no-auction -s ehrr-no-exec -s ehrr-flat \
     --providers 3 --planner oracle -n 3 --attempts 2 --seeds 10 --out "$R/simulate-market-ablations"
+# Without a server shortlist: similarity (hybrid) vs EHRR's tool layer and auction (ehrr-flat).
+$TR simulate $L -s hybrid -s ehrr-flat -s cascade --baseline hybrid \
+    --providers 3 --planner oracle -n 3 --attempts 2 --seeds 10 --out "$R/simulate-market-flat"
 
 # Real executions: calls until the reliable provider ranks first (both workloads).
 rm -f "$R/learning.md"
