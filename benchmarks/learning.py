@@ -109,22 +109,40 @@ def main() -> None:
     ap.add_argument("--fail-share", type=float, default=0.6)
     ap.add_argument("--latency-s", type=float, default=0.05)
     ap.add_argument("--max-calls", type=int, default=30)
+    ap.add_argument("--workload", choices=["follow", "alternate"], default="follow")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
-    strategies = args.strategy or ["ehrr", "ehrr-beta", "ehrr-ts", "hybrid"]
+    strategies = args.strategy or ["ehrr", "ehrr-beta", "ehrr-ts", "ehrr-ucb", "hybrid"]
     embedder = OnnxEmbedder()
     rows = [
-        anyio.run(run_once, s, seed, args.fail_share, args.latency_s, args.max_calls, embedder)
+        anyio.run(
+            run_once,
+            s,
+            seed,
+            args.fail_share,
+            args.latency_s,
+            args.max_calls,
+            embedder,
+            args.workload,
+        )
         for s in strategies
         for seed in range(args.seeds)
     ]
+    loop = {
+        "follow": "find_tools, then call_tool on the first candidate (the agent follows the "
+        "ranking)",
+        "alternate": "find_tools, then call_tool on clock-a and clock-b in turn (the ranking "
+        "is only watched)",
+    }[args.workload]
     lines = [
-        "### Learning from real executions: calls until the reliable provider ranks first",
+        f"### Learning from real executions ({args.workload}): calls until the reliable "
+        "provider ranks first",
         "",
         f"clock-a = mcp-server-time behind flaky_proxy.py (fails {args.fail_share:.0%} of calls, "
-        f"+{args.latency_s} s), listed first; clock-b = mcp-server-time. Agent loop: find_tools, "
-        f"call_tool on the first candidate; stop after clock-b is first 5 times in a row or "
-        f"{args.max_calls} calls. Proxy seeds 0..{args.seeds - 1}.",
+        f"+{args.latency_s} s), listed first; clock-b = mcp-server-time. Each round: {loop}; "
+        f"stop after clock-b is first 5 times in a row or {args.max_calls} calls. "
+        f"Proxy seeds 0..{args.seeds - 1}. Command: `.venv/bin/python benchmarks/learning.py "
+        f"--seeds {args.seeds} --workload {args.workload}`.",
         "",
         "| strategy | calls until reliable first (per seed) | mean | failed calls (mean) | "
         "stayed first |",
