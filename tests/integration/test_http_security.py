@@ -284,7 +284,9 @@ def test_client_scope_keeps_promotions_across_inspector_cli_processes(gw: Gw) ->
         return result
 
     call = ["name=time__get_current_time", 'arguments={"timezone": "Asia/Tokyo"}']
-    refused = inspector("call_tool", *call, error=True)  # one process = one session: nothing promoted
+    refused = inspector(
+        "call_tool", *call, error=True
+    )  # one process = one session: nothing promoted
     assert refused["isError"] and "tool_not_available" in refused["content"][0]["text"]
     found = inspector("find_tools", "query=what time is it in Tokyo", "k=2")
     assert "time__get_current_time" in found["content"][0]["text"]
@@ -344,12 +346,16 @@ def test_client_scope_without_tokens_keys_on_the_header_else_the_client_name(
                 with anyio.fail_after(60):
                     assert await call("agent-1", "same") == "tool_not_available"
                     async with client("agent-1", "same") as c:
-                        await c.call_tool("find_tools", {"query": "what time is it in Tokyo", "k": 2})
+                        await c.call_tool(
+                            "find_tools", {"query": "what time is it in Tokyo", "k": 2}
+                        )
                     assert await call("agent-1", "other-name") is None  # same header
                     assert await call("agent-2", "same") == "tool_not_available"
                     assert await call(None, "inspector") == "tool_not_available"
                     async with client(None, "inspector") as c:
-                        await c.call_tool("find_tools", {"query": "what time is it in Tokyo", "k": 2})
+                        await c.call_tool(
+                            "find_tools", {"query": "what time is it in Tokyo", "k": 2}
+                        )
                     assert await call(None, "inspector") is None  # same clientInfo.name
                     assert await call(None, "someone-else") == "tool_not_available"
                 server.should_exit = True
