@@ -272,7 +272,8 @@ def _markdown(rep: dict[str, Any]) -> str:
         lines.append(
             f"| {r['sessions']} | {r['offered_rate'] or 'unpaced'} | {r['duration_s']} "
             f"| {r['requests']} | {r['throughput_rps']} | {r['errors']} | {f['p50']} "
-            f"| {f['p99']} | {c['p50']} | {c['p99']} | {c['max']} | {r['gateway_cpu_pct']} / {r['client_cpu_pct']} "
+            f"| {f['p99']} | {c['p50']} | {c['p99']} | {c['max']} "
+            f"| {r['gateway_cpu_pct']} / {r['client_cpu_pct']} "
             f"| {r['gateway_rss_mb_before']} → {r['gateway_rss_mb_after']} | {r['open_all_s']} |"
         )
     lines += [
