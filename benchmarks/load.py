@@ -43,11 +43,16 @@ from mcp.types import CallToolResult
 PY = sys.executable
 TOOLROUTE = str(Path(PY).with_name("toolroute"))
 TIME_ARGS = ["-m", "mcp_server_time", "--local-timezone", "UTC"]
-QUERIES = [
-    "what time is it in Tokyo",
-    "current time in a timezone",
-    "tell me the local time in Berlin",
-    "what is the time right now in New York",
+CITIES = ["Tokyo", "Berlin", "New York", "Sydney", "Lagos", "Lima", "Oslo", "Delhi", "Austin"]
+QUERIES = [  # 36 distinct needs, so that no query cache makes find_tools look cheaper
+    template.format(city)
+    for template in (
+        "what time is it in {}",
+        "current local time in {}",
+        "tell me the time right now in {}",
+        "what is the current time in the {} timezone",
+    )
+    for city in CITIES
 ]
 ZONES = ["Asia/Tokyo", "Europe/Berlin", "America/New_York", "Australia/Sydney", "UTC"]
 CALLS_PER_FIND = 3
@@ -197,6 +202,7 @@ async def _run(url: str, pid: int, sessions: int, rate: float | None, duration: 
             for tool, ms in run.latency_ms.items()
         },
         "gateway_cpu_pct": round(100 * cpu / wall, 1),
+        "gateway_cpu_ms_per_request": round(1000 * cpu / done, 2) if done else None,
         "client_cpu_pct": round(100 * client_cpu / wall, 1),
         "gateway_rss_mb_before": round(rss_before / 1024, 1),
         "gateway_rss_mb_after": round(_rss_kb(pid) / 1024, 1),
@@ -264,8 +270,8 @@ def _markdown(rep: dict[str, Any]) -> str:
         "",
         "| sessions | offered req/s | s | requests | req/s | errors | find p50 ms | find p99 ms "
         "| call p50 ms | call p99 ms | call max ms | CPU % gateway / client "
-        "| gateway RSS MB before → after | open all s |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|",
+        "| gateway CPU ms/request | gateway RSS MB before → after | open all s |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|---:|",
     ]
     for r in rep["runs"]:
         f, c = r["latency_ms"]["find_tools"], r["latency_ms"]["call_tool"]
@@ -274,6 +280,7 @@ def _markdown(rep: dict[str, Any]) -> str:
             f"| {r['requests']} | {r['throughput_rps']} | {r['errors']} | {f['p50']} "
             f"| {f['p99']} | {c['p50']} | {c['p99']} | {c['max']} "
             f"| {r['gateway_cpu_pct']} / {r['client_cpu_pct']} "
+            f"| {r['gateway_cpu_ms_per_request']} "
             f"| {r['gateway_rss_mb_before']} → {r['gateway_rss_mb_after']} | {r['open_all_s']} |"
         )
     lines += [
