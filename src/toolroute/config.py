@@ -355,9 +355,7 @@ def _clients(source: Path, auth: _Auth | None) -> tuple[ClientAccess, ...]:
         if not token.strip():
             raise ConfigError(f"{source}: auth.{field}: the variable {env} is not set")
         if len(token) < 16:
-            raise ConfigError(
-                f"{source}: auth.{field}: the token in {env} is shorter than 16 characters"
-            )
+            raise ConfigError(f"{source}: auth.{field}: the token in {env} is under 16 characters")
         clients.append(ClientAccess(client, token, tuple(servers), tuple(tools)))
     if len({c.token for c in clients}) < len(clients):
         raise ConfigError(f"{source}: auth: two clients have the same token")
