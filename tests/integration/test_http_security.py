@@ -13,6 +13,7 @@ import json
 import os
 import re
 import secrets
+import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -23,6 +24,7 @@ from typing import Any
 
 import anyio
 import pytest
+import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -30,6 +32,9 @@ from mcp.types import Implementation
 
 from tests.conftest import REPO
 from tests.integration.test_gateway import INSPECTOR, TIME_MAIN, TOOLROUTE, needs_npm
+from toolroute.config import load_config
+from toolroute.embed.onnx import OnnxEmbedder
+from toolroute.gateway.app import http_app, make_gateway, running_pool, sync_router
 
 pytestmark = pytest.mark.integration
 
@@ -294,71 +299,111 @@ def test_client_scope_keeps_promotions_across_inspector_cli_processes(gw: Gw) ->
     assert not done.get("isError") and "Asia/Tokyo" in done["content"][0]["text"]
 
 
-def test_client_scope_without_tokens_keys_on_the_header_else_the_client_name(
-    tmp_path: Path,
-) -> None:
-    """No [auth]: the X-Toolroute-Client header names the client; without it, clientInfo.name."""
-    import uvicorn
-
-    from toolroute.config import load_config
-    from toolroute.embed.onnx import OnnxEmbedder
-    from toolroute.gateway.app import http_app, make_gateway, running_pool, sync_router
-
-    (tmp_path / "servers.json").write_text(
-        json.dumps(
-            {"mcpServers": {"time": {"command": sys.executable, "args": ["-c", TIME_MAIN, "y"]}}}
-        )
-    )
-    (tmp_path / "toolroute.toml").write_text(
-        f'[toolroute]\nstore = "{tmp_path / "store"}"\ncall_gate = "client"\n'
-    )
-    cfg = load_config(tmp_path / "servers.json")
-
-    async def main() -> None:
-        async with running_pool(cfg) as pool:
-            router, _ = await sync_router(cfg, pool, embedder=OnnxEmbedder())
-            gateway = make_gateway(cfg, router, pool)
-            server = uvicorn.Server(uvicorn.Config(http_app(cfg, gateway), log_level="warning"))
-            import socket
-
-            sock = socket.socket()
+@asynccontextmanager
+async def _in_process(cfg: Any, onnx: OnnxEmbedder) -> AsyncIterator[str]:
+    """The gateway of ``cfg`` served over HTTP in this event loop (the same app and guard as
+    ``toolroute serve``); yields its /mcp URL."""
+    async with running_pool(cfg) as pool:
+        router, _ = await sync_router(cfg, pool, embedder=onnx)
+        gateway = make_gateway(cfg, router, pool)
+        server = uvicorn.Server(uvicorn.Config(http_app(cfg, gateway), log_level="warning"))
+        with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             sock.listen(16)
             sock.setblocking(False)
-            local = Gw(sock.getsockname()[1], {}, tmp_path / "none", tmp_path / "none")
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(server.serve, [sock])
+                try:
+                    yield f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+                finally:
+                    server.should_exit = True
+        router.close()
 
-            @asynccontextmanager
-            async def client(header: str | None, name: str) -> AsyncIterator[Client]:
-                headers = {"X-Toolroute-Client": header} if header else {}
-                async with create_mcp_http_client(headers) as http:
-                    transport = streamable_http_client(local.url, http_client=http)
-                    info = Implementation(name=name, version="1")
-                    async with Client(transport, mode="legacy", client_info=info) as c:
-                        yield c
+
+@asynccontextmanager
+async def _as(
+    url: str, headers: dict[str, str], name: str = "test", **kw: Any
+) -> AsyncIterator[Client]:
+    async with create_mcp_http_client(headers) as http:
+        transport = streamable_http_client(url, http_client=http)
+        info = Implementation(name=name, version="1")
+        async with Client(transport, mode="legacy", client_info=info, **kw) as c:
+            yield c
+
+
+def _time_only(tmp_path: Path, toml: str, **more: Any) -> Any:
+    servers = {"time": {"command": sys.executable, "args": ["-c", TIME_MAIN, "y"]}, **more}
+    (tmp_path / "servers.json").write_text(json.dumps({"mcpServers": servers}))
+    (tmp_path / "toolroute.toml").write_text(
+        f'[toolroute]\nstore = "{tmp_path / "store"}"\n' + toml
+    )
+    return load_config(tmp_path / "servers.json")
+
+
+def test_client_scope_without_tokens_keys_on_the_header_else_the_client_name(
+    tmp_path: Path, onnx: OnnxEmbedder
+) -> None:
+    """No [auth]: the X-Toolroute-Client header names the client; without it, clientInfo.name."""
+    cfg = _time_only(tmp_path, 'call_gate = "client"\n')
+
+    async def main() -> None:
+        async with _in_process(cfg, onnx) as url:
+
+            def client(header: str | None, name: str) -> Any:
+                return _as(url, {"X-Toolroute-Client": header} if header else {}, name)
 
             async def call(header: str | None, name: str) -> str | None:
                 async with client(header, name) as c:
                     r = await c.call_tool("call_tool", NOW_IN_TOKYO)
                     return r.structured_content["error"] if r.is_error else None  # type: ignore[index]
 
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(server.serve, [sock])
-                with anyio.fail_after(60):
-                    assert await call("agent-1", "same") == "tool_not_available"
-                    async with client("agent-1", "same") as c:
-                        await c.call_tool(
-                            "find_tools", {"query": "what time is it in Tokyo", "k": 2}
-                        )
-                    assert await call("agent-1", "other-name") is None  # same header
-                    assert await call("agent-2", "same") == "tool_not_available"
-                    assert await call(None, "inspector") == "tool_not_available"
-                    async with client(None, "inspector") as c:
-                        await c.call_tool(
-                            "find_tools", {"query": "what time is it in Tokyo", "k": 2}
-                        )
-                    assert await call(None, "inspector") is None  # same clientInfo.name
-                    assert await call(None, "someone-else") == "tool_not_available"
-                server.should_exit = True
-            router.close()
+            with anyio.fail_after(60):
+                assert await call("agent-1", "same") == "tool_not_available"
+                async with client("agent-1", "same") as c:
+                    await c.call_tool("find_tools", {"query": "what time is it in Tokyo", "k": 2})
+                assert await call("agent-1", "other-name") is None  # same header
+                assert await call("agent-2", "same") == "tool_not_available"
+                assert await call(None, "inspector") == "tool_not_available"
+                async with client(None, "inspector") as c:
+                    await c.call_tool("find_tools", {"query": "what time is it in Tokyo", "k": 2})
+                assert await call(None, "inspector") is None  # same clientInfo.name
+                assert await call(None, "someone-else") == "tool_not_available"
+
+    anyio.run(main)
+
+
+def test_bound_tools_follow_each_clients_allow_list(
+    tmp_path: Path, onnx: OnnxEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """expose = "bind": a tool another client's find_tools bound is not in a restricted
+    client's tools/list, and calling it by name is refused."""
+    tokens = {c: secrets.token_urlsafe(24) for c in ("alice", "carol")}
+    for c, t in tokens.items():
+        monkeypatch.setenv(f"TR_BIND_{c.upper()}", t)
+    recorder = REPO / "tests" / "fixtures" / "recording_server.py"
+    cfg = _time_only(
+        tmp_path,
+        'expose = "bind"\n'
+        '[auth.clients.alice]\ntoken_env = "TR_BIND_ALICE"\nservers = ["time"]\n'
+        '[auth.clients.carol]\ntoken_env = "TR_BIND_CAROL"\n',
+        rec={"command": sys.executable, "args": [str(recorder), str(tmp_path / "rec.jsonl")]},
+    )
+
+    async def main() -> None:
+        async with _in_process(cfg, onnx) as url:
+            with anyio.fail_after(60):
+                carol = _as(url, {"Authorization": f"Bearer {tokens['carol']}"})
+                alice = _as(url, {"Authorization": f"Bearer {tokens['alice']}"})
+                async with carol as c, alice as a:
+                    r = await c.call_tool("find_tools", {"query": "stamp a label on a parcel"})
+                    assert "rec__stamp" in _names(r)
+                    assert "rec__stamp" in {t.name for t in (await c.list_tools()).tools}
+                    assert "rec__stamp" not in {t.name for t in (await a.list_tools()).tools}
+                    r = await a.call_tool("rec__stamp", {"label": "mine"})
+                    assert r.is_error and r.structured_content["error"] == "unknown_tool"  # type: ignore[index]
+                    r = await c.call_tool("rec__stamp", {"label": "carol's"})
+                    assert not r.is_error
+        received = [json.loads(line) for line in (tmp_path / "rec.jsonl").read_text().splitlines()]
+        assert received == [{"name": "stamp", "arguments": {"label": "carol's"}}]
 
     anyio.run(main)
