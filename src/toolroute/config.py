@@ -11,7 +11,7 @@ plus toolroute's own settings in a ``toolroute.toml``.
     k = 5
     call_timeout_s = 30
     connect_timeout_s = 20
-    expose = "meta"                      # or "bind": found tools join tools/list
+    expose = "meta"                      # "bind": found tools join tools/list; "all": pass-through
     [llm]                                # optional LLM stages (pa-rag, atr): any OpenAI-compatible
     base_url = "http://127.0.0.1:8080/v1"  # chat endpoint; default: TOOLROUTE_LLM_BASE_URL
     model = "qwen2.5-coder-0.5b-instruct"
@@ -83,7 +83,7 @@ class _Settings(BaseModel):
     k: int = Field(default=5, ge=1, le=100)
     call_timeout_s: float = Field(default=30.0, gt=0)
     connect_timeout_s: float = Field(default=20.0, gt=0)
-    expose: Literal["meta", "bind"] = "meta"
+    expose: Literal["meta", "bind", "all"] = "meta"
     call_gate: bool = True
     scopes: list[str] = Field(default_factory=list)
     milestones: list[str] = Field(default_factory=list)
@@ -145,7 +145,7 @@ class GatewayConfig:
     k: int = 5
     call_timeout_s: float = 30.0
     connect_timeout_s: float = 20.0
-    expose: Literal["meta", "bind"] = "meta"
+    expose: Literal["meta", "bind", "all"] = "meta"
     """``meta``: only find_tools/call_tool; ``bind``: found tools are added to tools/list too."""
     call_gate: bool = True
     """Refuse call_tool on a tool find_tools has not promoted in this session (seed 002 §5.5)."""

@@ -29,6 +29,8 @@ from mcp.server import NotificationOptions, Server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 
 from toolroute.config import SEPARATOR
+from toolroute.gateway.passthrough import PassThrough
+from toolroute.gateway.relay import Relay, current_caller
 from toolroute.present.events import EventSink, RoutingEvent, query_hash
 from toolroute.present.presenter import PresentConfig, Presenter
 from toolroute.route.gate import Preconditions, SessionState, blocked_by, preconditions_for
@@ -132,7 +134,9 @@ class _GatewayServer(Server):
     def create_initialization_options(
         self, notification_options: Any = None, *a: Any, **k: Any
     ) -> Any:
-        opts = notification_options or NotificationOptions(tools_changed=True)
+        opts = notification_options or NotificationOptions(
+            prompts_changed=True, resources_changed=True, tools_changed=True
+        )
         return super().create_initialization_options(opts, *a, **k)
 
 
@@ -155,7 +159,7 @@ class Gateway:
         k: int = 5,
         strategy: str = "default",
         call_timeout_s: float = 30.0,
-        expose: Literal["meta", "bind"] = "meta",
+        expose: Literal["meta", "bind", "all"] = "meta",
         call_gate: bool = True,
         presenter: Presenter | None = None,
         tool_gates: Mapping[str, Preconditions] | None = None,
@@ -193,10 +197,15 @@ class Gateway:
             on_call_tool=self._call_tool,
             on_subscriptions_listen=ListenHandler(self.bus),
         )
+        self.relay = Relay(pool, self.bus)  # resources, prompts, logging, ... (relay.py)
+        self.relay.install(self.server)
+        self.passthrough = PassThrough(pool)
 
     def replace_router(self, router: Router) -> Router:
         """Swap in a router over a resynced catalog; returns the old one (to close)."""
         old, self.router = self.router, router
+        self.passthrough.invalidate()
+        self.relay.invalidate()
         self.presenter = Presenter(router.catalog, self.presenter.config, self.presenter.tokens)
         return old
 
@@ -215,6 +224,9 @@ class Gateway:
         )
 
     async def _list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
+        self.relay.seen(ctx)
+        if self.expose == "all":
+            return types.ListToolsResult(tools=await self.passthrough.tools())
         meta = [FIND_TOOLS, CALL_TOOL, REQUEST_CAPABILITY]
         if any(g.milestone for g in (*self.tool_gates.values(), *self.server_gates.values())):
             meta.append(SET_MILESTONE)
@@ -223,7 +235,17 @@ class Gateway:
     async def _call_tool(
         self, ctx: Any, params: types.CallToolRequestParams
     ) -> types.CallToolResult:
+        async with self.relay.serving(ctx):  # the call's progress, logs, sampling come back here
+            return await self._dispatch(ctx, params)
+
+    async def _dispatch(
+        self, ctx: Any, params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
         args = params.arguments or {}
+        if self.expose == "all":
+            name = await self.passthrough.resolve(params.name)
+            if name is not None:
+                return await self.gated_call(name, args, self.state(_connection_of(ctx)))
         state = self.state(_connection_of(ctx))
         if params.name == FIND_TOOLS.name:
             query = args.get("query")
@@ -296,7 +318,8 @@ class Gateway:
         known = name in self.presenter.tools_by_name
         if known:
             pinned = set(self.presenter.config.pinned)
-            if self.call_gate and name not in state.promoted and name not in pinned:
+            gated = self.call_gate and self.expose != "all"  # pass-through lists every tool
+            if gated and name not in state.promoted and name not in pinned:
                 return _json_result(
                     {
                         "error": "tool_not_available",
@@ -440,7 +463,7 @@ class Gateway:
             )
         try:
             result, latency = await self.pool[server].call_tool(
-                tool, arguments, self.call_timeout_s
+                tool, arguments, self.call_timeout_s, caller=current_caller()
             )
         except DownstreamError as e:
             self._record(
