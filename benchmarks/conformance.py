@@ -1,8 +1,8 @@
 """The MCP conformance suite (``@modelcontextprotocol/conformance`` 0.1.16, all 32 server
 scenarios) against the gateway, per scenario and exposure mode.
 
-    python benchmarks/conformance.py [--mode direct] [--mode all] [--mode meta] [--check]
-                                     [--toolroute PATH] [--out benchmarks/results/conformance.md]
+    python benchmarks/conformance.py [--mode direct] [--mode all] [--mode meta] [--mode bind]
+                                     [--before PATH] [--check] [--out F]
 
 Modes: ``direct`` is the suite against the test server itself (tests/fixtures/
 conformance_server.py over streamable HTTP), to show the server is good; ``all``, ``meta`` and
@@ -15,8 +15,9 @@ through ``call_tool`` — and the table shows the suite's verdict in brackets; t
 test_relay.py runs the same progress, logging, sampling and elicitation through ``call_tool``.
 
 Needs node >= 22 and the suite in .toolroute/npm (bash .ci/run installs both). ``--check`` exits 1
-unless pass-through passes 32/32 and every applicable routed scenario passes. ``--toolroute``
-runs another ``toolroute`` executable (e.g. a checkout of main, for the before column).
+unless pass-through passes 32/32 and every applicable routed scenario passes. ``--before PATH``
+adds a ``before`` column: the ``toolroute`` executable at PATH (a checkout without the relay,
+e.g. main's) in its default routed mode, every scenario counted.
 """
 
 from __future__ import annotations
@@ -81,8 +82,9 @@ OWN_CONTENT: dict[str, Callable[[dict[str, Any]], bool]] = {
     "tools-call-with-progress": lambda d: any(
         "progress executed successfully" in t for t in _texts(d.get("result"))
     ),
-    "prompts-get-with-args": lambda d: "Prompt with arguments: arg1='testValue1'"
-    in json.dumps(d.get("messages")),
+    "prompts-get-with-args": lambda d: (
+        "Prompt with arguments: arg1='testValue1'" in json.dumps(d.get("messages"))
+    ),
     "resources-read-text": lambda d: d.get("uri") == "test://static-text" and d.get("hasText"),
     "completion-complete": lambda d: isinstance(
         (d.get("result") or {}).get("completion", {}).get("values"), list
@@ -118,6 +120,7 @@ def serving(mode: str, toolroute: str, tmp: Path) -> Iterator[str]:
     if mode == "direct":
         cmd = [sys.executable, str(FIXTURE), "--http", str(port)]
     else:
+        expose = "meta" if mode == "before" else mode
         config = tmp / f"servers-{mode}.json"
         config.write_text(
             json.dumps(
@@ -125,7 +128,7 @@ def serving(mode: str, toolroute: str, tmp: Path) -> Iterator[str]:
             )
         )
         config.with_name("toolroute.toml").write_text(
-            f'[toolroute]\nstore = "{tmp / ("store-" + mode)}"\nexpose = "{mode}"\n'
+            f'[toolroute]\nstore = "{tmp / ("store-" + mode)}"\nexpose = "{expose}"\n'
         )
         cmd = [toolroute, "serve", "--config", str(config), "--transport", "http"]
         cmd += ["--port", str(port)]
@@ -177,16 +180,17 @@ def verdict(scenario: str, checks: list[dict[str, Any]]) -> tuple[bool, str]:
     return True, "pass"
 
 
-def evaluate(modes: list[str], toolroute: str) -> dict[str, Any]:
+def evaluate(modes: list[str], toolroute: str, before: str | None) -> dict[str, Any]:
     table: dict[str, dict[str, dict[str, Any]]] = {}
     with tempfile.TemporaryDirectory(prefix="toolroute-conformance-") as d:
         tmp = Path(d)
         for mode in modes:
-            with serving(mode, toolroute, tmp) as url:
+            exe = before if mode == "before" and before else toolroute
+            with serving(mode, exe, tmp) as url:
                 results = run_suite(url, tmp / f"results-{mode}")
             for scenario, checks in results.items():
                 ok, cell = verdict(scenario, checks)
-                applicable = mode in ("direct", "all") or scenario not in BY_TOOL_NAME
+                applicable = mode in ("direct", "all", "before") or scenario not in BY_TOOL_NAME
                 table.setdefault(scenario, {})[mode] = {
                     "passed": ok,
                     "applicable": applicable,
@@ -216,7 +220,8 @@ def markdown(report: dict[str, Any], command: str) -> str:
         " server over streamable HTTP; `all` = `toolroute serve --transport http` with"
         ' `expose = "all"` (pass-through); `meta`/`bind` = routed. n/a = the scenario calls a'
         " tool by its plain name, which routed modes run through `call_tool` (the suite's own"
-        " verdict in brackets).",
+        " verdict in brackets). `before` = the gateway without the relay (`--before`), default"
+        " routed mode.",
         "",
         "| mode | scenarios | applicable | passed |",
         "|---|---|---|---|",
@@ -235,22 +240,29 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mode", action="append", choices=["direct", "all", "meta", "bind"])
     parser.add_argument("--toolroute", default=TOOLROUTE, help="toolroute executable to test")
+    parser.add_argument("--before", help="toolroute executable without the relay (before column)")
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--check", action="store_true", help="exit 1 unless the targets hold")
     args = parser.parse_args()
     if not NODE.is_file() or not SUITE.is_file():
         print("node 22 or the conformance suite is missing: bash .ci/run installs them")
         return 2
-    modes = args.mode or ["direct", "all", "meta"]
-    report = evaluate(modes, args.toolroute)
-    command = "python benchmarks/conformance.py " + " ".join(f"--mode {m}" for m in modes)
+    modes = (args.mode or ["direct", "all", "meta"]) + (["before"] if args.before else [])
+    report = evaluate(modes, args.toolroute, args.before)
+    command = "python benchmarks/conformance.py " + " ".join(
+        f"--mode {m}" for m in modes if m != "before"
+    )
+    if args.before:
+        command += f" --before {args.before}"
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(markdown(report, command))
     args.out.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
     for mode, s in report["summary"].items():
         print(f"{mode}: {s['passed']}/{s['applicable']} applicable scenarios passed")
     if args.check:
-        ok = all(s["passed"] == s["applicable"] for s in report["summary"].values())
+        ok = all(
+            s["passed"] == s["applicable"] for m, s in report["summary"].items() if m != "before"
+        )
         if "all" in report["summary"]:
             ok = ok and report["summary"]["all"]["passed"] == 32
         return 0 if ok else 1

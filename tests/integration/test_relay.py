@@ -72,6 +72,21 @@ async def gateway(
             router.close()
 
 
+@asynccontextmanager
+async def connected(
+    tmp: Path,
+    servers: dict[str, Any],
+    expose: Literal["meta", "bind", "all"],
+    **client: Any,
+) -> AsyncIterator[Client]:
+    """An SDK client (handshake era) connected to a gateway over ``servers``."""
+    async with (
+        gateway(tmp, servers, expose) as gw,
+        Client(gw.server, mode="legacy", **client) as c,
+    ):
+        yield c
+
+
 def _text(result: Any) -> str:
     return "\n".join(getattr(c, "text", "") for c in result.content)
 
@@ -90,45 +105,43 @@ async def _set_level(c: Client, level: types.LoggingLevel) -> None:
 
 def test_pass_through_lists_every_tool_as_its_server_defines_it(tmp_path: Path) -> None:
     async def main() -> None:
-        async with gateway(tmp_path, _conformance(), "all") as gw:
-            async with Client(gw.server, mode="legacy", raise_exceptions=True) as c:
-                listed = {t.name: t for t in (await c.list_tools()).tools}
-                assert set(listed) == {t.name for t in fixture.TOOLS}  # own names, no meta-tools
-                schema = listed["json_schema_2020_12_tool"].input_schema
-                assert schema == fixture.TOOLS[12].input_schema  # $schema, $defs kept
+        async with connected(tmp_path, _conformance(), "all", raise_exceptions=True) as c:
+            listed = {t.name: t for t in (await c.list_tools()).tools}
+            assert set(listed) == {t.name for t in fixture.TOOLS}  # own names, no meta-tools
+            schema = listed["json_schema_2020_12_tool"].input_schema
+            assert schema == fixture.TOOLS[12].input_schema  # $schema, $defs kept
 
-                r = await c.call_tool("test_simple_text", {})
-                assert _text(r) == fixture.SIMPLE_TEXT and not r.is_error
-                r = await c.call_tool("test_error_handling", {})
-                assert r.is_error and _text(r) == fixture.ERROR_TEXT  # the server's own text
-                r = await c.call_tool("test_multiple_content_types", {})
-                kinds = [(x.type, getattr(x, "data", None)) for x in r.content]
-                assert kinds == [("text", None), ("image", fixture.PNG), ("resource", None)]
-                r = await c.call_tool("test_audio_content", {})
-                assert r.content[0] == types.AudioContent(
-                    type="audio", data=fixture.WAV, mime_type="audio/wav"
-                )
-                r = await c.call_tool("conformance__test_simple_text", {})  # namespaced works too
-                assert _text(r) == fixture.SIMPLE_TEXT
+            r = await c.call_tool("test_simple_text", {})
+            assert _text(r) == fixture.SIMPLE_TEXT and not r.is_error
+            r = await c.call_tool("test_error_handling", {})
+            assert r.is_error and _text(r) == fixture.ERROR_TEXT  # the server's own text
+            r = await c.call_tool("test_multiple_content_types", {})
+            kinds = [(x.type, getattr(x, "data", None)) for x in r.content]
+            assert kinds == [("text", None), ("image", fixture.PNG), ("resource", None)]
+            r = await c.call_tool("test_audio_content", {})
+            assert r.content[0] == types.AudioContent(
+                type="audio", data=fixture.WAV, mime_type="audio/wav"
+            )
+            r = await c.call_tool("conformance__test_simple_text", {})  # namespaced works too
+            assert _text(r) == fixture.SIMPLE_TEXT
 
     anyio.run(main)
 
 
 def test_colliding_names_are_namespaced_and_each_reaches_its_own_server(tmp_path: Path) -> None:
     async def main() -> None:
-        async with gateway(tmp_path, _conformance(copies=2), "all") as gw:
-            async with Client(gw.server, mode="legacy", raise_exceptions=True) as c:
-                tools = {t.name for t in (await c.list_tools()).tools}
-                assert "conformance__test_simple_text" in tools
-                assert "twin__test_simple_text" in tools and "test_simple_text" not in tools
-                prompts = {p.name for p in (await c.list_prompts()).prompts}
-                assert {"conformance__test_simple_prompt", "twin__test_simple_prompt"} <= prompts
-                uris = {r.uri for r in (await c.list_resources()).resources}
-                assert "twin__test://static-text" in uris
-                r = await c.read_resource("twin__test://static-text")
-                assert r.contents[0].text == fixture.STATIC_TEXT  # type: ignore[union-attr]
-                r2 = await c.call_tool("twin__test_simple_text", {})
-                assert _text(r2) == fixture.SIMPLE_TEXT
+        async with connected(tmp_path, _conformance(copies=2), "all", raise_exceptions=True) as c:
+            tools = {t.name for t in (await c.list_tools()).tools}
+            assert "conformance__test_simple_text" in tools
+            assert "twin__test_simple_text" in tools and "test_simple_text" not in tools
+            prompts = {p.name for p in (await c.list_prompts()).prompts}
+            assert {"conformance__test_simple_prompt", "twin__test_simple_prompt"} <= prompts
+            uris = {r.uri for r in (await c.list_resources()).resources}
+            assert "twin__test://static-text" in uris
+            r = await c.read_resource("twin__test://static-text")
+            assert r.contents[0].text == fixture.STATIC_TEXT  # type: ignore[union-attr]
+            r2 = await c.call_tool("twin__test_simple_text", {})
+            assert _text(r2) == fixture.SIMPLE_TEXT
 
     anyio.run(main)
 
@@ -138,37 +151,36 @@ def test_resources_prompts_and_completion_come_from_their_server(
     tmp_path: Path, expose: Literal["all", "meta"]
 ) -> None:
     async def main() -> None:
-        async with gateway(tmp_path, _conformance(), expose) as gw:
-            async with Client(gw.server, mode="legacy", raise_exceptions=True) as c:
-                caps = c.server_capabilities
-                assert caps.resources and caps.prompts and caps.completions and caps.logging
-                uris = [r.uri for r in (await c.list_resources()).resources]
-                assert uris == [r.uri for r in fixture.RESOURCES]
-                templates = (await c.list_resource_templates()).resource_templates
-                assert [t.uri_template for t in templates] == ["test://template/{id}/data"]
-                r = await c.read_resource("test://static-text")
-                assert r.contents[0].text == fixture.STATIC_TEXT  # type: ignore[union-attr]
-                r = await c.read_resource("test://static-binary")
-                assert r.contents[0].blob == fixture.PNG  # type: ignore[union-attr]
-                r = await c.read_resource("test://template/123/data")
-                assert json.loads(r.contents[0].text)["data"] == "Data for ID: 123"  # type: ignore[union-attr]
-                with pytest.raises(MCPError, match="Resource not found: test://nope"):
-                    await c.read_resource("test://nope")  # the server's own error
-                names = [p.name for p in (await c.list_prompts()).prompts]
-                assert names == [p.name for p in fixture.PROMPTS]
-                p = await c.get_prompt("test_prompt_with_arguments", {"arg1": "a", "arg2": "b"})
-                assert p.messages[0].content == types.TextContent(
-                    type="text", text="Prompt with arguments: arg1='a', arg2='b'"
-                )
-                p = await c.get_prompt("test_prompt_with_image")
-                assert p.messages[0].content.data == fixture.PNG  # type: ignore[union-attr]
-                with pytest.raises(MCPError, match="Unknown prompt: nope"):
-                    await c.get_prompt("nope")
-                done = await c.complete(
-                    types.PromptReference(type="ref/prompt", name="test_prompt_with_arguments"),
-                    {"name": "arg1", "value": "par"},
-                )
-                assert done.completion.values == ["paris", "park", "party"]
+        async with connected(tmp_path, _conformance(), expose, raise_exceptions=True) as c:
+            caps = c.server_capabilities
+            assert caps.resources and caps.prompts and caps.completions and caps.logging
+            uris = [r.uri for r in (await c.list_resources()).resources]
+            assert uris == [r.uri for r in fixture.RESOURCES]
+            templates = (await c.list_resource_templates()).resource_templates
+            assert [t.uri_template for t in templates] == ["test://template/{id}/data"]
+            r = await c.read_resource("test://static-text")
+            assert r.contents[0].text == fixture.STATIC_TEXT  # type: ignore[union-attr]
+            r = await c.read_resource("test://static-binary")
+            assert r.contents[0].blob == fixture.PNG  # type: ignore[union-attr]
+            r = await c.read_resource("test://template/123/data")
+            assert json.loads(r.contents[0].text)["data"] == "Data for ID: 123"  # type: ignore[union-attr]
+            with pytest.raises(MCPError, match="Resource not found: test://nope"):
+                await c.read_resource("test://nope")  # the server's own error
+            names = [p.name for p in (await c.list_prompts()).prompts]
+            assert names == [p.name for p in fixture.PROMPTS]
+            p = await c.get_prompt("test_prompt_with_arguments", {"arg1": "a", "arg2": "b"})
+            assert p.messages[0].content == types.TextContent(
+                type="text", text="Prompt with arguments: arg1='a', arg2='b'"
+            )
+            p = await c.get_prompt("test_prompt_with_image")
+            assert p.messages[0].content.data == fixture.PNG  # type: ignore[union-attr]
+            with pytest.raises(MCPError, match="Unknown prompt: nope"):
+                await c.get_prompt("nope")
+            done = await c.complete(
+                types.PromptReference(type="ref/prompt", name="test_prompt_with_arguments"),
+                {"name": "arg1", "value": "par"},
+            )
+            assert done.completion.values == ["paris", "park", "party"]
 
     anyio.run(main)
 
@@ -200,48 +212,47 @@ def test_progress_logs_sampling_and_elicitation_reach_the_calling_client(
         return types.ElicitResult(action="accept", content={"username": "ada", "email": "a@b.c"})
 
     async def main() -> None:
-        async with gateway(tmp_path, _conformance(), expose) as gw:
-            async with Client(
-                gw.server,
-                mode="legacy",
-                raise_exceptions=True,
-                logging_callback=on_log,
-                sampling_callback=sampling,
-                elicitation_callback=elicitation,
-            ) as c:
-                with anyio.fail_after(20):
-                    r = await c.call_tool(
-                        *_call(expose, "test_tool_with_progress", {}), progress_callback=on_progress
-                    )
-                    assert not r.is_error
-                    assert progress == [(0, 100), (50, 100), (100, 100)]
-                    await _set_level(c, "info")
-                    await c.call_tool(*_call(expose, "test_tool_with_logging", {}))
-                    assert logs == [
-                        "Tool execution started",
-                        "Tool processing data",
-                        "Tool execution completed",
-                    ]
-                    await _set_level(c, "error")  # filtered below the level asked for
-                    await c.call_tool(*_call(expose, "test_tool_with_logging", {}))
-                    assert len(logs) == 3
-                    r = await c.call_tool(*_call(expose, "test_sampling", {"prompt": "6 x 7?"}))
-                    assert _text(r) == "LLM response: forty-two"
-                    assert asked[0].messages[0].content.text == "6 x 7?"
-                    r = await c.call_tool(*_call(expose, "test_elicitation", {"message": "who?"}))
-                    assert _text(r).startswith("User response: action=accept")
-                    assert "ada" in _text(r) and asked[1].message == "who?"
+        async with connected(
+            tmp_path,
+            _conformance(),
+            expose,
+            raise_exceptions=True,
+            logging_callback=on_log,
+            sampling_callback=sampling,
+            elicitation_callback=elicitation,
+        ) as c:
+            with anyio.fail_after(20):
+                r = await c.call_tool(
+                    *_call(expose, "test_tool_with_progress", {}), progress_callback=on_progress
+                )
+                assert not r.is_error
+                assert progress == [(0, 100), (50, 100), (100, 100)]
+                await _set_level(c, "info")
+                await c.call_tool(*_call(expose, "test_tool_with_logging", {}))
+                assert logs == [
+                    "Tool execution started",
+                    "Tool processing data",
+                    "Tool execution completed",
+                ]
+                await _set_level(c, "error")  # filtered below the level asked for
+                await c.call_tool(*_call(expose, "test_tool_with_logging", {}))
+                assert len(logs) == 3
+                r = await c.call_tool(*_call(expose, "test_sampling", {"prompt": "6 x 7?"}))
+                assert _text(r) == "LLM response: forty-two"
+                assert asked[0].messages[0].content.text == "6 x 7?"
+                r = await c.call_tool(*_call(expose, "test_elicitation", {"message": "who?"}))
+                assert _text(r).startswith("User response: action=accept")
+                assert "ada" in _text(r) and asked[1].message == "who?"
 
     anyio.run(main)
 
 
 def test_a_client_without_sampling_gets_the_servers_own_failure(tmp_path: Path) -> None:
     async def main() -> None:
-        async with gateway(tmp_path, _conformance(), "all") as gw:
-            async with Client(gw.server, mode="legacy") as c:
-                with anyio.fail_after(20):
-                    r = await c.call_tool("test_sampling", {"prompt": "hi"})
-                assert r.is_error and "does not support sampling" in _text(r)
+        async with connected(tmp_path, _conformance(), "all") as c:
+            with anyio.fail_after(20):
+                r = await c.call_tool("test_sampling", {"prompt": "hi"})
+            assert r.is_error and "does not support sampling" in _text(r)
 
     anyio.run(main)
 
@@ -250,16 +261,37 @@ def test_cancelling_a_call_cancels_it_on_the_downstream_server(tmp_path: Path) -
     marker = tmp_path / "cancelled.txt"
 
     async def main() -> None:
-        async with gateway(tmp_path, _conformance(), "all") as gw:
-            async with Client(gw.server, mode="legacy") as c:
-                with pytest.raises(MCPError):  # the client gives up: it sends notifications/cancelled
-                    await c.call_tool(
-                        "test_wait_for_cancel", {"marker": str(marker)}, read_timeout_seconds=1
-                    )
-                with anyio.fail_after(10):  # the gateway cancels its own downstream request
-                    while not marker.exists():
-                        await anyio.sleep(0.05)
-                assert marker.read_text() == "cancelled"
+        async with connected(tmp_path, _conformance(), "all") as c:
+            with pytest.raises(MCPError):  # the client gives up: it sends notifications/cancelled
+                await c.call_tool(
+                    "test_wait_for_cancel", {"marker": str(marker)}, read_timeout_seconds=1
+                )
+            with anyio.fail_after(10):  # the gateway cancels its own downstream request
+                while not marker.exists():
+                    await anyio.sleep(0.05)
+            assert marker.read_text() == "cancelled"
+
+    anyio.run(main)
+
+
+def test_a_server_cancelling_its_sampling_request_cancels_it_at_the_client(
+    tmp_path: Path,
+) -> None:
+    cancelled = anyio.Event()
+
+    async def sampling(ctx: Any, params: types.CreateMessageRequestParams) -> Any:
+        try:
+            await anyio.sleep(30)  # an answer that never comes in time
+        finally:
+            cancelled.set()
+        raise AssertionError("the sampling request was not cancelled")
+
+    async def main() -> None:
+        async with connected(tmp_path, _conformance(), "all", sampling_callback=sampling) as c:
+            with anyio.fail_after(10):
+                r = await c.call_tool("test_sampling_abandoned", {})
+                assert _text(r) == "sampling abandoned"
+                await cancelled.wait()
 
     anyio.run(main)
 
@@ -276,16 +308,15 @@ def test_subscribed_clients_get_resource_updates_and_everyone_gets_list_changes(
             changed.set()
 
     async def main() -> None:
-        async with gateway(tmp_path, _conformance(), "all") as gw:
-            async with Client(gw.server, mode="legacy", message_handler=on_message) as c:
-                request = types.SubscribeRequest(
-                    params=types.SubscribeRequestParams(uri=fixture.WATCHED)
-                )
-                await c.session.send_request(request, types.EmptyResult)
-                await c.call_tool("test_touch_watched", {})
-                await c.call_tool("test_change_lists", {})
-                with anyio.fail_after(10):
-                    await changed.wait()
+        async with connected(tmp_path, _conformance(), "all", message_handler=on_message) as c:
+            request = types.SubscribeRequest(
+                params=types.SubscribeRequestParams(uri=fixture.WATCHED)
+            )
+            await c.session.send_request(request, types.EmptyResult)
+            await c.call_tool("test_touch_watched", {})
+            await c.call_tool("test_change_lists", {})
+            with anyio.fail_after(10):
+                await changed.wait()
         kinds = [type(m).__name__ for m in seen]
         assert "ResourceUpdatedNotification" in kinds
         assert "ResourceListChangedNotification" in kinds
@@ -322,34 +353,34 @@ def test_server_everything_resources_prompts_progress_sampling_elicitation(
 
     async def main() -> None:
         servers = {**_everything(), **_conformance()}
-        async with gateway(tmp_path, servers, expose) as gw:
-            async with Client(
-                gw.server,
-                mode="legacy",
-                raise_exceptions=True,
-                sampling_callback=sampling,
-                elicitation_callback=elicitation,
-            ) as c:
-                with anyio.fail_after(60):
-                    resources = (await c.list_resources()).resources
-                    uris = [r.uri for r in resources]
-                    assert "test://static-text" in uris  # both servers' resources, side by side
-                    demo = next(u for u in uris if u.startswith("demo://"))
-                    read = await c.read_resource(demo)
-                    assert read.contents and read.contents[0].uri == demo
-                    prompts = [p.name for p in (await c.list_prompts()).prompts]
-                    assert {"simple-prompt", "test_simple_prompt"} <= set(prompts)
-                    got = await c.get_prompt("simple-prompt")
-                    assert got.messages and got.messages[0].role == "user"
-                    r = await c.call_tool(
-                        *call("trigger-long-running-operation", {"duration": 0.3, "steps": 3}),
-                        progress_callback=on_progress,
-                    )
-                    assert "Long running operation completed" in _text(r)
-                    assert progress == [1, 2, 3]
-                    r = await c.call_tool(*call("trigger-sampling-request", {"prompt": "hi"}))
-                    assert "sampled through toolroute" in _text(r)
-                    r = await c.call_tool(*call("trigger-elicitation-request", {}))
-                    assert "Name: Ada Lovelace" in _text(r)
+        async with connected(
+            tmp_path,
+            servers,
+            expose,
+            raise_exceptions=True,
+            sampling_callback=sampling,
+            elicitation_callback=elicitation,
+        ) as c:
+            with anyio.fail_after(60):
+                resources = (await c.list_resources()).resources
+                uris = [r.uri for r in resources]
+                assert "test://static-text" in uris  # both servers' resources, side by side
+                demo = next(u for u in uris if u.startswith("demo://"))
+                read = await c.read_resource(demo)
+                assert read.contents and read.contents[0].uri == demo
+                prompts = [p.name for p in (await c.list_prompts()).prompts]
+                assert {"simple-prompt", "test_simple_prompt"} <= set(prompts)
+                got = await c.get_prompt("simple-prompt")
+                assert got.messages and got.messages[0].role == "user"
+                r = await c.call_tool(
+                    *call("trigger-long-running-operation", {"duration": 0.3, "steps": 3}),
+                    progress_callback=on_progress,
+                )
+                assert "Long running operation completed" in _text(r)
+                assert progress == [1, 2, 3]
+                r = await c.call_tool(*call("trigger-sampling-request", {"prompt": "hi"}))
+                assert "sampled through toolroute" in _text(r)
+                r = await c.call_tool(*call("trigger-elicitation-request", {}))
+                assert "Name: Ada Lovelace" in _text(r)
 
     anyio.run(main)
