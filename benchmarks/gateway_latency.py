@@ -13,11 +13,12 @@ every path alike. Every result is checked (no is_error; the time mentions Asia/T
 candidates hold time__get_current_time). Prints a markdown table of p50/p95/mean per path and
 the added p50/p95 (gateway - direct); --json prints a JSON object instead.
 
-With --relay it also opens the conformance test server (tests/fixtures/conformance_server.py)
-direct and behind a ``toolroute serve`` in pass-through mode (``expose = "all"``) and times, on
-that one server, a tool call (``test_simple_text``), a resource read (``test://static-text``) and
-a prompt get (``test_prompt_with_arguments``), each direct and through the gateway, so that what
-the relay adds to a read or a get is compared with what it adds to a tool call.
+With --relay it measures the relay instead: it opens the conformance test server
+(tests/fixtures/conformance_server.py) direct and behind a ``toolroute serve`` in pass-through
+mode (``expose = "all"``) and times, on that one server, a tool call (``test_simple_text``), a
+resource read (``test://static-text``) and a prompt get (``test_prompt_with_arguments``), each
+direct and through the gateway, so that what the relay adds to a read or a get is compared with
+what it adds to a tool call.
 """
 
 from __future__ import annotations
@@ -92,6 +93,27 @@ async def _wait_port(port: int, proc: subprocess.Popen[bytes], timeout_s: float 
         await stream.aclose()
         return
     raise TimeoutError(f"port {port} did not open within {timeout_s:.0f}s")
+
+
+async def _timed(paths: dict[str, Call], args: argparse.Namespace) -> dict[str, list[float]]:
+    """Warm up every path, then time them in alternating batches (the order rotates)."""
+    for call in paths.values():
+        for _ in range(args.warmup):
+            await call()
+    ms: dict[str, list[float]] = {name: [] for name in paths}
+    order = list(paths)
+    done = 0
+    while done < args.calls:
+        n = min(args.batch, args.calls - done)
+        for name in order:
+            call = paths[name]
+            for _ in range(n):
+                t0 = time.perf_counter()
+                await call()
+                ms[name].append((time.perf_counter() - t0) * 1e3)
+        order = order[1:] + order[:1]  # rotate who goes first each round
+        done += n
+    return ms
 
 
 async def _relay_paths(
@@ -170,6 +192,9 @@ async def _measure(args: argparse.Namespace, tmp: Path) -> dict[str, list[float]
                 client = Client(target, mode="legacy", read_timeout_seconds=60)
                 return await stack.enter_async_context(client)
 
+            if args.relay:  # its own comparison, on its own server (see the docstring)
+                paths.update(await _relay_paths(connect, tmp))
+                return await _timed(paths, args)
             direct = await connect(StdioServerParameters(command=PY, args=TIME_ARGS))
             paths[DIRECT] = _caller(direct, "get_current_time", TZ_ARGS, _check_time)
             gws: dict[str, Client] = {}
@@ -187,26 +212,8 @@ async def _measure(args: argparse.Namespace, tmp: Path) -> dict[str, list[float]
             for t, gw in gws.items():
                 find = _caller(gw, "find_tools", FIND_ARGS, _check_find)
                 paths[f"gateway find_tools ({t})"] = find
-            if args.relay:
-                paths.update(await _relay_paths(connect, tmp))
 
-            for call in paths.values():
-                for _ in range(args.warmup):
-                    await call()
-            ms: dict[str, list[float]] = {name: [] for name in paths}
-            order = list(paths)
-            done = 0
-            while done < args.calls:
-                n = min(args.batch, args.calls - done)
-                for name in order:
-                    call = paths[name]
-                    for _ in range(n):
-                        t0 = time.perf_counter()
-                        await call()
-                        ms[name].append((time.perf_counter() - t0) * 1e3)
-                order = order[1:] + order[:1]  # rotate who goes first each round
-                done += n
-            return ms
+            return await _timed(paths, args)
     finally:
         if proc is not None:
             proc.terminate()
@@ -219,9 +226,8 @@ async def _measure(args: argparse.Namespace, tmp: Path) -> dict[str, list[float]
 
 def _report(ms: dict[str, list[float]], args: argparse.Namespace, runtime_s: float) -> Report:
     stats = {name: _stats(v) for name, v in ms.items()}
-    base = stats[DIRECT]
     added = {
-        name: {k: stats[name][k] - base[k] for k in ("p50_ms", "p95_ms")}
+        name: {k: stats[name][k] - stats[DIRECT][k] for k in ("p50_ms", "p95_ms")}
         for name in stats
         if name.startswith("gateway call_tool")
     }
@@ -276,8 +282,8 @@ def main() -> None:
     ap.add_argument(
         "--relay",
         action="store_true",
-        help="also time a tool call, a resource read and a prompt get through the pass-through "
-        "relay, each against the same server direct",
+        help="instead, time a tool call, a resource read and a prompt get through the "
+        "pass-through relay, each against the same server direct",
     )
     ap.add_argument("--json", action="store_true", help="print a JSON object, not markdown")
     ap.add_argument("--out", type=Path, help="also write the markdown report to this file")
