@@ -326,6 +326,28 @@ def test_subscribed_clients_get_resource_updates_and_everyone_gets_list_changes(
     anyio.run(main)
 
 
+def test_pass_through_tells_clients_when_a_servers_tools_change(tmp_path: Path) -> None:
+    changed = anyio.Event()
+
+    async def on_message(msg: Any) -> None:
+        if isinstance(msg, types.ToolListChangedNotification):
+            changed.set()
+
+    changing = REPO / "tests" / "fixtures" / "changing_server.py"
+    servers = {"changing": {"command": sys.executable, "args": [str(changing)]}}
+
+    async def main() -> None:
+        async with connected(tmp_path, servers, "all", message_handler=on_message) as c:
+            assert [t.name for t in (await c.list_tools()).tools] == ["add_tool"]
+            await c.call_tool("add_tool", {})
+            with anyio.fail_after(10):
+                await changed.wait()
+            names = [t.name for t in (await c.list_tools()).tools]
+            assert names == ["add_tool", "fresh_tool"]
+
+    anyio.run(main)
+
+
 @needs_everything
 @pytest.mark.parametrize("expose", ["all", "meta"])
 def test_server_everything_resources_prompts_progress_sampling_elicitation(

@@ -15,7 +15,8 @@ messages a downstream server sends while one of its tools runs.
   token; log messages, ``sampling/createMessage`` and ``elicitation/create`` go to the client
   that made the call, and its answer goes back to the server. Cancelling the call cancels the
   downstream request (the SDK sends ``notifications/cancelled`` both ways).
-- ``list_changed`` for resources and prompts is passed on to every session, like tools.
+- ``list_changed`` for resources and prompts is passed on to every session, and for tools too
+  in pass-through mode (where the servers' tools are the gateway's own list).
 """
 
 from __future__ import annotations
@@ -33,7 +34,12 @@ from mcp.server import Server
 from mcp.server.subscriptions import InMemorySubscriptionBus
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
-from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ResourceUpdated
+from mcp.shared.subscriptions import (
+    PromptsListChanged,
+    ResourcesListChanged,
+    ResourceUpdated,
+    ToolsListChanged,
+)
 from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 
 from toolroute.config import SEPARATOR
@@ -140,9 +146,17 @@ def _unsupported(what: str) -> types.ErrorData:
 class Relay:
     """Resources, prompts, completion and logging of every downstream server."""
 
-    def __init__(self, pool: DownstreamPool, bus: InMemorySubscriptionBus) -> None:
+    def __init__(
+        self,
+        pool: DownstreamPool,
+        bus: InMemorySubscriptionBus,
+        on_tools_changed: Callable[[], None] | None = None,
+    ) -> None:
+        """``on_tools_changed``: when given (pass-through), a server's tools/list_changed calls
+        it and is passed on to every client."""
         self.pool = pool
         self.bus = bus
+        self.on_tools_changed = on_tools_changed
         self.sessions: dict[int, Any] = {}  # connection → a ServerSession to notify it on
         self.levels: dict[int, types.LoggingLevel] = {}
         self.subscribers: dict[tuple[str, str], set[int]] = {}
@@ -441,6 +455,10 @@ class Relay:
             self.invalidate()
             await self.bus.publish(PromptsListChanged())
             await self._broadcast(lambda s: s.send_prompt_list_changed())
+        elif isinstance(note, types.ToolListChangedNotification) and self.on_tools_changed:
+            self.on_tools_changed()
+            await self.bus.publish(ToolsListChanged())
+            await self._broadcast(lambda s: s.send_tool_list_changed())
         elif isinstance(note, types.LoggingMessageNotification):
             level = note.params.level
             keys = {k for k in self.levels if self.wants_log(k, level)}

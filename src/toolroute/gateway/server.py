@@ -197,9 +197,10 @@ class Gateway:
             on_call_tool=self._call_tool,
             on_subscriptions_listen=ListenHandler(self.bus),
         )
-        self.relay = Relay(pool, self.bus)  # resources, prompts, logging, ... (relay.py)
-        self.relay.install(self.server)
         self.passthrough = PassThrough(pool)
+        relisted = self.passthrough.invalidate if expose == "all" else None
+        self.relay = Relay(pool, self.bus, relisted)  # resources, prompts, logs... (relay.py)
+        self.relay.install(self.server)
 
     def replace_router(self, router: Router) -> Router:
         """Swap in a router over a resynced catalog; returns the old one (to close)."""
