@@ -26,6 +26,7 @@ from tests.fixtures import conformance_server as fixture
 from toolroute.config import load_config
 from toolroute.gateway.app import running_pool, sync_router
 from toolroute.gateway.server import Gateway
+from toolroute.route.gate import Preconditions
 
 pytestmark = pytest.mark.integration
 
@@ -124,6 +125,26 @@ def test_pass_through_lists_every_tool_as_its_server_defines_it(tmp_path: Path) 
             )
             r = await c.call_tool("conformance__test_simple_text", {})  # namespaced works too
             assert _text(r) == fixture.SIMPLE_TEXT
+
+    anyio.run(main)
+
+
+def test_pass_through_still_enforces_preconditions(tmp_path: Path) -> None:
+    async def main() -> None:
+        cfg = load_config(_config(tmp_path, _conformance(), "all"))
+        async with running_pool(cfg) as pool:
+            router, _ = await sync_router(cfg, pool, embedder=HashingEmbedder())
+            gate = Preconditions(milestone="plan_confirmed")
+            gw = Gateway(
+                router, pool, expose="all", tool_gates={"conformance__test_sampling": gate}
+            )
+            async with Client(gw.server, mode="legacy") as c:
+                names = [t.name for t in (await c.list_tools()).tools]
+                assert "set_milestone" in names and "test_sampling" in names
+                r = await c.call_tool("test_sampling", {"prompt": "hi"})
+                assert r.is_error and r.structured_content["error"] == "precondition_failed"
+                assert "plan_confirmed" in r.structured_content["message"]
+            router.close()
 
     anyio.run(main)
 

@@ -226,10 +226,14 @@ class Gateway:
 
     async def _list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
         self.relay.seen(ctx)
-        if self.expose == "all":
-            return types.ListToolsResult(tools=await self.passthrough.tools())
+        milestones = any(
+            g.milestone for g in (*self.tool_gates.values(), *self.server_gates.values())
+        )
+        if self.expose == "all":  # preconditions still apply: set_milestone where they need it
+            tools = await self.passthrough.tools()
+            return types.ListToolsResult(tools=[*tools, *([SET_MILESTONE] if milestones else [])])
         meta = [FIND_TOOLS, CALL_TOOL, REQUEST_CAPABILITY]
-        if any(g.milestone for g in (*self.tool_gates.values(), *self.server_gates.values())):
+        if milestones:
             meta.append(SET_MILESTONE)
         return types.ListToolsResult(tools=[*meta, *self.bound.values()])
 
