@@ -8,6 +8,7 @@ mode. Every check compares with what the downstream server itself sends.
 from __future__ import annotations
 
 import json
+import secrets
 import shutil
 import sys
 from collections.abc import AsyncIterator
@@ -425,5 +426,47 @@ def test_server_everything_resources_prompts_progress_sampling_elicitation(
                 assert "sampled through toolroute" in _text(r)
                 r = await c.call_tool(*call("trigger-elicitation-request", {}))
                 assert "Name: Ada Lovelace" in _text(r)
+
+    anyio.run(main)
+
+
+def test_allow_lists_hold_for_pass_through_tools_resources_and_prompts(
+    tmp_path: Path, onnx: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client allowed only the time server sees and reaches nothing of the other server."""
+    from tests.integration.test_http_security import TIME_MAIN, _as, _in_process
+
+    tokens = {c: secrets.token_urlsafe(24) for c in ("alice", "carol")}
+    for c, t in tokens.items():
+        monkeypatch.setenv(f"TR_RELAY_{c.upper()}", t)
+    servers = {"time": {"command": sys.executable, "args": ["-c", TIME_MAIN, "r"]}}
+    path = _config(tmp_path, {**servers, **_conformance()}, "all")
+    with (tmp_path / "toolroute.toml").open("a") as f:
+        f.write(
+            '[auth.clients.alice]\ntoken_env = "TR_RELAY_ALICE"\nservers = ["time"]\n'
+            '[auth.clients.carol]\ntoken_env = "TR_RELAY_CAROL"\n'
+        )
+    cfg = load_config(path)
+
+    async def main() -> None:
+        async with _in_process(cfg, onnx) as url:
+            with anyio.fail_after(60):
+                carol = _as(url, {"Authorization": f"Bearer {tokens['carol']}"})
+                alice = _as(url, {"Authorization": f"Bearer {tokens['alice']}"})
+                async with carol as c, alice as a:
+                    assert "test_simple_text" in {t.name for t in (await c.list_tools()).tools}
+                    names = {t.name for t in (await a.list_tools()).tools}
+                    assert "get_current_time" in names and "test_simple_text" not in names
+                    r = await a.call_tool("test_simple_text", {})
+                    assert r.is_error and fixture.SIMPLE_TEXT not in _text(r)
+                    assert (await c.list_resources()).resources
+                    assert not (await a.list_resources()).resources
+                    assert not (await a.list_prompts()).prompts
+                    with pytest.raises(MCPError, match="not available to this client"):
+                        await a.read_resource("test://static-text")
+                    with pytest.raises(MCPError, match="not available to this client"):
+                        await a.get_prompt("test_simple_prompt")
+                    r2 = await c.read_resource("test://static-text")
+                    assert r2.contents[0].text == fixture.STATIC_TEXT  # type: ignore[union-attr]
 
     anyio.run(main)

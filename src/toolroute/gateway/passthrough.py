@@ -55,10 +55,13 @@ class PassThrough:
             self._tools = {exposed: (s, by_pair[(s, n)]) for exposed, (s, n) in names.items()}
             return self._tools
 
-    async def tools(self) -> list[types.Tool]:
-        """The tools to list, each under its exposed name."""
+    async def listed(self) -> list[tuple[types.Tool, str]]:
+        """The tools to list, each under its exposed name, with its ``<server>__<tool>`` name
+        (what allow-lists and preconditions name)."""
+        tools = await self._load()
         return [
-            t.model_copy(update={"name": name}) for name, (_, t) in (await self._load()).items()
+            (t.model_copy(update={"name": name}), f"{server}{SEPARATOR}{t.name}")
+            for name, (server, t) in tools.items()
         ]
 
     async def resolve(self, name: str) -> str | None:

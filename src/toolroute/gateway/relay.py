@@ -151,12 +151,15 @@ class Relay:
         pool: DownstreamPool,
         bus: InMemorySubscriptionBus,
         on_tools_changed: Callable[[], None] | None = None,
+        may_use: Callable[[Any, str], bool] | None = None,
     ) -> None:
         """``on_tools_changed``: when given (pass-through), a server's tools/list_changed calls
-        it and is passed on to every client."""
+        it and is passed on to every client. ``may_use(ctx, server)``: whether the client of a
+        request may use that server's resources and prompts (its allow-list); default yes."""
         self.pool = pool
         self.bus = bus
         self.on_tools_changed = on_tools_changed
+        self.may_use = may_use or (lambda ctx, server: True)
         self.sessions: dict[int, Any] = {}  # connection → a ServerSession to notify it on
         self.levels: dict[int, types.LoggingLevel] = {}
         self.subscribers: dict[tuple[str, str], set[int]] = {}
@@ -250,7 +253,11 @@ class Relay:
         self._resources = names
         back = {v: k for k, v in names.items()}
         return types.ListResourcesResult(
-            resources=[r.model_copy(update={"uri": back[(s, r.uri)]}) for s, r in listed]
+            resources=[
+                r.model_copy(update={"uri": back[(s, r.uri)]})
+                for s, r in listed
+                if ctx is None or self.may_use(ctx, s)
+            ]
         )
 
     async def list_templates(self, ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
@@ -265,7 +272,9 @@ class Relay:
         back = {v: k for k, v in names.items()}
         return types.ListResourceTemplatesResult(
             resource_templates=[
-                t.model_copy(update={"uri_template": back[(s, t.uri_template)]}) for s, t in listed
+                t.model_copy(update={"uri_template": back[(s, t.uri_template)]})
+                for s, t in listed
+                if ctx is None or self.may_use(ctx, s)
             ]
         )
 
@@ -276,7 +285,11 @@ class Relay:
         self._prompts = names
         back = {v: k for k, v in names.items()}
         return types.ListPromptsResult(
-            prompts=[p.model_copy(update={"name": back[(s, p.name)]}) for s, p in listed]
+            prompts=[
+                p.model_copy(update={"name": back[(s, p.name)]})
+                for s, p in listed
+                if ctx is None or self.may_use(ctx, s)
+            ]
         )
 
     # --- resolving a name to its server -----------------------------------------------------
@@ -328,13 +341,19 @@ class Relay:
             return split
         return await self.resource_owner(template)
 
+    def _check(self, ctx: Any, owner: tuple[str, str]) -> tuple[str, str]:
+        """``owner`` if the client may use its server, else the same error as an unknown name."""
+        if not self.may_use(ctx, owner[0]):
+            raise MCPError(code=types.INVALID_PARAMS, message="not available to this client")
+        return owner
+
     # --- requests -------------------------------------------------------------------------
 
     async def read_resource(
         self, ctx: Any, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         self.seen(ctx)
-        server, uri = await self.resource_owner(str(params.uri))
+        server, uri = self._check(ctx, await self.resource_owner(str(params.uri)))
         async with self.serving(ctx) as caller:
             result: types.ReadResourceResult = await self.pool[server].request(
                 lambda c: c.session.send_request(
@@ -348,7 +367,7 @@ class Relay:
 
     async def subscribe(self, ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
         self.seen(ctx)
-        server, uri = await self.resource_owner(str(params.uri))
+        server, uri = self._check(ctx, await self.resource_owner(str(params.uri)))
         first = (server, uri) not in self.subscribers
         self.subscribers.setdefault((server, uri), set()).add(_key(ctx))
         if first:
@@ -380,7 +399,7 @@ class Relay:
         self, ctx: Any, params: types.GetPromptRequestParams
     ) -> types.GetPromptResult:
         self.seen(ctx)
-        server, name = await self.prompt_owner(params.name)
+        server, name = self._check(ctx, await self.prompt_owner(params.name))
         async with self.serving(ctx) as caller:
             result: types.GetPromptResult = await self.pool[server].request(
                 lambda c: c.session.send_request(
@@ -401,6 +420,7 @@ class Relay:
         else:
             server, uri = await self.template_owner(ref.uri)
             ref = ref.model_copy(update={"uri": uri})
+        self._check(ctx, (server, ""))
         if server not in self._serving("completions"):  # nothing to complete with: no values
             return types.CompleteResult(completion=types.Completion(values=[]))
         result: types.CompleteResult = await self.pool[server].request(
