@@ -1,6 +1,7 @@
 """Gateway latency: what one call through ``toolroute serve`` costs over calling the server direct.
 
-    python benchmarks/gateway_latency.py [--calls 200] [--warmup 20] [--http] [--json] [--out F]
+    python benchmarks/gateway_latency.py [--calls 200] [--warmup 20] [--http] [--relay] [--json]
+                                         [--out F]
 
 Opens, all at once, one MCP SDK client over stdio straight to the reference time server
 (``python -m mcp_server_time``) and one over stdio to ``toolroute serve`` fronting only that
@@ -11,6 +12,13 @@ each gateway, in alternating batches (the order rotates each round) so that mach
 every path alike. Every result is checked (no is_error; the time mentions Asia/Tokyo, the
 candidates hold time__get_current_time). Prints a markdown table of p50/p95/mean per path and
 the added p50/p95 (gateway - direct); --json prints a JSON object instead.
+
+With --relay it measures the relay instead: it opens the conformance test server
+(tests/fixtures/conformance_server.py) direct and behind a ``toolroute serve`` in pass-through
+mode (``expose = "all"``) and times, on that one server, a tool call (``test_simple_text``), a
+resource read (``test://static-text``) and a prompt get (``test_prompt_with_arguments``), each
+direct and through the gateway, so that what the relay adds to a read or a get is compared with
+what it adds to a tool call.
 """
 
 from __future__ import annotations
@@ -39,6 +47,8 @@ TZ_ARGS: dict[str, Any] = {"timezone": "Asia/Tokyo"}
 VIA_ARGS: dict[str, Any] = {"name": "time__get_current_time", "arguments": TZ_ARGS}
 FIND_ARGS: dict[str, Any] = {"query": "what time is it in Tokyo", "k": 5}
 DIRECT = "direct (stdio)"
+FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "conformance_server.py"
+RELAY_KINDS = ("tool call", "resource read", "prompt get")
 
 Call = Callable[[], Awaitable[None]]
 Report = dict[str, Any]
@@ -85,6 +95,85 @@ async def _wait_port(port: int, proc: subprocess.Popen[bytes], timeout_s: float 
     raise TimeoutError(f"port {port} did not open within {timeout_s:.0f}s")
 
 
+async def _timed(paths: dict[str, Call], args: argparse.Namespace) -> dict[str, list[float]]:
+    """Warm up every path, then time them in alternating batches (the order rotates)."""
+    for call in paths.values():
+        for _ in range(args.warmup):
+            await call()
+    ms: dict[str, list[float]] = {name: [] for name in paths}
+    order = list(paths)
+    done = 0
+    while done < args.calls:
+        n = min(args.batch, args.calls - done)
+        for name in order:
+            call = paths[name]
+            for _ in range(n):
+                t0 = time.perf_counter()
+                await call()
+                ms[name].append((time.perf_counter() - t0) * 1e3)
+        order = order[1:] + order[:1]  # rotate who goes first each round
+        done += n
+    return ms
+
+
+async def _relay_paths(
+    connect: Callable[[StdioServerParameters], Awaitable[Client]], tmp: Path
+) -> dict[str, Call]:
+    """Tool call, resource read and prompt get on the conformance server, direct and through a
+    pass-through gateway; every answer is checked against the server's own content."""
+    from mcp.types import GetPromptResult, ReadResourceResult
+
+    folder = tmp / "relay"
+    folder.mkdir()
+    server = {"command": PY, "args": [str(FIXTURE)]}
+    (folder / "servers.json").write_text(json.dumps({"mcpServers": {"conformance": server}}))
+    (folder / "toolroute.toml").write_text(
+        f'[toolroute]\nstore = "{folder / "store"}"\nexpose = "all"\n'
+    )
+    direct = await connect(StdioServerParameters(command=PY, args=[str(FIXTURE)]))
+    gateway = await connect(
+        StdioServerParameters(
+            command=TOOLROUTE, args=["serve", "--config", str(folder / "servers.json")]
+        )
+    )
+
+    def kinds(c: Client) -> dict[str, Call]:
+        async def tool() -> None:
+            r = await c.call_tool("test_simple_text", {})
+            if r.is_error or "simple text response" not in getattr(r.content[0], "text", ""):
+                raise RuntimeError(f"bad tool result {r!r:.200}")
+
+        async def read() -> None:
+            r: ReadResourceResult = await c.read_resource("test://static-text")
+            if "static text resource" not in getattr(r.contents[0], "text", ""):
+                raise RuntimeError(f"bad resource {r!r:.200}")
+
+        async def get() -> None:
+            r: GetPromptResult = await c.get_prompt(
+                "test_prompt_with_arguments", {"arg1": "a", "arg2": "b"}
+            )
+            if "arg1='a'" not in getattr(r.messages[0].content, "text", ""):
+                raise RuntimeError(f"bad prompt {r!r:.200}")
+
+        return dict(zip(RELAY_KINDS, (tool, read, get), strict=True))
+
+    paths = {f"relay direct {k} (stdio)": call for k, call in kinds(direct).items()}
+    paths |= {f"relay gateway {k} (stdio)": call for k, call in kinds(gateway).items()}
+    return paths
+
+
+def _relay_added(stats: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+    """Gateway minus direct, per relayed request kind (only with --relay)."""
+    return {
+        kind: {
+            k: stats[f"relay gateway {kind} (stdio)"][k] - stats[f"relay direct {kind} (stdio)"][k]
+            for k in ("p50_ms", "p95_ms")
+        }
+        for kind in RELAY_KINDS
+        if f"relay gateway {kind} (stdio)" in stats
+    }
+
+
 def _stats(ms: list[float]) -> dict[str, float]:
     q = statistics.quantiles(ms, n=100, method="inclusive")
     return {"calls": len(ms), "p50_ms": q[49], "p95_ms": q[94], "mean_ms": statistics.fmean(ms)}
@@ -103,6 +192,9 @@ async def _measure(args: argparse.Namespace, tmp: Path) -> dict[str, list[float]
                 client = Client(target, mode="legacy", read_timeout_seconds=60)
                 return await stack.enter_async_context(client)
 
+            if args.relay:  # its own comparison, on its own server (see the docstring)
+                paths.update(await _relay_paths(connect, tmp))
+                return await _timed(paths, args)
             direct = await connect(StdioServerParameters(command=PY, args=TIME_ARGS))
             paths[DIRECT] = _caller(direct, "get_current_time", TZ_ARGS, _check_time)
             gws: dict[str, Client] = {}
@@ -121,23 +213,7 @@ async def _measure(args: argparse.Namespace, tmp: Path) -> dict[str, list[float]
                 find = _caller(gw, "find_tools", FIND_ARGS, _check_find)
                 paths[f"gateway find_tools ({t})"] = find
 
-            for call in paths.values():
-                for _ in range(args.warmup):
-                    await call()
-            ms: dict[str, list[float]] = {name: [] for name in paths}
-            order = list(paths)
-            done = 0
-            while done < args.calls:
-                n = min(args.batch, args.calls - done)
-                for name in order:
-                    call = paths[name]
-                    for _ in range(n):
-                        t0 = time.perf_counter()
-                        await call()
-                        ms[name].append((time.perf_counter() - t0) * 1e3)
-                order = order[1:] + order[:1]  # rotate who goes first each round
-                done += n
-            return ms
+            return await _timed(paths, args)
     finally:
         if proc is not None:
             proc.terminate()
@@ -150,9 +226,8 @@ async def _measure(args: argparse.Namespace, tmp: Path) -> dict[str, list[float]
 
 def _report(ms: dict[str, list[float]], args: argparse.Namespace, runtime_s: float) -> Report:
     stats = {name: _stats(v) for name, v in ms.items()}
-    base = stats[DIRECT]
     added = {
-        name: {k: stats[name][k] - base[k] for k in ("p50_ms", "p95_ms")}
+        name: {k: stats[name][k] - stats[DIRECT][k] for k in ("p50_ms", "p95_ms")}
         for name in stats
         if name.startswith("gateway call_tool")
     }
@@ -163,6 +238,7 @@ def _report(ms: dict[str, list[float]], args: argparse.Namespace, runtime_s: flo
         "python": sys.version.split()[0],
         "paths": stats,
         "added_vs_direct": added,
+        "relay_added_vs_direct": _relay_added(stats),
         "runtime_s": runtime_s,
     }
 
@@ -176,6 +252,11 @@ def _markdown(rep: Report) -> str:
     for name, a in rep["added_vs_direct"].items():
         lines.append(
             f"- added by the gateway, {name} - direct: "
+            f"p50 {a['p50_ms']:+.2f} ms, p95 {a['p95_ms']:+.2f} ms"
+        )
+    for kind, a in rep["relay_added_vs_direct"].items():
+        lines.append(
+            f"- added by the pass-through relay to a {kind} (conformance server): "
             f"p50 {a['p50_ms']:+.2f} ms, p95 {a['p95_ms']:+.2f} ms"
         )
     lines.append(
@@ -198,6 +279,12 @@ def main() -> None:
     ap.add_argument("--warmup", "-w", type=int, default=20, help="untimed warm-up calls per path")
     ap.add_argument("--batch", type=int, default=20, help="calls per path before switching path")
     ap.add_argument("--http", action="store_true", help="also measure over streamable HTTP")
+    ap.add_argument(
+        "--relay",
+        action="store_true",
+        help="instead, time a tool call, a resource read and a prompt get through the "
+        "pass-through relay, each against the same server direct",
+    )
     ap.add_argument("--json", action="store_true", help="print a JSON object, not markdown")
     ap.add_argument("--out", type=Path, help="also write the markdown report to this file")
     args = ap.parse_args()
