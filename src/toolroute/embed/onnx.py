@@ -13,12 +13,15 @@ import importlib.util
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from toolroute.embed.base import Matrix, l2_normalise
 from toolroute.errors import EmbedError
+
+if TYPE_CHECKING:
+    from tokenizers import Encoding, Tokenizer
 
 __all__ = ["DEFAULT_MODEL_ID", "OnnxEmbedder", "default_model_files"]
 
@@ -67,10 +70,10 @@ class OnnxEmbedder:
         model_id: str | None = None,
         max_length: int = 256,
         batch_size: int = 32,
+        batch_tokens: int = 2048,
         threads: int | None = None,
     ) -> None:
         import onnxruntime as ort
-        from tokenizers import Tokenizer
 
         if model_path is None and tokenizer_path is None:
             model_path, tokenizer_path = default_model_files()
@@ -84,13 +87,7 @@ class OnnxEmbedder:
         self._model_id = (
             model_id or f"onnx:{Path(model_path).name}:{_sha256(Path(model_path))[:12]}"
         )
-        try:
-            tok = Tokenizer.from_file(str(tokenizer_path))
-        except Exception as e:  # tokenizers raises a bare Exception for a bad file
-            raise EmbedError(f"{tokenizer_path}: cannot load tokenizer: {e}") from None
-        tok.enable_padding(pad_id=0, pad_token="[PAD]")
-        tok.enable_truncation(max_length)
-        self._tokenizer = tok
+        self._tokenizer = _load_tokenizer(Path(tokenizer_path), max_length)
         opts = ort.SessionOptions()
         env = os.environ.get("TOOLROUTE_THREADS", "0")
         if threads is None and not env.isdigit():
@@ -99,6 +96,12 @@ class OnnxEmbedder:
         if n > 0:
             opts.intra_op_num_threads = n
         opts.inter_op_num_threads = 1
+        # Batch shapes change with every batch: the CPU arena would keep the largest one's
+        # buffers for the life of the process (1.7 GB indexing livemcpbench), and memory
+        # patterns are planned per shape. Plain allocations cost no throughput here
+        # (benchmarks/index_memory.py).
+        opts.enable_cpu_mem_arena = False
+        opts.enable_mem_pattern = False
         try:
             self._session: Any = ort.InferenceSession(
                 str(model_path), sess_options=opts, providers=["CPUExecutionProvider"]
@@ -108,6 +111,7 @@ class OnnxEmbedder:
         self._inputs = {i.name for i in self._session.get_inputs()}
         self._dim = int(self._session.get_outputs()[0].shape[-1])
         self._batch = batch_size
+        self._batch_tokens = max(batch_tokens, max_length)
 
     @property
     def model_id(self) -> str:
@@ -120,12 +124,25 @@ class OnnxEmbedder:
     def embed(self, texts: Sequence[str]) -> Matrix:
         if not texts:
             return np.zeros((0, self._dim), dtype=np.float32)
-        # Sort by length so each batch pads little; restore order at the end.
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        # Sorted by token count, cut into batches of at most batch_size texts and
+        # batch_tokens padded tokens: what onnxruntime allocates per batch is bounded by the
+        # budget, not by the longest text times the batch size. Order restored at the end.
+        enc = self._tokenizer.encode_batch(list(texts))
+        lengths = np.array([len(e.ids) for e in enc], dtype=np.int64)
+        order = np.argsort(lengths, kind="stable")
         out = np.empty((len(texts), self._dim), dtype=np.float32)
-        for start in range(0, len(order), self._batch):
-            idx = order[start : start + self._batch]
-            out[idx] = self._run([texts[i] for i in idx])
+        start = 0
+        while start < len(order):
+            stop = start + 1
+            while (
+                stop < len(order)
+                and stop - start < self._batch
+                and (stop - start + 1) * lengths[order[stop]] <= self._batch_tokens
+            ):
+                stop += 1
+            idx = order[start:stop]
+            out[idx] = self._run([enc[i] for i in idx])
+            start = stop
         return out
 
     def embed_spans(self, text: str, spans: Sequence[tuple[int, int]]) -> Matrix:
@@ -148,10 +165,13 @@ class OnnxEmbedder:
             rows.append(hidden[sel].mean(axis=0) if sel.any() else rows[0])
         return l2_normalise(np.stack(rows))
 
-    def _run(self, batch: list[str]) -> Matrix:
-        enc = self._tokenizer.encode_batch(batch)
-        ids = np.array([e.ids for e in enc], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+    def _run(self, batch: list[Encoding]) -> Matrix:
+        width = max(len(e.ids) for e in batch)
+        ids = np.zeros((len(batch), width), dtype=np.int64)  # 0 is [PAD]
+        mask = np.zeros((len(batch), width), dtype=np.int64)
+        for row, e in enumerate(batch):
+            ids[row, : len(e.ids)] = e.ids
+            mask[row, : len(e.ids)] = 1
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)
@@ -159,3 +179,17 @@ class OnnxEmbedder:
         m = mask[..., None].astype(np.float32)
         pooled = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
         return l2_normalise(pooled)
+
+
+def _load_tokenizer(path: Path, max_length: int) -> Tokenizer:
+    """The model's tokenizer, truncating at ``max_length``; no padding (batches pad themselves
+    to their own longest text)."""
+    from tokenizers import Tokenizer
+
+    try:
+        tok = Tokenizer.from_file(str(path))
+    except Exception as e:  # tokenizers raises a bare Exception for a bad file
+        raise EmbedError(f"{path}: cannot load tokenizer: {e}") from None
+    tok.no_padding()
+    tok.enable_truncation(max_length)
+    return tok
