@@ -1,6 +1,7 @@
 """Gateway latency: what one call through ``toolroute serve`` costs over calling the server direct.
 
-    python benchmarks/gateway_latency.py [--calls 200] [--warmup 20] [--http] [--json] [--out F]
+    python benchmarks/gateway_latency.py [--calls 200] [--warmup 20] [--http] [--breakdown]
+                                         [--json] [--out F]
 
 Opens, all at once, one MCP SDK client over stdio straight to the reference time server
 (``python -m mcp_server_time``) and one over stdio to ``toolroute serve`` fronting only that
@@ -11,6 +12,13 @@ each gateway, in alternating batches (the order rotates each round) so that mach
 every path alike. Every result is checked (no is_error; the time mentions Asia/Tokyo, the
 candidates hold time__get_current_time). Prints a markdown table of p50/p95/mean per path and
 the added p50/p95 (gateway - direct); --json prints a JSON object instead.
+
+--breakdown also times, in this process and in blocks, the pieces of one call_tool: the
+gateway's own downstream call (its pool's client to the same server), ``Gateway.call``
+(argument validation + that call + recording the outcome), the whole handler behind the SDK's
+server (an in-memory client: dispatch, request validation, OTel middleware, serialisation),
+and, alone, argument validation and recording an outcome with and without waiting for the
+store write. What the stdio path adds beyond the in-memory handler is transport.
 """
 
 from __future__ import annotations
@@ -121,23 +129,9 @@ async def _measure(args: argparse.Namespace, tmp: Path) -> dict[str, list[float]
                 find = _caller(gw, "find_tools", FIND_ARGS, _check_find)
                 paths[f"gateway find_tools ({t})"] = find
 
-            for call in paths.values():
-                for _ in range(args.warmup):
-                    await call()
-            ms: dict[str, list[float]] = {name: [] for name in paths}
-            order = list(paths)
-            done = 0
-            while done < args.calls:
-                n = min(args.batch, args.calls - done)
-                for name in order:
-                    call = paths[name]
-                    for _ in range(n):
-                        t0 = time.perf_counter()
-                        await call()
-                        ms[name].append((time.perf_counter() - t0) * 1e3)
-                order = order[1:] + order[:1]  # rotate who goes first each round
-                done += n
-            return ms
+            for t in gws:  # find_tools first: the call gate admits only promoted tools
+                await paths[f"gateway find_tools ({t})"]()
+            return await _timed_blocks(paths, args.calls, args.warmup, args.batch)
     finally:
         if proc is not None:
             proc.terminate()
@@ -148,6 +142,77 @@ async def _measure(args: argparse.Namespace, tmp: Path) -> dict[str, list[float]
                 proc.wait()
 
 
+async def _timed_blocks(
+    paths: dict[str, Call], calls: int, warmup: int, batch: int
+) -> dict[str, list[float]]:
+    for call in paths.values():
+        for _ in range(warmup):
+            await call()
+    ms: dict[str, list[float]] = {name: [] for name in paths}
+    order, done = list(paths), 0
+    while done < calls:
+        n = min(batch, calls - done)
+        for name in order:
+            for _ in range(n):
+                t0 = time.perf_counter()
+                await paths[name]()
+                ms[name].append((time.perf_counter() - t0) * 1e3)
+        order = order[1:] + order[:1]
+        done += n
+    return ms
+
+
+async def _breakdown(args: argparse.Namespace, tmp: Path) -> dict[str, list[float]]:
+    """The pieces of one call_tool, timed in this process (see the module docstring)."""
+    from dataclasses import replace
+
+    from toolroute.config import load_config
+    from toolroute.gateway.app import make_gateway, running_pool, sync_router
+    from toolroute.gateway.server import _validate
+    from toolroute.stats import Outcome
+
+    config = tmp / "breakdown.json"
+    config.write_text(json.dumps({"mcpServers": {"time": {"command": PY, "args": TIME_ARGS}}}))
+    cfg = replace(load_config(config, None), store=tmp / "store-breakdown", call_gate=False)
+    async with running_pool(cfg) as pool:
+        router, _ = await sync_router(cfg, pool)
+        gw = make_gateway(cfg, router, pool)
+        name = VIA_ARGS["name"]
+        schema = dict(gw.presenter.tools_by_name[name].input_schema)
+        outcome = Outcome("time", "get_current_time", success=True, latency_s=0.001)
+
+        async def downstream() -> None:
+            _check_time((await pool["time"].call_tool("get_current_time", TZ_ARGS, 30))[0])
+
+        async def gateway_call() -> None:
+            _check_time(await gw.call(name, TZ_ARGS))
+
+        async def validate() -> None:
+            _validate(schema, TZ_ARGS)
+
+        async def record_wait() -> None:
+            router.record(outcome)
+
+        async def record_queued() -> None:
+            router.record(outcome, wait=False)
+
+        try:
+            async with Client(gw.server, mode="legacy") as c:
+                paths: dict[str, Call] = {
+                    "gateway's downstream call (pool client, stdio)": downstream,
+                    "Gateway.call (validate + downstream + record)": gateway_call,
+                    "handler behind the SDK server (in-memory client)": _caller(
+                        c, "call_tool", VIA_ARGS, _check_time
+                    ),
+                    "argument validation": validate,
+                    "record outcome, waiting for the store write": record_wait,
+                    "record outcome, store write queued": record_queued,
+                }
+                return await _timed_blocks(paths, args.calls, args.warmup, args.batch)
+        finally:
+            router.close()
+
+
 def _report(ms: dict[str, list[float]], args: argparse.Namespace, runtime_s: float) -> Report:
     stats = {name: _stats(v) for name, v in ms.items()}
     base = stats[DIRECT]
@@ -156,7 +221,7 @@ def _report(ms: dict[str, list[float]], args: argparse.Namespace, runtime_s: flo
         for name in stats
         if name.startswith("gateway call_tool")
     }
-    return {
+    rep: Report = {
         "calls": args.calls,
         "warmup": args.warmup,
         "batch": args.batch,
@@ -165,6 +230,7 @@ def _report(ms: dict[str, list[float]], args: argparse.Namespace, runtime_s: flo
         "added_vs_direct": added,
         "runtime_s": runtime_s,
     }
+    return rep
 
 
 def _markdown(rep: Report) -> str:
@@ -182,6 +248,19 @@ def _markdown(rep: Report) -> str:
         f"- {rep['calls']} timed calls per path after {rep['warmup']} warm-up calls, "
         f"alternating batches of {rep['batch']}; runtime {rep['runtime_s']:.1f} s"
     )
+    direct = rep["paths"][DIRECT]["p50_ms"]
+    for name, a in rep["added_vs_direct"].items():
+        lines.append(f"- {name} adds {a['p50_ms'] / direct:.2f}x one direct call (p50)")
+    if rep.get("breakdown"):
+        lines += [
+            "",
+            "Breakdown of one call_tool, in the gateway's process (blocks, same run):",
+            "",
+            "| piece | p50 ms | p95 ms |",
+            "|---|---:|---:|",
+        ]
+        for name, b in rep["breakdown"].items():
+            lines.append(f"| {name} | {b['p50_ms']:.3f} | {b['p95_ms']:.3f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -198,6 +277,9 @@ def main() -> None:
     ap.add_argument("--warmup", "-w", type=int, default=20, help="untimed warm-up calls per path")
     ap.add_argument("--batch", type=int, default=20, help="calls per path before switching path")
     ap.add_argument("--http", action="store_true", help="also measure over streamable HTTP")
+    ap.add_argument(
+        "--breakdown", action="store_true", help="also time the pieces of call_tool in-process"
+    )
     ap.add_argument("--json", action="store_true", help="print a JSON object, not markdown")
     ap.add_argument("--out", type=Path, help="also write the markdown report to this file")
     args = ap.parse_args()
@@ -207,7 +289,9 @@ def main() -> None:
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="toolroute-latency-") as tmp:
         ms = anyio.run(_measure, args, Path(tmp))
+        pieces = anyio.run(_breakdown, args, Path(tmp)) if args.breakdown else {}
     rep = _report(ms, args, time.perf_counter() - t0)
+    rep["breakdown"] = {name: _stats(v) for name, v in pieces.items()}
     md = _markdown(rep)
     if args.out:
         args.out.write_text(md)

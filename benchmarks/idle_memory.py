@@ -3,8 +3,9 @@
     python benchmarks/idle_memory.py [--imports 5] [--out FILE] [--json]
 
 Starts ``toolroute serve`` over stdio in front of mcp-server-time, mcp-server-git (PyPI) and
-the npm server-memory, server-filesystem and server-everything (in .toolroute/npm), with a
-fresh store, through the MCP SDK client. Reports the gateway process's own RSS (VmRSS, not its
+the npm server-memory, server-filesystem and server-everything (in .toolroute/npm), through
+the MCP SDK client, twice on one store: a cold start (empty store: every tool is embedded) and
+a warm restart (the usual case). Reports the gateway process's own RSS (VmRSS, not its
 children's) once it has answered ``tools/list`` (idle), and after one ``find_tools`` (the
 first route loads what routing needs), plus its peak (VmHWM); and the median wall time of
 ``python -c "import toolroute.gateway.app"`` (a fresh interpreter each time) and the modules
@@ -102,14 +103,14 @@ def _modules(pid: int) -> list[str]:
     return sorted({m for m in HEAVY if f"/{m}" in maps})
 
 
-async def _measure(tmp: Path) -> dict[str, Any]:
-    config = tmp / "servers.json"
-    config.write_text(json.dumps({"mcpServers": _servers(tmp)}))
+async def _start(config: Path, store: Path) -> dict[str, Any]:
     params = StdioServerParameters(
-        command=TOOLROUTE, args=["serve", "--config", str(config), "--store", str(tmp / "store")]
+        command=TOOLROUTE,
+        args=["serve", "--config", str(config), "--store", str(store)],
+        env=dict(os.environ),  # the gateway runs with this interpreter's settings
     )
-    async with Client(params, mode="legacy", read_timeout_seconds=300) as c:
-        tools = await c.list_tools()
+    async with Client(params, mode="legacy", read_timeout_seconds=600) as c:
+        await c.list_tools()
         pid = _gateway_pid()
         idle = _status_mb(pid)
         idle_native = _modules(pid)
@@ -118,11 +119,19 @@ async def _measure(tmp: Path) -> dict[str, Any]:
             raise RuntimeError("find_tools failed")
         routed = _status_mb(pid)
     return {
-        "meta_tools": len(tools.tools),
         "idle_rss_mb": idle["VmRSS"],
         "after_find_tools_rss_mb": routed["VmRSS"],
         "peak_rss_mb": routed["VmHWM"],
         "shared_libraries_at_idle": idle_native,
+    }
+
+
+async def _measure(tmp: Path) -> dict[str, Any]:
+    config = tmp / "servers.json"
+    config.write_text(json.dumps({"mcpServers": _servers(tmp)}))
+    return {
+        "cold start": await _start(config, tmp / "store"),
+        "warm restart": await _start(config, tmp / "store"),
     }
 
 
@@ -158,25 +167,32 @@ def main() -> int:
     rep["import_s"] = round(seconds, 3)
     rep["modules_after_import"] = modules
     rep["runtime_s"] = round(time.perf_counter() - t0, 1)
-    md = "\n".join(
-        [
-            "`toolroute serve` (stdio) over five reference servers (time, git, memory, "
-            "filesystem, everything), the gateway process alone:",
-            "",
-            "| measure | value |",
-            "|---|---:|",
-            f"| idle RSS (after tools/list) MB | {rep['idle_rss_mb']} |",
-            f"| RSS after one find_tools MB | {rep['after_find_tools_rss_mb']} |",
-            f"| peak RSS (VmHWM) MB | {rep['peak_rss_mb']} |",
-            f"| import toolroute.gateway.app + server + cli, median of {args.imports} s "
-            f"| {rep['import_s']} |",
-            "",
-            "- heavy libraries mapped at idle: "
-            + (", ".join(rep["shared_libraries_at_idle"]) or "none"),
-            f"- heavy modules after the import: {', '.join(modules) or 'none'}",
-            "",
-        ]
-    )
+    starts = [k for k in rep if isinstance(rep[k], dict)]
+    lines = [
+        "`toolroute serve` (stdio) over five reference servers (time, git, memory, "
+        "filesystem, everything), the gateway process alone:",
+        "",
+        "| measure | " + " | ".join(starts) + " |",
+        "|---|" + "---:|" * len(starts),
+    ]
+    for key, label in (
+        ("idle_rss_mb", "idle RSS (after tools/list) MB"),
+        ("after_find_tools_rss_mb", "RSS after one find_tools MB"),
+        ("peak_rss_mb", "peak RSS (VmHWM) MB"),
+    ):
+        lines.append(f"| {label} | " + " | ".join(str(rep[k][key]) for k in starts) + " |")
+    lines += [
+        "",
+        f"- import of toolroute.gateway.app + server + cli: median {rep['import_s']} s "
+        f"over {args.imports} fresh interpreters",
+        "- heavy libraries mapped at idle: "
+        + "; ".join(
+            f"{k}: {', '.join(rep[k]['shared_libraries_at_idle']) or 'none'}" for k in starts
+        ),
+        f"- heavy modules after the import: {', '.join(modules) or 'none'}",
+        "",
+    ]
+    md = "\n".join(lines)
     if args.out:
         args.out.write_text(md)
         args.out.with_suffix(".json").write_text(json.dumps(rep, indent=2) + "\n")
