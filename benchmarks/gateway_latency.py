@@ -196,13 +196,21 @@ async def _breakdown(args: argparse.Namespace, tmp: Path) -> dict[str, list[floa
         async def record_queued() -> None:
             router.record(outcome, wait=False)
 
+        bare = make_gateway(cfg, router, pool)
+        bare.server.middleware = []  # the SDK's per-message OTel span, dropped
         try:
-            async with Client(gw.server, mode="legacy") as c:
+            async with (
+                Client(gw.server, mode="legacy") as c,
+                Client(bare.server, mode="legacy") as c_bare,
+            ):
                 paths: dict[str, Call] = {
                     "gateway's downstream call (pool client, stdio)": downstream,
                     "Gateway.call (validate + downstream + record)": gateway_call,
                     "handler behind the SDK server (in-memory client)": _caller(
                         c, "call_tool", VIA_ARGS, _check_time
+                    ),
+                    "the same without the SDK's OTel middleware": _caller(
+                        c_bare, "call_tool", VIA_ARGS, _check_time
                     ),
                     "argument validation": validate,
                     "record outcome, waiting for the store write": record_wait,
