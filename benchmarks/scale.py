@@ -197,23 +197,28 @@ def probe(catalog: Path, store: Path, queries: list[str]) -> dict[str, Any]:
 
 
 def exact_overlap(router: Any, queries: list[str]) -> float | None:
-    """Mean share of exact search's top 10 that ``default`` returns (its sub-intent lift runs on
-    a candidate pool; ``intent_pool=0`` lifts every tool). None where the pool does not exist."""
+    """Recall@10 of ``default`` against exact search: the share of its top 10 whose exact score
+    reaches exact search's 10th best (mirrored tools tie, so a set comparison would count a
+    tied mirror as a miss). Above ``intent_exact_top`` tools ``default`` scores sub-intents
+    only where a bound says they matter; 0 scores every tool. None for a toolroute without
+    that parameter."""
     from dataclasses import fields, replace
 
     from toolroute.router import top_k
 
-    if "intent_pool" not in {f.name for f in fields(router.params)}:
+    if "intent_exact_top" not in {f.name for f in fields(router.params)}:
         return None
-    pooled = [set(top_k(router.scores(q, "default"), 10)) for q in queries]
-    params, router.params = router.params, replace(router.params, intent_pool=0)
+    picks = [top_k(router.scores(q, "default"), 10) for q in queries]
+    params, router.params = router.params, replace(router.params, intent_exact_top=0)
     try:
-        exact = [set(top_k(router.scores(q, "default"), 10)) for q in queries]
+        hits = []
+        for q, pick in zip(queries, picks, strict=True):
+            exact = router.scores(q, "default")
+            tenth = exact[top_k(exact, 10)[-1]]
+            hits.append(float(np.mean(exact[pick] >= tenth - 1e-6)))
     finally:
         router.params = params
-    return round(
-        float(np.mean([len(a & b) / len(b) for a, b in zip(pooled, exact, strict=True)])), 4
-    )
+    return round(float(np.mean(hits)), 4)
 
 
 def _pct(v: list[float], q: float) -> float:

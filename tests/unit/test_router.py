@@ -103,3 +103,41 @@ def test_document_presets_all_index(tmp_path: Path, catalog_file: Path) -> None:
     for preset in ("concat", "var-1", "var-2", "toolroute"):
         with _router(tmp_path / preset, catalog_file, HashingEmbedder(), documents=preset) as r:
             assert r.route("list files in a directory", k=1)[0].tool == "list_directory"
+
+
+def test_multi_top_tools_equal_scoring_every_sub_intent(tmp_path: Path) -> None:
+    """The sub-intent bound prunes work, never the top: same top 20 as the full product."""
+    from dataclasses import replace
+
+    from toolroute.catalog import catalog_from_dict
+    from toolroute.router import top_k
+
+    rng = np.random.default_rng(3)
+    words = "read write file news headline word cloud draw chart fetch send email git branch "
+    vocab = (words + "time zone weather city map route search index commit push").split()
+    servers = [
+        {
+            "id": f"s{i}",
+            "name": f"server {i}",
+            "description": " ".join(rng.choice(vocab, 6)),
+            "tools": [
+                {"name": f"t{j}", "description": " ".join(rng.choice(vocab, 8))} for j in range(20)
+            ],
+        }
+        for i in range(30)
+    ]
+    with Router(
+        catalog_from_dict({"servers": servers}), store=tmp_path, embedder=HashingEmbedder()
+    ) as r:
+        for query in (
+            "fetch the news headlines, then draw a word cloud of them",
+            "read a file and send an email, then commit and push the branch",
+        ):
+            r.params = replace(r.params, intent_exact_top=20)
+            bounded = r.scores(query, "default")
+            r.params = replace(r.params, intent_exact_top=0)
+            full = r.scores(query, "default")
+            top = top_k(full, 20)
+            assert top_k(bounded, 20) == top
+            assert np.allclose(bounded[top], full[top], atol=1e-6)
+            assert (bounded <= full + 1e-6).all()  # elsewhere a lower bound
