@@ -97,9 +97,9 @@ class OnnxEmbedder:
         self._inputs: set[str] = set()
         self._batch = batch_size
         self._batch_tokens = max(batch_tokens, max_length)
-        # The session (~160 MB: onnxruntime folds the int8 weights to float32) loads on the
-        # first text to embed, so a gateway restarted over a warm store idles without it;
-        # a custom model loads now, since only the session knows its dimension.
+        # The session (most of serve's memory: onnxruntime folds the int8 weights to float32)
+        # loads on the first text to embed, so a gateway restarted over a warm store idles
+        # without it; a custom model loads now, since only the session knows its dimension.
         self._dim = _DEFAULT_DIM if default else int(self._session().get_outputs()[0].shape[-1])
 
     def _session(self) -> Any:
