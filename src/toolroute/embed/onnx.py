@@ -112,11 +112,13 @@ class OnnxEmbedder:
             opts.intra_op_num_threads = self._threads
         opts.inter_op_num_threads = 1
         # Batch shapes change with every batch: the CPU arena would keep the largest one's
-        # buffers for the life of the process (1.7 GB indexing livemcpbench), and memory
-        # patterns are planned per shape. Plain allocations cost no throughput here
-        # (benchmarks/index_memory.py).
+        # buffers for the life of the process (1.7 GB indexing livemcpbench, issue 13), and
+        # memory patterns are planned per shape (benchmarks/index_memory.py measures both).
         opts.enable_cpu_mem_arena = False
         opts.enable_mem_pattern = False
+        # Idle pool threads sleep instead of spinning: a spinning pool burns a core between
+        # the gateway's one-query embeddings (benchmarks/embed_spin.py: about half the CPU).
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
             session = ort.InferenceSession(
                 str(self._model_path), sess_options=opts, providers=["CPUExecutionProvider"]
