@@ -563,7 +563,8 @@ class Gateway:
 
     def _record(self, outcome: Outcome) -> None:
         try:
-            self.router.record(outcome)
+            # statistics update now; the store write happens after the answer has gone out
+            self.router.record(outcome, wait=False)
         except Exception:  # statistics must never break a call
             log.exception("cannot record the outcome of %s/%s", outcome.server, outcome.tool)
         if self._on_outcome is not None:
