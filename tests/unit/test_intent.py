@@ -31,3 +31,12 @@ def test_too_many_clauses_keep_the_longest_in_order() -> None:
     assert len(parts) == 3
     assert parts == sorted(parts, key=text.index)
     assert parts[-1].startswith("step number 11")
+
+
+def test_a_file_path_names_a_destination_but_a_url_does_not() -> None:
+    from toolroute.route.intent import names_destination
+
+    assert names_destination("save it in /root/markdown/bitcoin.md")
+    assert names_destination("write it to ~/notes.txt")
+    assert not names_destination("read https://example.com/page.html")
+    assert not names_destination("and/or 1/2 of the items")
