@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from toolroute.route.action import query_actions
+
 __all__ = ["WRITE_FILE_INTENT", "intent_spans", "names_destination", "split_intents"]
 
 WRITE_FILE_INTENT = "write text content to a file"
@@ -53,5 +55,8 @@ def split_intents(text: str, *, min_chars: int = 12, max_intents: int = 8) -> li
 
 
 def names_destination(text: str) -> bool:
-    """True when ``text`` names a file by its path (``/dir/name.ext``, ``~/name.ext``)."""
-    return _FILE_PATH.search(text) is not None
+    """True when a clause of ``text`` names a file by its path (``/dir/name.ext``,
+    ``~/name.ext``) next to a verb that makes or writes something ("save it to …", "write a
+    report at …"); a path that is only read ("read the report at …") is a source."""
+    clauses = split_intents(text, min_chars=1) or [text]
+    return any(_FILE_PATH.search(c) is not None and "create" in query_actions(c) for c in clauses)

@@ -140,8 +140,6 @@ def _destination(ix: ToolIndex, q: QueryContext, p: RouteParams, s: Scores) -> S
     for :data:`WRITE_FILE_INTENT` joins the top 5 (at rank 5, displacing none above it)."""
     if not p.destination or q.embed is None or not names_destination(q.text):
         return s
-    if "create" not in query_actions(q.text):
-        return s
     embed = q.embed
 
     def best_writer() -> int:
