@@ -20,6 +20,8 @@ $TR bench --catalog "$B/union/catalog.json" --queries benchmarks/union_queries.j
     --store "$STORE" -s all --out "$R/union"
 
 $PY benchmarks/tdwa.py --store "$STORE" --out "$R/tdwa.md"
+# Issue 14: retrieval ideas one at a time (kept and rejected) against the old default.
+$PY benchmarks/recall_ideas.py --store "$STORE" --out "$R/recall_ideas.md"
 
 # Tool Attention (seed 002): tokens per turn next to recall, and the 120 / 527 / 10k table.
 for name in livemcpbench tool_attention; do

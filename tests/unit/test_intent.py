@@ -31,3 +31,19 @@ def test_too_many_clauses_keep_the_longest_in_order() -> None:
     assert len(parts) == 3
     assert parts == sorted(parts, key=text.index)
     assert parts[-1].startswith("step number 11")
+
+
+def test_a_file_path_names_a_destination_but_a_url_does_not() -> None:
+    from toolroute.route.intent import names_destination
+
+    assert names_destination("save it in /root/markdown/bitcoin.md")
+    assert names_destination("write it to ~/notes.txt")
+    assert not names_destination("read https://example.com/page.html")
+    assert not names_destination("and/or 1/2 of the items")
+
+
+def test_a_path_that_is_only_read_is_a_source_not_a_destination() -> None:
+    from toolroute.route.intent import names_destination
+
+    assert not names_destination("Read the report at ~/reports/q3.pdf and make a bar chart")
+    assert names_destination("Read the data in /in/a.xlsx, then save the chart in /out/a.png")

@@ -9,7 +9,15 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["intent_spans", "split_intents"]
+from toolroute.route.action import query_actions
+
+__all__ = ["WRITE_FILE_INTENT", "intent_spans", "names_destination", "split_intents"]
+
+WRITE_FILE_INTENT = "write text content to a file"
+"""The step a request implies when it names where its result goes ("save it to
+/root/notes/report.md") but not how: some tool must write that file."""
+
+_FILE_PATH = re.compile(r"(?<![\w/])(?:~|\.{1,2})?/(?:[\w.\-]+/)*[\w\-]+\.[A-Za-z0-9]{1,5}\b")
 
 _SPLIT = re.compile(
     r"(?<=[.!?;。；！？])\s+|\n+|,\s*(?:and\s+)?(?:then\s+)?|\s+and\s+then\s+|\s+then\s+|\s+and\s+",
@@ -44,3 +52,11 @@ def intent_spans(text: str, *, min_chars: int = 12, max_intents: int = 8) -> lis
 def split_intents(text: str, *, min_chars: int = 12, max_intents: int = 8) -> list[str]:
     """The clauses of ``text`` that may each need a tool; empty for a one-clause request."""
     return [text[a:b] for a, b in intent_spans(text, min_chars=min_chars, max_intents=max_intents)]
+
+
+def names_destination(text: str) -> bool:
+    """True when a clause of ``text`` names a file by its path (``/dir/name.ext``,
+    ``~/name.ext``) next to a verb that makes or writes something ("save it to …", "write a
+    report at …"); a path that is only read ("read the report at …") is a source."""
+    clauses = split_intents(text, min_chars=1) or [text]
+    return any(_FILE_PATH.search(c) is not None and "create" in query_actions(c) for c in clauses)

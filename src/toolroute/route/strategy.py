@@ -9,6 +9,9 @@ does not return (e.g. outside the servers a cascade kept). Stages are plain func
 - ``cascade``: top-k servers by server-layer score, then tools scoped to them (seed 003 §4.3,
   seed 000 Alg. 2 without economics);
 - ``multi``: sub-intents scored separately and merged per tool (seed 003 §4.5, offline);
+- ``steps`` (the default): ``multi`` plus three offline priors: action words (route/action.py),
+  the file a request names as its destination, and implied steps from the catalog's own
+  structure (route/expand.py);
 - ``baseline-*``: the three reference methods of shared/benchmarks/BASELINES.md, verbatim.
 """
 
@@ -26,7 +29,10 @@ from toolroute.errors import ConfigError
 from toolroute.index.build import ToolIndex
 from toolroute.llm.client import ChatLLM
 from toolroute.route import llm_stages
+from toolroute.route.action import query_actions, tool_actions
 from toolroute.route.ehrr import EhrrParams, EhrrTrace, ehrr_route
+from toolroute.route.expand import expand, provider_graph
+from toolroute.route.intent import WRITE_FILE_INTENT, names_destination
 from toolroute.stats import StatsBook
 
 __all__ = ["STRATEGIES", "Embeds", "QueryContext", "RouteParams", "Scores", "resolve_strategy"]
@@ -80,6 +86,14 @@ class RouteParams:
     """Candidates PA-RAG's selector sees per sub-query (its prompt, hence its latency)."""
     whole_keep: int = 3
     """PA-RAG's aggregation adds the whole request's top tools to the sub-query selections."""
+    action_penalty: float = 0.07
+    """``steps``: taken from a tool whose name's action the request does not ask for."""
+    expand_pool: int = 5
+    """``steps``: the top tools whose catalog providers are pulled up (0: no expansion)."""
+    expand_weight: float = 0.9
+    """``steps``: a provider rises to this fraction of the best score among those it serves."""
+    destination: bool = True
+    """``steps``: a request that writes to a named file gets the best file writer in its top 5."""
 
 
 def _normalised(s: Scores) -> Scores:
@@ -143,6 +157,63 @@ def _lift(
     best = (vecs @ intents.T).max(axis=1)
     lift: Scores = np.maximum(0.0, keep * (best - d[rows])).astype(np.float32)
     return lift
+
+
+def _action_prior(ix: ToolIndex, q: QueryContext, p: RouteParams, s: Scores) -> Scores:
+    """Action words (route/action.py): a soft penalty for tools named by another action."""
+    asked = query_actions(q.text)
+    if not asked or p.action_penalty <= 0:
+        return s
+    acts, order = _cached(ix, "actions", lambda: tool_actions([t.name for t in ix.tools]))
+    wanted = np.array([c in asked for c in order] + [True])  # index -1: no known verb
+    out: Scores = (s - p.action_penalty * ~wanted[acts]).astype(np.float32)
+    return out
+
+
+def _destination(ix: ToolIndex, q: QueryContext, p: RouteParams, s: Scores) -> Scores:
+    """A request that makes something and names the file it goes to ("… and save it to
+    /root/x.md") needs a file writer, which its words rarely match: the catalog's best match
+    for :data:`WRITE_FILE_INTENT` joins the top 5 (at rank 5, displacing none above it)."""
+    if not p.destination or q.embed is None or not names_destination(q.text):
+        return s
+    embed = q.embed
+
+    def best_writer() -> int:
+        v = embed([WRITE_FILE_INTENT])[0]
+        lex = _normalised(ix.tool_lexical.scores(WRITE_FILE_INTENT))
+        return int(np.argmax(ix.tool_vectors @ v + p.lexical_weight * lex))
+
+    j = _cached(ix, f"writer:{ix.model_id}", best_writer)
+    finite = s[np.isfinite(s)]
+    if finite.size < 5 or not np.isfinite(s[j]):
+        return s
+    fifth = float(np.partition(finite, finite.size - 5)[finite.size - 5])
+    out = s.copy()
+    out[j] = max(float(s[j]), fifth + 1e-4)
+    return out
+
+
+def steps(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
+    """``multi``, then action words, the named destination file, and implied steps."""
+    s = _destination(ix, q, p, _action_prior(ix, q, p, multi(ix, q, p)))
+    return expand(s, provider_graph(ix.tools), p.expand_pool, p.expand_weight)
+
+
+_DERIVED: dict[tuple[int, str], tuple[object, Any]] = {}
+
+
+def _cached(ix: ToolIndex, what: str, make: Callable[[], Any]) -> Any:
+    """Per-index derived data (tool action classes, the best file writer), computed once per
+    index; keyed by the index's tools tuple, so a rebuilt index recomputes."""
+    key = (id(ix.tools), what)
+    hit = _DERIVED.get(key)
+    if hit is not None and hit[0] is ix.tools:
+        return hit[1]
+    value = make()
+    if len(_DERIVED) > 64:
+        _DERIVED.clear()
+    _DERIVED[key] = (ix.tools, value)
+    return value
 
 
 def server_scores(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
@@ -312,9 +383,15 @@ STRATEGIES: dict[str, Strategy] = {
         Strategy(
             "multi-sep", multi, "intents", "multi, each sub-intent embedded on its own (slower)"
         ),
-        # default = multi: top-2 in quality on livemcpbench, mcpbench and the union queries
-        # at one model pass per query (README "Strategies"; benchmarks/results/).
-        Strategy("default", multi, "intent-spans", "the best no-LLM strategy (= multi)"),
+        Strategy(
+            "steps",
+            steps,
+            "intent-spans",
+            "multi + action words, named destination file, implied steps from the catalog",
+        ),
+        # default = steps: best no-LLM recall on livemcpbench, mcpbench and the union queries
+        # at one model pass per query (benchmarks/recall_ideas.py, README "Strategies").
+        Strategy("default", steps, "intent-spans", "the best no-LLM strategy (= steps)"),
         Strategy("ehrr", _ehrr(), "query", "EHRR Alg. 2: utilities + posted-price auction", True),
         Strategy(
             "ehrr-no-auction", _ehrr(auction=False), "query", "EHRR without the auction", True

@@ -1,0 +1,95 @@
+"""Routing quality on the tools of real reference servers (issue 14's two gateway misses):
+mcp-server-time from the venv and npm server-memory from .toolroute/npm, listed through the
+gateway's own sync, routed by the default strategy with the offline MiniLM model."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from collections.abc import Iterator
+
+import anyio
+import pytest
+
+from tests.conftest import REPO
+from toolroute.config import load_config
+from toolroute.embed.onnx import OnnxEmbedder
+from toolroute.gateway.app import running_pool, sync_router
+from toolroute.router import Router
+
+pytestmark = pytest.mark.integration
+
+MEMORY = (
+    REPO
+    / ".toolroute"
+    / "npm"
+    / "node_modules"
+    / "@modelcontextprotocol"
+    / "server-memory"
+    / "dist"
+    / "index.js"
+)
+TIME_MAIN = (
+    "import sys; sys.argv[1:] = ['--local-timezone', 'UTC']; "
+    "from mcp_server_time import main; main()"
+)
+
+
+@pytest.fixture(scope="module")
+def router(tmp_path_factory: pytest.TempPathFactory, onnx: OnnxEmbedder) -> Iterator[Router]:
+    if shutil.which("node") is None or not MEMORY.is_file():
+        pytest.skip("node or npm server-memory is missing (bash .ci/run installs it)")
+    tmp = tmp_path_factory.mktemp("real")
+    servers = {
+        "time": {"command": sys.executable, "args": ["-c", TIME_MAIN]},
+        "memory": {
+            "command": "node",
+            "args": [str(MEMORY)],
+            "env": {"MEMORY_FILE_PATH": str(tmp / "memory.jsonl")},
+        },
+    }
+    config = tmp / "servers.json"
+    config.write_text(json.dumps({"mcpServers": servers}))
+    (tmp / "toolroute.toml").write_text(f'[toolroute]\nstore = "{tmp / "store"}"\n')
+    cfg = load_config(config)
+
+    async def sync() -> Router:
+        with anyio.fail_after(60):
+            async with running_pool(cfg) as pool:
+                r, _ = await sync_router(cfg, pool, embedder=onnx)
+                return r
+
+    r = anyio.run(sync)
+    yield r
+    r.close()
+
+
+def _names(router: Router, query: str, k: int = 5) -> list[str]:
+    return [f"{c.server}__{c.tool}" for c in router.route(query, k=k)]
+
+
+def test_remembering_a_fact_finds_create_entities_in_the_top_5(router: Router) -> None:
+    top = _names(router, "remember in my knowledge graph that Alice works at Acme")
+    assert "memory__create_entities" in top
+
+
+def test_asking_the_time_ranks_get_current_time_above_convert_time(router: Router) -> None:
+    top = _names(router, "what time is it in Tokyo", k=10)
+    assert top.index("time__get_current_time") < top.index("time__convert_time")
+
+
+def test_converting_a_time_still_ranks_convert_time_first(router: Router) -> None:
+    top = _names(router, "convert 9am New York time to Tokyo time", k=3)
+    assert top[0] == "time__convert_time"
+
+
+def test_the_old_default_missed_both_so_the_test_can_fail(router: Router) -> None:
+    memory = _names_with(router, "remember in my knowledge graph that Alice works at Acme", "multi")
+    time = _names_with(router, "what time is it in Tokyo", "multi", k=10)
+    assert "memory__create_entities" not in memory
+    assert time.index("time__convert_time") < time.index("time__get_current_time")
+
+
+def _names_with(router: Router, query: str, strategy: str, k: int = 5) -> list[str]:
+    return [f"{c.server}__{c.tool}" for c in router.route(query, k=k, strategy=strategy)]

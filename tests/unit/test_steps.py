@@ -1,0 +1,81 @@
+"""The ``steps`` strategy's offline priors on the small test catalog (hashing embedder)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SMALL_CATALOG, HashingEmbedder, tool
+from toolroute.route.strategy import RouteParams
+from toolroute.router import Router
+
+WRITE_LATER = "Summarise the severe weather alerts for Texas and save it as /tmp/out/alerts.md"
+
+
+DISTRACTORS = {
+    "id": "misc",
+    "name": "Misc",
+    "description": "",
+    "tools": [
+        tool("get_stock_price", "Latest stock price of a ticker"),
+        tool("play_song", "Play a song by its title"),
+        tool("find_route", "Driving route between two places"),
+        tool("translate_text", "Translate text into another language"),
+        tool("search_papers", "Search research papers by keyword"),
+        tool("get_news", "Top news headlines of the day"),
+        tool("get_alert_history", "Past severe weather alerts for a state"),
+        tool("subscribe_alerts", "Subscribe to weather alerts for Texas"),
+        tool("weather_radar", "Weather radar image for a region"),
+        tool("storm_tracker", "Track severe storms and their alerts"),
+    ],
+}
+
+
+@pytest.fixture
+def catalog_file(tmp_path: Path) -> Path:
+    p = tmp_path / "catalog.json"
+    servers = [*SMALL_CATALOG["servers"], DISTRACTORS]
+    p.write_text(json.dumps({"servers": servers}), encoding="utf-8")
+    return p
+
+
+def _router(tmp_path: Path, catalog_file: Path, **params: object) -> Router:
+    r = Router(
+        catalog_file,
+        store=tmp_path / "store",
+        embedder=HashingEmbedder(),
+        params=replace(RouteParams(), **params),  # type: ignore[arg-type]
+    )
+    r.index()
+    return r
+
+
+def _top(r: Router, query: str, strategy: str = "steps", k: int = 5) -> list[str]:
+    return [c.tool for c in r.route(query, k=k, strategy=strategy)]
+
+
+def test_a_named_destination_file_brings_the_file_writer_into_the_top_5(
+    tmp_path: Path, catalog_file: Path
+) -> None:
+    with _router(tmp_path, catalog_file, destination=False) as r:
+        assert "write_file" not in _top(r, WRITE_LATER, k=6)
+    with _router(tmp_path, catalog_file) as r:
+        top = _top(r, WRITE_LATER)
+        assert "write_file" in top and top[0] == "get_alerts"
+
+
+def test_a_path_that_is_only_read_brings_no_writer(tmp_path: Path, catalog_file: Path) -> None:
+    with _router(tmp_path, catalog_file) as r:
+        query = "list the severe weather alerts in /data/alerts.md"
+        with_prior = _top(r, query, k=20)
+        without = _top(r, query, "multi", k=20)
+        assert with_prior.index("write_file") >= without.index("write_file")
+
+
+def test_action_words_rank_the_asked_action_first(tmp_path: Path, catalog_file: Path) -> None:
+    with _router(tmp_path, catalog_file) as r:
+        assert _top(r, "time in a timezone convert")[0] == "convert_time"
+        assert _top(r, "get time in a timezone")[0] == "get_current_time"
