@@ -26,8 +26,9 @@ from tests.conftest import REPO, HashingEmbedder
 from toolroute.config import GatewayConfig, load_config
 from toolroute.gateway.app import running_pool, sync_router
 from toolroute.gateway.server import Gateway
-from toolroute.sources.pool import DownstreamPool
+from toolroute.sources.pool import DownstreamPool, ListedServer
 from toolroute.sources.stdio import ProcessInfo, bounded_stdio_client
+from toolroute.sources.sync import list_all
 
 pytestmark = pytest.mark.integration
 
@@ -274,15 +275,31 @@ def test_ten_thousand_tools_paged_or_not_and_a_cycling_cursor_are_listed(tmp_pat
         connect_timeout_s=60,
     )
 
+    async def main() -> None:
+        async with running_pool(cfg) as pool:
+            listed = await list_all(pool, cfg.connect_timeout_s)
+            tools = {
+                name: len(got.tools)
+                for name, got in listed.items()
+                if isinstance(got, ListedServer)
+            }
+            assert tools["many"] == tools["paged"] == 10_001
+            assert tools["cycle"] == 2  # echo_a, echo_b: cut at the first repeated cursor
+            assert tools["time"] == 2
+
+    anyio.run(main)
+
+
+def test_a_server_with_ten_thousand_tools_is_indexed_routed_and_called(tmp_path: Path) -> None:
+    """One tools/list page of 10,001 tools (about 1 MB, under the size cap), indexed beside the
+    reference servers; a server profile no longer repeats 10,000 names in every tool's text."""
+    cfg = config(tmp_path, {"many": sdk("many")}, connect_timeout_s=60)
+
     async def body(gw: Gateway, pool: DownstreamPool) -> None:
-        tools = {s.id: len(s.tools) for s in gw.router.catalog.servers}
-        assert tools["many"] == tools["paged"] == 10_001
-        assert tools["cycle"] == 2  # echo_a, echo_b: cut at the first repeated cursor
-        assert tools["time"] == 2
+        assert gw.router.catalog.server("many").tools[-1].name == "tool_09999"
         found = gw.find("synthetic tool number 4242 for paging tests", 5)
-        assert {c["name"] for c in found["candidates"]} & {"many__tool_04242", "paged__tool_04242"}
-        r = await gw.call("paged__echo", {"text": "p"})
-        assert text(r) == "p"
+        assert "many__tool_04242" in {c["name"] for c in found["candidates"]}
+        assert text(await gw.call("many__echo", {"text": "m"})) == "m"
         await assert_others_fine(gw)
 
     run_gateway(cfg, body)
@@ -307,7 +324,7 @@ def test_duplicate_tool_names_within_and_across_servers_stay_distinct(tmp_path: 
 def test_a_server_that_exits_at_once_is_reported_with_its_code_and_logged_once(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    cfg = config(tmp_path, {"exits": raw("exit")}, connect_timeout_s=5)
+    cfg = config(tmp_path, {"exits": raw("exit")})
 
     async def body(gw: Gateway, pool: DownstreamPool) -> None:
         d = pool["exits"]

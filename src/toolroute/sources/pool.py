@@ -199,7 +199,8 @@ class Downstream:
 
     def _why(self, e: BaseException) -> str:
         exited = self._exited()
-        if exited and isinstance(e, MCPError | BaseExceptionGroup):
+        killed = (self._process.returncode or 0) < 0  # by our shutdown after a timeout
+        if exited and not killed and isinstance(e, MCPError | BaseExceptionGroup):
             return exited  # "Connection closed" says less than the exit code and stderr
         return _describe(e)
 
