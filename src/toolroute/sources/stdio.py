@@ -169,9 +169,16 @@ async def bounded_stdio_client(
         try:
             async with write_reader:
                 async for sm in write_reader:
-                    if isinstance(sm.message, types.JSONRPCRequest):
-                        pending.add(sm.message.id)
-                    data = sm.message.model_dump_json(by_alias=True, exclude_unset=True)
+                    msg = sm.message
+                    if isinstance(msg, types.JSONRPCRequest):
+                        pending.add(msg.id)
+                    elif (
+                        isinstance(msg, types.JSONRPCNotification)
+                        and msg.method == "notifications/cancelled"
+                        and msg.params
+                    ):
+                        pending.discard(msg.params.get("requestId"))  # never answered now
+                    data = msg.model_dump_json(by_alias=True, exclude_unset=True)
                     await process.stdin.send((data + "\n").encode())
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             await read_writer.aclose()  # the session sees the connection end
