@@ -200,7 +200,7 @@ class Downstream:
     def _why(self, e: BaseException) -> str:
         exited = self._exited()
         killed = (self._process.returncode or 0) < 0  # by our shutdown after a timeout
-        if exited and not killed and isinstance(e, MCPError | BaseExceptionGroup):
+        if exited and not killed and _closed(e):
             return exited  # "Connection closed" says less than the exit code and stderr
         return _describe(e)
 
@@ -287,6 +287,14 @@ class Downstream:
         if e.error.code == RESULT_TOO_LARGE:
             return DownstreamError(self.name, tool, "too_large", e.error.message)
         return DownstreamError(self.name, tool, "protocol", e.error.message)
+
+
+def _closed(e: BaseException) -> bool:
+    """Whether ``e`` is (or holds) the SDK's "connection closed": the process ended on its
+    own, so its exit code says more (a timeout keeps its own message)."""
+    if isinstance(e, BaseExceptionGroup):
+        return any(_closed(x) for x in e.exceptions)
+    return isinstance(e, MCPError) and e.error.code == types.CONNECTION_CLOSED
 
 
 def _too_large(size: int, d: Downstream) -> str:
