@@ -34,10 +34,13 @@ $PY benchmarks/gateway_latency.py --http --out "$R/gateway_latency.md"
 
 # EHRR economics simulation (seed 000 §V): all variants vs cascade, then estimators vs ehrr.
 L="--catalog $B/livemcpbench/catalog.json --queries $B/livemcpbench/queries.jsonl --store $STORE"
+# Today's world and whole-request agent (--providers 1 --planner whole, issue 11's table).
 $TR simulate $L -s cascade -s ehrr -s ehrr-no-auction -s ehrr-no-exec -s ehrr-flat -s ehrr-cos \
-    -s ehrr-beta -s ehrr-ts --seeds 10 --out "$R/simulate"
-$TR simulate $L -s ehrr -s ehrr-beta -s ehrr-ts --baseline ehrr --seeds 10 \
-    --out "$R/simulate-estimators"
+    -s ehrr-beta -s ehrr-ts --providers 1 --planner whole --seeds 10 --out "$R/simulate"
+$TR simulate $L -s ehrr -s ehrr-beta -s ehrr-ts --baseline ehrr --providers 1 --planner whole \
+    --seeds 10 --out "$R/simulate-estimators"
+# Issue 12: marketplace world, per-step agent, learning from real executions.
+bash benchmarks/economics.sh
 
 if [ -z "${SKIP_SCALE:-}" ]; then
     $PY benchmarks/scale.py --sizes 10000 100000 --store .toolroute/scale-store > "$R/scale.md"

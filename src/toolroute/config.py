@@ -6,7 +6,8 @@ plus toolroute's own settings in a ``toolroute.toml``.
 
     # toolroute.toml (optional; next to the JSON, or --settings FILE)
     [toolroute]
-    store = "~/.local/share/toolroute"   # default: the per-user data dir
+    store = "~/.local/share/toolroute"   # default: the per-user data dir; or a
+                                         # "postgresql://…" URL shared by gateway replicas
     strategy = "default"
     k = 5
     call_timeout_s = 30
@@ -50,9 +51,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from toolroute.errors import ConfigError
+from toolroute.errors import ConfigError, StoreError
 from toolroute.llm.client import LLMConfig
 from toolroute.route.gate import Preconditions
+from toolroute.store.base import StoreTarget, parse_store_target
 
 if TYPE_CHECKING:
     from toolroute.gateway.access import CallGateScope, ClientAccess
@@ -180,7 +182,8 @@ class GatewayConfig:
     """Downstream servers and toolroute's settings."""
 
     servers: dict[str, StdioSpec | HttpSpec]
-    store: Path | None = None
+    store: StoreTarget | None = None
+    """A directory (SQLite) or a ``postgresql://`` URL shared by gateway replicas."""
     strategy: str = "default"
     k: int = 5
     call_timeout_s: float = 30.0
@@ -321,7 +324,7 @@ def load_config(path: str | Path, settings: str | Path | None = None) -> Gateway
         allowed_origins=tuple(t.http.allowed_origins),
         llm=llm,
         servers=servers,
-        store=Path(s.store).expanduser() if s.store else None,
+        store=_store(toml_path, s.store),
         strategy=s.strategy,
         k=s.k,
         call_timeout_s=s.call_timeout_s,
@@ -347,6 +350,16 @@ def load_config(path: str | Path, settings: str | Path | None = None) -> Gateway
             k: v.model_dump(exclude_none=True, exclude=_GATE_FIELDS) for k, v in t.tools.items()
         },
     )
+
+
+def _store(toml_path: Path | None, value: str | None) -> StoreTarget | None:
+    """``store =``: a ``postgresql://`` URL as is, anything else a path (``~`` expanded)."""
+    if not value:
+        return None
+    try:
+        return parse_store_target(value)
+    except StoreError as e:
+        raise ConfigError(f"{toml_path}: {e}") from None
 
 
 def _clients(source: Path, auth: _Auth | None) -> tuple[ClientAccess, ...]:

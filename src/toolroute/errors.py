@@ -3,7 +3,7 @@
     ToolrouteError
     ├── CatalogError        a catalog or queries file is missing or malformed
     ├── EmbedError          an embedding model cannot be loaded or called
-    ├── StoreError          the SQLite store cannot be opened or is of another format
+    ├── StoreError          a store cannot be opened, reached, or is of a newer format
     ├── SearchIndexError    the index is empty, stale or asked for something it lacks
     └── ConfigError         a bad option value (unknown strategy, bad weights, k < 1)
 

@@ -31,7 +31,7 @@ from toolroute.route.ehrr import EhrrTrace
 from toolroute.route.intent import intent_spans
 from toolroute.route.strategy import Embeds, QueryContext, RouteParams, Scores, resolve_strategy
 from toolroute.stats import Outcome, StatsBook
-from toolroute.store import Store, default_store_dir
+from toolroute.store import Store, StoreTarget, default_store_target
 
 __all__ = ["Candidate", "IndexReport", "Router"]
 
@@ -88,14 +88,14 @@ class Router:
         self,
         catalog: Catalog | str | Path,
         *,
-        store: str | Path | None = None,
+        store: StoreTarget | None = None,
         embedder: Embedder | None = None,
         documents: str | DocConfig = "toolroute",
         questions: QuestionGenerator | None = None,
         params: RouteParams | None = None,
     ) -> None:
         self._catalog = catalog if isinstance(catalog, Catalog) else load_catalog(catalog)
-        self.store = Store(store if store is not None else default_store_dir())
+        self.store = Store(store if store is not None else default_store_target())
         if embedder is None:
             from toolroute.embed.onnx import OnnxEmbedder
 
@@ -141,8 +141,9 @@ class Router:
         # Build first (through the embedding cache), then commit the catalog: an interrupted
         # or failed build leaves the store's catalog as it was.
         cached = CachedEmbedder(self.embedder, self.store)
-        index = build_index(self._catalog, cached, self.documents, self.questions, progress)
-        sync = self.store.sync_catalog(self._catalog)
+        with self.store.sync_lock():  # replicas take turns: each text is embedded once
+            index = build_index(self._catalog, cached, self.documents, self.questions, progress)
+            sync = self.store.sync_catalog(self._catalog)
         self._index = index
         self.store.set_meta(
             {
@@ -184,11 +185,16 @@ class Router:
     def stats(self) -> StatsBook:
         """Online statistics (EHRR eq. 8), persisted in the store and fed by :meth:`record`."""
         if self._stats is None:
-            book = StatsBook(self._catalog, sink=self.store)
-            book.load(*self.store.load_stats())
-            book.load_counts(self.store.outcome_counts())
-            self._stats = book
+            self.reload_stats()
+        assert self._stats is not None
         return self._stats
+
+    def reload_stats(self) -> None:
+        """Re-read the statistics from the store (other replicas' calls included)."""
+        book = StatsBook(self._catalog, sink=self.store)
+        book.load(*self.store.load_stats())
+        book.load_counts(self.store.outcome_counts())
+        self._stats = book
 
     def record(self, outcome: Outcome) -> None:
         """Feed one executed call back into the statistics (and the store, atomically)."""

@@ -57,9 +57,16 @@ class Outcome:
 
 
 class StatsSink(Protocol):
-    """Where outcomes and updated statistics are persisted (the SQLite store)."""
+    """Where outcomes and updated statistics are persisted (the store). It may return the
+    states it stored (a shared store folds in other replicas' calls): the book adopts them."""
 
-    def record_outcome(self, outcome: Outcome, server: ServerStats, tool: ToolStats) -> None: ...
+    def record_outcome(
+        self,
+        outcome: Outcome,
+        server: ServerStats,
+        tool: ToolStats,
+        smoothing: Smoothing | None = None,
+    ) -> tuple[ServerStats, ToolStats] | None: ...
 
 
 class StatsBook:
@@ -156,8 +163,10 @@ class StatsBook:
             outcome.success, outcome.latency_s, outcome.server_failed, self.smoothing
         )
         tool = self._tools[j].update(outcome.success, outcome.latency_s, self.smoothing)
-        if self._sink is not None:
-            self._sink.record_outcome(outcome, server, tool)  # persisted before it is used
+        if self._sink is not None:  # persisted before it is used
+            stored = self._sink.record_outcome(outcome, server, tool, self.smoothing)
+            if stored is not None:
+                server, tool = stored
         self._servers[i], self._tools[j] = server, tool
         self.tool_beta[j, 0 if outcome.success else 1] += 1.0
         self.server_beta[i, 0 if outcome.success else 1] += 1.0

@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from toolroute.embed.onnx import OnnxEmbedder
+from toolroute.store.local_pg import LocalPostgres, postgres_bin_dir
 
 
 @pytest.fixture(scope="session")
@@ -16,3 +18,14 @@ def onnx() -> OnnxEmbedder:
 def shared_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One store for the session: the embedding cache is shared by every benchmark test."""
     return tmp_path_factory.mktemp("store")
+
+
+@pytest.fixture(scope="session")
+def pg() -> Iterator[LocalPostgres]:
+    """One real PostgreSQL server for the session (the machine's initdb/pg_ctl, loopback, a
+    free port, stopped at the end); each test makes its own database. No fsync: the tests kill
+    gateways, never the database server, and a shared CI disk makes each fsync slow."""
+    if postgres_bin_dir() is None:
+        pytest.skip("PostgreSQL's initdb/pg_ctl not found (bash .ci/run installs postgresql)")
+    with LocalPostgres(settings={"fsync": "off", "synchronous_commit": "off"}) as server:
+        yield server

@@ -12,22 +12,25 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import BENCHMARKS, needs_shared
-from toolroute.bench.simulate import METRICS, run_simulation, write_simulation_outputs
-from toolroute.catalog import load_queries
+from toolroute.bench.agent import ORACLE_ROUTER
+from toolroute.bench.simulate import METRICS, REGRET, run_simulation, write_simulation_outputs
+from toolroute.catalog import Catalog, load_catalog, load_queries
 from toolroute.embed.onnx import OnnxEmbedder
 from toolroute.router import Router
 
 pytestmark = [pytest.mark.integration, needs_shared()]
 
 
-def test_simulation_on_livemcpbench_gives_sane_figures(
+def test_todays_simulation_on_livemcpbench_gives_sane_figures(
     tmp_path: Path, shared_store: Path, onnx: OnnxEmbedder
 ) -> None:
     with Router(
         BENCHMARKS / "livemcpbench" / "catalog.json", store=shared_store, embedder=onnx
     ) as router:
         queries = load_queries(BENCHMARKS / "livemcpbench" / "queries.jsonl", router.catalog)
-        run = run_simulation(router, queries, ["cascade", "ehrr"], seeds=3)
+        run = run_simulation(
+            router, queries, ["cascade", "ehrr"], seeds=3, providers=1, planner="whole"
+        )
     res = run.summary
     assert list(res) == ["cascade", "ehrr"]
     for row in res.values():
@@ -46,3 +49,27 @@ def test_simulation_on_livemcpbench_gives_sane_figures(
     paths = write_simulation_outputs(res, run.series, tmp_path)
     data = json.loads(paths[0].read_text())
     assert len(data["series"]["ehrr"]["running_success"]) == len(queries)
+
+
+def test_market_simulation_on_a_livemcpbench_slice_gives_sane_figures(
+    tmp_path: Path, onnx: OnnxEmbedder
+) -> None:
+    """Issue 12's setting (3 vendors, oracle planner, 2 attempts) on the servers of the first
+    3 queries: the market is indexed in ``<store>/market-3`` and the oracle router runs."""
+    full = load_catalog(BENCHMARKS / "livemcpbench" / "catalog.json")
+    queries = load_queries(BENCHMARKS / "livemcpbench" / "queries.jsonl", full)[:3]
+    used = {s for q in queries for s, _ in q.relevant}
+    base = Catalog(servers=tuple(s for s in full.servers if s.id in used))
+    with Router(base, store=tmp_path / "store", embedder=onnx) as router:
+        run = run_simulation(router, queries, ["cascade", "ehrr", "ehrr-ucb"], seeds=2)
+    assert (tmp_path / "store" / "market-3").is_dir()
+    res = run.summary
+    assert list(res) == ["cascade", "ehrr", "ehrr-ucb", ORACLE_ROUTER]
+    for row in res.values():
+        assert set(row) == {*METRICS, *REGRET}
+        assert 0.0 <= (row["success_rate"]["mean"] or 0.0) <= 1.0
+        # ≤ 2 routes per step (2 attempts), each showing ≤ 3 candidates; ≤ 2 calls per step.
+        assert (row["tool_calls"]["mean"] or 0.0) <= 2 * 7
+    oracle = res[ORACLE_ROUTER]
+    assert oracle["invalid_route_calls"]["mean"] == 0.0  # it shows only what the step needs
+    assert run.setting["providers"] == 3 and run.setting["planner"] == "oracle"

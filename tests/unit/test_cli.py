@@ -164,6 +164,10 @@ def test_simulate_json_has_the_stable_shape(
         "ehrr",
         "--seeds",
         "3",
+        "--providers",
+        "1",
+        "--planner",
+        "whole",
         "--json",
         "--out",
         str(tmp_path / "sim"),
@@ -176,3 +180,55 @@ def test_simulate_json_has_the_stable_shape(
     for f in ("simulate.json", "simulate.md", "simulate.png", "paired.md"):
         assert (tmp_path / "sim" / f).stat().st_size > 0
     assert "| ehrr |" in (tmp_path / "sim" / "paired.md").read_text()
+
+
+def test_simulate_market_json_keeps_the_shape_and_adds_the_oracle_router(
+    tmp_path: Path, catalog_file: Path, queries_file: Path
+) -> None:
+    code, out, err = _run(
+        "simulate",
+        "--catalog",
+        str(catalog_file),
+        "--queries",
+        str(queries_file),
+        "--store",
+        str(tmp_path),
+        "-s",
+        "cascade",
+        "-s",
+        "ehrr",
+        "--seeds",
+        "2",
+        "--providers",
+        "2",
+        "--planner",
+        "clauses",
+        "--attempts",
+        "1",
+        "--prices",
+        "positive",
+        "--json",
+    )
+    assert code == 0, err
+    res = json.loads(out)
+    assert list(res) == ["cascade", "ehrr", "oracle-router"]
+    for metric in ("success_rate", "cost_usd", "invalid_calls", "latency_s", "tokens"):
+        assert set(res["ehrr"][metric]) == {"mean", "ci95"}
+    assert set(res["ehrr"]["regret_success"]) == {"mean", "ci95"}
+
+
+def test_simulate_rejects_a_bad_planner_in_one_line(
+    tmp_path: Path, catalog_file: Path, queries_file: Path
+) -> None:
+    code, _, err = _run(
+        "simulate",
+        "--catalog",
+        str(catalog_file),
+        "--queries",
+        str(queries_file),
+        "--store",
+        str(tmp_path),
+        "--planner",
+        "psychic",
+    )
+    assert code == 2 and "psychic" in err and "Traceback" not in err

@@ -12,10 +12,13 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import pairwise
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tests.conftest import HashingEmbedder
+from toolroute.catalog import Catalog, Server, Tool
 from toolroute.economics import (
     ALPHA_SERVER,
     ALPHA_TOOL,
@@ -45,6 +48,9 @@ from toolroute.economics import (
     utility,
 )
 from toolroute.errors import ConfigError
+from toolroute.route.ehrr import _observed_latency
+from toolroute.router import Router
+from toolroute.stats import Outcome, StatsBook
 
 C_TOL = 0.005
 U_TOL = 5e-4
@@ -469,3 +475,48 @@ def test_custom_smoothing_reacts_faster() -> None:
 def test_bad_stats_are_config_errors(make: Callable[[], object], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         make()
+
+
+# -- estimators beyond the paper (issue 12) ------------------------------------------------------
+
+
+def _twins() -> Catalog:
+    """Two providers of one capability: the same tool, the same description."""
+    tool = "Get the current time in a timezone"
+    return Catalog(
+        servers=tuple(
+            Server(sid, "Clock", "Time service", (Tool(sid, "get_current_time", tool),))
+            for sid in ("clock-a", "clock-b")
+        )
+    )
+
+
+def test_ucb_leaves_a_fast_flaky_provider_that_the_ema_keeps(tmp_path: Path) -> None:
+    """The lock-in of tests/integration/test_learning.py, in memory: clock-a answered fast
+    (0.05 s) once, then failed twice; clock-b was never called. The paper's EMA compares
+    clock-a's observed latency with clock-b's prior L0 = 1 s and keeps clock-a; ehrr-ucb
+    gives clock-b the observed latency and an optimistic success bound, and tries it."""
+    with Router(_twins(), store=tmp_path / "s", embedder=HashingEmbedder()) as r:
+        book = StatsBook(r.catalog)
+        for ok in (True, False, False):
+            book.record(Outcome("clock-a", "get_current_time", ok, 0.05))
+
+        def first(strategy: str) -> str:
+            return r.route("current time", k=2, strategy=strategy, stats=book)[0].server
+
+        assert first("ehrr") == "clock-a"
+        assert first("ehrr-ucb") == "clock-b"
+        fresh = StatsBook(r.catalog)
+        assert first("hybrid") == "clock-a"  # similarity alone: a tie, catalog order
+        assert r.route("current time", k=2, strategy="ehrr-ucb", stats=fresh)[0].server == (
+            "clock-a"
+        )
+
+
+def test_ucb_latency_is_the_mean_of_observed_calls_without_the_prior() -> None:
+    lam = LAMBDA
+    ema_after_one = (1 - lam) * PRIOR_LATENCY_S + lam * 0.05
+    out = _observed_latency(np.array([ema_after_one, PRIOR_LATENCY_S]), np.array([1.0, 0.0]), lam)
+    assert out == pytest.approx([0.05, 0.05])
+    none = _observed_latency(np.array([1.0, 1.0]), np.zeros(2), lam)
+    assert none == pytest.approx([1.0, 1.0])

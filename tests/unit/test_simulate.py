@@ -15,8 +15,10 @@ import pytest
 from tests.conftest import SMALL_CATALOG, HashingEmbedder
 from toolroute import Router, load_queries
 from toolroute.bench import simulate as sim
+from toolroute.bench.agent import ORACLE_ROUTER
 from toolroute.bench.simulate import (
     METRICS,
+    REGRET,
     SchemaTokenCounter,
     ci95,
     markdown_table,
@@ -205,6 +207,7 @@ def _world(success: Sequence[float], fail: Sequence[float] = (0.0, 0.0)) -> Worl
         flaky=np.zeros(2, dtype=bool),
         connect_s=np.array([0.1, 0.2]),
         ask_cost=np.array([0.0015, 0.015]),
+        capability=np.arange(4),
     )
 
 
@@ -364,14 +367,15 @@ def test_simulate_reports_every_metric_with_an_interval(
     with _router(tmp_path, catalog_file) as r:
         qs = load_queries(queries_file, r.catalog)
         res = simulate(r, qs, ["cascade", "ehrr"], seeds=3, progress=lambda *a: seen.append(a))
-    assert list(res) == ["cascade", "ehrr"]
+    assert list(res) == ["cascade", "ehrr", ORACLE_ROUTER]
     for row in res.values():
-        assert set(row) == set(METRICS)
+        assert set(row) == {*METRICS, *REGRET}
         assert 0.0 <= (row["success_rate"]["mean"] or 0.0) <= 1.0
-        assert all(s["mean"] is not None and s["mean"] >= 0 for s in row.values())
+        assert all(row[m]["mean"] is not None and row[m]["mean"] >= 0 for m in METRICS)
         assert all(s["ci95"] is not None and s["ci95"] >= 0 for s in row.values())
         assert (row["tokens"]["mean"] or 0) > 0
-    assert len(seen) == 2 * 3 * len(qs) and seen[0] == ("cascade seed 0", 1, 3)
+    assert res[ORACLE_ROUTER]["regret_success"] == {"mean": 0.0, "ci95": 0.0}
+    assert len(seen) == 3 * 3 * len(qs) and seen[0] == ("cascade seed 0", 1, 3)
 
 
 def test_the_world_does_not_depend_on_which_strategies_run(
@@ -436,5 +440,5 @@ def test_outputs_are_a_table_a_json_and_a_plot(
     data = json.loads(paths[0].read_text())
     assert data["summary"]["ehrr"]["cost_usd"] == run.summary["ehrr"]["cost_usd"]
     md = markdown_table(run.summary)
-    assert md.count("\n") == 4 and "| ehrr |" in md and " ± " in md
+    assert md.count("\n") == 5 and "| ehrr |" in md and " ± " in md and "success regret" in md
     assert paths[2].stat().st_size > 1000

@@ -1,24 +1,21 @@
-"""EHRR economics simulation (seed ``000_33cbc8800e6eb5c6.txt`` §V): what economics-aware routing
-buys, measured on a seeded world that is fixed before any policy runs and identical for all.
+"""EHRR economics simulation (seed ``000_33cbc8800e6eb5c6.txt`` §V, issue 12): what
+economics-aware routing buys, measured on a seeded world that is fixed before any policy runs
+and identical for all.
 
-Oracle agent (:func:`run_agent`): the queries are one stream per (strategy, seed) with one
-:class:`~toolroute.stats.StatsBook`, so online statistics (eq. 8) learn as they go. For each
-required group of a query it routes the query text (n candidates), then calls, in the order
-shown, every not-yet-tried candidate that satisfies the group until one succeeds. A call first
-draws the server's post-accept failure (p_i; ``server_failed=True``), then the tool's success
-(r_ij), so it succeeds with probability (1 − p_i) r_ij. If a call failed and the group is still
-unmet after the presented candidates, it re-routes once (same text, updated statistics) and
-tries the satisfying candidates not tried yet; a route that shows no satisfying tool is not
-retried (no call, so nothing the router reads has changed). Every attempt pays p_ij, costs the
-agent G_i + the call's latency, and records an Outcome with the call's latency alone (the
-router adds G_i itself in eqs. 2 and 6), also on failure. The world is in
-:mod:`toolroute.bench.world`.
+Per seed, one :class:`~toolroute.bench.world.World` is drawn over the catalog, or over a
+:class:`~toolroute.bench.world.Market` of ``providers`` vendors per server (1: the catalog
+itself). Every strategy then runs the query stream with an agent of
+:mod:`toolroute.bench.agent`: today's whole-request agent (``planner="whole"``) or the per-step
+agent with a planner's step texts (:mod:`toolroute.bench.planner`) and ``attempts`` calls per
+step. With the per-step agent, the same agent also runs with the oracle router that knows the
+hidden figures (:data:`~toolroute.bench.agent.ORACLE_ROUTER`), and every strategy's summary
+gains its regret: ``regret_success`` (oracle − strategy success rate) and ``regret_cost_usd``
+(strategy − oracle cost per query), per seed, then mean ± 95 %.
 
 Counting, per query, then averaged over the stream: ``success_rate`` (every group met),
 ``groups_met`` (share of the groups met), ``cost_usd`` (Σ prices of attempts), ``invalid_calls``
-= ``invalid_route_calls`` (distinct candidates presented during the query that never matched
-any of its groups, so were never called: shown, never useful) + ``invalid_tool_calls``
-(failed attempts), ``tool_calls``,
+= ``invalid_route_calls`` (candidates shown and never usable, as each agent defines it) +
+``invalid_tool_calls`` (failed attempts), ``tool_calls``,
 ``latency_s`` (Σ of G_i + call latency over attempts; routing itself is not counted),
 ``tokens`` (Σ over route calls of the cl100k tokens of each presented candidate's
 ``{"name", "description", "input_schema"}`` JSON, counted by ``toktok-rs``). Over seeds: mean
@@ -31,25 +28,34 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
-from toolroute.bench.world import World, call_outcome
+from toolroute.bench.agent import (
+    ORACLE_ROUTER,
+    AgentRun,
+    OracleRoutes,
+    QueryResult,
+    Routes,
+    SchemaTokenCounter,
+    run_agent,
+    run_step_agent,
+    strategy_routes,
+)
+from toolroute.bench.planner import PLANNERS, Planner, plan_steps
+from toolroute.bench.world import Market, PriceQuality, World, WorldParams
 from toolroute.catalog.loader import Query
-from toolroute.catalog.models import Catalog, ToolKey
 from toolroute.embed.base import Embedder, Matrix, SpanEmbedder
 from toolroute.errors import ConfigError
-from toolroute.present.tokens import CountFn, TokenCounter, tool_json
 from toolroute.route.strategy import resolve_strategy
-from toolroute.router import Candidate, Router
-from toolroute.stats import StatsBook
+from toolroute.router import Router
 
 __all__ = [
     "METRICS",
+    "REGRET",
     "AgentRun",
     "QueryResult",
     "Routes",
@@ -63,9 +69,6 @@ __all__ = [
     "write_simulation_outputs",
 ]
 
-Floats = npt.NDArray[np.float64]
-Bools = npt.NDArray[np.bool_]
-Tier = Literal["low", "high"]
 Progress = Callable[[str, int, int], None]
 Stat = dict[str, float | None]
 """``{"mean": float, "ci95": float | None}``; ci95 is None with a single seed."""
@@ -75,147 +78,8 @@ METRICS = (
     "invalid_route_calls", "invalid_tool_calls", "tool_calls", "groups_met",
 )  # fmt: skip
 """Per-query means reported for each strategy (the first five are the issue's table)."""
-
-# -- token counting -----------------------------------------------------------------------------
-
-
-class SchemaTokenCounter:
-    """cl100k tokens of presented candidates' ``{"name", "description", "input_schema"}`` JSON
-    (:func:`toolroute.present.tokens.tool_json`), counted by :class:`TokenCounter`."""
-
-    def __init__(self, count: CountFn | None = None, encoding: str = "cl100k_base") -> None:
-        self._tokens = TokenCounter(count, encoding)
-
-    @staticmethod
-    def text(c: Candidate) -> str:
-        return tool_json(c.tool, c.description, c.input_schema)
-
-    def __call__(self, candidates: Sequence[Candidate]) -> int:
-        return sum(self._tokens.many([self.text(c) for c in candidates]))
-
-
-# -- the oracle agent ---------------------------------------------------------------------------
-
-
-class Routes(Protocol):
-    """What the agent needs of a router (``Router`` is one)."""
-
-    def route(
-        self, query: str, k: int = 5, strategy: str = "default", *, stats: StatsBook | None = None
-    ) -> list[Candidate]: ...
-
-
-@dataclass(frozen=True, slots=True)
-class QueryResult:
-    """What one query of the stream cost a strategy."""
-
-    success: bool
-    groups_met: float
-    """Share of the query's groups met (success counts only when it is 1)."""
-    cost_usd: float
-    invalid_route_calls: int
-    invalid_tool_calls: int
-    tool_calls: int
-    route_calls: int
-    latency_s: float
-    tokens: int
-
-    @property
-    def invalid_calls(self) -> int:
-        return self.invalid_route_calls + self.invalid_tool_calls
-
-
-@dataclass(frozen=True, slots=True)
-class AgentRun:
-    """One strategy's pass over the query stream in one world."""
-
-    strategy: str
-    seed: int
-    queries: tuple[QueryResult, ...]
-
-    def means(self) -> dict[str, float]:
-        q = self.queries
-        return {
-            "success_rate": sum(r.success for r in q) / len(q),
-            "cost_usd": sum(r.cost_usd for r in q) / len(q),
-            "invalid_calls": sum(r.invalid_calls for r in q) / len(q),
-            "invalid_route_calls": sum(r.invalid_route_calls for r in q) / len(q),
-            "invalid_tool_calls": sum(r.invalid_tool_calls for r in q) / len(q),
-            "tool_calls": sum(r.tool_calls for r in q) / len(q),
-            "latency_s": sum(r.latency_s for r in q) / len(q),
-            "tokens": sum(r.tokens for r in q) / len(q),
-            "groups_met": sum(r.groups_met for r in q) / len(q),
-        }
-
-
-def run_agent(
-    router: Routes,
-    world: World,
-    catalog: Catalog,
-    queries: Sequence[Query],
-    strategy: str,
-    *,
-    n: int = 3,
-    tokens: SchemaTokenCounter | None = None,
-    progress: Progress | None = None,
-) -> AgentRun:
-    """The oracle agent over the whole stream (module docstring), with a fresh StatsBook of
-    ``catalog`` (the world's catalog) seeded with the world's seed."""
-    count = tokens if tokens is not None else SchemaTokenCounter()
-    book = StatsBook(catalog, seed=world.seed)
-    position = {key: j for j, key in enumerate(world.keys)}
-    label = f"{strategy} seed {world.seed}"
-    out: list[QueryResult] = []
-    for qi, q in enumerate(queries):
-        met = 0
-        cost = latency = 0.0
-        inv_tool = calls = routes = toks = 0
-        presented: set[ToolKey] = set()
-        useful: set[ToolKey] = set()
-        for gi, group in enumerate(q.groups):
-            tried: dict[ToolKey, int] = {}
-            done = failed = False
-            for _ in range(2):  # the first route, then at most one re-route after a failure
-                shown = router.route(q.text, k=n, strategy=strategy, stats=book)
-                routes += 1
-                toks += count(shown)
-                presented.update((c.server, c.tool) for c in shown)
-                for c in shown:
-                    key = (c.server, c.tool)
-                    if key not in group or key in tried:
-                        continue
-                    call = call_outcome(world, qi, gi, key, tried.get(key, 0), tool=position[key])
-                    tried[key] = tried.get(key, 0) + 1
-                    useful.add(key)
-                    book.record(call.outcome())
-                    calls += 1
-                    cost += call.price
-                    latency += call.latency_s
-                    if call.success:
-                        done = True
-                        break
-                    failed = True
-                    inv_tool += 1
-                if done or not failed:
-                    break
-            met += done
-        out.append(
-            QueryResult(
-                success=met == len(q.groups),
-                groups_met=met / len(q.groups) if q.groups else 1.0,
-                cost_usd=cost,
-                invalid_route_calls=len(presented - useful),
-                invalid_tool_calls=inv_tool,
-                tool_calls=calls,
-                route_calls=routes,
-                latency_s=latency,
-                tokens=toks,
-            )
-        )
-        if progress is not None:
-            progress(label, qi + 1, len(queries))
-    return AgentRun(strategy, world.seed, tuple(out))
-
+REGRET = ("regret_success", "regret_cost_usd")
+"""Added to every strategy's summary when the oracle router ran (per-step agent)."""
 
 # -- aggregation --------------------------------------------------------------------------------
 
@@ -258,6 +122,8 @@ class Simulation:
     """Every (strategy, seed) run; ``summary`` is what :func:`simulate` returns."""
 
     runs: tuple[AgentRun, ...]
+    setting: dict[str, Any] = field(default_factory=dict)
+    """How the world and the agent were set (providers, planner, attempts, n, prices)."""
 
     def by_strategy(self) -> dict[str, list[AgentRun]]:
         out: dict[str, list[AgentRun]] = {}
@@ -267,10 +133,16 @@ class Simulation:
 
     @property
     def summary(self) -> dict[str, dict[str, Stat]]:
-        return {
-            name: {m: ci95([r.means()[m] for r in runs]) for m in METRICS}
-            for name, runs in self.by_strategy().items()
+        runs = self.by_strategy()
+        out = {
+            name: {m: ci95([r.means()[m] for r in rs]) for m in METRICS}
+            for name, rs in runs.items()
         }
+        if ORACLE_ROUTER in runs:
+            for name in runs:
+                out[name]["regret_success"] = self.paired("success_rate", ORACLE_ROUTER, name)
+                out[name]["regret_cost_usd"] = self.paired("cost_usd", name, ORACLE_ROUTER)
+        return out
 
     def paired(self, metric: str, strategy: str, baseline: str) -> Stat:
         """Mean and 95 % half-width of the per-seed difference strategy − baseline in
@@ -298,6 +170,21 @@ class Simulation:
                 d = self.paired(m, name, baseline)
                 mean, half = d["mean"] or 0.0, d["ci95"]
                 cells.append(f"{mean:+.4f}" + ("" if half is None else f" ± {half:.4f}"))
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        summary = self.summary
+        ratio = ("success_rate", "cost_usd", "invalid_calls", "latency_s", "tokens")
+        lines += [
+            "",
+            f"Ratio of means vs `{baseline}` (strategy mean / baseline mean)",
+            "",
+            "| strategy | " + " | ".join(ratio) + " |",
+            "|---|" + "---:|" * len(ratio),
+        ]
+        for name in names:
+            cells = []
+            for m in ratio:
+                a, b = summary[name][m]["mean"], summary[baseline][m]["mean"]
+                cells.append("n/a" if not b or a is None else f"{a / b:.3f}")
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
         return "\n".join(lines) + "\n"
 
@@ -359,30 +246,98 @@ def run_simulation(
     seeds: int | Sequence[int] = 10,
     n: int = 3,
     progress: Progress | None = None,
+    *,
+    providers: int = 3,
+    planner: Planner = "oracle",
+    attempts: int = 2,
+    price_quality: PriceQuality = "independent",
 ) -> Simulation:
     """Run every strategy over the query stream in each seed's world (seeds ``0 … seeds−1``, or
-    the given seeds). Strategies route through ``router.with_catalog(world catalog)``: the same
-    index, re-priced with the world's declared prices; nothing is re-indexed or stored."""
+    the given seeds). ``providers`` > 1 routes over a :class:`Market` of the router's catalog,
+    indexed once in a sibling store ``<store>/market-<providers>`` (its embeddings cached
+    there); otherwise strategies route through ``router.with_catalog(world catalog)``: the same
+    index, re-priced with the world's declared prices. ``planner="whole"`` is today's agent;
+    any other planner runs the per-step agent with ``attempts`` calls per step, and the oracle
+    router beside the strategies."""
     for s in strategies:
         resolve_strategy(s)  # fail before any work on a typo
     if n < 1:
         raise ConfigError(f"n must be at least 1, got {n}")
+    if attempts < 1:
+        raise ConfigError(f"attempts must be at least 1, got {attempts}")
+    if planner not in PLANNERS:
+        raise ConfigError(f"unknown planner {planner!r}; choose from: {', '.join(PLANNERS)}")
     seed_list = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
     if not seed_list or not strategies or not queries:
         raise ConfigError("simulate needs at least one seed, one strategy and one query")
+    market = Market.build(router.catalog, providers)
+    params = WorldParams(price_quality=price_quality)
     count = SchemaTokenCounter()
     inner = router.embedder
     memo = _MemoSpanEmbedder(inner) if isinstance(inner, SpanEmbedder) else _MemoEmbedder(inner)
-    runs: list[AgentRun] = []
-    for seed in seed_list:
-        world = World.draw(router.catalog, seed)  # fixed before any strategy routes
-        catalog = world.catalog(router.catalog)
-        seen = router.with_catalog(catalog, embedder=memo)  # same index, the world's prices
-        runs.extend(
-            run_agent(seen, world, catalog, queries, s, n=n, tokens=count, progress=progress)
-            for s in strategies
+    steps = plan_steps(queries, router.catalog, planner, embed=memo.embed, llm=router.params.llm)
+    base = router
+    opened: Router | None = None
+    if providers > 1:
+        opened = base = Router(
+            market.catalog,
+            store=router.store.directory / f"market-{providers}",
+            embedder=router.embedder,
+            documents=router.documents,
+            questions=router.questions,
+            params=router.params,
         )
-    return Simulation(tuple(runs))
+    market_queries = market.queries(queries)
+    runs: list[AgentRun] = []
+    correlation: list[float] = []
+    try:
+        for seed in seed_list:
+            world = World.draw(market.catalog, seed, params, market)  # fixed before any policy
+            rho = world.price_quality_correlation()
+            if rho is not None:
+                correlation.append(rho)
+            catalog = world.catalog(market.catalog)
+            seen = base.with_catalog(catalog, embedder=memo)  # same index, the world's prices
+            for s in strategies:
+                if planner == "whole":
+                    run = run_agent(
+                        seen, world, catalog, market_queries, s, n=n, tokens=count,
+                        progress=progress,
+                    )  # fmt: skip
+                else:
+                    run = run_step_agent(
+                        strategy_routes(seen, s), s, world, catalog, market_queries, steps,
+                        n=n, attempts=attempts, tokens=count, progress=progress,
+                    )  # fmt: skip
+                runs.append(run)
+            if planner != "whole":
+                runs.append(
+                    run_step_agent(
+                        OracleRoutes(world, catalog),
+                        ORACLE_ROUTER,
+                        world,
+                        catalog,
+                        market_queries,
+                        steps,
+                        n=n,
+                        attempts=attempts,
+                        tokens=count,
+                        progress=progress,
+                    )  # fmt: skip
+                )
+    finally:
+        if opened is not None:
+            opened.close()
+    setting: dict[str, Any] = {
+        "providers": providers,
+        "planner": planner,
+        "attempts": attempts if planner != "whole" else None,
+        "n": n,
+        "price_quality": price_quality,
+        "seeds": seed_list,
+        "price_quality_spearman": float(np.mean(correlation)) if correlation else None,
+    }
+    return Simulation(tuple(runs), setting)
 
 
 def simulate(
@@ -392,10 +347,12 @@ def simulate(
     seeds: int | Sequence[int] = 10,
     n: int = 3,
     progress: Progress | None = None,
+    **options: Any,
 ) -> dict[str, dict[str, Stat]]:
     """Per strategy, the mean and 95 % half-width over seeds of every :data:`METRICS` entry
-    (``run_simulation(...).series`` gives the per-query series)."""
-    return run_simulation(router, queries, strategies, seeds, n, progress).summary
+    (``run_simulation(...).series`` gives the per-query series; ``options`` are its
+    keyword-only settings)."""
+    return run_simulation(router, queries, strategies, seeds, n, progress, **options).summary
 
 
 # -- output -------------------------------------------------------------------------------------
@@ -408,6 +365,11 @@ _COLUMNS = (
     ("tokens", "tokens", 0),
 )
 
+_REGRET_COLUMNS = (
+    ("regret_success", "success regret", 3),
+    ("regret_cost_usd", "cost regret USD", 4),
+)
+
 
 def markdown_table(result: Mapping[str, Mapping[str, Stat]], title: str = "") -> str:
     """One row per strategy: mean ± 95 % half-width of the issue's five metrics."""
@@ -418,10 +380,13 @@ def markdown_table(result: Mapping[str, Mapping[str, Stat]], title: str = "") ->
         return f"{mean:.{digits}f}" + ("" if half is None else f" ± {half:.{digits}f}")
 
     lines = [f"### {title}", ""] if title else []
-    lines.append("| strategy | " + " | ".join(h for _, h, _ in _COLUMNS) + " |")
-    lines.append("|---|" + "---:|" * len(_COLUMNS))
+    columns: tuple[tuple[str, str, int], ...] = _COLUMNS
+    if result and all(m in r for r in result.values() for m in REGRET):
+        columns = (*_COLUMNS, *_REGRET_COLUMNS)
+    lines.append("| strategy | " + " | ".join(h for _, h, _ in columns) + " |")
+    lines.append("|---|" + "---:|" * len(columns))
     for name, r in result.items():
-        lines.append(f"| {name} | " + " | ".join(cell(r[m], d) for m, _, d in _COLUMNS) + " |")
+        lines.append(f"| {name} | " + " | ".join(cell(r[m], d) for m, _, d in columns) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -430,6 +395,7 @@ def write_simulation_outputs(
     series: Mapping[str, Mapping[str, Sequence[float]]],
     out_dir: str | Path,
     title: str = "EHRR economics simulation",
+    setting: Mapping[str, Any] | None = None,
 ) -> list[Path]:
     """Write simulate.json (``{"summary", "series"}``), simulate.md and simulate.png (running
     success and cumulative cost over the stream, mean over seeds) into ``out_dir``."""
@@ -442,8 +408,13 @@ def write_simulation_outputs(
     out.mkdir(parents=True, exist_ok=True)
     js, md, png = out / "simulate.json", out / "simulate.md", out / "simulate.png"
     payload: dict[str, Any] = {"summary": result, "series": series}
+    if setting:
+        payload["setting"] = dict(setting)
     js.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
-    md.write_text(markdown_table(result, title), encoding="utf-8")
+    about = ""
+    if setting:
+        about = "Setting: " + ", ".join(f"{k} = {v}" for k, v in setting.items()) + "\n\n"
+    md.write_text(markdown_table(result, title) + ("\n" + about if about else ""), encoding="utf-8")
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(11.0, 4.2))
     for name, s in series.items():

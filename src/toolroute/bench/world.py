@@ -18,6 +18,26 @@ The router sees the declared figures only (:meth:`World.catalog`); hidden ones d
 Common random numbers: the draws of one call depend only on (seed, query index, group index,
 tool key, attempt number) through a BLAKE2b-seeded Generator (:func:`call_outcome`), so every
 strategy meets the same luck when it calls the same tool for the same need.
+
+Marketplace (:class:`Market`, issue 12): with ``providers`` = V > 1, every server of the catalog
+is offered by V competing vendors (:data:`VENDORS`): the same tools under a distinct server id
+(``"<id>@<vendor>"``) and name (``"<name> (<Vendor>)"``), every description lightly and
+deterministically perturbed (synonyms swapped per vendor, seeded by the vendor and the text, not
+by the world seed) so that similarity cannot tell vendors apart reliably. Vendors are just more
+servers to :meth:`World.draw`: each draws its own hidden success, post-accept failure and latency
+and its own declared price from the distributions above, in the tier of the original tool (so
+the vendors of one capability share a tier). Two price settings (``WorldParams.price_quality``):
+
+    independent   price drawn independently of hidden quality (default)
+    positive      paying more buys reliability: within each capability the vendors' prices are
+                  re-assigned so that their order follows the order of hidden quality
+                  q = (1 − p_i) r_ij perturbed by N(0, 0.1²) (rank correlation ≈ 0.7; the
+                  realised one is :meth:`World.price_quality_correlation`). Marginal prices
+                  are unchanged.
+
+Never cheaper-is-better: that would hand an economics router its win for free. A query's group
+is met by the tool of any vendor (:meth:`Market.queries`). V = 1 is the catalog itself, and the
+world then is exactly the one above.
 """
 
 from __future__ import annotations
@@ -25,29 +45,35 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 
-from toolroute.catalog.models import Catalog, Tool, ToolKey
+from toolroute.catalog.loader import Query
+from toolroute.catalog.models import Catalog, Server, Tool, ToolKey
 from toolroute.errors import ConfigError
 from toolroute.stats import Outcome
 
 __all__ = [
     "HIGH_TIER_PATTERNS",
+    "VENDORS",
     "Call",
+    "Market",
+    "PriceQuality",
     "World",
     "WorldParams",
     "call_outcome",
+    "perturb",
     "price_tier",
 ]
 
 Floats = npt.NDArray[np.float64]
 Bools = npt.NDArray[np.bool_]
 Tier = Literal["low", "high"]
+PriceQuality = Literal["independent", "positive"]
 
 
 # -- price tiers (§V: "assigned to L or H based on its declared functionality") ----------------
@@ -115,6 +141,145 @@ def price_tier(tool: Tool, server_name: str) -> Tier:
     return "high" if any(p.search(text) for p in _HIGH_TIER) else "low"
 
 
+# -- the marketplace ----------------------------------------------------------------------------
+
+VENDORS = ("Acme", "Globex", "Initech", "Umbrella", "Hooli", "Soylent", "Vandelay", "Wonka")
+"""Vendor names of a marketplace, in order: ``providers`` = V takes the first V."""
+
+_SYNONYMS: tuple[tuple[str, ...], ...] = (
+    ("get", "retrieve", "fetch", "obtain"),
+    ("gets", "retrieves", "fetches", "obtains"),
+    ("create", "make", "generate", "produce"),
+    ("creates", "makes", "generates", "produces"),
+    ("list", "enumerate"),
+    ("lists", "enumerates"),
+    ("delete", "remove", "erase"),
+    ("deletes", "removes", "erases"),
+    ("update", "modify", "edit"),
+    ("updates", "modifies", "edits"),
+    ("return", "provide", "give"),
+    ("returns", "provides", "gives"),
+    ("information", "info", "details"),
+    ("current", "latest"),
+    ("using", "via", "with"),
+    ("convert", "transform"),
+    ("converts", "transforms"),
+    ("add", "insert", "append"),
+    ("adds", "inserts", "appends"),
+    ("send", "deliver", "dispatch"),
+    ("read", "load"),
+    ("reads", "loads"),
+    ("save", "store", "write"),
+    ("specified", "given", "provided"),
+    ("multiple", "several"),
+    ("search", "find", "query"),
+    ("searches", "finds", "queries"),
+    ("allows", "lets", "enables"),
+    ("tool", "function", "utility"),
+    ("data", "records"),
+    ("optional", "not required"),
+    ("user", "caller"),
+)
+"""Word groups a vendor may swap within: the same function, said a little differently."""
+_SYNONYM_OF = {w: g for g in _SYNONYMS for w in g}
+_WORD = re.compile(r"[A-Za-z]+")
+
+
+def perturb(text: str, vendor: str, share: float = 0.5) -> str:
+    """``text`` as ``vendor`` words it: each word of :data:`_SYNONYMS` is swapped, with
+    probability ``share``, for another of its group (capitalisation kept). Deterministic in
+    (vendor, text); the meaning and every other word stay."""
+    digest = hashlib.blake2b(f"{vendor}\x1f{text}".encode(), digest_size=16).digest()
+    rng = np.random.default_rng(int.from_bytes(digest, "big"))
+
+    def swap(m: re.Match[str]) -> str:
+        word = m.group(0)
+        group = _SYNONYM_OF.get(word.lower())
+        if group is None or rng.random() >= share:
+            return word
+        others = [w for w in group if w != word.lower()]
+        new = others[int(rng.integers(len(others)))]
+        return new[:1].upper() + new[1:] if word[:1].isupper() else new
+
+    return _WORD.sub(swap, text)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Market:
+    """A catalog whose every server is offered by ``providers`` vendors (module docstring).
+
+    ``catalog`` lists, server by server, the vendors' copies; ``capability[j]`` is the index in
+    ``base`` of the tool that market tool ``j`` sells and ``vendor[j]`` its vendor's index.
+    """
+
+    base: Catalog
+    providers: int
+    catalog: Catalog
+    capability: npt.NDArray[np.int64]
+    vendor: npt.NDArray[np.int64]
+    keys: tuple[ToolKey, ...]
+
+    @classmethod
+    def build(cls, base: Catalog, providers: int = 3) -> Market:
+        if not 1 <= providers <= len(VENDORS):
+            raise ConfigError(f"providers must be between 1 and {len(VENDORS)}, got {providers}")
+        n = base.tool_count
+        if providers == 1:
+            keys = tuple(t.key for t in base.tools())
+            zeros = np.zeros(n, dtype=np.int64)
+            return cls(base, 1, base, np.arange(n, dtype=np.int64), zeros, keys)
+        servers: list[Server] = []
+        capability: list[int] = []
+        vendor: list[int] = []
+        first = 0
+        for s in base.servers:
+            for v, name in enumerate(VENDORS[:providers]):
+                sid = f"{s.id}@{name.lower()}"
+                tools = tuple(
+                    replace(t, server=sid, description=perturb(t.description, name))
+                    for t in s.tools
+                )
+                servers.append(
+                    replace(
+                        s,
+                        id=sid,
+                        name=f"{s.name} ({name})",
+                        description=perturb(s.description, name),
+                        tools=tools,
+                    )
+                )
+                capability.extend(range(first, first + len(s.tools)))
+                vendor.extend([v] * len(s.tools))
+            first += len(s.tools)
+        catalog = Catalog(servers=tuple(servers))
+        return cls(
+            base,
+            providers,
+            catalog,
+            np.array(capability, dtype=np.int64),
+            np.array(vendor, dtype=np.int64),
+            tuple(t.key for t in catalog.tools()),
+        )
+
+    def offers(self) -> dict[ToolKey, frozenset[ToolKey]]:
+        """For every original tool, the market tools of all its vendors."""
+        base_keys = [t.key for t in self.base.tools()]
+        out: dict[ToolKey, set[ToolKey]] = {k: set() for k in base_keys}
+        for key, c in zip(self.keys, self.capability.tolist(), strict=True):
+            out[base_keys[c]].add(key)
+        return {k: frozenset(v) for k, v in out.items()}
+
+    def queries(self, queries: Sequence[Query]) -> list[Query]:
+        """``queries`` over the market: a group is met by its tools from any vendor."""
+        if self.providers == 1:
+            return list(queries)
+        offers = self.offers()
+        return [
+            replace(q, groups=tuple(frozenset().union(*(offers[k] for k in g)) for g in q.groups))
+            for q in queries
+        ]
+
+
 # -- the world ----------------------------------------------------------------------------------
 
 
@@ -136,6 +301,25 @@ class WorldParams:
     latency_sigma: float = 0.5
     call_jitter_sigma: float = 0.25
     connect_s: tuple[float, float] = (0.05, 0.6)
+    price_quality: PriceQuality = "independent"
+    """How a vendor's declared price relates to its hidden quality (module docstring)."""
+    quality_noise: float = 0.1
+    """σ of the noise on hidden quality when prices follow it (``price_quality="positive"``)."""
+
+
+def _capability_members(capability: npt.NDArray[np.int64]) -> list[npt.NDArray[np.int64]]:
+    order = np.argsort(capability, kind="stable")
+    cuts = np.flatnonzero(np.diff(capability[order])) + 1
+    return [m for m in np.split(order, cuts) if len(m)]
+
+
+def _prices_follow(price: Floats, quality: Floats, capability: npt.NDArray[np.int64]) -> Floats:
+    """Re-assign each capability's prices among its vendors in the order of ``quality``:
+    the cheapest goes to the lowest quality. The multiset of prices is unchanged."""
+    out = price.copy()
+    for members in _capability_members(capability):
+        out[members[np.argsort(quality[members], kind="stable")]] = np.sort(price[members])
+    return out
 
 
 def _pick(rng: np.random.Generator, size: int, share: float) -> Bools:
@@ -168,15 +352,25 @@ class World:
     flaky: Bools
     connect_s: Floats
     ask_cost: Floats
+    capability: npt.NDArray[np.int64]
+    """Per tool, the index of the original tool it sells (its own index without a market)."""
 
     def __post_init__(self) -> None:
         for name in ("server_of", "high_tier", "price", "success", "fragile", "latency_s"):
             getattr(self, name).setflags(write=False)  # frozen means the arrays too
-        for name in ("fail_prob", "flaky", "connect_s", "ask_cost"):
+        for name in ("fail_prob", "flaky", "connect_s", "ask_cost", "capability"):
             getattr(self, name).setflags(write=False)
 
     @classmethod
-    def draw(cls, catalog: Catalog, seed: int, params: WorldParams | None = None) -> World:
+    def draw(
+        cls,
+        catalog: Catalog,
+        seed: int,
+        params: WorldParams | None = None,
+        market: Market | None = None,
+    ) -> World:
+        """Draw the world of ``seed`` over ``catalog`` (with ``market``, its vendors' catalog:
+        tiers then come from the original tools, so the vendors of a capability share one)."""
         p = params or WorldParams()
         tools = list(catalog.tools())
         n, m = len(tools), len(catalog.servers)
@@ -184,8 +378,20 @@ class World:
             raise ConfigError("cannot simulate a catalog with no tools")
         pos = {s.id: i for i, s in enumerate(catalog.servers)}
         server_of = np.array([pos[t.server] for t in tools], dtype=np.int64)
-        names = {s.id: s.name for s in catalog.servers}
-        high = np.array([price_tier(t, names[t.server]) == "high" for t in tools], dtype=bool)
+        if market is not None:
+            if market.catalog is not catalog and market.keys != tuple(t.key for t in tools):
+                raise ConfigError("the catalog is not the market's")
+            capability = market.capability
+            base_names = {s.id: s.name for s in market.base.servers}
+            base_high = np.array(
+                [price_tier(t, base_names[t.server]) == "high" for t in market.base.tools()],
+                dtype=bool,
+            )
+            high = base_high[capability]
+        else:
+            capability = np.arange(n, dtype=np.int64)
+            names = {s.id: s.name for s in catalog.servers}
+            high = np.array([price_tier(t, names[t.server]) == "high" for t in tools], dtype=bool)
         prices_rng, success_rng, fail_rng, latency_rng, connect_rng = (
             np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(5)
         )
@@ -194,7 +400,7 @@ class World:
         high_price = prices_rng.normal(p.high_price_mean, p.high_price_sd, n)
         while (neg := high_price < 0.0).any():  # truncation at 0 by rejection
             high_price[neg] = prices_rng.normal(p.high_price_mean, p.high_price_sd, int(neg.sum()))
-        price = np.where(high, high_price, low_price)
+        price: Floats = np.where(high, high_price, low_price)
 
         fragile = _pick(success_rng, n, p.fragile_share)
         success = np.where(
@@ -207,6 +413,12 @@ class World:
         median = np.where(high, p.latency_median_high_s, p.latency_median_low_s)
         latency = median * np.exp(p.latency_sigma * latency_rng.standard_normal(n))
         connect = connect_rng.uniform(*p.connect_s, m)
+        if p.price_quality == "positive":
+            # A sixth stream: the five above draw exactly what they draw without it.
+            quality_rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(6)[5])
+            noisy = (1.0 - fail[server_of]) * success
+            noisy = noisy + p.quality_noise * quality_rng.standard_normal(n)
+            price = _prices_follow(price, noisy, capability)
         tools_of = np.bincount(server_of, minlength=m)  # ask cost = mean tool price (§V)
         ask = np.bincount(server_of, weights=price, minlength=m) / np.maximum(tools_of, 1)
         return cls(
@@ -224,7 +436,28 @@ class World:
             flaky=flaky,
             connect_s=connect,
             ask_cost=ask,
+            capability=capability,
         )
+
+    @property
+    def attempt_success(self) -> Floats:
+        """Hidden success probability of one call of each tool, (1 − p_i) r_ij."""
+        out: Floats = (1.0 - self.fail_prob[self.server_of]) * self.success
+        return out
+
+    def price_quality_correlation(self) -> float | None:
+        """Mean, over capabilities sold by several vendors, of the Spearman correlation of
+        the vendors' prices with their hidden attempt success; None without such a capability.
+        """
+        q = self.attempt_success
+        rhos = []
+        for members in _capability_members(self.capability):
+            if len(members) < 2:
+                continue
+            a = np.argsort(np.argsort(self.price[members])).astype(np.float64)
+            b = np.argsort(np.argsort(q[members])).astype(np.float64)
+            rhos.append(float(np.corrcoef(a, b)[0, 1]))
+        return float(np.mean(rhos)) if rhos else None
 
     def catalog(self, base: Catalog) -> Catalog:
         """The catalog the router sees: prices, ask costs and connect latencies injected;

@@ -89,12 +89,28 @@ catalog_option = click.option(
     default=None,
     help="Catalog JSON (shared/benchmarks format). Default: the shipped demo catalog.",
 )
+
+
+def _store_target(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
+    """A ``postgresql://`` URL stays a URL (never a directory named ``postgresql:``)."""
+    from toolroute.store import parse_store_target
+
+    if value is None:
+        return None
+    try:
+        return parse_store_target(value)
+    except ToolrouteError as e:
+        raise click.BadParameter(str(e)) from None
+
+
 store_option = click.option(
     "--store",
-    type=click.Path(path_type=Path, file_okay=False),
     default=None,
     envvar="TOOLROUTE_STORE",
-    help="Store directory (SQLite + embedding cache). Default: the per-user data dir.",
+    callback=_store_target,
+    metavar="DIR|URL",
+    help="Store directory (SQLite + embedding cache) or postgresql:// URL (shared by gateway"
+    " replicas). Default: the per-user data dir.",
 )
 documents_option = click.option(
     "--documents",

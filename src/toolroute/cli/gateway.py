@@ -109,10 +109,19 @@ def serve(
     anyio.run(lambda: run_serve(cfg, transport, port, host))  # type: ignore[arg-type]
 
 
-def _store_dir(cfg: Any) -> Path:
+def _store_dir(cfg: Any) -> Any:
+    """The store of the config's gateway (a directory, or a PostgreSQL URL)."""
     from toolroute.gateway.app import store_dir_of
 
     return store_dir_of(cfg)
+
+
+def _local_dir(cfg: Any) -> Path:
+    """Where that gateway keeps its local files (status.json): the store's directory."""
+    from toolroute.store import Store
+
+    with Store(_store_dir(cfg)) as st:
+        return Path(st.directory)
 
 
 @main.command()
@@ -131,7 +140,7 @@ def status(config_path: Path, settings: Path | None, store: Path | None, as_json
     from toolroute.gateway.status import gateway_alive, read_status
 
     cfg = _config(config_path, settings, store)
-    found = read_status(_store_dir(cfg))
+    found = read_status(_local_dir(cfg))
     if found is None:
         raise ConfigError("no gateway has run with this config yet (start toolroute serve)")
     alive = gateway_alive(found)

@@ -125,6 +125,35 @@ def bench(
     help="Candidates presented per route call (EHRR's top-n).",
 )
 @click.option(
+    "--providers",
+    type=click.IntRange(min=1, max=8),
+    default=3,
+    show_default=True,
+    help="Competing vendors per server (a marketplace); 1 is the catalog as it is.",
+)
+@click.option(
+    "--planner",
+    type=click.Choice(["oracle", "clauses", "llm", "whole"]),
+    default="oracle",
+    show_default=True,
+    help="Step texts of the per-step agent: oracle (knows each step's need), clauses, llm; "
+    "whole is the whole-request agent.",
+)
+@click.option(
+    "--attempts",
+    type=click.IntRange(min=1),
+    default=2,
+    show_default=True,
+    help="Calls the per-step agent makes on a step before giving up.",
+)
+@click.option(
+    "--prices",
+    type=click.Choice(["independent", "positive"]),
+    default="independent",
+    show_default=True,
+    help="Vendor prices independent of hidden quality, or rising with it.",
+)
+@click.option(
     "--baseline",
     default="cascade",
     show_default=True,
@@ -146,16 +175,23 @@ def simulate(
     strategies: tuple[str, ...],
     seeds: int,
     n: int,
+    providers: int,
+    planner: str,
+    attempts: int,
+    prices: str,
     baseline: str,
     out: Path | None,
     as_json: bool,
 ) -> None:
     """Simulate an agent over a seeded world of prices, failures and latencies (seed 000 §V).
 
-    Each seed draws one world (prices by tier, hidden success, post-accept failures,
-    latencies) before any strategy runs; every strategy meets the same world and the same luck
-    per call. Reports success rate, cost, invalid calls, call latency and schema tokens per
-    query. The world and agent are documented in README "Economics simulation".
+    Each seed draws one world (every server sold by --providers vendors with their own
+    prices, hidden success, post-accept failures and latencies) before any strategy runs;
+    every strategy meets the same world and the same luck per call. The per-step agent routes
+    one planner text per step; an oracle router that knows the hidden figures runs beside the
+    strategies and gives each one's regret. Reports success rate, cost, invalid calls, call
+    latency and schema tokens per query. The world and agent are documented in README
+    "Economics simulation".
     """
     from toolroute.bench.simulate import markdown_table, run_simulation, write_simulation_outputs
     from toolroute.catalog.loader import load_queries
@@ -168,10 +204,21 @@ def simulate(
         qs = load_queries(queries, router.catalog)
         _index(router, not as_json)
         with _progress(not as_json) as update:
-            sim = run_simulation(router, qs, names, seeds=seeds, n=n, progress=update)
+            sim = run_simulation(
+                router,
+                qs,
+                names,
+                seeds=seeds,
+                n=n,
+                progress=update,
+                providers=providers,
+                planner=planner,  # type: ignore[arg-type]  # click.Choice checked it
+                attempts=attempts,
+                price_quality=prices,  # type: ignore[arg-type]
+            )
     paired = sim.paired_table(baseline) if baseline in names and len(names) > 1 else ""
     if out is not None:
-        for p in write_simulation_outputs(sim.summary, sim.series, out):
+        for p in write_simulation_outputs(sim.summary, sim.series, out, setting=sim.setting):
             click.echo(f"wrote {p}", err=True)
         if paired:
             (out / "paired.md").write_text(paired, encoding="utf-8")

@@ -33,7 +33,8 @@ from toolroute.route.strategy import RouteParams
 from toolroute.router import IndexReport, Router
 from toolroute.sources.pool import Downstream, DownstreamPool
 from toolroute.sources.sync import ServerStatus, catalog_from_listing, list_all
-from toolroute.store import Store, default_store_dir
+from toolroute.store import Store, StoreTarget, default_store_target, is_store_url
+from toolroute.store.watch import follow_store
 
 __all__ = [
     "SyncResult",
@@ -65,13 +66,15 @@ class SyncResult:
         }
 
 
-def gateway_store_dir(config: GatewayConfig) -> Path:
+def gateway_store_dir(config: GatewayConfig) -> StoreTarget:
     """Default store of a gateway: one per config file under the per-user data dir, so two
-    gateways (or a gateway and `toolroute route`) never overwrite each other's catalog."""
-    if config.path is None:
-        return default_store_dir()
+    gateways (or a gateway and `toolroute route`) never overwrite each other's catalog;
+    ``TOOLROUTE_STORE=postgresql://…`` is shared as is (replicas)."""
+    default = default_store_target()
+    if config.path is None or is_store_url(default):
+        return default
     digest = hashlib.sha256(str(config.path).encode()).hexdigest()[:12]
-    return default_store_dir() / "gateways" / f"{config.path.stem}-{digest}"
+    return Path(default) / "gateways" / f"{config.path.stem}-{digest}"
 
 
 def make_pool(config: GatewayConfig) -> DownstreamPool:
@@ -102,7 +105,7 @@ async def running_pool(config: GatewayConfig) -> AsyncIterator[DownstreamPool]:
             pool.stop()
 
 
-def store_dir_of(config: GatewayConfig) -> Path:
+def store_dir_of(config: GatewayConfig) -> StoreTarget:
     return config.store or gateway_store_dir(config)
 
 
@@ -121,9 +124,12 @@ async def review(
 
 
 def build_router(config: GatewayConfig, catalog: Catalog, embedder: Any = None) -> Router:
-    store_dir = store_dir_of(config)
-    llm = ChatLLM(config.llm, cache_path=llm_cache_path(store_dir)) if config.llm else None
-    return Router(catalog, store=store_dir, embedder=embedder, params=RouteParams(llm=llm))
+    target = store_dir_of(config)
+    llm = None
+    if config.llm:
+        with Store(target) as store:  # the LLM cache is a local file, even beside PostgreSQL
+            llm = ChatLLM(config.llm, cache_path=llm_cache_path(store.directory))
+    return Router(catalog, store=target, embedder=embedder, params=RouteParams(llm=llm))
 
 
 async def sync_router(
@@ -166,6 +172,7 @@ async def serve(
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_watch_changes, config, pool, gateway)
+                tg.start_soon(follow_store, gateway)  # replicas of a shared store
                 if transport == "stdio":
                     from mcp.server.stdio import stdio_server
 
@@ -177,9 +184,10 @@ async def serve(
                     await serve_http(config, gateway, host, port)
                 tg.cancel_scope.cancel()
         finally:
+            local_dir = gateway.router.store.directory
             gateway.router.close()
             pool.stop()
-            write_status(store_dir_of(config), snapshot(pool, running=False))
+            write_status(local_dir, snapshot(pool, running=False))
 
 
 def http_app(config: GatewayConfig, gateway: Any) -> Any:
@@ -269,7 +277,6 @@ async def _watch_changes(config: GatewayConfig, pool: DownstreamPool, gateway: A
     """Re-list the servers when one says its tools changed (notifications/tools/list_changed),
     (re)connects, a held tool is approved, or relist_interval_s has passed; swap the router
     only when the tools or the quarantine changed. Writes status.json on every change."""
-    store_dir = store_dir_of(config)
     connects = {d.name: d.connects for d in pool.servers.values()}
     rev = revision(gateway.router.store)
     next_relist = anyio.current_time() + config.relist_interval_s
@@ -277,7 +284,7 @@ async def _watch_changes(config: GatewayConfig, pool: DownstreamPool, gateway: A
     while True:
         status = snapshot(pool, {n: h.to_dict() for n, h in gateway.quarantined.items()})
         if status != written:
-            write_status(store_dir, status)
+            write_status(gateway.router.store.directory, status)
             written = status
         changed = [d for d in pool.servers.values() if d.tools_changed.is_set()]
         new_rev = revision(gateway.router.store)

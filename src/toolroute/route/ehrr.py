@@ -22,7 +22,7 @@ import numpy.typing as npt
 
 from toolroute import economics as eco
 from toolroute.index.build import ToolIndex
-from toolroute.stats import StatsBook
+from toolroute.stats import PSEUDO_CALLS, StatsBook
 
 __all__ = ["EhrrParams", "EhrrTrace", "ehrr_route"]
 
@@ -52,12 +52,19 @@ class EhrrParams:
     """Sim of eq. 1: ``cosine`` is the paper's clipped embedding cosine; ``hybrid`` (default)
     clips the router's own fused score (cosine + weighted BM25, as ``hybrid``/``cascade``) to
     [0, 1], so EHRR's economics sit on the same retrieval as the similarity-only baseline."""
-    estimator: Literal["ema", "beta", "thompson"] = "ema"
+    estimator: Literal["ema", "beta", "thompson", "ucb"] = "ema"
     """``ema``: the paper's r̃ and p_fail (eq. 8). ``thompson`` (ehrr-ts, beyond the paper):
     success and failure probabilities are drawn from Beta posteriors of the observed calls,
     which explores unseen tools instead of trusting an optimistic prior. ``beta``
     (ehrr-beta): posterior means, and r̃ = mean − one posterior standard deviation, which
-    shrinks as calls accumulate where the EMA's outcome variance never does."""
+    shrinks as calls accumulate where the EMA's outcome variance never does. ``ucb``
+    (ehrr-ucb, beyond the paper; issue 12): optimism in the face of uncertainty — success
+    rates at their posterior mean plus one posterior standard deviation, post-accept failure
+    at its mean minus one, and latencies from observed calls only: the EMA's start at L0 is
+    removed (bias correction), and a tool or server with no call yet is assumed as fast as
+    the mean of those observed (L0 before any call), so a provider that failed is not kept
+    merely because an unseen one's prior latency looks slow. The
+    auction runs unchanged on the resulting C_i^s."""
 
 
 @dataclass(slots=True)
@@ -99,6 +106,31 @@ def _beta_mean(ab: Floats) -> Floats:
     return out
 
 
+def _beta_sd(ab: Floats) -> Floats:
+    a, b = ab[:, 0], ab[:, 1]
+    out: Floats = np.sqrt(a * b / ((a + b) ** 2 * (a + b + 1.0)))
+    return out
+
+
+def _observed_latency(latency: Floats, calls: Floats, lam: float) -> Floats:
+    """Latency estimates from the observed calls alone, prior first in line for none.
+
+    The eq. 8 EMA starts at the prior (L0), which weighs (1 − λ)^n after n calls; removing it
+    and renormalising (the bias correction of Adam) leaves a weighted mean of the calls. A
+    tool or server with no call gets the mean of those with calls (L0 when there are none).
+    """
+    seen = calls > 0.5
+    weight = 1.0 - (1.0 - lam) ** calls
+    safe = np.where(seen, weight, 1.0)
+    corrected = np.where(seen, (latency - (1.0 - weight) * eco.PRIOR_LATENCY_S) / safe, latency)
+    corrected = np.maximum(corrected, 0.0)
+    if not seen.any() or seen.all():
+        out: Floats = corrected
+        return out
+    out = np.where(seen, corrected, float(corrected[seen].mean()))
+    return out
+
+
 def ehrr_route(
     ix: ToolIndex,
     server_sim: npt.NDArray[np.floating],
@@ -117,26 +149,35 @@ def ehrr_route(
     t.tool_sim = np.clip(tool_sim, 0.0, 1.0).astype(np.float64)
 
     overhead = p.route_s + stats.connect_s  # G_i
-    if p.estimator == "thompson":
+    server_latency, tool_latency = stats.server_latency, stats.tool_latency
+    if p.estimator == "ucb":
+        server_fail = np.maximum(
+            0.0, _beta_mean(stats.server_fail_beta) - _beta_sd(stats.server_fail_beta)
+        )
+        tool_success = np.minimum(1.0, _beta_mean(stats.tool_beta) + _beta_sd(stats.tool_beta))
+        r_tilde = np.minimum(1.0, _beta_mean(stats.server_beta) + _beta_sd(stats.server_beta))
+        # Calls observed = posterior weight beyond the prior's PSEUDO_CALLS.
+        server_calls = stats.server_beta.sum(axis=1) - PSEUDO_CALLS
+        tool_calls = stats.tool_beta.sum(axis=1) - PSEUDO_CALLS
+        lam = stats.smoothing.latency
+        server_latency = _observed_latency(server_latency, server_calls, lam)
+        tool_latency = _observed_latency(tool_latency, tool_calls, lam)
+    elif p.estimator == "thompson":
         server_fail = stats.rng.beta(stats.server_fail_beta[:, 0], stats.server_fail_beta[:, 1])
         tool_success = stats.rng.beta(stats.tool_beta[:, 0], stats.tool_beta[:, 1])
         r_tilde = stats.rng.beta(stats.server_beta[:, 0], stats.server_beta[:, 1])
     elif p.estimator == "beta":
         server_fail = _beta_mean(stats.server_fail_beta)
         tool_success = _beta_mean(stats.tool_beta)
-        a, b = stats.server_beta[:, 0], stats.server_beta[:, 1]
-        sd = np.sqrt(a * b / ((a + b) ** 2 * (a + b + 1.0)))
-        r_tilde = np.maximum(p.eps, _beta_mean(stats.server_beta) - sd)
+        r_tilde = np.maximum(p.eps, _beta_mean(stats.server_beta) - _beta_sd(stats.server_beta))
     else:
         server_fail, tool_success = stats.server_fail, stats.tool_success
         r_tilde = np.maximum(p.eps, stats.server_success - np.sqrt(stats.server_variance))
     # eq. 2: C_i^s = (G_i + L_call) / max(ε, (1 − p_fail) r̃)
-    t.server_cost = (overhead + stats.server_latency) / _attempt_success(
-        r_tilde, server_fail, p.eps
-    )
+    t.server_cost = (overhead + server_latency) / _attempt_success(r_tilde, server_fail, p.eps)
     # eq. 6: C_ij^t = (G_i + l_ij) / max(ε, (1 − p_fail_i) r_ij) + κ p_ij
     fail_of_tool = server_fail[ix.server_of]
-    t.tool_cost = (overhead[ix.server_of] + stats.tool_latency) / _attempt_success(
+    t.tool_cost = (overhead[ix.server_of] + tool_latency) / _attempt_success(
         tool_success, fail_of_tool, p.eps
     ) + p.kappa * ix.prices
     # eq. 3: server utility; ehrr-no-exec ranks on similarity alone.

@@ -315,6 +315,13 @@ STRATEGIES: dict[str, Strategy] = {
             True,
         ),
         Strategy(
+            "ehrr-ucb",
+            _ehrr(estimator="ucb"),
+            "query",
+            "EHRR with optimistic Beta-posterior bounds and an empirical latency prior",
+            True,
+        ),
+        Strategy(
             "ehrr-subtask",
             ehrr_subtasks,
             "query",

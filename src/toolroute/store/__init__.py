@@ -1,0 +1,55 @@
+"""The store: catalog, tool hashes, embeddings, online statistics and routing events.
+
+``Store(target)`` opens the embedded SQLite store of a directory (the default) or the shared
+PostgreSQL store of a ``postgresql://`` URL, where several gateway replicas keep one catalog,
+one embedding cache and one set of statistics. Both have the same tables (schema version in
+``meta.schema_version``, forward migrations in :mod:`toolroute.store.sql`):
+
+- ``servers``/``tools``: the indexed catalog; ``tools.hash`` is SHA-256 of name + description +
+  schema (seed 001, Alg. 1), the key of incremental re-indexing;
+- ``embeddings``: vectors keyed by (model id, SHA-256 of the text): an unchanged text is never
+  embedded twice, whatever tool, catalog or replica it came from;
+- ``meta``: key/value metadata (embedder, document settings, catalog version and digest);
+- ``outcomes`` (append-only), ``server_stats``, ``tool_stats``: every executed call and the
+  online statistics it produced (EHRR eq. 8), written together in one transaction;
+- ``routing_events``, ``questions``: routing audit events and cached synthetic questions.
+"""
+
+from __future__ import annotations
+
+from toolroute.store.base import (
+    StoreInterface,
+    StoreTarget,
+    SyncReport,
+    catalog_digest,
+    default_store_dir,
+    default_store_target,
+    is_store_url,
+    parse_store_target,
+    redact_url,
+)
+from toolroute.store.common import Store
+from toolroute.store.sql import SCHEMA_VERSION
+
+__all__ = [
+    "FORMAT_VERSION",
+    "SCHEMA_VERSION",
+    "Store",
+    "StoreInterface",
+    "StoreTarget",
+    "SyncReport",
+    "catalog_digest",
+    "default_store_dir",
+    "default_store_target",
+    "is_store_url",
+    "parse_store_target",
+    "redact_url",
+]
+
+FORMAT_VERSION = str(SCHEMA_VERSION)
+"""The schema version this toolroute writes, as text (kept for older callers)."""
+
+
+def _satisfies_the_interface(store: Store) -> StoreInterface:
+    """Never called: mypy checks here that both backends (one ``Store``) are a StoreInterface."""
+    return store

@@ -1,0 +1,163 @@
+"""The store interface, what a sync reports, and where a store lives (a directory or a URL).
+
+A store target is either a directory (the embedded SQLite store, the default) or a
+``postgresql://`` URL (the shared store of several gateway replicas). A URL is never taken for
+a path: any ``scheme://`` other than PostgreSQL's is refused with one clear line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from toolroute.catalog.models import Catalog, Server, Tool, ToolKey
+from toolroute.economics import ServerStats, Smoothing, ToolStats
+from toolroute.embed.base import Matrix
+from toolroute.errors import StoreError
+from toolroute.stats import Outcome
+
+__all__ = [
+    "PG_SCHEMES",
+    "StoreInterface",
+    "StoreTarget",
+    "SyncReport",
+    "catalog_digest",
+    "default_store_dir",
+    "default_store_target",
+    "is_store_url",
+    "parse_store_target",
+    "redact_url",
+]
+
+StoreTarget = str | Path
+"""A store directory (SQLite) or a ``postgresql://`` URL."""
+PG_SCHEMES = ("postgresql", "postgres")
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+def is_store_url(target: StoreTarget) -> bool:
+    """True for a ``postgresql://`` (or ``postgres://``) URL."""
+    m = _SCHEME.match(str(target)) if isinstance(target, str) else None
+    return m is not None and m.group(1).lower() in PG_SCHEMES
+
+
+def parse_store_target(value: str) -> StoreTarget:
+    """``--store``, ``store =`` or ``TOOLROUTE_STORE``: a PostgreSQL URL as is, else a path."""
+    m = _SCHEME.match(value)
+    if m is not None:
+        if m.group(1).lower() not in PG_SCHEMES:
+            raise StoreError(
+                f"store {redact_url(value)}: unsupported URL scheme {m.group(1)!r}; give a"
+                " directory or a postgresql:// URL"
+            )
+        return value
+    return Path(value).expanduser()
+
+
+def redact_url(url: str) -> str:
+    """``url`` without its password, for messages and logs."""
+    return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", url)
+
+
+def default_store_target() -> StoreTarget:
+    """``TOOLROUTE_STORE`` (a directory or a URL), else the per-user data dir."""
+    env = os.environ.get("TOOLROUTE_STORE")
+    return parse_store_target(env) if env else default_store_dir()
+
+
+def default_store_dir() -> Path:
+    """Per-user data dir (e.g. ``~/.local/share/toolroute``); ``TOOLROUTE_STORE`` overrides it
+    when it names a directory (a URL names no directory: the per-user dir is kept)."""
+    from platformdirs import user_data_dir
+
+    env = os.environ.get("TOOLROUTE_STORE")
+    if env and not is_store_url(env):
+        return Path(env).expanduser()
+    return Path(user_data_dir("toolroute", appauthor=False))
+
+
+@dataclass(frozen=True, slots=True)
+class SyncReport:
+    """What a catalog sync changed (seed 001, Alg. 1: create/update/delete what changed)."""
+
+    added: int
+    updated: int
+    removed: int
+    unchanged: int
+    changed_keys: frozenset[ToolKey]
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.updated or self.removed)
+
+
+class StoreInterface(Protocol):
+    """What the router, the stats book and the gateway need of a store (both backends)."""
+
+    directory: Path
+    """A local directory for per-process files (the LLM answer cache)."""
+    shared: bool
+    """True when other gateway replicas may write the same store (PostgreSQL)."""
+
+    def close(self) -> None: ...
+    def get_meta(self, key: str) -> str | None: ...
+    def set_meta(self, items: Mapping[str, str]) -> None: ...
+    def tool_hashes(self) -> dict[ToolKey, str]: ...
+    def sync_lock(self) -> AbstractContextManager[None]: ...
+    def sync_catalog(self, catalog: Catalog) -> SyncReport: ...
+    def load_catalog(self) -> Catalog: ...
+    def catalog_version(self) -> int: ...
+    def get_vectors(self, model: str, keys: Iterable[str], dim: int) -> dict[str, Matrix]: ...
+    def put_vectors(self, model: str, items: Mapping[str, Matrix]) -> None: ...
+    def record_outcome(
+        self,
+        outcome: Outcome,
+        server: ServerStats,
+        tool: ToolStats,
+        smoothing: Smoothing | None = None,
+    ) -> tuple[ServerStats, ToolStats]: ...
+    def load_stats(self) -> tuple[dict[str, ServerStats], dict[ToolKey, ToolStats]]: ...
+    def outcome_counts(self) -> list[tuple[str, str, int, int, int]]: ...
+    def outcome_count(self) -> int: ...
+    def last_outcome_id(self) -> int: ...
+    def get_questions(self, generator: str, tool_hash: str) -> list[str] | None: ...
+    def put_questions(self, generator: str, tool_hash: str, questions: list[str]) -> None: ...
+    def record_event(self, event_json: str) -> None: ...
+    def events(self) -> list[str]: ...
+
+
+def catalog_digest(catalog: Catalog) -> str:
+    """SHA-256 of everything a sync stores (servers in order, tools in order with their hash):
+    equal digests mean a replica's in-memory catalog is the stored one."""
+    h = hashlib.sha256()
+    for s in catalog.servers:
+        h.update(json.dumps([s.id, s.name, s.description, server_extra(s)]).encode())
+        for t in s.tools:
+            h.update(json.dumps([t.server, t.name, t.hash, tool_extra(t)]).encode())
+    return h.hexdigest()
+
+
+def tool_extra(t: Tool) -> dict[str, float]:
+    fields = {"price": t.price, "latency_s": t.latency_s, "success_rate": t.success_rate}
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+def server_extra(s: Server) -> dict[str, float]:
+    fields = {
+        "ask_cost": s.ask_cost,
+        "connect_latency_s": s.connect_latency_s,
+        "failure_rate": s.failure_rate,
+    }
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+def chunks(items: list[str], size: int) -> Iterator[list[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]

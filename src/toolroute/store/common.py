@@ -1,0 +1,364 @@
+"""``Store``: the store both backends are, with every operation written once over the SQL of
+:mod:`toolroute.store.sql`. A backend supplies only its connection: how to run a statement,
+how to open a write transaction, and what a sync does to exclude other writers.
+
+``Store(target)`` opens the backend its target names, as ``pathlib.Path`` picks a flavour: a
+directory opens :class:`~toolroute.store.sqlite.SqliteStore`, a ``postgresql://`` URL opens
+:class:`~toolroute.store.postgres.PostgresStore`.
+
+Every write is one transaction, so a crash (even ``kill -9``) leaves every committed write and
+nothing of the one in flight. The catalog carries a version (``meta.catalog_version``) bumped by
+every sync that changes it, with a digest of what it holds (``meta.catalog_digest``), so a
+replica can tell whether the stored catalog is the one it routes over.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from toolroute.catalog.models import Catalog, Server, Tool, ToolKey
+from toolroute.economics import DEFAULT_SMOOTHING, ServerStats, Smoothing, ToolStats
+from toolroute.embed.base import Matrix
+from toolroute.errors import StoreError
+from toolroute.stats import Outcome
+from toolroute.store import sql
+from toolroute.store.base import (
+    StoreTarget,
+    SyncReport,
+    catalog_digest,
+    chunks,
+    is_store_url,
+    server_extra,
+    tool_extra,
+)
+
+__all__ = ["Store"]
+
+Row = tuple[Any, ...]
+
+
+class Store:
+    """A toolroute store; use as a context manager or call :meth:`close`."""
+
+    directory: Path
+    shared: bool = False
+    dialect: sql.Dialect
+    replica: str
+    """Who writes: ``host:pid``, kept on every outcome row."""
+
+    def __new__(cls, target: StoreTarget, *args: Any, **kwargs: Any) -> Store:
+        if cls is Store:
+            if is_store_url(target):
+                try:
+                    from toolroute.store.postgres import PostgresStore
+                except ImportError:
+                    raise StoreError(
+                        "a postgresql:// store needs psycopg: pip install 'toolroute[postgres]'"
+                    ) from None
+                cls = PostgresStore
+            else:
+                from toolroute.store.sqlite import SqliteStore
+
+                cls = SqliteStore
+        return super().__new__(cls)
+
+    # -- what a backend supplies -----------------------------------------------------------
+    def _rows(self, statement: str, params: Sequence[Any] = ()) -> list[Row]:
+        """Run one statement (``?`` placeholders) and return its rows."""
+        raise NotImplementedError
+
+    def _many(self, statement: str, params: Sequence[Sequence[Any]]) -> None:
+        """Run one statement once per parameter row."""
+        raise NotImplementedError
+
+    def _tx(self) -> AbstractContextManager[None]:
+        """One write transaction: committed on exit, rolled back on any exception."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def _exclude_catalog_writers(self) -> None:
+        """Inside a sync's transaction: wait until no other writer is syncing the catalog."""
+
+    def _catalog_changed(self, version: int) -> None:
+        """Inside a sync's transaction: tell other replicas (on commit) what changed."""
+
+    @contextmanager
+    def sync_lock(self) -> Iterator[None]:
+        """Held around a whole index build: replicas building the same catalog take turns, so
+        the second one finds every vector in the store and embeds nothing (SQLite: one
+        process)."""
+        yield
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _migrate(self, where: str) -> None:
+        """Bring the schema to :data:`sql.SCHEMA_VERSION` (call inside a transaction)."""
+        have = self._schema_version(where)
+        if have > sql.SCHEMA_VERSION:
+            raise StoreError(
+                f"{where}: store format {have}, this toolroute reads up to"
+                f" {sql.SCHEMA_VERSION}; upgrade toolroute or use another store"
+            )
+        for step in range(have, sql.SCHEMA_VERSION):
+            for statement in sql.migration(step, self.dialect):
+                self._rows(statement)
+        if have != sql.SCHEMA_VERSION:
+            self._rows(sql.PUT_META, ("schema_version", str(sql.SCHEMA_VERSION)))
+
+    def _schema_version(self, where: str) -> int:
+        """Applied migrations: 0 for an empty database; stores of before the migrations list
+        carry ``meta.format = 1`` (= version 1)."""
+        if not self._has_meta_table():
+            return 0
+        version = self._rows(sql.GET_META, ("schema_version",))
+        if version:
+            return int(version[0][0])
+        legacy = self._rows(sql.GET_META, ("format",))
+        if not legacy or legacy[0][0] == "1":
+            return 1
+        raise StoreError(
+            f"{where}: store format {legacy[0][0]}, this toolroute reads up to"
+            f" {sql.SCHEMA_VERSION}; use a new --store directory"
+        )
+
+    def _has_meta_table(self) -> bool:
+        raise NotImplementedError
+
+    # -- metadata ---------------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        rows = self._rows(sql.GET_META, (key,))
+        return None if not rows else str(rows[0][0])
+
+    def set_meta(self, items: Mapping[str, str]) -> None:
+        with self._tx():
+            self._many(sql.PUT_META, list(items.items()))
+
+    # -- catalog ----------------------------------------------------------------------------
+    def tool_hashes(self) -> dict[ToolKey, str]:
+        return {(s, n): h for s, n, h in self._rows(sql.TOOL_HASHES)}
+
+    def catalog_version(self) -> int:
+        """Bumped by every sync that changes the stored catalog (0: never synced)."""
+        return int(self.get_meta("catalog_version") or 0)
+
+    def sync_catalog(self, catalog: Catalog) -> SyncReport:
+        """Make the stored catalog equal to ``catalog``, touching only what changed."""
+        new = {t.key: t for t in catalog.tools()}
+        position = {t.key: i for i, t in enumerate(catalog.tools())}
+        digest = catalog_digest(catalog)
+        with self._tx():
+            self._exclude_catalog_writers()
+            old = self.tool_hashes()  # read under the lock: concurrent syncs converge
+            added = [k for k in new if k not in old]
+            updated = [k for k in new if k in old and old[k] != new[k].hash]
+            removed = [k for k in old if k not in new]
+            if self.get_meta("catalog_digest") != digest:
+                self._rows(sql.DELETE_SERVERS)
+                self._many(
+                    sql.INSERT_SERVER,
+                    [
+                        (s.id, i, s.name, s.description, json.dumps(server_extra(s)))
+                        for i, s in enumerate(catalog.servers)
+                    ],
+                )
+                self._many(sql.DELETE_TOOL, removed)
+                self._many(
+                    sql.UPSERT_TOOL,
+                    [
+                        (
+                            t.server,
+                            t.name,
+                            position[t.key],
+                            t.description,
+                            json.dumps(t.input_schema, sort_keys=True),
+                            t.hash,
+                            json.dumps(tool_extra(t)),
+                        )
+                        for t in new.values()
+                    ],
+                )
+                version = self.catalog_version() + 1
+                self._many(
+                    sql.PUT_META, [("catalog_version", str(version)), ("catalog_digest", digest)]
+                )
+                self._catalog_changed(version)
+        return SyncReport(
+            added=len(added),
+            updated=len(updated),
+            removed=len(removed),
+            unchanged=len(new) - len(added) - len(updated),
+            changed_keys=frozenset(added) | frozenset(updated),
+        )
+
+    def load_catalog(self) -> Catalog:
+        tools: dict[str, list[Tool]] = {}
+        for server, name, desc, schema, extra in self._rows(sql.LOAD_TOOLS):
+            tools.setdefault(server, []).append(
+                Tool(
+                    server=server,
+                    name=name,
+                    description=desc,
+                    input_schema=json.loads(schema),
+                    **json.loads(extra),
+                )
+            )
+        servers = [
+            Server(
+                id=sid,
+                name=name,
+                description=desc,
+                tools=tuple(tools.get(sid, ())),
+                **json.loads(extra),
+            )
+            for sid, name, desc, extra in self._rows(sql.LOAD_SERVERS)
+        ]
+        return Catalog(servers=tuple(servers))
+
+    # -- embeddings -------------------------------------------------------------------------
+    def get_vectors(self, model: str, keys: Iterable[str], dim: int) -> dict[str, Matrix]:
+        out: dict[str, Matrix] = {}
+        for chunk in chunks(list(dict.fromkeys(keys)), 900):  # SQLite's bound-parameter limit
+            statement = sql.GET_VECTORS.format(marks=",".join("?" * len(chunk)))
+            for k, blob in self._rows(statement, (model, *chunk)):
+                vec = np.frombuffer(bytes(blob), dtype=np.float32)
+                if vec.shape[0] == dim:
+                    out[k] = vec
+        return out
+
+    def put_vectors(self, model: str, items: Mapping[str, Matrix]) -> None:
+        rows = [(model, k, np.asarray(v, dtype=np.float32).tobytes()) for k, v in items.items()]
+        with self._tx():
+            self._many(sql.PUT_VECTOR, rows)
+
+    # -- online statistics ------------------------------------------------------------------
+    def record_outcome(
+        self,
+        outcome: Outcome,
+        server: ServerStats,
+        tool: ToolStats,
+        smoothing: Smoothing | None = None,
+    ) -> tuple[ServerStats, ToolStats]:
+        """Append one executed call and fold it into the stored statistics, atomically.
+
+        ``server`` and ``tool`` are the states after this outcome as the caller computed them
+        from its priors: stored as they are when the store has no row yet. Otherwise eq. 8 is
+        applied to the stored row, in SQL, so the result includes every other replica's calls.
+        Returns the stored states (what the caller should route with from now on).
+        """
+        lam = smoothing or DEFAULT_SMOOTHING
+        y = 1.0 if outcome.success else 0.0
+        fail = 1.0 if outcome.server_failed else 0.0
+        lat = outcome.latency_s
+        server_params = (
+            outcome.server,
+            server.success,
+            server.variance,
+            server.fail_prob,
+            server.latency_s,
+            server.calls,
+            *(lam.rate, lam.rate, y),
+            *(lam.variance, lam.variance, y, y),
+            *(lam.fail, lam.fail, fail),
+            *(lam.latency, lam.latency, lat),
+        )
+        tool_params = (
+            outcome.server,
+            outcome.tool,
+            tool.success,
+            tool.latency_s,
+            tool.calls,
+            *(lam.rate, lam.rate, y),
+            *(lam.latency, lam.latency, lat),
+        )
+        row = self._write_outcome(server_params, tool_params, self._outcome_row(outcome))
+        return (
+            ServerStats(row[0], row[1], row[2], row[3], int(row[4])),
+            ToolStats(success=row[5], latency_s=row[6], calls=int(row[7])),
+        )
+
+    def _write_outcome(self, server: Row, tool: Row, outcome: Row) -> Row:
+        """The stored server and tool states after the update, as one row."""
+        with self._tx():
+            s = self._rows(sql.UPSERT_SERVER_STATS, server)[0]
+            t = self._rows(sql.UPSERT_TOOL_STATS, tool)[0]
+            # After the two row locks: per tool, outcome ids follow the order of the updates.
+            self._rows(sql.INSERT_OUTCOME, outcome)
+        return (*s, *t)
+
+    def _outcome_row(self, outcome: Outcome) -> Row:
+        return (
+            time.time(),
+            outcome.server,
+            outcome.tool,
+            int(outcome.success),
+            outcome.latency_s,
+            int(outcome.server_failed),
+            self.replica,
+        )
+
+    def load_stats(self) -> tuple[dict[str, ServerStats], dict[ToolKey, ToolStats]]:
+        servers = {
+            sid: ServerStats(success=r, variance=v, fail_prob=p, latency_s=lat, calls=int(n))
+            for sid, r, v, p, lat, n in self._rows(sql.LOAD_SERVER_STATS)
+        }
+        tools = {
+            (sid, name): ToolStats(success=r, latency_s=lat, calls=int(n))
+            for sid, name, r, lat, n in self._rows(sql.LOAD_TOOL_STATS)
+        }
+        return servers, tools
+
+    def outcome_counts(self) -> list[tuple[str, str, int, int, int]]:
+        """Per (server, tool): successes, failures, post-accept server failures."""
+        return [
+            (srv, tool, int(ok), int(bad), int(crash))
+            for srv, tool, ok, bad, crash in self._rows(sql.OUTCOME_COUNTS)
+        ]
+
+    def outcome_count(self) -> int:
+        return int(self._rows(sql.OUTCOME_COUNT)[0][0])
+
+    def last_outcome_id(self) -> int:
+        """Id of the newest outcome (0: none): a replica polls it to see others' calls."""
+        return int(self._rows(sql.LAST_OUTCOME)[0][0])
+
+    # -- synthetic questions (seed 001 §4.1.1), cached by tool hash -------------------------
+    def get_questions(self, generator: str, tool_hash: str) -> list[str] | None:
+        rows = self._rows(sql.GET_QUESTIONS, (generator, tool_hash))
+        return None if not rows else list(json.loads(rows[0][0]))
+
+    def put_questions(self, generator: str, tool_hash: str, questions: list[str]) -> None:
+        with self._tx():
+            self._rows(
+                sql.PUT_QUESTIONS,
+                (tool_hash, generator, json.dumps(questions, ensure_ascii=False)),
+            )
+
+    # -- routing events (seed 002 §5.7) -----------------------------------------------------
+    def record_event(self, event_json: str) -> None:
+        """Append one routing event, as JSON."""
+        with self._tx():
+            self._rows(sql.INSERT_EVENT, (event_json,))
+
+    def events(self) -> list[str]:
+        return [e for (e,) in self._rows(sql.EVENTS)]
+
+
+def replica_name() -> str:
+    """``host:pid`` of this process: which replica wrote an outcome."""
+    return f"{socket.gethostname()}:{os.getpid()}"

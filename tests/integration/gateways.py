@@ -1,0 +1,85 @@
+"""Real `toolroute serve --transport http` processes for the store tests: a config with the
+time server (mcp-server-time in the venv) and, optionally, the changing fixture server."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from tests.conftest import REPO
+
+TOOLROUTE = Path(sys.executable).with_name("toolroute")
+TIME_MAIN = (
+    "import sys; sys.argv[1:] = ['--local-timezone', 'UTC']; "
+    "from mcp_server_time import main; main()"
+)
+
+
+def write_config(directory: Path, store: str, *, changing: bool = False, **settings: Any) -> Path:
+    """servers.json + toolroute.toml (store, no call gate, ``settings``) in ``directory``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    servers: dict[str, Any] = {"time": {"command": sys.executable, "args": ["-c", TIME_MAIN]}}
+    if changing:
+        fixture = REPO / "tests" / "fixtures" / "changing_server.py"
+        servers["changing"] = {"command": sys.executable, "args": [str(fixture)]}
+    path = directory / "servers.json"
+    path.write_text(json.dumps({"mcpServers": servers}))
+    lines = [f"store = {json.dumps(store)}", "call_gate = false"]
+    lines += [f"{k} = {json.dumps(v)}" for k, v in settings.items()]
+    (directory / "toolroute.toml").write_text("[toolroute]\n" + "\n".join(lines) + "\n")
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class GatewayProcess:
+    """One gateway replica over streamable HTTP on a free loopback port."""
+
+    def __init__(self, config: Path) -> None:
+        self.port = free_port()
+        self.log = config.with_name(f"gateway-{self.port}.log")
+        with self.log.open("w") as err:  # the child keeps its own descriptor
+            self.proc = subprocess.Popen(
+                [
+                    str(TOOLROUTE), "serve", "--config", str(config),
+                    "--transport", "http", "--port", str(self.port),
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+            )  # fmt: skip
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    async def ready(self, timeout_s: float = 180) -> None:
+        """Until the port accepts (model load + sync first); fails if the process exits."""
+        with anyio.fail_after(timeout_s):
+            while True:
+                try:
+                    stream = await anyio.connect_tcp("127.0.0.1", self.port)
+                    await stream.aclose()
+                    return
+                except OSError:
+                    if self.proc.poll() is not None:
+                        raise RuntimeError(f"serve exited: {self.log.read_text()}") from None
+                    await anyio.sleep(0.2)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=20)
