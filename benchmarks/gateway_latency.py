@@ -1,6 +1,7 @@
 """Gateway latency: what one call through ``toolroute serve`` costs over calling the server direct.
 
-    python benchmarks/gateway_latency.py [--calls 200] [--warmup 20] [--http] [--json] [--out F]
+    python benchmarks/gateway_latency.py [--calls 200] [--warmup 20] [--http] [--relay]
+                                         [--breakdown] [--json] [--out F]
 
 Opens, all at once, one MCP SDK client over stdio straight to the reference time server
 (``python -m mcp_server_time``) and one over stdio to ``toolroute serve`` fronting only that
@@ -11,6 +12,20 @@ each gateway, in alternating batches (the order rotates each round) so that mach
 every path alike. Every result is checked (no is_error; the time mentions Asia/Tokyo, the
 candidates hold time__get_current_time). Prints a markdown table of p50/p95/mean per path and
 the added p50/p95 (gateway - direct); --json prints a JSON object instead.
+
+With --relay it measures the relay instead: it opens the conformance test server
+(tests/fixtures/conformance_server.py) direct and behind a ``toolroute serve`` in pass-through
+mode (``expose = "all"``) and times, on that one server, a tool call (``test_simple_text``), a
+resource read (``test://static-text``) and a prompt get (``test_prompt_with_arguments``), each
+direct and through the gateway, so that what the relay adds to a read or a get is compared with
+what it adds to a tool call.
+
+--breakdown also times, in this process and in blocks, the pieces of one call_tool: the
+gateway's own downstream call (its pool's client to the same server), ``Gateway.call``
+(argument validation + that call + recording the outcome), the whole handler behind the SDK's
+server (an in-memory client: dispatch, request validation, OTel middleware, serialisation),
+and, alone, argument validation and recording an outcome with and without waiting for the
+store write. What the stdio path adds beyond the in-memory handler is transport.
 """
 
 from __future__ import annotations
@@ -39,6 +54,8 @@ TZ_ARGS: dict[str, Any] = {"timezone": "Asia/Tokyo"}
 VIA_ARGS: dict[str, Any] = {"name": "time__get_current_time", "arguments": TZ_ARGS}
 FIND_ARGS: dict[str, Any] = {"query": "what time is it in Tokyo", "k": 5}
 DIRECT = "direct (stdio)"
+FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "conformance_server.py"
+RELAY_KINDS = ("tool call", "resource read", "prompt get")
 
 Call = Callable[[], Awaitable[None]]
 Report = dict[str, Any]
@@ -85,6 +102,69 @@ async def _wait_port(port: int, proc: subprocess.Popen[bytes], timeout_s: float 
     raise TimeoutError(f"port {port} did not open within {timeout_s:.0f}s")
 
 
+async def _timed(paths: dict[str, Call], args: argparse.Namespace) -> dict[str, list[float]]:
+    """Warm up every path, then time them in alternating batches (the order rotates)."""
+    return await _timed_blocks(paths, args.calls, args.warmup, args.batch)
+
+
+async def _relay_paths(
+    connect: Callable[[StdioServerParameters], Awaitable[Client]], tmp: Path
+) -> dict[str, Call]:
+    """Tool call, resource read and prompt get on the conformance server, direct and through a
+    pass-through gateway; every answer is checked against the server's own content."""
+    from mcp.types import GetPromptResult, ReadResourceResult
+
+    folder = tmp / "relay"
+    folder.mkdir()
+    server = {"command": PY, "args": [str(FIXTURE)]}
+    (folder / "servers.json").write_text(json.dumps({"mcpServers": {"conformance": server}}))
+    (folder / "toolroute.toml").write_text(
+        f'[toolroute]\nstore = "{folder / "store"}"\nexpose = "all"\n'
+    )
+    direct = await connect(StdioServerParameters(command=PY, args=[str(FIXTURE)]))
+    gateway = await connect(
+        StdioServerParameters(
+            command=TOOLROUTE, args=["serve", "--config", str(folder / "servers.json")]
+        )
+    )
+
+    def kinds(c: Client) -> dict[str, Call]:
+        async def tool() -> None:
+            r = await c.call_tool("test_simple_text", {})
+            if r.is_error or "simple text response" not in getattr(r.content[0], "text", ""):
+                raise RuntimeError(f"bad tool result {r!r:.200}")
+
+        async def read() -> None:
+            r: ReadResourceResult = await c.read_resource("test://static-text")
+            if "static text resource" not in getattr(r.contents[0], "text", ""):
+                raise RuntimeError(f"bad resource {r!r:.200}")
+
+        async def get() -> None:
+            r: GetPromptResult = await c.get_prompt(
+                "test_prompt_with_arguments", {"arg1": "a", "arg2": "b"}
+            )
+            if "arg1='a'" not in getattr(r.messages[0].content, "text", ""):
+                raise RuntimeError(f"bad prompt {r!r:.200}")
+
+        return dict(zip(RELAY_KINDS, (tool, read, get), strict=True))
+
+    paths = {f"relay direct {k} (stdio)": call for k, call in kinds(direct).items()}
+    paths |= {f"relay gateway {k} (stdio)": call for k, call in kinds(gateway).items()}
+    return paths
+
+
+def _relay_added(stats: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+    """Gateway minus direct, per relayed request kind (only with --relay)."""
+    return {
+        kind: {
+            k: stats[f"relay gateway {kind} (stdio)"][k] - stats[f"relay direct {kind} (stdio)"][k]
+            for k in ("p50_ms", "p95_ms")
+        }
+        for kind in RELAY_KINDS
+        if f"relay gateway {kind} (stdio)" in stats
+    }
+
+
 def _stats(ms: list[float]) -> dict[str, float]:
     q = statistics.quantiles(ms, n=100, method="inclusive")
     return {"calls": len(ms), "p50_ms": q[49], "p95_ms": q[94], "mean_ms": statistics.fmean(ms)}
@@ -103,6 +183,9 @@ async def _measure(args: argparse.Namespace, tmp: Path) -> dict[str, list[float]
                 client = Client(target, mode="legacy", read_timeout_seconds=60)
                 return await stack.enter_async_context(client)
 
+            if args.relay:  # its own comparison, on its own server (see the docstring)
+                paths.update(await _relay_paths(connect, tmp))
+                return await _timed(paths, args)
             direct = await connect(StdioServerParameters(command=PY, args=TIME_ARGS))
             paths[DIRECT] = _caller(direct, "get_current_time", TZ_ARGS, _check_time)
             gws: dict[str, Client] = {}
@@ -121,23 +204,9 @@ async def _measure(args: argparse.Namespace, tmp: Path) -> dict[str, list[float]
                 find = _caller(gw, "find_tools", FIND_ARGS, _check_find)
                 paths[f"gateway find_tools ({t})"] = find
 
-            for call in paths.values():
-                for _ in range(args.warmup):
-                    await call()
-            ms: dict[str, list[float]] = {name: [] for name in paths}
-            order = list(paths)
-            done = 0
-            while done < args.calls:
-                n = min(args.batch, args.calls - done)
-                for name in order:
-                    call = paths[name]
-                    for _ in range(n):
-                        t0 = time.perf_counter()
-                        await call()
-                        ms[name].append((time.perf_counter() - t0) * 1e3)
-                order = order[1:] + order[:1]  # rotate who goes first each round
-                done += n
-            return ms
+            for t in gws:  # find_tools first: the call gate admits only promoted tools
+                await paths[f"gateway find_tools ({t})"]()
+            return await _timed_blocks(paths, args.calls, args.warmup, args.batch)
     finally:
         if proc is not None:
             proc.terminate()
@@ -148,23 +217,103 @@ async def _measure(args: argparse.Namespace, tmp: Path) -> dict[str, list[float]
                 proc.wait()
 
 
+async def _timed_blocks(
+    paths: dict[str, Call], calls: int, warmup: int, batch: int
+) -> dict[str, list[float]]:
+    for call in paths.values():
+        for _ in range(warmup):
+            await call()
+    ms: dict[str, list[float]] = {name: [] for name in paths}
+    order, done = list(paths), 0
+    while done < calls:
+        n = min(batch, calls - done)
+        for name in order:
+            for _ in range(n):
+                t0 = time.perf_counter()
+                await paths[name]()
+                ms[name].append((time.perf_counter() - t0) * 1e3)
+        order = order[1:] + order[:1]
+        done += n
+    return ms
+
+
+async def _breakdown(args: argparse.Namespace, tmp: Path) -> dict[str, list[float]]:
+    """The pieces of one call_tool, timed in this process (see the module docstring)."""
+    from dataclasses import replace
+
+    from toolroute.config import load_config
+    from toolroute.gateway.app import make_gateway, running_pool, sync_router
+    from toolroute.gateway.server import _validate
+    from toolroute.stats import Outcome
+
+    config = tmp / "breakdown.json"
+    config.write_text(json.dumps({"mcpServers": {"time": {"command": PY, "args": TIME_ARGS}}}))
+    cfg = replace(load_config(config, None), store=tmp / "store-breakdown", call_gate=False)
+    async with running_pool(cfg) as pool:
+        router, _ = await sync_router(cfg, pool)
+        gw = make_gateway(cfg, router, pool)
+        name = VIA_ARGS["name"]
+        schema = dict(gw.presenter.tools_by_name[name].input_schema)
+        outcome = Outcome("time", "get_current_time", success=True, latency_s=0.001)
+
+        async def downstream() -> None:
+            _check_time((await pool["time"].call_tool("get_current_time", TZ_ARGS, 30))[0])
+
+        async def gateway_call() -> None:
+            _check_time(await gw.call(name, TZ_ARGS))
+
+        async def validate() -> None:
+            _validate(schema, TZ_ARGS)
+
+        async def record_wait() -> None:
+            router.record(outcome)
+
+        async def record_queued() -> None:
+            router.record(outcome, wait=False)
+
+        bare = make_gateway(cfg, router, pool)
+        bare.server.middleware = []  # the SDK's per-message OTel span, dropped
+        try:
+            async with (
+                Client(gw.server, mode="legacy") as c,
+                Client(bare.server, mode="legacy") as c_bare,
+            ):
+                paths: dict[str, Call] = {
+                    "gateway's downstream call (pool client, stdio)": downstream,
+                    "Gateway.call (validate + downstream + record)": gateway_call,
+                    "handler behind the SDK server (in-memory client)": _caller(
+                        c, "call_tool", VIA_ARGS, _check_time
+                    ),
+                    "the same without the SDK's OTel middleware": _caller(
+                        c_bare, "call_tool", VIA_ARGS, _check_time
+                    ),
+                    "argument validation": validate,
+                    "record outcome, waiting for the store write": record_wait,
+                    "record outcome, store write queued": record_queued,
+                }
+                return await _timed_blocks(paths, args.calls, args.warmup, args.batch)
+        finally:
+            router.close()
+
+
 def _report(ms: dict[str, list[float]], args: argparse.Namespace, runtime_s: float) -> Report:
     stats = {name: _stats(v) for name, v in ms.items()}
-    base = stats[DIRECT]
     added = {
-        name: {k: stats[name][k] - base[k] for k in ("p50_ms", "p95_ms")}
+        name: {k: stats[name][k] - stats[DIRECT][k] for k in ("p50_ms", "p95_ms")}
         for name in stats
         if name.startswith("gateway call_tool")
     }
-    return {
+    rep: Report = {
         "calls": args.calls,
         "warmup": args.warmup,
         "batch": args.batch,
         "python": sys.version.split()[0],
         "paths": stats,
         "added_vs_direct": added,
+        "relay_added_vs_direct": _relay_added(stats),
         "runtime_s": runtime_s,
     }
+    return rep
 
 
 def _markdown(rep: Report) -> str:
@@ -178,10 +327,28 @@ def _markdown(rep: Report) -> str:
             f"- added by the gateway, {name} - direct: "
             f"p50 {a['p50_ms']:+.2f} ms, p95 {a['p95_ms']:+.2f} ms"
         )
+    for kind, a in rep["relay_added_vs_direct"].items():
+        lines.append(
+            f"- added by the pass-through relay to a {kind} (conformance server): "
+            f"p50 {a['p50_ms']:+.2f} ms, p95 {a['p95_ms']:+.2f} ms"
+        )
     lines.append(
         f"- {rep['calls']} timed calls per path after {rep['warmup']} warm-up calls, "
         f"alternating batches of {rep['batch']}; runtime {rep['runtime_s']:.1f} s"
     )
+    direct = rep["paths"][DIRECT]["p50_ms"]
+    for name, a in rep["added_vs_direct"].items():
+        lines.append(f"- {name} adds {a['p50_ms'] / direct:.2f}x one direct call (p50)")
+    if rep.get("breakdown"):
+        lines += [
+            "",
+            "Breakdown of one call_tool, in the gateway's process (blocks, same run):",
+            "",
+            "| piece | p50 ms | p95 ms |",
+            "|---|---:|---:|",
+        ]
+        for name, b in rep["breakdown"].items():
+            lines.append(f"| {name} | {b['p50_ms']:.3f} | {b['p95_ms']:.3f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -198,6 +365,15 @@ def main() -> None:
     ap.add_argument("--warmup", "-w", type=int, default=20, help="untimed warm-up calls per path")
     ap.add_argument("--batch", type=int, default=20, help="calls per path before switching path")
     ap.add_argument("--http", action="store_true", help="also measure over streamable HTTP")
+    ap.add_argument(
+        "--relay",
+        action="store_true",
+        help="instead, time a tool call, a resource read and a prompt get through the "
+        "pass-through relay, each against the same server direct",
+    )
+    ap.add_argument(
+        "--breakdown", action="store_true", help="also time the pieces of call_tool in-process"
+    )
     ap.add_argument("--json", action="store_true", help="print a JSON object, not markdown")
     ap.add_argument("--out", type=Path, help="also write the markdown report to this file")
     args = ap.parse_args()
@@ -207,7 +383,9 @@ def main() -> None:
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="toolroute-latency-") as tmp:
         ms = anyio.run(_measure, args, Path(tmp))
+        pieces = anyio.run(_breakdown, args, Path(tmp)) if args.breakdown else {}
     rep = _report(ms, args, time.perf_counter() - t0)
+    rep["breakdown"] = {name: _stats(v) for name, v in pieces.items()}
     md = _markdown(rep)
     if args.out:
         args.out.write_text(md)

@@ -30,7 +30,11 @@ done
 $PY benchmarks/tokens.py --store "$STORE" --scale-store .toolroute/scale-store --out "$R/tokens.md"
 
 # Gateway overhead per call_tool against calling the server directly (stdio and HTTP).
-$PY benchmarks/gateway_latency.py --http --out "$R/gateway_latency.md"
+$PY benchmarks/gateway_latency.py --http --breakdown --out "$R/gateway_latency.md"
+
+# Memory: cold indexing against a bare onnxruntime session; serve's idle RSS and import time.
+$PY benchmarks/index_memory.py --out "$R/index_memory.md"
+$PY benchmarks/idle_memory.py --out "$R/idle_memory.md"
 
 # EHRR economics simulation (seed 000 §V): all variants vs cascade, then estimators vs ehrr.
 L="--catalog $B/livemcpbench/catalog.json --queries $B/livemcpbench/queries.jsonl --store $STORE"
@@ -43,6 +47,5 @@ $TR simulate $L -s ehrr -s ehrr-beta -s ehrr-ts --baseline ehrr --providers 1 --
 bash benchmarks/economics.sh
 
 if [ -z "${SKIP_SCALE:-}" ]; then
-    $PY benchmarks/scale.py --sizes 10000 100000 --store .toolroute/scale-store > "$R/scale.md"
-    cat "$R/scale.md"
+    $PY benchmarks/scale.py --sizes 10000 100000 --store .toolroute/scale-store --out "$R/scale.md"
 fi

@@ -12,7 +12,7 @@ plus toolroute's own settings in a ``toolroute.toml``.
     k = 5
     call_timeout_s = 30
     connect_timeout_s = 20
-    expose = "meta"                      # or "bind": found tools join tools/list
+    expose = "meta"                      # "bind": found tools join tools/list; "all": pass-through
     max_result_bytes = 4194304           # larger downstream replies become an isError
     approved = ["srv__tool@0123abcd"]    # tools released from quarantine (name[@version])
     relist_interval_s = 300              # re-list every server this often (silent changes)
@@ -100,7 +100,7 @@ class _Settings(BaseModel):
     k: int = Field(default=5, ge=1, le=100)
     call_timeout_s: float = Field(default=30.0, gt=0)
     connect_timeout_s: float = Field(default=20.0, gt=0)
-    expose: Literal["meta", "bind"] = "meta"
+    expose: Literal["meta", "bind", "all"] = "meta"
     call_gate: bool | Literal["connection", "client", "off"] = True
     scopes: list[str] = Field(default_factory=list)
     milestones: list[str] = Field(default_factory=list)
@@ -188,8 +188,9 @@ class GatewayConfig:
     k: int = 5
     call_timeout_s: float = 30.0
     connect_timeout_s: float = 20.0
-    expose: Literal["meta", "bind"] = "meta"
-    """``meta``: only find_tools/call_tool; ``bind``: found tools are added to tools/list too."""
+    expose: Literal["meta", "bind", "all"] = "meta"
+    """``meta``: only find_tools/call_tool; ``bind``: found tools are added to tools/list too;
+    ``all``: pass-through, every server's tools in tools/list, no routing."""
     call_gate: CallGateScope = "connection"
     """Refuse call_tool on a tool find_tools has not promoted (seed 002 §5.5) in this
     ``connection``, for this ``client`` (any of its connections), or ``off``."""

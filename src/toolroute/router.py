@@ -30,7 +30,7 @@ from toolroute.index.tdwa import PRESETS, DocConfig
 from toolroute.route.ehrr import EhrrTrace
 from toolroute.route.intent import intent_spans
 from toolroute.route.strategy import Embeds, QueryContext, RouteParams, Scores, resolve_strategy
-from toolroute.stats import Outcome, StatsBook
+from toolroute.stats import Outcome, OutcomeWriter, StatsBook
 from toolroute.store import Store, StoreTarget, default_store_target
 
 __all__ = ["Candidate", "IndexReport", "Router"]
@@ -95,7 +95,8 @@ class Router:
         params: RouteParams | None = None,
     ) -> None:
         self._catalog = catalog if isinstance(catalog, Catalog) else load_catalog(catalog)
-        self.store = Store(store if store is not None else default_store_target())
+        self._store_target = store if store is not None else default_store_target()
+        self.store = Store(self._store_target)
         if embedder is None:
             from toolroute.embed.onnx import OnnxEmbedder
 
@@ -122,9 +123,17 @@ class Router:
         self.params = params
         self._index: ToolIndex | None = None
         self._stats: StatsBook | None = None
+        self._writer: OutcomeWriter | None = None
 
     def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()  # drains: a clean stop loses no outcome
         self.store.close()
+
+    def flush(self) -> None:
+        """Wait until every outcome recorded with ``wait=False`` is in the store."""
+        if self._writer is not None:
+            self._writer.flush()
 
     def __enter__(self) -> Router:
         return self
@@ -196,9 +205,18 @@ class Router:
         book.load_counts(self.store.outcome_counts())
         self._stats = book
 
-    def record(self, outcome: Outcome) -> None:
-        """Feed one executed call back into the statistics (and the store, atomically)."""
-        self.stats.record(outcome)
+    def record(self, outcome: Outcome, *, wait: bool = True) -> None:
+        """Feed one executed call back into the statistics (and the store, atomically).
+
+        ``wait=False`` (the gateway's call path) updates the statistics at once and leaves the
+        store write to a background thread: :meth:`flush` and :meth:`close` wait for it."""
+        if wait:
+            self.stats.record(outcome)
+            return
+        if self._writer is None:
+            target = self._store_target
+            self._writer = OutcomeWriter(lambda: Store(target))
+        self.stats.record(outcome, sink=self._writer)
 
     @property
     def built(self) -> ToolIndex:

@@ -43,3 +43,25 @@ def test_span_pooling_row_zero_is_the_whole_text(onnx: OnnxEmbedder) -> None:
 def test_custom_model_needs_both_files(tmp_path: Path) -> None:
     with pytest.raises(EmbedError, match="both model_path and tokenizer_path"):
         OnnxEmbedder(model_path=tmp_path / "m.onnx")
+
+
+def test_batches_within_the_token_budget_give_the_same_vectors(onnx: OnnxEmbedder) -> None:
+    texts = [f"tool number {i} " + "reads and writes files " * (i % 7) for i in range(40)]
+    small = OnnxEmbedder(batch_size=32, batch_tokens=64)  # many small batches
+    assert np.allclose(small.embed(texts), onnx.embed(texts), atol=1e-4)
+
+
+def test_a_router_over_a_warm_store_loads_the_model_only_to_route(
+    tmp_path: Path, catalog_file: Path
+) -> None:
+    from toolroute import Router
+
+    with Router(catalog_file, store=tmp_path / "s", embedder=OnnxEmbedder()) as r:
+        r.index()
+        expected = r.route("read a file from disk", k=3)
+    cold = OnnxEmbedder()
+    with Router(catalog_file, store=tmp_path / "s", embedder=cold) as r:
+        r.index()
+        assert not cold.loaded  # every text came from the cache
+        assert r.route("read a file from disk", k=3) == expected
+        assert cold.loaded

@@ -55,6 +55,14 @@ def test_toolroute_toml_beside_the_config_is_read(tmp_path: Path) -> None:
     assert cfg.tool_meta == {"time__now": {"price": 0.002}}
 
 
+def test_pass_through_exposure_is_a_setting_and_an_unknown_one_is_refused(tmp_path: Path) -> None:
+    servers = {"time": {"command": "t"}}
+    cfg = load_config(_write(tmp_path, servers, toml='[toolroute]\nexpose = "all"\n'))
+    assert cfg.expose == "all"
+    with pytest.raises(ConfigError, match="expose"):
+        load_config(_write(tmp_path, servers, toml='[toolroute]\nexpose = "everything"\n'))
+
+
 @pytest.mark.parametrize(
     ("servers", "message"),
     [

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -103,3 +104,66 @@ def test_document_presets_all_index(tmp_path: Path, catalog_file: Path) -> None:
     for preset in ("concat", "var-1", "var-2", "toolroute"):
         with _router(tmp_path / preset, catalog_file, HashingEmbedder(), documents=preset) as r:
             assert r.route("list files in a directory", k=1)[0].tool == "list_directory"
+
+
+def test_multi_top_tools_equal_scoring_every_sub_intent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sub-intent bound prunes work, never the top: same top 20 as the full product."""
+    from dataclasses import replace
+
+    from toolroute.catalog import catalog_from_dict
+    from toolroute.route import strategy
+    from toolroute.router import top_k
+
+    rng = np.random.default_rng(3)
+    near = ["fetch", "news", "headlines", "draw", "word", "cloud", "chart", "image", "text"]
+    far = [
+        "alpha",
+        "beta",
+        "gamma",
+        "delta",
+        "epsilon",
+        "zeta",
+        "theta",
+        "kappa",
+        "lambda",
+        "sigma",
+        "omega",
+    ]
+    servers = [
+        {
+            "id": f"s{i}",
+            "name": f"server {i}",
+            "description": " ".join(rng.choice(far, 6)),
+            "tools": [
+                {
+                    "name": f"t{j}",
+                    "description": " ".join(rng.choice(near if i < 3 else far, 6)),
+                }
+                for j in range(20)
+            ],
+        }
+        for i in range(30)
+    ]
+    lifted: list[int] = []
+    lift = strategy._lift
+
+    def spy(*args: Any) -> Any:
+        lifted.append(len(args[3]))
+        return lift(*args)
+
+    monkeypatch.setattr(strategy, "_lift", spy)
+    with Router(
+        catalog_from_dict({"servers": servers}), store=tmp_path, embedder=HashingEmbedder()
+    ) as r:
+        query = "fetch the news headlines, then draw a word cloud of them"
+        r.params = replace(r.params, intent_exact_top=20)
+        bounded = r.scores(query, "default")
+        assert lifted and max(lifted) < 200  # the bound skipped most of the 600 tools
+        r.params = replace(r.params, intent_exact_top=0)
+        full = r.scores(query, "default")
+        top = top_k(full, 20)
+        assert top_k(bounded, 20) == top
+        assert np.allclose(bounded[top], full[top], atol=1e-6)
+        assert (bounded <= full + 1e-6).all()  # elsewhere a lower bound

