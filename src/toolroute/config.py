@@ -13,6 +13,9 @@ plus toolroute's own settings in a ``toolroute.toml``.
     call_timeout_s = 30
     connect_timeout_s = 20
     expose = "meta"                      # "bind": found tools join tools/list; "all": pass-through
+    max_result_bytes = 4194304           # larger downstream replies become an isError
+    approved = ["srv__tool@0123abcd"]    # tools released from quarantine (name[@version])
+    relist_interval_s = 300              # re-list every server this often (silent changes)
     [llm]                                # optional LLM stages (pa-rag, atr): any OpenAI-compatible
     base_url = "http://127.0.0.1:8080/v1"  # chat endpoint; default: TOOLROUTE_LLM_BASE_URL
     model = "qwen2.5-coder-0.5b-instruct"
@@ -105,6 +108,10 @@ class _Settings(BaseModel):
     pinned: list[str] = Field(default_factory=list)
     events_log: str | None = None
     otel: bool = False
+    # downstream faults and quarantine (gateway/quarantine.py, sources/stdio.py)
+    max_result_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
+    approved: list[str] = Field(default_factory=list)
+    relist_interval_s: float = Field(default=300.0, gt=0)
 
 
 class _Llm(BaseModel):
@@ -205,6 +212,12 @@ class GatewayConfig:
     server_gates: dict[str, Preconditions] = field(default_factory=dict)
     server_meta: dict[str, dict[str, float]] = field(default_factory=dict)
     tool_meta: dict[str, dict[str, float]] = field(default_factory=dict)
+    max_result_bytes: int = 4 * 1024 * 1024
+    """Largest downstream reply (bytes of JSON) passed on; larger ones become an isError."""
+    approved: tuple[str, ...] = ()
+    """``server__tool`` or ``server__tool@version``: released from quarantine by config."""
+    relist_interval_s: float = 300.0
+    """Every server is re-listed this often, so a tool changed without list_changed is seen."""
     llm: LLMConfig | None = None
     """Endpoint of the optional LLM stages: ``[llm]`` in toolroute.toml, else the
     ``TOOLROUTE_LLM_*`` environment, else None (offline fallbacks)."""
@@ -325,6 +338,9 @@ def load_config(path: str | Path, settings: str | Path | None = None) -> Gateway
         pinned=tuple(s.pinned),
         events_log=Path(s.events_log).expanduser() if s.events_log else None,
         otel=s.otel,
+        max_result_bytes=s.max_result_bytes,
+        approved=tuple(s.approved),
+        relist_interval_s=s.relist_interval_s,
         path=p.resolve(),
         tool_gates={k: g for k, v in t.tools.items() if (g := v.preconditions())},
         server_gates={k: g for k, v in t.servers.items() if (g := v.preconditions())},

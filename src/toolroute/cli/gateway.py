@@ -1,4 +1,4 @@
-"""Commands of the MCP gateway over a config's servers: sync, serve."""
+"""Commands of the MCP gateway over a config's servers: sync, serve, status, approve."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import click
 
 from toolroute.cli.app import main
 from toolroute.cli.common import _friendly, json_option, store_option
+from toolroute.errors import ConfigError
 
 config_option = click.option(
     "--config",
@@ -27,7 +28,11 @@ settings_option = click.option(
 
 
 def _config(config_path: Path, settings: Path | None, store: Path | None) -> Any:
+    import logging
     from dataclasses import replace
+
+    # downstream servers' stderr, one line each labelled with the server (sources/stdio.py)
+    logging.getLogger("toolroute.downstream").setLevel(logging.INFO)
 
     from toolroute.config import load_config
 
@@ -58,6 +63,8 @@ def sync(config_path: Path, settings: Path | None, store: Path | None, as_json: 
     for s in result.servers:
         extra = f"  ({s.error})" if s.error else ""
         click.echo(f"{s.name:24s} {s.status:6s} {s.tools:4d} tools{extra}")
+    for h in result.quarantined:
+        click.echo(f"quarantined {h.name}@{h.version}: {h.message}")
     click.echo(" ".join(f"{k}={v}" for k, v in result.index.to_dict().items()))
 
 
@@ -100,3 +107,96 @@ def serve(
 
     cfg = _config(config_path, settings, store)
     anyio.run(lambda: run_serve(cfg, transport, port, host))  # type: ignore[arg-type]
+
+
+def _store_dir(cfg: Any) -> Any:
+    """The store of the config's gateway (a directory, or a PostgreSQL URL)."""
+    from toolroute.gateway.app import store_dir_of
+
+    return store_dir_of(cfg)
+
+
+def _local_dir(cfg: Any) -> Path:
+    """Where that gateway keeps its local files (status.json): the store's directory."""
+    from toolroute.store import Store
+
+    with Store(_store_dir(cfg)) as st:
+        return Path(st.directory)
+
+
+@main.command()
+@config_option
+@settings_option
+@store_option
+@json_option
+@_friendly
+def status(config_path: Path, settings: Path | None, store: Path | None, as_json: bool) -> None:
+    """Each server's state as the running gateway of this config sees it (up, down,
+    restarting; the error, exit code, restarts, tools) and the tools in quarantine.
+
+    Reads status.json, which `toolroute serve` rewrites in its store whenever a state changes;
+    with no gateway running it shows the last state one wrote.
+    """
+    from toolroute.gateway.status import gateway_alive, read_status
+
+    cfg = _config(config_path, settings, store)
+    found = read_status(_local_dir(cfg))
+    if found is None:
+        raise ConfigError("no gateway has run with this config yet (start toolroute serve)")
+    alive = gateway_alive(found)
+    if as_json:
+        click.echo(json.dumps({**found, "running": alive}))
+        return
+    click.echo(
+        f"gateway pid {found.get('pid')}: " + ("running" if alive else "not running (last state)")
+    )
+    for name, s in found.get("servers", {}).items():
+        tools = "?" if s.get("tools") is None else s["tools"]
+        extra = f"  ({s['error']})" if s.get("error") else ""
+        click.echo(
+            f"{name:24s} {s['status']:10s} {tools!s:>5} tools  restarts={s['restarts']}{extra}"
+        )
+    for name, h in found.get("quarantined", {}).items():
+        why = ", ".join(h["flags"] or h["changed"])
+        click.echo(f"quarantined {name}@{h['version']}: {h['reason']} ({why})")
+
+
+@main.command()
+@config_option
+@settings_option
+@store_option
+@click.argument("tools", nargs=-1)
+@click.option("--all", "approve_all", is_flag=True, help="Approve every tool in quarantine.")
+@_friendly
+def approve(
+    config_path: Path,
+    settings: Path | None,
+    store: Path | None,
+    tools: tuple[str, ...],
+    approve_all: bool,
+) -> None:
+    """Release tools from quarantine (a changed or suspicious description / schema): their
+    current version is pinned and a running gateway indexes them again within a second.
+
+    TOOLS are namespaced names (server__tool) as `toolroute sync` or `status` print them.
+    """
+    from toolroute.gateway.quarantine import approve as approve_tools
+    from toolroute.gateway.quarantine import held_tools
+    from toolroute.store import Store
+
+    if not tools and not approve_all:
+        raise ConfigError("name the tools to approve, or pass --all")
+    cfg = _config(config_path, settings, store)
+    with Store(_store_dir(cfg)) as st:
+        held = held_tools(st)
+        if not held:
+            click.echo("no tool is in quarantine")
+            return
+        try:
+            done = approve_tools(st, list(tools))
+        except KeyError as e:
+            raise ConfigError(
+                f"{e.args[0]} is not in quarantine; held: {', '.join(sorted(held))}"
+            ) from None
+    for name in done:
+        click.echo(f"approved {name}@{held[name]['version']}")

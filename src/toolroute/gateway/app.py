@@ -1,8 +1,12 @@
 """Wiring: config → downstream pool → sync (list, hash, index) → gateway server.
 
 ``sync_once`` is ``toolroute sync``; ``serve`` is ``toolroute serve``: it syncs, serves the
-gateway over stdio or streamable HTTP, and resyncs a server when it sends
-``notifications/tools/list_changed``.
+gateway over stdio or streamable HTTP, and re-lists the servers when one sends
+``notifications/tools/list_changed``, when one (re)connects (so a gateway started with no
+server up picks them up as they come), when a quarantined tool is approved, and every
+``relist_interval_s`` (a tool changed without a notification). Every sync reviews the tools
+against their pins (:mod:`toolroute.gateway.quarantine`); the servers' state is written to
+``status.json`` in the store (:mod:`toolroute.gateway.status`) whenever it changes.
 """
 
 from __future__ import annotations
@@ -13,14 +17,17 @@ import socket
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import anyio
 
+from toolroute.catalog.models import Catalog
 from toolroute.config import GatewayConfig
 from toolroute.errors import ConfigError
+from toolroute.gateway.quarantine import Held, Quarantine, revision
+from toolroute.gateway.status import snapshot, write_status
 from toolroute.llm.client import ChatLLM, llm_cache_path
 from toolroute.route.strategy import RouteParams
 from toolroute.router import IndexReport, Router
@@ -33,6 +40,8 @@ __all__ = [
     "SyncResult",
     "http_app",
     "make_gateway",
+    "resync",
+    "review",
     "running_pool",
     "serve",
     "serve_http",
@@ -47,9 +56,14 @@ log = logging.getLogger(__name__)
 class SyncResult:
     servers: list[ServerStatus]
     index: IndexReport
+    quarantined: list[Held] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"servers": {s.name: s.to_dict() for s in self.servers}, **self.index.to_dict()}
+        return {
+            "servers": {s.name: s.to_dict() for s in self.servers},
+            **self.index.to_dict(),
+            "quarantined": {h.name: h.to_dict() for h in self.quarantined},
+        }
 
 
 def gateway_store_dir(config: GatewayConfig) -> StoreTarget:
@@ -71,6 +85,7 @@ def make_pool(config: GatewayConfig) -> DownstreamPool:
                 spec,
                 connect_timeout_s=config.connect_timeout_s,
                 call_timeout_s=config.call_timeout_s,
+                max_result_bytes=config.max_result_bytes,
             )
             for name, spec in config.servers.items()
         }
@@ -90,20 +105,46 @@ async def running_pool(config: GatewayConfig) -> AsyncIterator[DownstreamPool]:
             pool.stop()
 
 
+def store_dir_of(config: GatewayConfig) -> StoreTarget:
+    return config.store or gateway_store_dir(config)
+
+
+async def review(
+    config: GatewayConfig, pool: DownstreamPool
+) -> tuple[Catalog, list[ServerStatus], list[Held]]:
+    """List every server and hold back the tools in quarantine: the catalog to index."""
+    listing = await list_all(pool, config.connect_timeout_s)
+    with Store(store_dir_of(config)) as store:
+        previous = store.load_catalog() if store.tool_hashes() else None
+        catalog, statuses = catalog_from_listing(config, listing, previous)
+        catalog, held, _ = Quarantine(store, config.approved).review(catalog)
+    for s in statuses:
+        pool[s.name].tools = s.tools
+    return catalog, statuses, held
+
+
+def build_router(config: GatewayConfig, catalog: Catalog, embedder: Any = None) -> Router:
+    target = store_dir_of(config)
+    llm = None
+    if config.llm:
+        with Store(target) as store:  # the LLM cache is a local file, even beside PostgreSQL
+            llm = ChatLLM(config.llm, cache_path=llm_cache_path(store.directory))
+    return Router(catalog, store=target, embedder=embedder, params=RouteParams(llm=llm))
+
+
 async def sync_router(
     config: GatewayConfig, pool: DownstreamPool, embedder: Any = None
 ) -> tuple[Router, SyncResult]:
-    """List every server, index what changed, and return a ready router."""
-    store_dir = config.store or gateway_store_dir(config)
-    listing = await list_all(pool, config.connect_timeout_s)
-    with Store(store_dir) as store:
-        previous = store.load_catalog() if store.tool_hashes() else None
-        local_dir = store.directory
-    catalog, statuses = catalog_from_listing(config, listing, previous)
-    llm = ChatLLM(config.llm, cache_path=llm_cache_path(local_dir)) if config.llm else None
-    router = Router(catalog, store=store_dir, embedder=embedder, params=RouteParams(llm=llm))
-    report = router.index()
-    return router, SyncResult(statuses, report)
+    """List every server, index what changed, and return a ready router (over no tools at
+    all when no server answered: the gateway still starts and picks them up later)."""
+    catalog, statuses, held = await review(config, pool)
+    router = build_router(config, catalog, embedder)
+    if catalog.tool_count:
+        report = router.index()
+    else:
+        sync = router.store.sync_catalog(catalog)
+        report = IndexReport(0, 0, sync.removed, 0, 0)
+    return router, SyncResult(statuses, report, held)
 
 
 async def sync_once(config: GatewayConfig) -> SyncResult:
@@ -122,9 +163,12 @@ async def serve(
     async with running_pool(config) as pool:
         router, result = await sync_router(config, pool)
         for s in result.servers:
-            if s.status != "ok":
+            if s.status != "ok" and pool[s.name].status == "up":  # a down server logged itself
                 log.warning("server %s: %s (its last known tools are kept)", s.name, s.error)
+        if not router.catalog.tool_count:
+            log.warning("no server has tools yet; serving anyway, they join as they connect")
         gateway = make_gateway(config, router, pool)
+        gateway.quarantined = {h.name: h for h in result.quarantined}
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_watch_changes, config, pool, gateway)
@@ -140,7 +184,10 @@ async def serve(
                     await serve_http(config, gateway, host, port)
                 tg.cancel_scope.cancel()
         finally:
+            local_dir = gateway.router.store.directory
             gateway.router.close()
+            pool.stop()
+            write_status(local_dir, snapshot(pool, running=False))
 
 
 def http_app(config: GatewayConfig, gateway: Any) -> Any:
@@ -227,18 +274,48 @@ def make_gateway(config: GatewayConfig, router: Router, pool: DownstreamPool) ->
 
 
 async def _watch_changes(config: GatewayConfig, pool: DownstreamPool, gateway: Any) -> None:
-    """Resync when any server says its tools changed (notifications/tools/list_changed)."""
+    """Re-list the servers when one says its tools changed (notifications/tools/list_changed),
+    (re)connects, a held tool is approved, or relist_interval_s has passed; swap the router
+    only when the tools or the quarantine changed. Writes status.json on every change."""
+    connects = {d.name: d.connects for d in pool.servers.values()}
+    rev = revision(gateway.router.store)
+    next_relist = anyio.current_time() + config.relist_interval_s
+    written: dict[str, Any] | None = None
     while True:
+        status = snapshot(pool, {n: h.to_dict() for n, h in gateway.quarantined.items()})
+        if status != written:
+            write_status(gateway.router.store.directory, status)
+            written = status
         changed = [d for d in pool.servers.values() if d.tools_changed.is_set()]
-        if not changed:
+        new_rev = revision(gateway.router.store)
+        due = anyio.current_time() >= next_relist
+        reconnected = any(connects[d.name] != d.connects for d in pool.servers.values())
+        if not (changed or reconnected or due or new_rev != rev):
             await anyio.sleep(0.2)
             continue
         for d in changed:
             d.tools_changed = anyio.Event()
+        connects = {d.name: d.connects for d in pool.servers.values()}
+        rev, next_relist = new_rev, anyio.current_time() + config.relist_interval_s
         try:
-            router, result = await sync_router(config, pool, embedder=gateway.router.embedder)
+            await resync(config, pool, gateway)
         except Exception:  # keep serving the previous index rather than dying
-            log.exception("resync after tools/list_changed failed; keeping the previous index")
-            continue
-        gateway.replace_router(router).close()
-        log.info("resynced after tools/list_changed: %s", result.to_dict())
+            log.exception("re-listing the servers failed; keeping the previous index")
+
+
+async def resync(config: GatewayConfig, pool: DownstreamPool, gateway: Any) -> bool:
+    """List again; rebuild and swap the gateway's router if the tools or quarantine changed."""
+    catalog, statuses, held = await review(config, pool)
+    before = {(t.key, t.hash) for t in gateway.router.catalog.tools()}
+    after = {(t.key, t.hash) for t in catalog.tools()}
+    gateway.quarantined = {h.name: h for h in held}
+    if before == after:
+        return False
+    router = build_router(config, catalog, gateway.router.embedder)
+    if catalog.tool_count:
+        report = router.index()
+    else:
+        report = IndexReport(0, 0, router.store.sync_catalog(catalog).removed, 0, 0)
+    gateway.replace_router(router).close()
+    log.info("re-listed: %s", SyncResult(statuses, report, held).to_dict())
+    return True

@@ -11,6 +11,10 @@
   forwards the call with a deadline and returns the downstream result unchanged (seed 000
   EXECUTE-TOOL). Unknown tool, invalid arguments, timeout and crash come back as ``isError``
   results whose JSON says what to do next; every executed call is recorded (EHRR eq. 8).
+- Routing runs in a worker thread (at most ``ROUTE_THREADS`` at once), so a slow strategy (an
+  LLM stage, a big index) never holds up another client's ``call_tool`` on the event loop.
+- A tool in quarantine (:mod:`toolroute.gateway.quarantine`) is not indexed, so find_tools
+  never returns it, and ``call_tool`` refuses it with ``error: quarantined``.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
+import anyio
 import jsonschema
 import mcp.types as types
 from mcp.server import NotificationOptions, Server
@@ -134,6 +139,8 @@ REQUEST_CAPABILITY = types.Tool(
         "required": ["need"],
     },
 )
+ROUTE_THREADS = 2
+"""find_tools routings running at once in worker threads (more wait for a free one)."""
 MAX_CAPABILITY_REQUESTS = 3
 """request_capability calls per session before it answers with a stop (seed 004 §V loop guard)."""
 
@@ -196,6 +203,9 @@ class Gateway:
         self.milestones = set(milestones)
         self.events = tuple(events)
         self.bound: dict[str, types.Tool] = {}
+        self.quarantined: dict[str, Any] = {}
+        """Held tools by name (:class:`toolroute.gateway.quarantine.Held`), set by each sync."""
+        self._route_limiter = anyio.CapacityLimiter(ROUTE_THREADS)
         self.bus = InMemorySubscriptionBus()
         self.sessions = SessionStates(
             self.gate_scope,
@@ -293,7 +303,7 @@ class Gateway:
                     },
                     error=True,
                 )
-            found = self.find(query, k, state, may_use=allowed)
+            found = await self.find_async(query, k, state, may_use=allowed)
             if self.expose == "bind":
                 await self._bind(ctx, found["candidates"])
             return _json_result(found)
@@ -416,7 +426,9 @@ class Gateway:
             )
         query = f"{need}. {state.last_query}" if state.last_query else need
         shown_before = set(state.promoted)
-        found = self.find(query, k + len(shown_before), state, remember=False, may_use=allowed)
+        found = await self.find_async(
+            query, k + len(shown_before), state, remember=False, may_use=allowed
+        )
         fresh = [c for c in found["candidates"] if c["name"] not in shown_before][:k]
         state.promoted.update(c["name"] for c in fresh)
         if self.expose == "bind":
@@ -453,10 +465,45 @@ class Gateway:
         """Route, drop tools outside the client's allow-list and tools whose preconditions
         fail, promote the gated top-k (θ, pinned)."""
         start = time.perf_counter()
+        ranked = self._rank(self.router, query, k)
+        return self._shortlist(query, k, state, remember, ranked, start, may_use)
+
+    async def find_async(
+        self,
+        query: str,
+        k: int,
+        state: SessionState | None = None,
+        remember: bool = True,
+        may_use: Callable[[str], bool] | None = None,
+    ) -> dict[str, Any]:
+        """:meth:`find` with the routing in a worker thread (the event loop stays free)."""
+        start = time.perf_counter()
+        router = self.router
+        if router.catalog.tool_count:
+            router.stats  # noqa: B018 -- loaded here: the store stays on the event loop's thread
+        ranked = await anyio.to_thread.run_sync(
+            functools.partial(self._rank, router, query, k), limiter=self._route_limiter
+        )
+        return self._shortlist(query, k, state, remember, ranked, start, may_use)
+
+    def _rank(self, router: Router, query: str, k: int) -> list[Any]:
+        if not router.catalog.tool_count:  # no server has answered yet
+            return []
+        return router.route(query, k=max(4 * k, 20), strategy=self.strategy)
+
+    def _shortlist(
+        self,
+        query: str,
+        k: int,
+        state: SessionState | None,
+        remember: bool,
+        ranked: list[Any],
+        start: float,
+        may_use: Callable[[str], bool] | None = None,
+    ) -> dict[str, Any]:
         state = state if state is not None else self.state()
         if remember:
             state.last_query = query
-        ranked = self.router.route(query, k=max(4 * k, 20), strategy=self.strategy)
         if may_use is not None:  # another client's tools: not even named as gated out
             ranked = [c for c in ranked if may_use(f"{c.server}{SEPARATOR}{c.tool}")]
         allowed, blocked = [], []
@@ -513,6 +560,11 @@ class Gateway:
 
     async def call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
         server, _, tool = name.partition(SEPARATOR)
+        if name in self.quarantined:
+            held = self.quarantined[name]
+            return _json_result(
+                {"error": "quarantined", "tool": name, "message": held.message}, error=True
+            )
         definition = self.presenter.tools_by_name.get(name)  # one lookup, not a catalog scan
         if definition is None or server not in self.pool.servers:
             return _json_result(
@@ -554,6 +606,7 @@ class Gateway:
                 "crashed": "the server crashed and is being restarted; try again shortly",
                 "unavailable": "the server is not connected; try another tool from find_tools",
                 "protocol": "the server returned an invalid response",
+                "too_large": "ask for less (a narrower query, a page, a smaller range)",
             }[e.code]
             return _json_result(
                 {"error": e.code, "tool": name, "message": e.detail, "hint": hint}, error=True

@@ -59,10 +59,16 @@ def _param_texts(schema: Mapping[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
+PROFILE_CHARS = 2000
+"""Longest server profile body (the dense models read ~1,000 characters of it anyway)."""
+
+
 def server_profile(server: Server) -> str:
     """Server-layer text: name + description, or name + tool names when the description is empty."""
     body = server.description.strip() or ", ".join(t.name for t in server.tools)
-    return f"{server.name}: {body}"
+    # every tool's lexical text repeats its server's profile: uncapped, a server of 10,000
+    # tools made 10,000 copies of 10,000 names (15 GB, tests/integration/test_faults.py)
+    return f"{server.name}: {body[:PROFILE_CHARS]}"
 
 
 class QuestionGenerator(Protocol):

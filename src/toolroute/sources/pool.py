@@ -3,9 +3,12 @@
 The SDK requires a client to be opened and closed in the same task, so each server gets an
 owner task (:meth:`Downstream.run`) that holds the session open until it is told to stop or the
 connection dies; any task may call through the open session meanwhile. A dead stdio server is
-restarted with exponential backoff; shutdown closes stdin, then terminates, then kills (the
-SDK's stdio transport). Contract: errors of one server never reach another; calls raise
-:class:`DownstreamError` with a code the gateway maps to an actionable message.
+restarted with exponential backoff; shutdown closes stdin, then terminates, then kills.
+stdio servers run through :mod:`toolroute.sources.stdio` (replies capped at
+``max_result_bytes``, stderr labelled with the server's name, exit code kept). Contract: errors
+of one server never reach another; calls raise :class:`DownstreamError` with a code the gateway
+maps to an actionable message. A server's state (``status``, ``error``, ``exit_code``,
+``restarts``, ``tools``, ``changed_at``) is logged once per change, not once per retry.
 
 What a server sends back while a call is in flight (progress, log messages, sampling and
 elicitation requests) goes to the :class:`CallContext` of that call: the gateway passes one per
@@ -31,11 +34,15 @@ from pydantic import ValidationError
 
 from toolroute.config import HttpSpec, StdioSpec
 from toolroute.errors import ToolrouteError
+from toolroute.sources.stdio import RESULT_TOO_LARGE, ProcessInfo, bounded_stdio_client
 
 __all__ = ["CallContext", "Downstream", "DownstreamError", "DownstreamPool", "ListedServer"]
 
 log = logging.getLogger(__name__)
 
+DEFAULT_MAX_RESULT_BYTES = 4 * 1024 * 1024
+"""Largest downstream reply kept (bytes of its JSON); larger ones become a ``too_large`` error."""
+ErrorCode = Literal["unavailable", "timeout", "crashed", "protocol", "too_large"]
 T = TypeVar("T")
 
 MAX_PAGES = 1000
@@ -43,13 +50,14 @@ MAX_PAGES = 1000
 
 
 class DownstreamError(ToolrouteError):
-    """A downstream call failed: ``code`` is unavailable, timeout, crashed or protocol."""
+    """A downstream call failed: ``code`` is unavailable, timeout, crashed, protocol or
+    too_large."""
 
     def __init__(
         self,
         server: str,
         tool: str | None,
-        code: Literal["unavailable", "timeout", "crashed", "protocol"],
+        code: ErrorCode,
         message: str,
     ) -> None:
         super().__init__(f"{server}{'/' + tool if tool else ''}: {code}: {message}")
@@ -97,15 +105,28 @@ class Downstream:
         connect_timeout_s: float = 20.0,
         call_timeout_s: float = 30.0,
         max_backoff_s: float = 30.0,
+        max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
     ) -> None:
         self.name = name
         self.spec = spec
         self.connect_timeout_s = connect_timeout_s
         self.call_timeout_s = call_timeout_s
         self.max_backoff_s = max_backoff_s
+        self.max_result_bytes = max_result_bytes
         self.status = "starting"
+        """starting, up, down (the last connect failed; retried with backoff), restarting
+        (the session died; reconnecting) or stopped."""
         self.error: str | None = None
+        self.exit_code: int | None = None
+        """Exit code of the last stdio process of this server that ended (None: none has)."""
         self.restarts = 0
+        self.connects = 0
+        """Successful connects so far: a change tells the gateway to (re)list this server."""
+        self.tools: int | None = None
+        """Tools listed at the last sync (None before the first)."""
+        self.changed_at = time.time()
+        self._logged: tuple[str, str | None] = ("starting", None)
+        self._process = ProcessInfo()
         self.tools_changed = anyio.Event()
         self.on_notification: NotificationHook | None = None
         self._calls: list[CallContext] = []  # in flight, oldest first
@@ -118,11 +139,16 @@ class Downstream:
     async def _target(self, stack: AsyncExitStack) -> Any:
         """What the SDK client connects to; an HTTP client made here is closed with ``stack``."""
         if isinstance(self.spec, StdioSpec):
-            return StdioServerParameters(
+            # a server that dies while idle is restarted now, not at the next call
+            self._process = ProcessInfo(on_eof=lambda: self._dead.set())
+            params = StdioServerParameters(
                 command=self.spec.command,
                 args=list(self.spec.args),
                 env=dict(self.spec.env) or None,
                 cwd=self.spec.cwd,
+            )
+            return bounded_stdio_client(
+                self.name, params, max_line_bytes=self.max_result_bytes, info=self._process
             )
         if self.spec.headers:
             from mcp.client.streamable_http import streamable_http_client
@@ -179,28 +205,60 @@ class Downstream:
                         elicitation_callback=self._on_elicitation,
                     ) as client,
                 ):
-                    self._client, self.status, self.error = client, "up", None
+                    self._client = client
+                    self.connects += 1
+                    self._set("up", None)
                     self._ready.set()
                     backoff = 0.5
                     await self._dead.wait()
             except Exception as e:  # owner loop: any failure of one server stays with it
-                self.status, self.error = "down", _describe(e)
-                log.warning("downstream %s failed: %s", self.name, self.error)
+                self.exit_code = self._process.returncode
+                if not self._stopping:  # a server stopped on purpose has not failed
+                    self._set("down", self._why(e))
             finally:
                 self._client = None
                 if self._ready.is_set():  # waiters hold the old event only while it is unset
                     self._ready = anyio.Event()
                 if self._dead.is_set():
                     self._dead = anyio.Event()
-            if self.status == "up":
-                self.status = "restarting"
+            if self.status == "up" and not self._stopping:
+                self.exit_code = self._process.returncode
+                self._set("restarting", self._exited() or "the session ended")
             if self._stopping:
                 break
             self.restarts += 1
             with anyio.move_on_after(backoff):  # stop() ends the wait at once
                 await self._stop.wait()
             backoff = min(backoff * 2, self.max_backoff_s)
-        self.status = "stopped"
+        self._set("stopped", None)
+
+    def _set(self, status: str, error: str | None) -> None:
+        """Change state; log only when the state or its reason changed (not every retry)."""
+        if (status, error) != (self.status, self.error):
+            self.changed_at = time.time()
+        self.status, self.error = status, error
+        if (status, error) == self._logged:
+            return
+        self._logged = (status, error)
+        if status == "down" or (status == "restarting" and error):
+            log.warning("server %s is %s: %s", self.name, status, error)
+        elif status == "up" and self.restarts:
+            log.warning("server %s is up again (restart %d)", self.name, self.restarts)
+
+    def _exited(self) -> str | None:
+        """``exited with code N: <its last stderr line>`` once the process has ended."""
+        rc = self._process.returncode
+        if rc is None:
+            return None
+        tail = self._process.stderr_tail
+        return f"exited with code {rc}" + (f": {tail[-1]}" if tail else "")
+
+    def _why(self, e: BaseException) -> str:
+        exited = self._exited()
+        killed = (self._process.returncode or 0) < 0  # by our shutdown after a timeout
+        if exited and not killed and _closed(e):
+            return exited  # "Connection closed" says less than the exit code and stderr
+        return _describe(e)
 
     def stop(self) -> None:
         self._stopping = True
@@ -283,6 +341,10 @@ class Downstream:
         finally:
             if caller is not None:
                 self._calls.remove(caller)
+        if isinstance(self.spec, HttpSpec):  # stdio replies are capped while they are read
+            size = len(result.model_dump_json(by_alias=True, exclude_unset=True))
+            if size > self.max_result_bytes:
+                raise DownstreamError(self.name, tool, "too_large", _too_large(size, self))
         return result, time.perf_counter() - start
 
     async def request(
@@ -315,7 +377,21 @@ class Downstream:
             )
         if e.error.code == types.REQUEST_TIMEOUT:
             return DownstreamError(self.name, tool, "timeout", e.error.message)
+        if e.error.code == RESULT_TOO_LARGE:
+            return DownstreamError(self.name, tool, "too_large", e.error.message)
         return DownstreamError(self.name, tool, "protocol", e.error.message)
+
+
+def _closed(e: BaseException) -> bool:
+    """Whether ``e`` is (or holds) the SDK's "connection closed": the process ended on its
+    own, so its exit code says more (a timeout keeps its own message)."""
+    if isinstance(e, BaseExceptionGroup):
+        return any(_closed(x) for x in e.exceptions)
+    return isinstance(e, MCPError) and e.error.code == types.CONNECTION_CLOSED
+
+
+def _too_large(size: int, d: Downstream) -> str:
+    return f"the reply is {size} bytes, over {d.max_result_bytes} (max_result_bytes)"
 
 
 def _no_caller(what: str) -> types.ErrorData:

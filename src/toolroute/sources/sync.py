@@ -51,7 +51,9 @@ async def list_all(
         except DownstreamError as e:
             out[name] = e
         except TimeoutError:
-            out[name] = DownstreamError(name, None, "timeout", f"no tools/list in {timeout_s:g} s")
+            out[name] = DownstreamError(
+                name, None, "timeout", f"timed out: no tools/list in {timeout_s:g} s"
+            )
         except Exception as e:  # one server's surprise must not fail the others
             log.exception("listing %s failed", name)
             out[name] = DownstreamError(name, None, "protocol", f"{type(e).__name__}: {e}")

@@ -1,0 +1,353 @@
+"""Fault injection: misbehaving MCP servers (tests/fixtures/faults) beside real reference
+servers (mcp-server-time from the venv; npm server-memory when installed), each test showing
+the fault stays with its server and costs the others nothing.
+
+Rug pulls, poisoned descriptions, zero servers at start and routing off the event loop are in
+test_faults_gateway.py.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+
+from tests.conftest import REPO, HashingEmbedder
+from toolroute.config import GatewayConfig, load_config
+from toolroute.gateway.app import running_pool, sync_router
+from toolroute.gateway.server import Gateway
+from toolroute.sources.pool import DownstreamPool, ListedServer
+from toolroute.sources.stdio import ProcessInfo, bounded_stdio_client
+from toolroute.sources.sync import list_all
+
+pytestmark = pytest.mark.integration
+
+FAULTS = REPO / "tests" / "fixtures" / "faults"
+SDK = FAULTS / "sdk_faults.py"
+RAW = FAULTS / "raw_faults.py"
+MEMORY_JS = (
+    REPO
+    / ".toolroute"
+    / "npm"
+    / "node_modules"
+    / "@modelcontextprotocol"
+    / "server-memory"
+    / "dist"
+    / "index.js"
+)
+TIME_MAIN = (
+    "import sys; sys.argv[1:] = ['--local-timezone', 'UTC']; "
+    "from mcp_server_time import main; main()"
+)
+TOOLROUTE = Path(sys.executable).with_name("toolroute")
+
+
+def sdk(mode: str, *extra: str) -> dict[str, Any]:
+    return {"command": sys.executable, "args": [str(SDK), "--mode", mode, *extra]}
+
+
+def raw(mode: str) -> dict[str, Any]:
+    return {"command": sys.executable, "args": [str(RAW), "--mode", mode]}
+
+
+def reference(tmp_path: Path) -> dict[str, Any]:
+    """The real servers every fault runs beside: time, and memory when node has it."""
+    servers: dict[str, Any] = {"time": {"command": sys.executable, "args": ["-c", TIME_MAIN]}}
+    if shutil.which("node") and MEMORY_JS.is_file():
+        servers["memory"] = {
+            "command": "node",
+            "args": [str(MEMORY_JS)],
+            "env": {"MEMORY_FILE_PATH": str(tmp_path / "memory.jsonl")},
+        }
+    return servers
+
+
+def write_config(tmp_path: Path, servers: dict[str, Any], **settings: Any) -> Path:
+    path = tmp_path / "servers.json"
+    path.write_text(json.dumps({"mcpServers": {**reference(tmp_path), **servers}}))
+    lines = [f'store = "{tmp_path / "store"}"', "call_gate = false"] + [
+        f"{k} = {json.dumps(v)}" for k, v in settings.items()
+    ]
+    (tmp_path / "toolroute.toml").write_text("[toolroute]\n" + "\n".join(lines) + "\n")
+    return path
+
+
+def config(tmp_path: Path, servers: dict[str, Any], **settings: Any) -> GatewayConfig:
+    return load_config(write_config(tmp_path, servers, **settings))
+
+
+def text(result: Any) -> str:
+    return "\n".join(getattr(c, "text", "") for c in result.content)
+
+
+async def assert_others_fine(gw: Gateway) -> None:
+    """The reference servers answer as usual."""
+    r = await gw.call("time__get_current_time", {"timezone": "Asia/Tokyo"})
+    assert not r.is_error and "Asia/Tokyo" in text(r)
+    if "memory" in gw.pool.servers:
+        r = await gw.call("memory__read_graph", {})
+        assert not r.is_error, text(r)
+
+
+def children() -> set[int]:
+    """Live child processes of this process (from /proc)."""
+    me = str(os.getpid())
+    out = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[1] == me and fields[0] != "Z":
+            out.add(int(entry.name))
+    return out
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def run_gateway(
+    cfg: GatewayConfig, body: Callable[[Gateway, DownstreamPool], Any], **gateway: Any
+) -> None:
+    """Start the pool and a gateway (hashing embedder), run ``body``, stop everything."""
+
+    async def main() -> None:
+        async with running_pool(cfg) as pool:
+            router, _ = await sync_router(cfg, pool, embedder=HashingEmbedder())
+            gw = Gateway(router, pool, call_timeout_s=cfg.call_timeout_s, **gateway)
+            try:
+                await body(gw, pool)
+            finally:
+                gw.router.close()
+
+    anyio.run(main)
+
+
+def test_a_crash_mid_call_costs_its_caller_one_error_and_leaks_nothing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    cfg = config(tmp_path, {"crash": sdk("crash")}, call_timeout_s=5)
+    fds, kids = open_fds(), children()
+
+    async def body(gw: Gateway, pool: DownstreamPool) -> None:
+        results: dict[str, Any] = {}
+
+        async def call(name: str, args: dict[str, Any]) -> None:
+            results[name] = await gw.call(name, args)
+
+        with anyio.fail_after(cfg.call_timeout_s + 1):  # bounded: timeout + 1 s at most
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call, "crash__crash", {})
+                tg.start_soon(call, "time__get_current_time", {"timezone": "UTC"})
+        crashed = results["crash__crash"]
+        assert crashed.is_error and crashed.structured_content["error"] == "crashed"
+        assert not results["time__get_current_time"].is_error
+        await assert_others_fine(gw)
+        with anyio.fail_after(20):  # restarted by its owner task
+            while (r := await gw.call("crash__echo", {"text": "back"})).is_error:
+                await anyio.sleep(0.1)
+        assert text(r) == "back"
+        d = pool["crash"]
+        assert d.restarts >= 1 and d.exit_code == 7
+        assert d.status == "up" and d.error is None
+
+    with caplog.at_level(logging.INFO, logger="toolroute"):
+        run_gateway(cfg, body)
+    # its stderr is labelled with its name, and its exit was reported with the code
+    assert "[crash] fault server: crashing on purpose" in caplog.text
+    assert "exited with code 7: fault server: crashing on purpose" in caplog.text
+    assert children() == kids  # every server process is gone
+    assert open_fds() == fds  # and every pipe closed
+
+
+def test_a_hung_call_is_cancelled_downstream_within_the_timeout(tmp_path: Path) -> None:
+    record = tmp_path / "cancelled.txt"
+    cfg = config(tmp_path, {"hang": sdk("hang", "--record", str(record))}, call_timeout_s=2)
+
+    async def body(gw: Gateway, pool: DownstreamPool) -> None:
+        results: dict[str, Any] = {}
+
+        async def hang() -> None:
+            results["hang"] = await gw.call("hang__hang", {})
+
+        with anyio.fail_after(cfg.call_timeout_s + 1):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(hang)
+                await assert_others_fine(gw)  # while the hung call waits
+        assert results["hang"].is_error
+        assert results["hang"].structured_content["error"] == "timeout"
+        with anyio.fail_after(5):  # the SDK sent notifications/cancelled; the server saw it
+            while not record.exists():
+                await anyio.sleep(0.05)
+        assert re.fullmatch(r"cancelled \S+\n", record.read_text())
+        r = await gw.call("hang__echo", {"text": "still here"})  # the session survives
+        assert text(r) == "still here"
+
+    run_gateway(cfg, body)
+
+
+def test_a_server_slow_to_initialize_is_reported_and_the_rest_sync(tmp_path: Path) -> None:
+    cfg = config(tmp_path, {"slow": raw("slow-init")}, connect_timeout_s=20)
+
+    async def main() -> None:
+        with anyio.fail_after(3 * cfg.connect_timeout_s + 5):
+            async with running_pool(cfg) as pool:
+                router, result = await sync_router(cfg, pool, embedder=HashingEmbedder())
+                status = {s.name: s for s in result.servers}
+                assert status["slow"].status == "error"
+                assert "timed out" in (status["slow"].error or "")
+                assert status["time"].status == "ok"
+                gw = Gateway(router, pool, call_timeout_s=5)
+                await assert_others_fine(gw)
+                router.close()
+
+    anyio.run(main)
+
+
+def test_garbage_and_malformed_frames_on_stdout_are_skipped(tmp_path: Path) -> None:
+    cfg = config(tmp_path, {"garbage": raw("garbage")})
+
+    async def body(gw: Gateway, pool: DownstreamPool) -> None:
+        r = await gw.call("garbage__echo", {"text": "clean"})
+        assert not r.is_error and text(r) == "clean"
+        assert pool["garbage"].status == "up" and pool["garbage"].restarts == 0
+        assert pool["garbage"]._process.garbage >= 3
+        await assert_others_fine(gw)
+
+    run_gateway(cfg, body)
+
+
+def test_a_result_over_the_size_cap_is_refused_without_reading_it_into_memory(
+    tmp_path: Path,
+) -> None:
+    """Through a real `toolroute serve` process: a 100 MB result becomes an isError, and the
+    gateway's peak RSS (VmHWM, reset just before) grows by less than twice max_result_bytes."""
+    cap = 4 * 1024 * 1024
+    path = write_config(tmp_path, {"huge": sdk("huge")}, max_result_bytes=cap)
+    gateway = ProcessInfo()
+    params = StdioServerParameters(command=str(TOOLROUTE), args=["serve", "--config", str(path)])
+
+    def peak_rss() -> int:
+        status = Path(f"/proc/{gateway.pid}/status").read_text()
+        return int(re.search(r"VmHWM:\s+(\d+) kB", status).group(1)) * 1024  # type: ignore[union-attr]
+
+    async def call(c: Client, name: str, args: dict[str, Any]) -> Any:
+        return await c.call_tool("call_tool", {"name": name, "arguments": args})
+
+    async def main() -> None:
+        transport = bounded_stdio_client("gateway", params, max_line_bytes=64 << 20, info=gateway)
+        async with Client(transport, mode="legacy", read_timeout_seconds=120) as c:
+            r = await call(c, "huge__huge", {"size": 1024 * 1024})  # under the cap: passed on
+            assert not r.is_error and len(text(r)) == 1024 * 1024
+            await c.call_tool("find_tools", {"query": "current time"})
+            # reset VmHWM to the current RSS: the model load's peak would hide any growth
+            Path(f"/proc/{gateway.pid}/clear_refs").write_text("5")
+            before = peak_rss()
+            with anyio.fail_after(60):
+                r = await call(c, "huge__huge", {"size": 100 * 1024 * 1024})
+            grown = peak_rss() - before
+            assert r.is_error and r.structured_content["error"] == "too_large"
+            assert "max_result_bytes" in r.structured_content["message"]
+            assert grown < 2 * cap, f"peak RSS grew by {grown} bytes"
+            r = await call(c, "huge__echo", {"text": "after"})  # same session, still fine
+            assert text(r) == "after"
+            r = await call(c, "time__get_current_time", {"timezone": "UTC"})
+            assert not r.is_error
+
+    anyio.run(main)
+
+
+def test_ten_thousand_tools_paged_or_not_and_a_cycling_cursor_are_listed(tmp_path: Path) -> None:
+    cfg = config(
+        tmp_path,
+        {"many": sdk("many"), "paged": sdk("many-paged"), "cycle": raw("cycle-cursor")},
+        connect_timeout_s=60,
+    )
+
+    async def main() -> None:
+        async with running_pool(cfg) as pool:
+            listed = await list_all(pool, cfg.connect_timeout_s)
+            tools = {
+                name: len(got.tools)
+                for name, got in listed.items()
+                if isinstance(got, ListedServer)
+            }
+            assert tools["many"] == tools["paged"] == 10_001
+            assert tools["cycle"] == 2  # echo_a, echo_b: cut at the first repeated cursor
+            assert tools["time"] == 2
+
+    anyio.run(main)
+
+
+def test_a_server_with_ten_thousand_tools_is_indexed_routed_and_called(tmp_path: Path) -> None:
+    """One tools/list page of 10,001 tools (about 1 MB, under the size cap), indexed beside the
+    reference servers; a server profile no longer repeats 10,000 names in every tool's text."""
+    cfg = config(tmp_path, {"many": sdk("many")}, connect_timeout_s=60)
+
+    async def body(gw: Gateway, pool: DownstreamPool) -> None:
+        assert gw.router.catalog.server("many").tools[-1].name == "tool_09999"
+        found = gw.find("synthetic tool number 4242 for paging tests", 5)
+        assert "many__tool_04242" in {c["name"] for c in found["candidates"]}
+        assert text(await gw.call("many__echo", {"text": "m"})) == "m"
+        await assert_others_fine(gw)
+
+    run_gateway(cfg, body)
+
+
+def test_duplicate_tool_names_within_and_across_servers_stay_distinct(tmp_path: Path) -> None:
+    cfg = config(tmp_path, {"dupes": sdk("dupes"), "other": sdk("hang", "--record", "/dev/null")})
+
+    async def body(gw: Gateway, pool: DownstreamPool) -> None:
+        dupes = gw.router.catalog.server("dupes")
+        assert [t.name for t in dupes.tools] == ["echo"]  # listed twice, kept once (the first)
+        assert dupes.tools[0].description == "Echo the text back unchanged."
+        names = set(gw.presenter.tools_by_name)
+        assert {"dupes__echo", "other__echo"} <= names
+        assert text(await gw.call("dupes__echo", {"text": "d"})) == "d"
+        assert text(await gw.call("other__echo", {"text": "o"})) == "o"
+        await assert_others_fine(gw)
+
+    run_gateway(cfg, body)
+
+
+def test_a_server_that_exits_at_once_is_reported_with_its_code_and_logged_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    cfg = config(tmp_path, {"exits": raw("exit")})
+
+    async def body(gw: Gateway, pool: DownstreamPool) -> None:
+        d = pool["exits"]
+        with anyio.fail_after(20):  # backoff 0.5 + 1 + 2 s: three retries
+            while d.restarts < 3:
+                await anyio.sleep(0.1)
+        assert d.status == "down" and d.exit_code == 3
+        assert d.error == "exited with code 3: fatal: RAW_FAULTS_TOKEN is not set"
+        r = await gw.call("exits__echo", {})
+        assert r.is_error
+        await assert_others_fine(gw)
+
+    with caplog.at_level(logging.INFO, logger="toolroute"):
+        run_gateway(cfg, body)
+    warnings = [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno >= logging.WARNING and "exits" in r.getMessage()
+    ]
+    assert warnings == [
+        "server exits is down: exited with code 3: fatal: RAW_FAULTS_TOKEN is not set"
+    ]
+    labelled = [r.getMessage() for r in caplog.records if r.name == "toolroute.downstream"]
+    assert labelled.count("[exits] fatal: RAW_FAULTS_TOKEN is not set") >= 3
