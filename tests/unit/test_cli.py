@@ -112,7 +112,7 @@ def test_bench_json_has_the_stable_keys(
     assert keys <= set(res["default"])
     assert set(res["default"]["latency_ms"]) == {"p50", "p95"}
     assert res["default"]["queries"] == 3
-    for f in ("bench.json", "bench.md", "bench.png"):
+    for f in ("bench.json", "bench.md", "bench.png", "bench.html"):
         assert (tmp_path / "out" / f).stat().st_size > 0
 
 

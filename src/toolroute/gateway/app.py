@@ -122,7 +122,11 @@ async def serve(
                 else:
                     import uvicorn
 
+                    from toolroute.gateway.status_page import mount_status_page
+
                     app = gateway.server.streamable_http_app(streamable_http_path="/mcp")
+                    security = gateway.server.session_manager.security_settings
+                    mount_status_page(app, gateway, pool, security)  # GET /status, /status.json
                     cfg = uvicorn.Config(app, host=host, port=port, log_level="warning")
                     await uvicorn.Server(cfg).serve()
                 tg.cancel_scope.cancel()
