@@ -195,7 +195,9 @@ def test_route_help_documents_stdin_and_query_file() -> None:
     assert code == 0 and "--query-file" in out and "stdin" in out
 
 
-@pytest.mark.parametrize("strategy", ["default", "bm25", "hybrid", "cascade", "ehrr", "pa-rag"])
+@pytest.mark.parametrize(
+    "strategy", ["default", "bm25", "hybrid", "cascade", "ehrr", "pa-rag", "baseline-dense"]
+)
 def test_explain_is_one_block_per_candidate_within_80_columns(
     tmp_path: Path, strategy: str
 ) -> None:

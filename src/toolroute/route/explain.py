@@ -17,7 +17,18 @@ import numpy as np
 
 from toolroute.catalog.models import ToolKey
 from toolroute.index.build import ToolIndex
-from toolroute.route.strategy import QueryContext, RouteParams, server_scores
+from toolroute.route.strategy import (
+    QueryContext,
+    RouteParams,
+    baseline_bm25,
+    baseline_dense,
+    baseline_hier5,
+    resolve_strategy,
+    server_scores,
+)
+
+# The reference methods score other documents: name + description BM25, flat-text vectors.
+_BASELINES = (baseline_bm25, baseline_dense, baseline_hier5)
 
 __all__ = ["stage_scores"]
 
@@ -32,7 +43,7 @@ def stage_scores(
     """Per tool in ``keys``: the stage figures of the strategy family that ranked it."""
     row = {key: i for i, key in enumerate(ix.keys)}
     rows = [row[k] for k in keys]
-    baseline = strategy.startswith("baseline-")
+    baseline = resolve_strategy(strategy).score in _BASELINES
     lexical = (ix.name_desc_lexical if baseline else ix.tool_lexical).scores(q.text)
     top_lex = float(lexical.max()) if lexical.size else 0.0
     has_vector = q.vector.size > 0
