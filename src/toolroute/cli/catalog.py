@@ -68,6 +68,7 @@ def index(
     "--query-file",
     type=click.File("r", encoding="utf-8"),
     default=None,
+    metavar="FILE",
     help="Read the request from FILE instead of QUERY (any length; `-` is stdin).",
 )
 @catalog_option
