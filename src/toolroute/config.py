@@ -17,6 +17,15 @@ plus toolroute's own settings in a ``toolroute.toml``.
     model = "qwen2.5-coder-0.5b-instruct"
     api_key_env = "OPENAI_API_KEY"       # the key is read from this variable, never the file
     timeout_s = 20
+    [auth]                               # HTTP transport only (serve --transport http)
+    bearer_token_env = "TOOLROUTE_TOKEN" # one token, any tool; the token is read from it
+    [auth.clients.ci]                    # or one token per client, each with an allow-list
+    token_env = "TOOLROUTE_CI_TOKEN"
+    servers = ["time"]                   # fnmatch patterns on server names …
+    tools = ["memory__search_*"]         # … and on server__tool names
+    [http]
+    allowed_hosts = ["gateway.lan:8765"] # Host / Origin accepted besides loopback (DNS rebinding)
+    allowed_origins = ["https://app.example"]
     [servers.time]                       # economics metadata (EHRR), all optional
     ask_cost = 0.0
     connect_latency_s = 0.1
@@ -34,13 +43,16 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from toolroute.errors import ConfigError
 from toolroute.llm.client import LLMConfig
 from toolroute.route.gate import Preconditions
+
+if TYPE_CHECKING:
+    from toolroute.gateway.access import CallGateScope, ClientAccess
 
 __all__ = ["SEPARATOR", "GatewayConfig", "HttpSpec", "StdioSpec", "load_config"]
 
@@ -84,7 +96,7 @@ class _Settings(BaseModel):
     call_timeout_s: float = Field(default=30.0, gt=0)
     connect_timeout_s: float = Field(default=20.0, gt=0)
     expose: Literal["meta", "bind"] = "meta"
-    call_gate: bool = True
+    call_gate: bool | Literal["connection", "client", "off"] = True
     scopes: list[str] = Field(default_factory=list)
     milestones: list[str] = Field(default_factory=list)
     threshold: float | None = None
@@ -100,6 +112,25 @@ class _Llm(BaseModel):
     api_key_env: str | None = None
     timeout_s: float = Field(default=20.0, gt=0)
     retries: int = Field(default=1, ge=0, le=5)
+
+
+class _Client(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    token_env: str = Field(min_length=1)
+    servers: list[str] = Field(default_factory=list)
+    tools: list[str] = Field(default_factory=list)
+
+
+class _Auth(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    bearer_token_env: str | None = None
+    clients: dict[str, _Client] = Field(default_factory=dict)
+
+
+class _Http(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    allowed_hosts: list[str] = Field(default_factory=list)
+    allowed_origins: list[str] = Field(default_factory=list)
 
 
 class _Gate(BaseModel):
@@ -131,6 +162,8 @@ class _Toml(BaseModel):
     model_config = ConfigDict(extra="forbid")
     toolroute: _Settings = Field(default_factory=_Settings)
     llm: _Llm | None = None
+    auth: _Auth | None = None
+    http: _Http = Field(default_factory=_Http)
     servers: dict[str, _ServerMeta] = Field(default_factory=dict)
     tools: dict[str, _ToolMeta] = Field(default_factory=dict)
 
@@ -147,8 +180,9 @@ class GatewayConfig:
     connect_timeout_s: float = 20.0
     expose: Literal["meta", "bind"] = "meta"
     """``meta``: only find_tools/call_tool; ``bind``: found tools are added to tools/list too."""
-    call_gate: bool = True
-    """Refuse call_tool on a tool find_tools has not promoted in this session (seed 002 §5.5)."""
+    call_gate: CallGateScope = "connection"
+    """Refuse call_tool on a tool find_tools has not promoted (seed 002 §5.5) in this
+    ``connection``, for this ``client`` (any of its connections), or ``off``."""
     scopes: tuple[str, ...] = ()
     """Scopes granted to the client (``requires_scope`` preconditions)."""
     milestones: tuple[str, ...] = ()
@@ -170,6 +204,12 @@ class GatewayConfig:
     llm: LLMConfig | None = None
     """Endpoint of the optional LLM stages: ``[llm]`` in toolroute.toml, else the
     ``TOOLROUTE_LLM_*`` environment, else None (offline fallbacks)."""
+    clients: tuple[ClientAccess, ...] = ()
+    """HTTP clients and their tokens (``[auth]``); empty: no authentication."""
+    allowed_hosts: tuple[str, ...] = ()
+    """Host headers accepted over HTTP besides loopback (``host:port``, ``host:*``)."""
+    allowed_origins: tuple[str, ...] = ()
+    """Origin headers accepted over HTTP besides loopback (``scheme://host:port``, ``…:*``)."""
 
 
 _GATE_FIELDS = {"requires_scope", "after", "milestone"}
@@ -260,7 +300,12 @@ def load_config(path: str | Path, settings: str | Path | None = None) -> Gateway
         llm = LLMConfig(
             t.llm.base_url, t.llm.model, key, timeout_s=t.llm.timeout_s, retries=t.llm.retries
         )
+    from toolroute.gateway.access import gate_scope
+
     return GatewayConfig(
+        clients=_clients(toml_path, t.auth),
+        allowed_hosts=tuple(t.http.allowed_hosts),
+        allowed_origins=tuple(t.http.allowed_origins),
         llm=llm,
         servers=servers,
         store=Path(s.store).expanduser() if s.store else None,
@@ -269,7 +314,7 @@ def load_config(path: str | Path, settings: str | Path | None = None) -> Gateway
         call_timeout_s=s.call_timeout_s,
         connect_timeout_s=s.connect_timeout_s,
         expose=s.expose,
-        call_gate=s.call_gate,
+        call_gate=gate_scope(s.call_gate),
         scopes=tuple(s.scopes),
         milestones=tuple(s.milestones),
         threshold=s.threshold,
@@ -286,3 +331,32 @@ def load_config(path: str | Path, settings: str | Path | None = None) -> Gateway
             k: v.model_dump(exclude_none=True, exclude=_GATE_FIELDS) for k, v in t.tools.items()
         },
     )
+
+
+def _clients(source: Path, auth: _Auth | None) -> tuple[ClientAccess, ...]:
+    """The HTTP clients of ``[auth]``, their tokens read from the environment."""
+    from toolroute.gateway.access import ClientAccess
+
+    if auth is None:
+        return ()
+    wanted = [(c, v.token_env, v.servers, v.tools) for c, v in auth.clients.items()]
+    if auth.bearer_token_env:
+        if "default" in auth.clients:
+            raise ConfigError(f"{source}: auth.clients.default: the id is bearer_token_env's")
+        wanted.insert(0, ("default", auth.bearer_token_env, [], []))
+    if not wanted:
+        raise ConfigError(
+            f"{source}: auth: give bearer_token_env or at least one [auth.clients.ID]"
+        )
+    clients = []
+    for client, env, servers, tools in wanted:
+        token = os.environ.get(env, "")
+        field = "bearer_token_env" if client == "default" else f"clients.{client}.token_env"
+        if not token.strip():
+            raise ConfigError(f"{source}: auth.{field}: the variable {env} is not set")
+        if len(token) < 16:
+            raise ConfigError(f"{source}: auth.{field}: the token in {env} is under 16 characters")
+        clients.append(ClientAccess(client, token, tuple(servers), tuple(tools)))
+    if len({c.token for c in clients}) < len(clients):
+        raise ConfigError(f"{source}: auth: two clients have the same token")
+    return tuple(clients)

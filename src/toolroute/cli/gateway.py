@@ -75,10 +75,10 @@ def sync(config_path: Path, settings: Path | None, store: Path | None, as_json: 
 @click.option("--host", default="127.0.0.1", show_default=True, help="HTTP bind address.")
 @click.option(
     "--port",
-    type=click.IntRange(1, 65535),
+    type=click.IntRange(0, 65535),
     default=8765,
     show_default=True,
-    help="HTTP port (the endpoint is http://HOST:PORT/mcp).",
+    help="HTTP port (endpoint http://HOST:PORT/mcp; 0: any free port, printed on stderr).",
 )
 @_friendly
 def serve(

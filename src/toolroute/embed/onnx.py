@@ -114,6 +114,9 @@ class OnnxEmbedder:
         if n > 0:
             opts.intra_op_num_threads = n
         opts.inter_op_num_threads = 1
+        # Idle pool threads sleep instead of spinning: a spinning pool burns a core between
+        # the gateway's one-query embeddings (benchmarks/embed_spin.py: about half the CPU).
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
             self._session: Any = ort.InferenceSession(
                 str(model_path), sess_options=opts, providers=["CPUExecutionProvider"]

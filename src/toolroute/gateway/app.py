@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import socket
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -18,6 +20,7 @@ from typing import Any, Literal
 import anyio
 
 from toolroute.config import GatewayConfig
+from toolroute.errors import ConfigError
 from toolroute.llm.client import ChatLLM, llm_cache_path
 from toolroute.route.strategy import RouteParams
 from toolroute.router import IndexReport, Router
@@ -25,7 +28,16 @@ from toolroute.sources.pool import Downstream, DownstreamPool
 from toolroute.sources.sync import ServerStatus, catalog_from_listing, list_all
 from toolroute.store import Store, default_store_dir
 
-__all__ = ["SyncResult", "make_gateway", "running_pool", "serve", "sync_once", "sync_router"]
+__all__ = [
+    "SyncResult",
+    "http_app",
+    "make_gateway",
+    "running_pool",
+    "serve",
+    "serve_http",
+    "sync_once",
+    "sync_router",
+]
 
 log = logging.getLogger(__name__)
 
@@ -120,18 +132,64 @@ async def serve(
                             read, write, gateway.server.create_initialization_options()
                         )
                 else:
-                    import uvicorn
-
-                    from toolroute.gateway.status_page import mount_status_page
-
-                    app = gateway.server.streamable_http_app(streamable_http_path="/mcp")
-                    security = gateway.server.session_manager.security_settings
-                    mount_status_page(app, gateway, pool, security)  # GET /status, /status.json
-                    cfg = uvicorn.Config(app, host=host, port=port, log_level="warning")
-                    await uvicorn.Server(cfg).serve()
+                    await serve_http(config, gateway, host, port)
                 tg.cancel_scope.cancel()
         finally:
             gateway.router.close()
+
+
+def http_app(config: GatewayConfig, gateway: Any) -> Any:
+    """The gateway's whole Starlette app (streamable HTTP at /mcp), inside the HTTP guard:
+    Host, Origin and bearer-token checks on every route (:mod:`toolroute.gateway.auth`)."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    from toolroute.gateway.auth import HttpGuard
+    from toolroute.gateway.status_page import mount_status_page
+
+    app = gateway.server.streamable_http_app(
+        streamable_http_path="/mcp",
+        # the guard checks Host and Origin for every route, with the configured lists
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+    mount_status_page(app, gateway)  # GET /status, /status.json: behind the same guard
+    return HttpGuard(
+        app,
+        clients=config.clients,
+        allowed_hosts=config.allowed_hosts,
+        allowed_origins=config.allowed_origins,
+    )
+
+
+async def serve_http(config: GatewayConfig, gateway: Any, host: str, port: int) -> None:
+    """Serve over streamable HTTP; once the socket listens, say where on stderr (port 0: any
+    free port, the line gives the one taken)."""
+    import uvicorn
+
+    from toolroute.gateway.auth import is_loopback
+
+    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)
+        sock.setblocking(False)
+    except OSError as e:
+        sock.close()
+        raise ConfigError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+    bound = sock.getsockname()[1]
+    if not is_loopback(host) and not config.clients:
+        log.warning(
+            "listening on %s without [auth] tokens: anyone who can reach it may call your tools",
+            host,
+        )
+    shown = f"[{host}]" if ":" in host else host
+    print(f"toolroute: listening on http://{shown}:{bound}/mcp", file=sys.stderr, flush=True)
+    cfg = uvicorn.Config(
+        http_app(config, gateway), log_level="warning", timeout_graceful_shutdown=5
+    )
+    with sock:
+        await uvicorn.Server(cfg).serve(sockets=[sock])
 
 
 def make_gateway(config: GatewayConfig, router: Router, pool: DownstreamPool) -> Any:
@@ -152,6 +210,7 @@ def make_gateway(config: GatewayConfig, router: Router, pool: DownstreamPool) ->
         call_timeout_s=config.call_timeout_s,
         expose=config.expose,
         call_gate=config.call_gate,
+        clients={c.client_id: c for c in config.clients},
         presenter=presenter,
         tool_gates=config.tool_gates,
         server_gates=config.server_gates,

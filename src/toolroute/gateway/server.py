@@ -29,6 +29,14 @@ from mcp.server import NotificationOptions, Server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 
 from toolroute.config import SEPARATOR
+from toolroute.gateway.access import (
+    CallGateScope,
+    ClientAccess,
+    SessionStates,
+    authenticated_client,
+    gate_scope,
+)
+from toolroute.gateway.checks import MAX_NAME_CHARS, check_arguments, check_find_args, check_k
 from toolroute.present.events import EventSink, RoutingEvent, query_hash
 from toolroute.present.presenter import PresentConfig, Presenter
 from toolroute.route.gate import Preconditions, SessionState, blocked_by, preconditions_for
@@ -156,7 +164,8 @@ class Gateway:
         strategy: str = "default",
         call_timeout_s: float = 30.0,
         expose: Literal["meta", "bind"] = "meta",
-        call_gate: bool = True,
+        call_gate: bool | CallGateScope = True,
+        clients: Mapping[str, ClientAccess] | None = None,
         presenter: Presenter | None = None,
         tool_gates: Mapping[str, Preconditions] | None = None,
         server_gates: Mapping[str, Preconditions] | None = None,
@@ -172,7 +181,10 @@ class Gateway:
         self.call_timeout_s = call_timeout_s
         self._on_outcome = on_outcome
         self.expose = expose
-        self.call_gate = call_gate
+        self.gate_scope = gate_scope(call_gate)
+        self.call_gate = self.gate_scope != "off"
+        self.clients = dict(clients or {})
+        """Authenticated HTTP clients by id, with their allow-lists (:mod:`.access`)."""
         self.presenter = presenter or Presenter(router.catalog, PresentConfig(top_k=k))
         self.tool_gates = dict(tool_gates or {})
         self.server_gates = dict(server_gates or {})
@@ -181,7 +193,10 @@ class Gateway:
         self.events = tuple(events)
         self.bound: dict[str, types.Tool] = {}
         self.bus = InMemorySubscriptionBus()
-        self._sessions: dict[int, SessionState] = {}
+        self.sessions = SessionStates(
+            self.gate_scope,
+            lambda: SessionState(scopes=set(self.scopes), milestones=set(self.milestones)),
+        )
         self.server = _GatewayServer(
             "toolroute",
             version="0.1.0",
@@ -201,13 +216,13 @@ class Gateway:
         return old
 
     def state(self, session: object = None) -> SessionState:
-        """The state of one client session (scopes, successful calls, milestones, promoted)."""
-        key = id(session)
-        if key not in self._sessions:
-            self._sessions[key] = SessionState(
-                scopes=set(self.scopes), milestones=set(self.milestones)
-            )
-        return self._sessions[key]
+        """The state of one client connection (scopes, successful calls, milestones, promoted)."""
+        return self.sessions.for_connection(session)
+
+    def allowed_for(self, ctx: Any) -> Callable[[str], bool] | None:
+        """The allow-list of the authenticated client of this request (None: everything)."""
+        client = self.clients.get(authenticated_client(ctx) or "")
+        return client.allows if client is not None and client.restricted else None
 
     def _gate(self, name: str, server: str, state: SessionState) -> str | None:
         return blocked_by(
@@ -218,14 +233,20 @@ class Gateway:
         meta = [FIND_TOOLS, CALL_TOOL, REQUEST_CAPABILITY]
         if any(g.milestone for g in (*self.tool_gates.values(), *self.server_gates.values())):
             meta.append(SET_MILESTONE)
-        return types.ListToolsResult(tools=[*meta, *self.bound.values()])
+        allowed = self.allowed_for(ctx)
+        bound = [t for t in self.bound.values() if allowed is None or allowed(t.name)]
+        return types.ListToolsResult(tools=[*meta, *bound])
 
     async def _call_tool(
         self, ctx: Any, params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         args = params.arguments or {}
-        state = self.state(_connection_of(ctx))
+        state = self.sessions.for_request(ctx)
+        allowed = self.allowed_for(ctx)
         if params.name == FIND_TOOLS.name:
+            problem = check_find_args(args)
+            if problem:
+                return _json_result({"error": "invalid_arguments", "message": problem}, error=True)
             query = args.get("query")
             subtask = args.get("subtask")
             if not query and isinstance(subtask, dict) and subtask.get("operation"):
@@ -239,15 +260,14 @@ class Gateway:
                     },
                     error=True,
                 )
-            if not isinstance(k, int) or not 1 <= k <= 50:
-                k = self.k
-            found = self.find(query, k, state)
+            found = self.find(query, k, state, may_use=allowed)
             if self.expose == "bind":
                 await self._bind(ctx, found["candidates"])
             return _json_result(found)
         if params.name == CALL_TOOL.name:
             name = args.get("name")
-            arguments = args.get("arguments") or {}
+            arguments = args.get("arguments")
+            arguments = {} if arguments is None else arguments
             if not isinstance(name, str) or not isinstance(arguments, dict):
                 return _json_result(
                     {
@@ -256,7 +276,7 @@ class Gateway:
                     },
                     error=True,
                 )
-            return await self.gated_call(name, arguments, state)
+            return await self.gated_call(name, arguments, state, allowed=allowed)
         if params.name == REQUEST_CAPABILITY.name:
             need = args.get("need")
             if not isinstance(need, str) or not need.strip():
@@ -264,10 +284,11 @@ class Gateway:
                     {"error": "invalid_arguments", "message": "request_capability needs `need`"},
                     error=True,
                 )
-            k = args.get("k", self.k)
-            return await self._request_capability(
-                ctx, state, need, k if isinstance(k, int) and 1 <= k <= 20 else self.k
-            )
+            k = args.get("k", min(self.k, 20))
+            problem = check_k(k, 20)
+            if problem:
+                return _json_result({"error": "invalid_arguments", "message": problem}, error=True)
+            return await self._request_capability(ctx, state, need, k, allowed)
         if params.name == SET_MILESTONE.name:
             milestone = args.get("name")
             if not isinstance(milestone, str) or not milestone:
@@ -278,22 +299,43 @@ class Gateway:
             state.milestones.add(milestone)
             return _json_result({"milestones": sorted(state.milestones)})
         if params.name in self.bound:
-            return await self.gated_call(params.name, args, state)
+            return await self.gated_call(params.name, args, state, allowed=allowed)
         return _json_result(
             {
                 "error": "unknown_tool",
-                "message": f"{params.name!r} is not a toolroute tool; use "
+                "message": f"{params.name[:200]!r} is not a toolroute tool; use "
                 "find_tools, then call_tool",
             },
             error=True,
         )
 
     async def gated_call(
-        self, name: str, arguments: dict[str, Any], state: SessionState
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        state: SessionState,
+        allowed: Callable[[str], bool] | None = None,
     ) -> types.CallToolResult:
-        """call_tool behind the call gate (seed 002 Alg. 1 line 8) and the preconditions."""
+        """call_tool behind the client's allow-list, the call gate (seed 002 Alg. 1 line 8)
+        and the preconditions."""
         server, _, tool = name.partition(SEPARATOR)
         known = name in self.presenter.tools_by_name
+        if allowed is not None and not (known and allowed(name)):
+            return _json_result(
+                {
+                    "error": "unknown_tool",
+                    "message": f"no tool named {name[:200]!r} is available to this client; "
+                    "names come from find_tools",
+                    "closest": _closest(name, [n for n in self._names() if allowed(n)]),
+                },
+                error=True,
+            )
+        problem = check_arguments(arguments)
+        if problem:
+            return _json_result(
+                {"error": "invalid_arguments", "tool": name[:200], "message": problem},
+                error=True,
+            )
         if known:
             pinned = set(self.presenter.config.pinned)
             if self.call_gate and name not in state.promoted and name not in pinned:
@@ -302,7 +344,9 @@ class Gateway:
                         "error": "tool_not_available",
                         "message": f"{name!r} was not promoted in this session: call find_tools "
                         "with what you need first",
-                        "available": sorted(state.promoted | pinned),
+                        "available": sorted(
+                            n for n in state.promoted | pinned if allowed is None or allowed(n)
+                        ),
                     },
                     error=True,
                 )
@@ -317,7 +361,12 @@ class Gateway:
         return result
 
     async def _request_capability(
-        self, ctx: Any, state: SessionState, need: str, k: int
+        self,
+        ctx: Any,
+        state: SessionState,
+        need: str,
+        k: int,
+        allowed: Callable[[str], bool] | None = None,
     ) -> types.CallToolResult:
         """Re-route on a missing capability (seed 004 §V): the stated need plus the original
         request, tools already shown excluded; bounded per session to stop loops."""
@@ -333,7 +382,7 @@ class Gateway:
             )
         query = f"{need}. {state.last_query}" if state.last_query else need
         shown_before = set(state.promoted)
-        found = self.find(query, k + len(shown_before), state, remember=False)
+        found = self.find(query, k + len(shown_before), state, remember=False, may_use=allowed)
         fresh = [c for c in found["candidates"] if c["name"] not in shown_before][:k]
         state.promoted.update(c["name"] for c in fresh)
         if self.expose == "bind":
@@ -360,14 +409,22 @@ class Gateway:
             await ctx.session.send_tool_list_changed()  # handshake-era clients
 
     def find(
-        self, query: str, k: int, state: SessionState | None = None, remember: bool = True
+        self,
+        query: str,
+        k: int,
+        state: SessionState | None = None,
+        remember: bool = True,
+        may_use: Callable[[str], bool] | None = None,
     ) -> dict[str, Any]:
-        """Route, drop tools whose preconditions fail, promote the gated top-k (θ, pinned)."""
+        """Route, drop tools outside the client's allow-list and tools whose preconditions
+        fail, promote the gated top-k (θ, pinned)."""
         start = time.perf_counter()
         state = state if state is not None else self.state()
         if remember:
             state.last_query = query
         ranked = self.router.route(query, k=max(4 * k, 20), strategy=self.strategy)
+        if may_use is not None:  # another client's tools: not even named as gated out
+            ranked = [c for c in ranked if may_use(f"{c.server}{SEPARATOR}{c.tool}")]
         allowed, blocked = [], []
         for c in ranked:
             name = f"{c.server}{SEPARATOR}{c.tool}"
@@ -377,8 +434,14 @@ class Gateway:
             else:
                 allowed.append(c)
         shown = self.presenter.present(allowed, top_k=k)
+        promoted = [
+            c
+            for c in shown.promoted
+            if may_use is None or may_use(f"{c.server}{SEPARATOR}{c.tool}")
+        ]  # pinned tools outside the client's allow-list too
+        names = [f"{c.server}{SEPARATOR}{c.tool}" for c in promoted]
         if remember:
-            state.promoted.update(shown.names)
+            state.promoted.update(names)
         gated = [*blocked, *shown.gated_out]
         event = RoutingEvent(
             query_hash=query_hash(query),
@@ -388,7 +451,7 @@ class Gateway:
                 for c in ranked
             ],
             gated_out=[{"name": n, "reason": r} for n, r in gated],
-            active=list(shown.names),
+            active=names,
             phase1_tokens=shown.phase1_tokens,
             phase2_tokens=shown.phase2_tokens,
             latency_ms=round((time.perf_counter() - start) * 1000, 3),
@@ -406,7 +469,7 @@ class Gateway:
                     "input_schema": c.input_schema,
                     "score": round(c.score, 4),
                 }
-                for c in shown.promoted
+                for c in promoted
             ],
             "gated_out": [{"name": n, "reason": r} for n, r in blocked[:k]],
         }
@@ -421,8 +484,8 @@ class Gateway:
             return _json_result(
                 {
                     "error": "unknown_tool",
-                    "message": f"no tool named {name!r}; names come from find_tools",
-                    "closest": difflib.get_close_matches(name, self._names(), n=5, cutoff=0.4),
+                    "message": f"no tool named {name[:200]!r}; names come from find_tools",
+                    "closest": _closest(name, self._names()),
                 },
                 error=True,
             )
@@ -486,13 +549,6 @@ def _validator(schema_json: str) -> Any:
     return cls(schema)
 
 
-def _connection_of(ctx: Any) -> object:
-    """The client connection a request belongs to: handlers get a per-request ServerSession
-    that wraps the connection (SDK 2.3 exposes it only as ``_connection``)."""
-    session = getattr(ctx, "session", None)
-    return getattr(session, "_connection", None) or session
-
-
 def _validate(schema: dict[str, Any], arguments: dict[str, Any]) -> list[dict[str, str]]:
     """JSON-schema errors of ``arguments`` (an unusable schema validates nothing)."""
     validator = _validator(json.dumps(schema, sort_keys=True))
@@ -504,6 +560,16 @@ def _validate(schema: dict[str, Any], arguments: dict[str, Any]) -> list[dict[st
         log.warning("skipping validation: the input schema cannot be evaluated", exc_info=True)
         return []
     return [
-        {"path": "/".join(str(p) for p in e.absolute_path) or "(root)", "message": e.message}
-        for e in found
-    ][:10]
+        {
+            "path": "/".join(str(p) for p in e.absolute_path)[:200] or "(root)",
+            "message": e.message if len(e.message) <= 300 else e.message[:300] + " …",
+        }
+        for e in found[:10]
+    ]
+
+
+def _closest(name: str, names: list[str]) -> list[str]:
+    """Known names close to a mistyped one (none for a name no tool could have)."""
+    if len(name) > MAX_NAME_CHARS:
+        return []
+    return difflib.get_close_matches(name, names, n=5, cutoff=0.4)

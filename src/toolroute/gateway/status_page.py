@@ -7,10 +7,10 @@ and the statistics learned from executed calls (success, latency, calls: EHRR eq
 last routing decisions with their explanation (candidates and scores, what was promoted, what
 was gated out and why; the query itself is stored only as a hash, seed 002 §5.7).
 
-The routes join the gateway's own Starlette app, so every middleware around that app (auth)
-covers them too, and they apply the MCP endpoint's Host/Origin rules (the SDK's DNS-rebinding
-protection, the same settings object). Nothing here writes: the page only reads the pool, the
-router's catalog and the store.
+The routes join the gateway's own Starlette app, inside the same ``HttpGuard`` as ``/mcp``
+(:mod:`toolroute.gateway.auth`: Host, Origin and bearer-token checks), so the page follows the
+MCP endpoint's rules exactly. Nothing here writes: the page only reads the pool, the router's
+catalog and the store.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ import logging
 import time
 from typing import Any
 
-from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
@@ -88,26 +87,14 @@ def status_snapshot(gateway: Any, pool: Any, last: int = LAST_EVENTS) -> dict[st
     }
 
 
-def mount_status_page(
-    app: Starlette,
-    gateway: Any,
-    pool: Any,
-    security: TransportSecuritySettings | None,
-) -> None:
+def mount_status_page(app: Starlette, gateway: Any) -> None:
     """Add ``GET /status`` and ``GET /status.json`` to the gateway's Starlette ``app``."""
-    guard = TransportSecurityMiddleware(security)
 
     async def page(request: Request) -> Response:
-        refused = await guard.validate_request(request)
-        if refused is not None:
-            return refused
-        return HTMLResponse(render_html(status_snapshot(gateway, pool)))
+        return HTMLResponse(render_html(status_snapshot(gateway, gateway.pool)))
 
     async def data(request: Request) -> Response:
-        refused = await guard.validate_request(request)
-        if refused is not None:
-            return refused
-        return JSONResponse(status_snapshot(gateway, pool))
+        return JSONResponse(status_snapshot(gateway, gateway.pool))
 
     app.router.routes.extend(
         [Route("/status", page, methods=["GET"]), Route("/status.json", data, methods=["GET"])]

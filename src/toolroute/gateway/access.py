@@ -1,0 +1,175 @@
+"""Who is calling, what they may use, and whose session a request belongs to.
+
+- :class:`ClientAccess`: one HTTP client of the gateway, known by its bearer token
+  (``[auth.clients.<id>]`` in toolroute.toml), with an optional allow-list of servers and tools.
+  ``find_tools`` never shows it a tool outside its list, and ``call_tool``, bound tools and
+  ``request_capability`` check the list again.
+- The call gate's scope (``call_gate`` in toolroute.toml) says how long a promotion by
+  ``find_tools`` lasts: ``"connection"`` (one MCP connection; ``true``), ``"client"`` (every
+  connection of one client, for clients that open one session per call) or ``"off"``
+  (``false``: no gate).
+- The client of a request: the authenticated client id when the gateway has tokens; else the
+  ``X-Toolroute-Client`` HTTP header when the client sends one; else the ``clientInfo.name`` it
+  gave in ``initialize``. Without tokens that identity is the client's own word, so it only
+  keeps the gate's promotions together; it grants nothing.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from toolroute.config import SEPARATOR
+from toolroute.errors import ConfigError
+from toolroute.route.gate import SessionState
+
+__all__ = [
+    "CLIENT_HEADER",
+    "CLIENT_SCOPE_KEY",
+    "CallGateScope",
+    "ClientAccess",
+    "SessionStates",
+    "authenticated_client",
+    "client_identity",
+    "gate_scope",
+]
+
+CallGateScope = Literal["connection", "client", "off"]
+
+CLIENT_SCOPE_KEY = "toolroute.client"
+"""Key of the authenticated client id in the ASGI scope (set by :mod:`toolroute.gateway.auth`)."""
+CLIENT_HEADER = "x-toolroute-client"
+"""HTTP header naming the client when the gateway has no tokens (call gate scope ``client``)."""
+MAX_CLIENT_STATES = 10_000
+"""Client-scoped session states kept (least recently used dropped): a client names itself when
+there are no tokens, so their number must be bounded."""
+
+
+def gate_scope(value: bool | str) -> CallGateScope:
+    """``call_gate`` as a scope: ``true`` is ``"connection"``, ``false`` is ``"off"``."""
+    if value is True:
+        return "connection"
+    if value is False:
+        return "off"
+    if value in ("connection", "client", "off"):
+        return value  # type: ignore[return-value]
+    raise ConfigError(
+        f"call_gate: {value!r} is not one of connection, client, off (or true / false)"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ClientAccess:
+    """One client of the HTTP gateway: its id, its token and what it may use.
+
+    ``servers`` and ``tools`` are allow-lists (``fnmatch`` patterns, ``tools`` on the
+    ``server__tool`` name); a tool is allowed when its server or its name matches one. With
+    both empty the client may use every tool.
+    """
+
+    client_id: str
+    token: str = field(repr=False)
+    servers: tuple[str, ...] = ()
+    tools: tuple[str, ...] = ()
+
+    @property
+    def restricted(self) -> bool:
+        return bool(self.servers or self.tools)
+
+    def allows(self, name: str) -> bool:
+        """Whether this client may see and call the tool ``server__tool``."""
+        if not self.restricted:
+            return True
+        server = name.partition(SEPARATOR)[0]
+        return any(fnmatch.fnmatchcase(server, p) for p in self.servers) or any(
+            fnmatch.fnmatchcase(name, p) for p in self.tools
+        )
+
+
+def _request_scope(ctx: Any) -> dict[str, Any] | None:
+    scope = getattr(getattr(ctx, "request", None), "scope", None)
+    return scope if isinstance(scope, dict) else None
+
+
+def authenticated_client(ctx: Any) -> str | None:
+    """The client id the auth middleware put on this request's HTTP scope, if any."""
+    scope = _request_scope(ctx)
+    client = scope.get(CLIENT_SCOPE_KEY) if scope is not None else None
+    return client if isinstance(client, str) else None
+
+
+def client_identity(ctx: Any) -> str:
+    """Who sent this request: the authenticated id, else the ``X-Toolroute-Client`` header,
+    else ``clientInfo.name`` from ``initialize``, else ``"anonymous"``."""
+    authenticated = authenticated_client(ctx)
+    if authenticated is not None:
+        return f"token:{authenticated}"
+    scope = _request_scope(ctx)
+    if scope is not None:
+        for key, value in scope.get("headers", ()):
+            if key == CLIENT_HEADER.encode():
+                return "header:" + bytes(value).decode("latin-1")[:200]
+    params = getattr(getattr(ctx, "session", None), "client_params", None)
+    name = getattr(getattr(params, "client_info", None), "name", None)
+    return f"name:{name[:200]}" if isinstance(name, str) and name else "anonymous"
+
+
+def _connection_of(ctx: Any) -> object:
+    """The client connection a request belongs to: handlers get a per-request ServerSession
+    that wraps the connection (SDK 2.3 exposes it only as ``_connection``)."""
+    session = getattr(ctx, "session", None)
+    return getattr(session, "_connection", None) or session
+
+
+class SessionStates:
+    """The :class:`SessionState` of each request, per call gate scope.
+
+    ``connection`` (and ``off``): one state per MCP connection, dropped with it (held weakly,
+    so a closed connection's promotions can never pass to a new one that reuses its address);
+    ``client``: one state per client identity, kept for the gateway's life (at most
+    :data:`MAX_CLIENT_STATES`, least recently used dropped first).
+    """
+
+    def __init__(self, scope: CallGateScope, new: Callable[[], SessionState]) -> None:
+        self.scope = scope
+        self._new = new
+        self._by_connection: weakref.WeakKeyDictionary[object, SessionState] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._by_client: OrderedDict[str, SessionState] = OrderedDict()
+        self._unkeyed: SessionState | None = None
+
+    def __len__(self) -> int:
+        return len(self._by_connection) + len(self._by_client)
+
+    def for_request(self, ctx: Any) -> SessionState:
+        if self.scope == "client":
+            return self.for_client(client_identity(ctx))
+        return self.for_connection(_connection_of(ctx))
+
+    def for_client(self, client: str) -> SessionState:
+        state = self._by_client.get(client)
+        if state is None:
+            state = self._by_client[client] = self._new()
+            while len(self._by_client) > MAX_CLIENT_STATES:
+                self._by_client.popitem(last=False)
+        else:
+            self._by_client.move_to_end(client)
+        return state
+
+    def for_connection(self, connection: object) -> SessionState:
+        if connection is None:
+            if self._unkeyed is None:
+                self._unkeyed = self._new()
+            return self._unkeyed
+        try:
+            state = self._by_connection.get(connection)
+        except TypeError:  # not weakly referable: one shared state rather than a leak
+            return self.for_connection(None)
+        if state is None:
+            state = self._by_connection[connection] = self._new()
+        return state

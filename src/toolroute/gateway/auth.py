@@ -1,0 +1,123 @@
+"""The HTTP front door: one ASGI middleware around the gateway's whole Starlette app.
+
+Every HTTP request, whatever its route (``/mcp`` and any page added beside it), passes, in order:
+
+1. **Host** (DNS rebinding): the ``Host`` header must be a loopback name (``127.0.0.1``,
+   ``localhost``, ``[::1]``, any port) or one of ``[http] allowed_hosts``; else ``421``.
+2. **Origin** (MCP 2025-11-25, streamable HTTP security: "Servers MUST validate the Origin
+   header"): when present it must be a loopback origin or one of ``[http] allowed_origins``;
+   else ``403``.
+3. **Bearer token**, when ``[auth]`` gives tokens: ``Authorization: Bearer <token>`` must be
+   one of them (compared in constant time, every token each time); else ``401`` with
+   ``WWW-Authenticate: Bearer``. The client id goes on the request's ASGI scope
+   (:data:`~toolroute.gateway.access.CLIENT_SCOPE_KEY`).
+
+The ``Authorization`` header is removed from every request that passes, so nothing behind this
+middleware sees the token, let alone forwards it to a downstream server (MCP authorization
+spec: no token passthrough).
+
+Patterns are ``host:port`` / ``scheme://host:port`` or end in ``:*`` for any port.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Sequence
+
+from starlette.datastructures import Headers
+from starlette.responses import PlainTextResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from toolroute.gateway.access import CLIENT_SCOPE_KEY, ClientAccess
+
+__all__ = ["LOOPBACK_HOSTS", "LOOPBACK_ORIGINS", "HttpGuard", "is_loopback"]
+
+LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]")
+LOOPBACK_ORIGINS = tuple(
+    f"{scheme}://{host}" for scheme in ("http", "https") for host in LOOPBACK_HOSTS
+)
+
+
+def is_loopback(host: str) -> bool:
+    return host in ("127.0.0.1", "localhost", "::1") or host.startswith("127.")
+
+
+def _matches(value: str, patterns: Sequence[str]) -> bool:
+    for pattern in patterns:
+        if value == pattern:
+            return True
+        if pattern.endswith(":*"):
+            base, _, port = value.rpartition(":")
+            if base == pattern[:-2] and port.isdigit():
+                return True
+    return False
+
+
+def _digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
+
+
+class HttpGuard:
+    """ASGI middleware: Host, Origin and bearer-token checks for every HTTP request."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        clients: Sequence[ClientAccess] = (),
+        allowed_hosts: Sequence[str] = (),
+        allowed_origins: Sequence[str] = (),
+    ) -> None:
+        self.app = app
+        self.hosts = (*LOOPBACK_HOSTS, *allowed_hosts)
+        self.origins = (*LOOPBACK_ORIGINS, *allowed_origins)
+        self._tokens = [(_digest(c.token), c.client_id) for c in clients]
+
+    def _client(self, authorization: str | None) -> str | None:
+        scheme, _, token = (authorization or "").partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            return None
+        given = _digest(token.strip())
+        found = None
+        for digest, client in self._tokens:  # no early exit: same work whichever matches
+            if hmac.compare_digest(given, digest):
+                found = client
+        return found
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):  # lifespan
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        denied: PlainTextResponse | None = None
+        client: str | None = None
+        if not _matches(headers.get("host", ""), self.hosts):
+            denied = PlainTextResponse("Invalid Host header", status_code=421)
+        elif "origin" in headers and not _matches(headers["origin"], self.origins):
+            denied = PlainTextResponse("Invalid Origin header", status_code=403)
+        elif self._tokens:
+            client = self._client(headers.get("authorization"))
+            if client is None:
+                given = "authorization" in headers
+                denied = PlainTextResponse(
+                    "Invalid bearer token" if given else "Missing bearer token",
+                    status_code=401,
+                    headers={
+                        "WWW-Authenticate": 'Bearer realm="toolroute"'
+                        + (', error="invalid_token"' if given else "")
+                    },
+                )
+        if denied is not None:
+            if scope["type"] == "websocket":
+                await send({"type": "websocket.close", "code": 1008})
+            else:
+                await denied(scope, receive, send)
+            return
+        scope = {  # the token stops here, with or without [auth]
+            **scope,
+            "headers": [(k, v) for k, v in scope["headers"] if k.lower() != b"authorization"],
+        }
+        if client is not None:
+            scope[CLIENT_SCOPE_KEY] = client
+        await self.app(scope, receive, send)

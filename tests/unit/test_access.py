@@ -1,0 +1,160 @@
+"""Clients, allow-lists and the call gate's scope: parsing from toolroute.toml and matching."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from toolroute.config import load_config
+from toolroute.errors import ConfigError
+from toolroute.gateway.access import (
+    CLIENT_SCOPE_KEY,
+    ClientAccess,
+    SessionStates,
+    client_identity,
+    gate_scope,
+)
+from toolroute.gateway.checks import check_arguments, check_find_args, check_k
+from toolroute.route.gate import SessionState
+
+TOKEN = "t" * 24
+
+
+def _config(tmp_path: Path, toml: str) -> Path:
+    p = tmp_path / "servers.json"
+    p.write_text(json.dumps({"mcpServers": {"time": {"command": "x"}, "git": {"command": "y"}}}))
+    (tmp_path / "toolroute.toml").write_text(toml)
+    return p
+
+
+@pytest.mark.parametrize(
+    ("value", "scope"),
+    [("true", "connection"), ("false", "off"), ('"client"', "client"), ('"off"', "off")],
+)
+def test_call_gate_takes_a_scope_or_the_old_booleans(
+    tmp_path: Path, value: str, scope: str
+) -> None:
+    cfg = load_config(_config(tmp_path, f"[toolroute]\ncall_gate = {value}\n"))
+    assert cfg.call_gate == scope
+
+
+def test_an_unknown_call_gate_scope_is_one_line_naming_the_field(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"toolroute.call_gate"):
+        load_config(_config(tmp_path, '[toolroute]\ncall_gate = "session"\n'))
+    with pytest.raises(ConfigError, match="connection, client, off"):
+        gate_scope("session")
+
+
+def test_tokens_come_from_the_environment_with_their_allow_lists(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TR_ONE", TOKEN)
+    monkeypatch.setenv("TR_CI", TOKEN + "ci")
+    cfg = load_config(
+        _config(
+            tmp_path,
+            '[auth]\nbearer_token_env = "TR_ONE"\n[auth.clients.ci]\ntoken_env = "TR_CI"\n'
+            'servers = ["time"]\ntools = ["git__git_status"]\n'
+            '[http]\nallowed_hosts = ["gw.lan:*"]\n',
+        )
+    )
+    assert [(c.client_id, c.servers, c.tools) for c in cfg.clients] == [
+        ("default", (), ()),
+        ("ci", ("time",), ("git__git_status",)),
+    ]
+    assert cfg.allowed_hosts == ("gw.lan:*",)
+    assert TOKEN not in repr(cfg.clients)  # a token never shows up in a log line
+
+
+@pytest.mark.parametrize(
+    ("env", "toml", "message"),
+    [
+        ({}, '[auth]\nbearer_token_env = "TR_UNSET"\n', "TR_UNSET is not set"),
+        ({"TR_A": "short"}, '[auth]\nbearer_token_env = "TR_A"\n', "under 16 characters"),
+        (
+            {"TR_A": TOKEN, "TR_B": TOKEN},
+            '[auth]\nbearer_token_env = "TR_A"\n[auth.clients.b]\ntoken_env = "TR_B"\n',
+            "same token",
+        ),
+        ({}, "[auth]\n", "give bearer_token_env"),
+        ({}, '[auth.clients.x]\ntoken_env = "E"\nhosts = []\n', "auth.clients.x.hosts"),
+    ],
+)
+def test_auth_mistakes_are_one_line(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    env: dict[str, str],
+    toml: str,
+    message: str,
+) -> None:
+    monkeypatch.delenv("TR_UNSET", raising=False)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    with pytest.raises(ConfigError, match=message):
+        load_config(_config(tmp_path, toml))
+
+
+def test_allow_list_matches_servers_or_tool_patterns() -> None:
+    ci = ClientAccess("ci", TOKEN, servers=("time",), tools=("memory__search_*",))
+    assert ci.allows("time__get_current_time")
+    assert ci.allows("memory__search_nodes")
+    assert not ci.allows("memory__delete_entities")
+    assert not ci.allows("timex__now")
+    assert not ci.allows("../time__x") and not ci.allows("TIME__get_current_time")
+    assert ClientAccess("all", TOKEN).allows("anything__at_all")
+
+
+def _ctx(connection: object, *, client: str | None = None, header: str | None = None) -> object:
+    scope: dict[str, object] = {"headers": []}
+    if client:
+        scope[CLIENT_SCOPE_KEY] = client
+    if header:
+        scope["headers"] = [(b"x-toolroute-client", header.encode())]
+    info = SimpleNamespace(client_info=SimpleNamespace(name="inspector"))
+    session = SimpleNamespace(_connection=connection, client_params=info)
+    return SimpleNamespace(request=SimpleNamespace(scope=scope), session=session)
+
+
+class _Conn:
+    pass
+
+
+def test_client_identity_prefers_the_token_then_the_header_then_the_client_name() -> None:
+    conn = _Conn()
+    assert client_identity(_ctx(conn, client="ci", header="h")) == "token:ci"
+    assert client_identity(_ctx(conn, header="agent-7")) == "header:agent-7"
+    assert client_identity(_ctx(conn)) == "name:inspector"
+    assert client_identity(SimpleNamespace()) == "anonymous"
+
+
+def test_connection_scope_forgets_a_closed_connection_and_client_scope_outlives_it() -> None:
+    by_connection = SessionStates("connection", SessionState)
+    first = _Conn()
+    by_connection.for_request(_ctx(first)).promoted.add("time__x")
+    assert "time__x" in by_connection.for_request(_ctx(first)).promoted
+    assert "time__x" not in by_connection.for_request(_ctx(_Conn())).promoted
+    del first
+    assert len(by_connection) == 0  # held weakly: gone with its connection
+
+    by_client = SessionStates("client", SessionState)
+    by_client.for_request(_ctx(_Conn(), client="ci")).promoted.add("time__x")
+    assert "time__x" in by_client.for_request(_ctx(_Conn(), client="ci")).promoted
+    assert "time__x" not in by_client.for_request(_ctx(_Conn(), client="other")).promoted
+
+
+@pytest.mark.parametrize("k", [0, -1, 51, "3", 2.5, True, None, [3]])
+def test_k_outside_one_to_fifty_is_refused_with_the_range(k: object) -> None:
+    assert check_k(k, 50) == f"`k` must be an integer from 1 to 50; got {json.dumps(k)}"
+    assert check_find_args({"query": "x", "k": k}) is not None
+
+
+def test_arguments_deeper_than_32_or_over_a_megabyte_are_refused() -> None:
+    nested: object = "end"
+    for _ in range(32):
+        nested = [nested]
+    assert check_arguments({"a": nested}) is not None
+    assert check_arguments({"a": [[["ok"]]]}) is None
+    assert check_arguments({"a": "x" * 1_000_001}) is not None
