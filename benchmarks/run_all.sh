@@ -31,6 +31,9 @@ for name in livemcpbench tool_attention; do
 done
 $PY benchmarks/tokens.py --store "$STORE" --scale-store .toolroute/scale-store --out "$R/tokens.md"
 
+# What a new user waits for: a cold `toolroute index` of livemcpbench (empty store), then warm.
+$PY benchmarks/cold_index.py --out "$R/cold_index.md"
+
 # Gateway overhead per call_tool against calling the server directly (stdio and HTTP).
 $PY benchmarks/gateway_latency.py --http --breakdown --out "$R/gateway_latency.md"
 

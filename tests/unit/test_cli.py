@@ -19,9 +19,28 @@ def fast_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(toolroute.embed.onnx, "OnnxEmbedder", lambda: HashingEmbedder())
 
 
-def _run(*args: str) -> tuple[int, str, str]:
-    res = CliRunner().invoke(cli.main, list(args))
+def _run(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
+    res = CliRunner().invoke(cli.main, list(args), input=stdin)
     return res.exit_code, res.stdout, res.stderr
+
+
+def _long_names_catalog(tmp_path: Path) -> Path:
+    """A catalog whose names are long and whose descriptions carry raw newlines."""
+    doc = "Convert a Word document to PDF.\n\nArgs:\n    path: the .docx file\n" * 3
+    servers = [
+        {
+            "id": f"word-document-server-{n}",
+            "name": "Word documents",
+            "tools": [
+                {"name": f"convert_document_to_portable_document_format_{n}", "description": doc},
+                {"name": f"send_email_with_attachment_{n}", "description": "Send an email."},
+            ],
+        }
+        for n in range(3)
+    ]
+    p = tmp_path / "long.json"
+    p.write_text(json.dumps({"servers": servers}), encoding="utf-8")
+    return p
 
 
 def test_index_json_reports_the_counts(tmp_path: Path, catalog_file: Path) -> None:
@@ -93,7 +112,7 @@ def test_bench_json_has_the_stable_keys(
     assert keys <= set(res["default"])
     assert set(res["default"]["latency_ms"]) == {"p50", "p95"}
     assert res["default"]["queries"] == 3
-    for f in ("bench.json", "bench.md", "bench.png"):
+    for f in ("bench.json", "bench.md", "bench.png", "bench.html"):
         assert (tmp_path / "out" / f).stat().st_size > 0
 
 
@@ -126,6 +145,116 @@ def test_user_mistakes_exit_2_with_one_line(tmp_path: Path, args: list[str], mes
     assert code == 2
     assert err.strip().startswith("error: ") and message in err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ([], 'bad.json: $: expected a JSON object {"servers": [...]}, got a list'),
+        ({"servers": []}, "bad.json: $.servers: the catalog lists no servers"),
+        ({"servers": [{"id": "a", "tools": []}]}, "bad.json: $.servers[*].tools: the catalog"),
+        ({"servers": [{"id": "a", "tools": ["x"]}]}, "tools[0]: expected a JSON object, got a"),
+    ],
+)
+def test_catalog_of_the_wrong_shape_names_the_file_not_an_internal_class(
+    tmp_path: Path, content: object, message: str
+) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(content))
+    code, _, err = _run("route", "x", "--catalog", str(bad), "--store", str(tmp_path))
+    assert code == 2 and message in err
+    assert "_CatalogIn" not in err and "_ToolIn" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_route_reads_a_one_megabyte_request_from_stdin_or_a_file(
+    tmp_path: Path, catalog_file: Path
+) -> None:
+    request = "what is the weather forecast for Rome? " + "context line. " * 75_000
+    assert len(request) > 1_000_000
+    (tmp_path / "q.txt").write_text(request, encoding="utf-8")
+    base = ("--catalog", str(catalog_file), "--store", str(tmp_path), "--json", "-k", "1")
+    by_stdin = _run("route", "-", *base, stdin=request)
+    by_file = _run("route", "--query-file", str(tmp_path / "q.txt"), *base)
+    assert by_stdin[0] == 0 and by_file[0] == 0, by_stdin[2] + by_file[2]
+    assert json.loads(by_stdin[1]) == json.loads(by_file[1])
+    assert json.loads(by_file[1])[0]["server"] in {"weather", "time", "fs"}
+
+
+def test_route_without_a_request_or_with_two_says_how_to_give_one(
+    tmp_path: Path, catalog_file: Path
+) -> None:
+    code, _, err = _run("route", "--catalog", str(catalog_file), "--store", str(tmp_path))
+    assert code == 2 and "give QUERY, `-` to read it from stdin, or --query-file" in err
+    (tmp_path / "q.txt").write_text("x")
+    code, _, err = _run("route", "x", "--query-file", str(tmp_path / "q.txt"))
+    assert code == 2 and "not both" in err
+
+
+def test_route_help_documents_stdin_and_query_file() -> None:
+    code, out, _ = _run("route", "--help")
+    assert code == 0 and "--query-file" in out and "stdin" in out
+
+
+@pytest.mark.parametrize(
+    "strategy", ["default", "bm25", "hybrid", "cascade", "ehrr", "pa-rag", "baseline-dense"]
+)
+def test_explain_is_one_block_per_candidate_within_80_columns(
+    tmp_path: Path, strategy: str
+) -> None:
+    catalog = _long_names_catalog(tmp_path)
+    code, out, err = _run(
+        "route",
+        "convert my report to pdf, then email it to the team",
+        "--catalog",
+        str(catalog),
+        "--store",
+        str(tmp_path),
+        "-s",
+        strategy,
+        "-k",
+        "3",
+        "--explain",
+    )
+    assert code == 0, err
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert sum(line[:2] in ("1.", "2.", "3.") for line in lines) == 3
+    assert "Args:" in out and not any(line.strip() == "Args:" for line in lines)
+    if strategy.startswith("ehrr"):
+        for figure in ("server  sim", "auction ask", "posted", "accepted", "utility"):
+            assert figure in out
+    else:
+        assert "BM25" in out
+        if strategy != "bm25":
+            assert "dense" in out and "server" in out
+
+
+def test_explain_json_carries_the_stage_scores(tmp_path: Path, catalog_file: Path) -> None:
+    code, out, _ = _run(
+        "route",
+        "read the contents of a file, then show the weather forecast for Rome",
+        "--catalog",
+        str(catalog_file),
+        "--store",
+        str(tmp_path),
+        "--explain",
+        "--json",
+    )
+    assert code == 0
+    first = json.loads(out)[0]["explain"]
+    assert {"dense", "bm25", "bm25_share", "server_score", "best_intent"} <= set(first)
+
+
+def test_tables_never_fold_names_when_output_is_not_a_terminal(tmp_path: Path) -> None:
+    catalog = _long_names_catalog(tmp_path)
+    code, out, _ = _run(
+        "route", "convert to pdf", "--catalog", str(catalog), "--store", str(tmp_path)
+    )
+    assert code == 0
+    assert "convert_document_to_portable_document_format_" in out
+    assert "word-document-server-" in out and "│" not in out
+    code, out, _ = _run("demo", "--store", str(tmp_path))
+    assert code == 0 and "│" not in out and "get_current_time" in out
 
 
 def test_malformed_catalog_exits_2_naming_the_json_path(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ import numpy as np
 from toolroute.bench.metrics import RANK_METRICS, SET_METRICS, query_metrics, set_metrics
 from toolroute.catalog.loader import Query
 from toolroute.catalog.models import Tool
+from toolroute.config import SEPARATOR
 from toolroute.present.presenter import Presenter
 from toolroute.present.tokens import tool_json
 from toolroute.route.strategy import resolve_strategy
@@ -149,10 +150,12 @@ def _turn_tokens(
         Candidate(t.server, t.name, 0.0, t.description, dict(t.input_schema))
         for t in ranked[: p.config.top_k]
     ]
-    if kind == "top-k":
-        return float(
-            sum(p.tokens.many([tool_json(c.tool, c.description, c.input_schema) for c in cands]))
-        )
+    if kind == "top-k":  # named as the agent sees them (server__tool), as full-schema counts
+        texts = [
+            tool_json(f"{c.server}{SEPARATOR}{c.tool}", c.description, c.input_schema)
+            for c in cands
+        ]
+        return float(sum(p.tokens.many(texts)))
     shown = p.present(cands)
     phases.append((shown.phase1_tokens, shown.phase2_tokens))
     return float(shown.tokens)

@@ -64,15 +64,38 @@ def _json_path(loc: tuple[int | str, ...]) -> str:
     return out
 
 
+def _message(error: Any) -> str:
+    """pydantic's message, without the internal model names it puts in some of them."""
+    if error["type"] in ("model_type", "model_attributes_type", "dict_type"):
+        return f"expected a JSON object, got {_json_kind(error['input'])}"
+    return str(error["msg"])
+
+
+def _json_kind(value: object) -> str:
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, int | float):
+        return "a number"
+    if value is None:
+        return "null"
+    if isinstance(value, list):
+        return "a list"
+    return "a string" if isinstance(value, str) else type(value).__name__
+
+
 def _first_error(source: str, err: ValidationError) -> CatalogError:
     first = err.errors()[0]
     more = err.error_count() - 1
     tail = f" (and {more} more)" if more else ""
-    return CatalogError(f"{source}: {_json_path(first['loc'])}: {first['msg']}{tail}")
+    return CatalogError(f"{source}: {_json_path(first['loc'])}: {_message(first)}{tail}")
 
 
 def catalog_from_dict(data: object, source: str = "<catalog>") -> Catalog:
     """Validate parsed JSON into a :class:`Catalog`; duplicate ids/tool names are errors."""
+    if not isinstance(data, dict):
+        raise CatalogError(
+            f'{source}: $: expected a JSON object {{"servers": [...]}}, got {_json_kind(data)}'
+        )
     try:
         parsed = _CatalogIn.model_validate(data)
     except ValidationError as e:
@@ -137,7 +160,12 @@ def load_catalog(path: str | Path) -> Catalog:
         raise CatalogError(
             f"{p}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}"
         ) from None
-    return catalog_from_dict(data, source=str(p))
+    catalog = catalog_from_dict(data, source=str(p))
+    if not catalog.servers:
+        raise CatalogError(f"{p}: $.servers: the catalog lists no servers")
+    if not any(s.tools for s in catalog.servers):
+        raise CatalogError(f"{p}: $.servers[*].tools: the catalog lists no tools")
+    return catalog
 
 
 class _Ref(BaseModel):

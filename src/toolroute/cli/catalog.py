@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
+from typing import Any, TextIO
 
 import click
-from rich.table import Table
 
 from toolroute.cli.app import main
 from toolroute.cli.common import (
@@ -24,6 +25,10 @@ from toolroute.cli.common import (
     stdout,
     store_option,
 )
+from toolroute.cli.render import explain_text, one_line, print_table
+from toolroute.errors import ConfigError
+
+Rows = list[tuple[Any, dict[str, Any]]]
 
 
 @main.command()
@@ -58,7 +63,14 @@ def index(
 
 
 @main.command()
-@click.argument("query")
+@click.argument("query", required=False)
+@click.option(
+    "--query-file",
+    type=click.File("r", encoding="utf-8"),
+    default=None,
+    metavar="FILE",
+    help="Read the request from FILE instead of QUERY (any length; `-` is stdin).",
+)
 @catalog_option
 @store_option
 @documents_option
@@ -83,13 +95,16 @@ def index(
 @click.option(
     "--explain",
     is_flag=True,
-    help="Show what decided each candidate (EHRR: similarity, costs, posted price, accept bit).",
+    help="Show what decided each candidate, one block per tool (EHRR: similarity, costs, "
+    "posted price, accept, utility; other strategies: dense, BM25, server and best "
+    "sub-intent scores). With --json: an `explain` object per candidate.",
 )
 @local_llm_option
 @json_option
 @_friendly
 def route(
-    query: str,
+    query: str | None,
+    query_file: TextIO | None,
     catalog: Path | None,
     store: Path | None,
     documents: str,
@@ -100,13 +115,20 @@ def route(
     local_llm: bool,
     as_json: bool,
 ) -> None:
-    """Rank the catalog's tools for QUERY, best first."""
+    """Rank the catalog's tools for QUERY, best first.
+
+    QUERY `-` reads the request from stdin, as does `--query-file -`; use either for a long
+    request (a pasted document, a log) that does not fit on a command line.
+    """
     from toolroute.route.strategy import resolve_strategy
 
+    text = _query_text(query, query_file)
     resolve_strategy(strategy)
     with _local_llm(local_llm, not as_json), _router(catalog, store, documents) as router:
         _index(router, not as_json)
-        rows = router.explain(query, k=k, strategy=strategy)
+        rows = router.explain(text, k=k, strategy=strategy)
+        if explain:
+            rows = _with_stage_scores(router, text, strategy, rows)
     if as_json:
         out = []
         for c, detail in rows:
@@ -115,15 +137,41 @@ def route(
                 d["explain"] = detail
             out.append(d)
         click.echo(json.dumps(out, ensure_ascii=False))
-        return
-    table = Table(title=f"{strategy}: {query}", title_justify="left")
-    extra = sorted({key for _, d in rows for key in d} - {"score"}) if explain else []
-    for col in ("#", "server", "tool", "score", *extra, "description"):
-        table.add_column(col, overflow="fold")
-    for i, (c, d) in enumerate(rows, 1):
-        cells = [str(d.get(key, "")) for key in extra]
-        table.add_row(str(i), c.server, c.tool, f"{c.score:.3f}", *cells, c.description[:60])
-    stdout.print(table)
+    elif explain:
+        click.echo(explain_text(strategy, text, rows))
+    else:
+        width = max(20, min(stdout.width, 100) - 45) if stdout.is_terminal else 60
+        table = [
+            [str(i), c.server, c.tool, f"{c.score:.3f}", one_line(c.description, width)]
+            for i, (c, _) in enumerate(rows, 1)
+        ]
+        title = one_line(f"{strategy}: {text}", 100)
+        print_table(stdout, title, ("#", "server", "tool", "score", "description"), table)
+
+
+def _query_text(query: str | None, query_file: TextIO | None) -> str:
+    if query is not None and query_file is not None:
+        raise ConfigError("give the request either as QUERY or with --query-file, not both")
+    if query_file is not None:
+        return str(query_file.read())
+    if query == "-":
+        return sys.stdin.read()
+    if query is None:
+        raise ConfigError("no request: give QUERY, `-` to read it from stdin, or --query-file")
+    return query
+
+
+def _with_stage_scores(router: Any, text: str, strategy: str, rows: Rows) -> Rows:
+    """Non-EHRR rankings get their stages' own scores (EHRR's trace already explains it)."""
+    from toolroute.route.explain import stage_scores
+    from toolroute.route.strategy import resolve_strategy
+
+    if not rows or all("server_sim" in d for _, d in rows):
+        return rows
+    ctx = router.query_context(text, resolve_strategy(strategy).embeds)
+    keys = [(c.server, c.tool) for c, _ in rows]
+    stages = stage_scores(router.built, ctx, router.params, keys, strategy)
+    return [(c, {**s, **d}) for (c, d), s in zip(rows, stages, strict=True)]
 
 
 @main.command()
@@ -145,9 +193,5 @@ def demo(store: Path | None) -> None:
         n = router.catalog.tool_count
         stderr.print(f"indexed {n} demo tools ({report.embedded} texts embedded)")
         for q in DEMO_QUERIES:
-            table = Table(title=f"» {q}", title_justify="left")
-            for col in ("server", "tool", "score"):
-                table.add_column(col)
-            for c in router.route(q, k=4):
-                table.add_row(c.server, c.tool, f"{c.score:.3f}")
-            stdout.print(table)
+            rows = [[c.server, c.tool, f"{c.score:.3f}"] for c in router.route(q, k=4)]
+            print_table(stdout, f"» {q}", ("server", "tool", "score"), rows)

