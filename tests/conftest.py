@@ -21,6 +21,14 @@ from toolroute.index.document import tokenise
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("TOOLROUTE_SHARED", REPO.parent / "shared"))
 BENCHMARKS = SHARED / "benchmarks"
+NPM_MODULES = REPO / ".toolroute" / "npm" / "node_modules"
+"""Where `.ci/run` installs the npm reference MCP servers."""
+MEMORY_JS = NPM_MODULES / "@modelcontextprotocol" / "server-memory" / "dist" / "index.js"
+TIME_MAIN = (
+    "import sys; sys.argv[1:] = ['--local-timezone', 'UTC']; "
+    "from mcp_server_time import main; main()"
+)
+"""`python -c TIME_MAIN`: the reference time server (PyPI mcp-server-time) pinned to UTC."""
 
 
 def needs_shared() -> pytest.MarkDecorator:

@@ -12,13 +12,9 @@ from typing import Any
 
 import anyio
 
-from tests.conftest import REPO
+from tests.conftest import REPO, TIME_MAIN
 
 TOOLROUTE = Path(sys.executable).with_name("toolroute")
-TIME_MAIN = (
-    "import sys; sys.argv[1:] = ['--local-timezone', 'UTC']; "
-    "from mcp_server_time import main; main()"
-)
 
 
 def write_config(directory: Path, store: str, *, changing: bool = False, **settings: Any) -> Path:

@@ -22,7 +22,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tests.conftest import REPO, HashingEmbedder
+from tests.conftest import MEMORY_JS, REPO, TIME_MAIN, HashingEmbedder
 from toolroute.config import GatewayConfig, load_config
 from toolroute.gateway.app import running_pool, sync_router
 from toolroute.gateway.server import Gateway
@@ -35,20 +35,6 @@ pytestmark = pytest.mark.integration
 FAULTS = REPO / "tests" / "fixtures" / "faults"
 SDK = FAULTS / "sdk_faults.py"
 RAW = FAULTS / "raw_faults.py"
-MEMORY_JS = (
-    REPO
-    / ".toolroute"
-    / "npm"
-    / "node_modules"
-    / "@modelcontextprotocol"
-    / "server-memory"
-    / "dist"
-    / "index.js"
-)
-TIME_MAIN = (
-    "import sys; sys.argv[1:] = ['--local-timezone', 'UTC']; "
-    "from mcp_server_time import main; main()"
-)
 TOOLROUTE = Path(sys.executable).with_name("toolroute")
 
 

@@ -23,7 +23,7 @@ import mcp.types as types
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tests.conftest import REPO
+from tests.conftest import MEMORY_JS, NPM_MODULES, REPO, TIME_MAIN
 from toolroute.config import load_config
 from toolroute.embed.onnx import OnnxEmbedder
 from toolroute.gateway.app import running_pool, sync_once, sync_router
@@ -31,9 +31,9 @@ from toolroute.gateway.server import Gateway
 
 pytestmark = pytest.mark.integration
 
-NPM = REPO / ".toolroute" / "npm" / "node_modules"
+NPM = NPM_MODULES
 NPM_SERVERS = {
-    "memory": NPM / "@modelcontextprotocol" / "server-memory" / "dist" / "index.js",
+    "memory": MEMORY_JS,
     "filesystem": NPM / "@modelcontextprotocol" / "server-filesystem" / "dist" / "index.js",
     "everything": NPM / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js",
 }
@@ -42,10 +42,6 @@ TOOLROUTE = Path(sys.executable).with_name("toolroute")
 needs_npm = pytest.mark.skipif(
     shutil.which("node") is None or not all(p.is_file() for p in NPM_SERVERS.values()),
     reason="node or the npm reference servers are missing (bash .ci/run installs them)",
-)
-TIME_MAIN = (
-    "import sys; sys.argv[1:] = ['--local-timezone', 'UTC']; "
-    "from mcp_server_time import main; main()"
 )
 
 

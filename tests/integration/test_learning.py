@@ -21,7 +21,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from tests.conftest import REPO
+from tests.conftest import REPO, TIME_MAIN
 from toolroute.config import load_config
 from toolroute.embed.onnx import OnnxEmbedder
 from toolroute.gateway.app import running_pool, sync_router
@@ -30,10 +30,6 @@ from toolroute.gateway.server import Gateway
 pytestmark = pytest.mark.integration
 
 PROXY = REPO / "tests" / "fixtures" / "flaky_proxy.py"
-TIME_MAIN = (
-    "import sys; sys.argv[1:] = ['--local-timezone', 'UTC']; "
-    "from mcp_server_time import main; main()"
-)
 QUERY = "what is the current time in a given timezone"
 TOOL = "get_current_time"
 MAX_CALLS = 30

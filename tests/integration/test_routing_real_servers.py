@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import anyio
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import MEMORY_JS, TIME_MAIN
 from toolroute.config import load_config
 from toolroute.embed.onnx import OnnxEmbedder
 from toolroute.gateway.app import running_pool, sync_router
@@ -20,32 +20,17 @@ from toolroute.router import Router
 
 pytestmark = pytest.mark.integration
 
-MEMORY = (
-    REPO
-    / ".toolroute"
-    / "npm"
-    / "node_modules"
-    / "@modelcontextprotocol"
-    / "server-memory"
-    / "dist"
-    / "index.js"
-)
-TIME_MAIN = (
-    "import sys; sys.argv[1:] = ['--local-timezone', 'UTC']; "
-    "from mcp_server_time import main; main()"
-)
-
 
 @pytest.fixture(scope="module")
 def router(tmp_path_factory: pytest.TempPathFactory, onnx: OnnxEmbedder) -> Iterator[Router]:
-    if shutil.which("node") is None or not MEMORY.is_file():
+    if shutil.which("node") is None or not MEMORY_JS.is_file():
         pytest.skip("node or npm server-memory is missing (bash .ci/run installs it)")
     tmp = tmp_path_factory.mktemp("real")
     servers = {
         "time": {"command": sys.executable, "args": ["-c", TIME_MAIN]},
         "memory": {
             "command": "node",
-            "args": [str(MEMORY)],
+            "args": [str(MEMORY_JS)],
             "env": {"MEMORY_FILE_PATH": str(tmp / "memory.jsonl")},
         },
     }

@@ -18,13 +18,11 @@ import anyio
 import pytest
 from mcp import Client
 
+from tests.conftest import TIME_MAIN
+
 pytestmark = pytest.mark.integration
 
 TOOLROUTE = Path(sys.executable).with_name("toolroute")
-TIME_MAIN = (
-    "import sys; sys.argv[1:] = ['--local-timezone', 'UTC']; "
-    "from mcp_server_time import main; main()"
-)
 
 
 def _free_port() -> int:
