@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from pathlib import Path
 
 import bm25s
 import numpy as np
@@ -26,6 +27,27 @@ class LexicalIndex:
         self._bm25 = bm25s.BM25(k1=k1, b=b, method="robertson")
         if self.size:
             self._bm25.index(corpus, show_progress=False)
+
+    def save(self, directory: Path) -> None:
+        """Write the index as bm25s's own files (JSON vocabulary and parameters, ``.npy``
+        score arrays) under ``directory``; :meth:`load` memory-maps them back."""
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / "size").write_text(str(self.size), encoding="utf-8")
+        if self.size:
+            self._bm25.save(str(directory), show_progress=False)
+
+    @classmethod
+    def load(cls, directory: Path) -> LexicalIndex:
+        """An index saved by :meth:`save`, its score arrays memory-mapped read-only: pages
+        are read when a query touches them and shared by every process that maps them."""
+        out = cls.__new__(cls)
+        out.size = int((directory / "size").read_text(encoding="utf-8"))
+        out._bm25 = (
+            bm25s.BM25.load(str(directory), mmap=True, show_progress=False)
+            if out.size
+            else bm25s.BM25()
+        )
+        return out
 
     def scores(self, query: str) -> npt.NDArray[np.float32]:
         """BM25 score of every document; zeros when no query term is in the vocabulary."""

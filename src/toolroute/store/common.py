@@ -157,13 +157,17 @@ class Store:
         """Bumped by every sync that changes the stored catalog (0: never synced)."""
         return int(self.get_meta("catalog_version") or 0)
 
-    def sync_catalog(self, catalog: Catalog) -> SyncReport:
-        """Make the stored catalog equal to ``catalog``, touching only what changed."""
+    def sync_catalog(self, catalog: Catalog, *, digest: str | None = None) -> SyncReport:
+        """Make the stored catalog equal to ``catalog``, touching only what changed;
+        ``digest`` is ``catalog_digest(catalog)`` when the caller has it already."""
         new = {t.key: t for t in catalog.tools()}
         position = {t.key: i for i, t in enumerate(catalog.tools())}
-        digest = catalog_digest(catalog)
+        if digest is None:
+            digest = catalog_digest(catalog)
         with self._tx():
             self._exclude_catalog_writers()
+            if self.get_meta("catalog_digest") == digest:  # the stored catalog is this one
+                return SyncReport(0, 0, 0, len(new), frozenset())
             old = self.tool_hashes()  # read under the lock: concurrent syncs converge
             added = [k for k in new if k not in old]
             updated = [k for k in new if k in old and old[k] != new[k].hash]
