@@ -1,12 +1,14 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import SMALL_CATALOG
 from toolroute.catalog import catalog_from_dict, load_catalog, load_queries, tool_hash
+from toolroute.catalog.models import Tool
 from toolroute.errors import CatalogError
 
 
@@ -93,3 +95,36 @@ def test_queries_bad_line_names_the_line(tmp_path: Path) -> None:
     p.write_text('{"id": 1, "query": "ok"}\n{"id": 2\n')
     with pytest.raises(CatalogError, match=r"q.jsonl:2: invalid JSON"):
         load_queries(p)
+
+
+def test_a_tool_keeps_its_schema_as_compact_text_and_hands_out_copies(tmp_path: Path) -> None:
+    schema = {"type": "object", "properties": {"b": {"type": "string"}, "a": {}}}
+    path = tmp_path / "c.json"
+    path.write_text(
+        json.dumps({"servers": [{"id": "s", "tools": [{"name": "t", "input_schema": schema}]}]})
+    )
+    (tool,) = load_catalog(path).tools()
+    assert tool.schema_json == '{"type":"object","properties":{"b":{"type":"string"},"a":{}}}'
+    assert tool.input_schema == schema and list(tool.input_schema["properties"]) == ["b", "a"]
+    tool.input_schema["properties"].clear()  # a copy: the catalog is unchanged
+    assert tool.input_schema == schema
+    assert tool.hash == Tool("s", "t", "", schema).hash == tool_hash("t", "", schema)
+
+
+def test_a_schema_that_is_not_an_object_is_named_in_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "c.json"
+    path.write_text(
+        json.dumps({"servers": [{"id": "s", "tools": [{"name": "t", "input_schema": "x"}]}]})
+    )
+    with pytest.raises(CatalogError) as e:
+        load_catalog(path)
+    assert str(e.value) == (
+        f"{path}: $.servers[0].tools[0].input_schema: expected a JSON object, got a string"
+    )
+
+
+def test_a_copied_tool_keeps_its_schema() -> None:
+    tool = Tool("s", "t", "d", {"type": "object", "properties": {"x": {}}}, price=0.1)
+    copy = replace(tool, server="mirror")
+    assert copy.input_schema == tool.input_schema and copy.price == 0.1
+    assert copy.hash == tool.hash

@@ -15,17 +15,47 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from toolroute.catalog.models import Catalog, Server, Tool, ToolKey
+from toolroute.catalog.models import Catalog, Server, Tool, ToolKey, compact_json
 from toolroute.errors import CatalogError
 
 __all__ = ["Query", "catalog_from_dict", "load_catalog", "load_queries"]
+
+
+class _SchemaText(str):
+    """A tool's ``input_schema`` already turned into compact JSON text while parsing."""
+
+    __slots__ = ()
+
+
+def _compact_schemas(obj: dict[str, Any]) -> dict[str, Any]:
+    """``json.loads`` object hook: a server's tools get their schemas as compact JSON text
+    as soon as the server is parsed, so a large catalog never holds every schema as dicts
+    (~3x the memory of the text at 100k tools). Hooks run innermost first: a server object
+    is complete, its tools' schemas parsed, when this sees it."""
+    tools = obj.get("tools")
+    if "id" in obj and isinstance(tools, list):
+        for t in tools:
+            if isinstance(t, dict) and isinstance(t.get("input_schema"), dict):
+                t["input_schema"] = _SchemaText(compact_json(t["input_schema"]))
+    return obj
 
 
 class _ToolIn(BaseModel):
     model_config = ConfigDict(extra="allow")
     name: str = Field(min_length=1)
     description: str = ""
-    input_schema: dict[str, Any] = Field(default_factory=dict)
+    input_schema: str = Field(default="{}", validate_default=False)
+    """Compact JSON text (see :class:`_SchemaText`)."""
+
+    @field_validator("input_schema", mode="before")
+    @classmethod
+    def _schema_text(cls, v: object) -> object:
+        if isinstance(v, _SchemaText):
+            return str(v)
+        if isinstance(v, dict):
+            return compact_json(v)
+        raise ValueError(f"expected a JSON object, got {_json_kind(v)}")
+
     price: float | None = Field(default=None, ge=0)
     latency_s: float | None = Field(default=None, ge=0)
     success_rate: float | None = Field(default=None, ge=0, le=1)
@@ -68,6 +98,8 @@ def _message(error: Any) -> str:
     """pydantic's message, without the internal model names it puts in some of them."""
     if error["type"] in ("model_type", "model_attributes_type", "dict_type"):
         return f"expected a JSON object, got {_json_kind(error['input'])}"
+    if error["type"] == "value_error":  # our own validators' messages, without a prefix
+        return str(error["ctx"]["error"])
     return str(error["msg"])
 
 
@@ -119,7 +151,7 @@ def catalog_from_dict(data: object, source: str = "<catalog>") -> Catalog:
                     server=s.id,
                     name=t.name,
                     description=t.description,
-                    input_schema=t.input_schema,
+                    schema_json=t.input_schema,
                     price=t.price,
                     latency_s=t.latency_s,
                     success_rate=t.success_rate,
@@ -155,7 +187,8 @@ def load_catalog(path: str | Path) -> Catalog:
     p = Path(path)
     text = _read_text(p)
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_hook=_compact_schemas)
+        del text
     except json.JSONDecodeError as e:
         raise CatalogError(
             f"{p}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}"

@@ -12,23 +12,59 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Catalog", "Server", "Tool", "ToolKey", "tool_hash"]
+__all__ = ["Catalog", "Server", "Tool", "ToolKey", "compact_json", "tool_hash"]
 
 ToolKey = tuple[str, str]
 """(server id, tool name): the identity of a tool inside one catalog."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Tool:
-    """One MCP tool. ``input_schema`` is the JSON schema, kept as parsed JSON."""
+    """One MCP tool. ``input_schema`` is the JSON schema, kept as compact JSON text.
+
+    A 100k-tool catalog's schemas parsed into dicts take several times the memory of their
+    text, and routing reads none of them: only a presented tool's schema is parsed, on access
+    (seed 002's lazy schema loading). ``input_schema`` returns a fresh dict every time, so a
+    caller cannot change the catalog by mutating it.
+    """
 
     server: str
     name: str
     description: str
-    input_schema: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    schema_json: str = field(hash=False, compare=False, repr=False)
+    """``input_schema`` as compact JSON text (key order kept)."""
     price: float | None = None
     latency_s: float | None = None
     success_rate: float | None = None
+    _hash: str | None = field(default=None, init=False, hash=False, compare=False, repr=False)
+
+    def __init__(
+        self,
+        server: str,
+        name: str,
+        description: str,
+        input_schema: Mapping[str, Any] | None = None,
+        price: float | None = None,
+        latency_s: float | None = None,
+        success_rate: float | None = None,
+        *,
+        schema_json: str | None = None,
+    ) -> None:
+        if schema_json is None:
+            schema_json = compact_json(input_schema or {})
+        object.__setattr__(self, "server", server)
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "description", description)
+        object.__setattr__(self, "schema_json", schema_json)
+        object.__setattr__(self, "price", price)
+        object.__setattr__(self, "latency_s", latency_s)
+        object.__setattr__(self, "success_rate", success_rate)
+        object.__setattr__(self, "_hash", None)  # a copy (``replace``) computes its own
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        value: dict[str, Any] = json.loads(self.schema_json)
+        return value
 
     @property
     def key(self) -> ToolKey:
@@ -36,7 +72,17 @@ class Tool:
 
     @property
     def hash(self) -> str:
-        return tool_hash(self.name, self.description, self.input_schema)
+        """:func:`tool_hash`, computed once per tool (a sync and a digest both need it)."""
+        if self._hash is None:
+            value = tool_hash(self.name, self.description, self.input_schema)
+            object.__setattr__(self, "_hash", value)
+            return value
+        return self._hash
+
+
+def compact_json(value: Mapping[str, Any]) -> str:
+    """``value`` as compact JSON text, key order kept (the text ``Tool`` stores)."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 @dataclass(frozen=True, slots=True)

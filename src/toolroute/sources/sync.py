@@ -83,7 +83,11 @@ def catalog_from_listing(
                     name=t.name,
                     description=t.description or t.title or "",
                     input_schema=dict(t.input_schema or {}),
-                    **config.tool_meta.get(f"{name}{SEPARATOR}{t.name}", {}),
+                    price=(m := config.tool_meta.get(f"{name}{SEPARATOR}{t.name}", {})).get(
+                        "price"
+                    ),
+                    latency_s=m.get("latency_s"),
+                    success_rate=m.get("success_rate"),
                 )
                 for t in got.tools
             )

@@ -218,7 +218,7 @@ class Store:
                     server=server,
                     name=name,
                     description=desc,
-                    input_schema=json.loads(schema),
+                    schema_json=schema if isinstance(schema, str) else json.dumps(schema),
                     **json.loads(extra),
                 )
             )
