@@ -10,9 +10,11 @@ and server names stay real, so copies compete with each other as mirrors of a se
 
 Reports per size: tools, build seconds (cold: texts not in the cache are embedded; the cache
 is then reused by the larger size, as a live deployment would), texts embedded, tools/s, the
-size of the index's arrays, the peak RSS of a fresh process that loads the built store and
-routes every query (``--probe``, run as a child), and route latency per strategy over the
-union queries (warm, query embedding included).
+size of the index's arrays, route latency per strategy over the union queries (warm, query
+embedding included), and a fresh process (``--probe``, run as a child) that loads the built
+store — the index snapshot the build wrote, memory-mapped — and routes every query: its load
+time, first and warm route, and peak RSS. Also one query's scoring with the tool matrix
+stored as float32, float16 and int8, the measurement behind keeping float32.
 
 The floor is what any dense router must pay: a bare onnxruntime session on the same model
 (tokenise, one forward pass, mean-pool, normalise), one matrix-vector product with the same
@@ -180,20 +182,59 @@ def time_blocks(paths: dict[str, Any], queries: list[str], rounds: int) -> dict[
 
 
 def probe(catalog: Path, store: Path, queries: list[str]) -> dict[str, Any]:
-    """A fresh process: load the built store, route every query; peak RSS and array sizes."""
+    """A fresh process: load the built store (the index snapshot when there is one) and
+    route every query with ``default``: load seconds, the first route (one-off per-index
+    work included), the warm p50, peak RSS, and whether the dense matrix is memory-mapped."""
     from toolroute.router import Router
 
     t0 = time.perf_counter()
     with Router(catalog, store=store) as router:
         ix = router.built
         load_s = time.perf_counter() - t0
+        t = time.perf_counter()
+        router.route(queries[0], k=10)
+        first_ms = (time.perf_counter() - t) * 1000
+        ms = []
         for q in queries:
+            t = time.perf_counter()
             router.route(q, k=10)
+            ms.append((time.perf_counter() - t) * 1000)
         return {
             "load_s": round(load_s, 2),
+            "first_route_ms": round(first_ms, 1),
+            "route_p50_ms": round(float(np.percentile(ms, 50)), 2),
             "peak_rss_mb": round(rss_mb(), 1),
             "array_mb": round(array_mb(ix), 1),
+            "mapped": isinstance(ix.tool_vectors, np.memmap),
         }
+
+
+def matvec_ms(matrix: npt.NDArray[np.float32], reps: int = 5) -> dict[str, float]:
+    """Best-of-``reps`` ms of one query's scoring over ``matrix`` stored as float32, float16
+    and int8 (what a compact index would trade for memory), BLAS on one thread."""
+    from threadpoolctl import threadpool_limits
+
+    v = matrix[0].astype(np.float32)
+    scaled = np.clip(np.asarray(matrix) * 127, -127, 127)
+    forms: dict[str, Any] = {
+        "float32": (np.asarray(matrix, dtype=np.float32), v),
+        "float16": (np.asarray(matrix, dtype=np.float16), v.astype(np.float16)),
+        "int8": (scaled.astype(np.int8), np.clip(v * 127, -127, 127).astype(np.int8)),
+    }
+    del scaled
+    out: dict[str, float] = {}
+    with threadpool_limits(limits=1, user_api="blas"):
+        for name, (m, q) in forms.items():
+            best = float("inf")
+            for _ in range(reps):
+                t = time.perf_counter()
+                if name == "int8":
+                    m.astype(np.int32) @ q.astype(np.int32)
+                else:
+                    m @ q
+                best = min(best, time.perf_counter() - t)
+            out[name] = round(best * 1000, 2)
+    return out
 
 
 def exact_overlap(router: Any, queries: list[str]) -> float | None:
@@ -266,6 +307,7 @@ def measure(
             }
             for name, v in ms.items()
         }
+        row["matvec_ms"] = matvec_ms(ix.tool_vectors)
         row["queries"] = len(queries)
         row["rounds"] = rounds
     out = subprocess.run(
@@ -282,9 +324,10 @@ def measure(
 def markdown(results: dict[str, Any], strategies: list[str]) -> str:
     paths = ["floor", *strategies]
     lines = [
-        "| tools | build s | embedded | arrays MB | fresh load+route peak RSS MB "
-        "| default top-10 vs exact | " + " | ".join(f"{p} p50 ms (x floor)" for p in paths) + " |",
-        "|" + "---:|" * (6 + len(paths)),
+        "| tools | build s | embedded | arrays MB | default top-10 vs exact | "
+        + " | ".join(f"{p} p50 ms (x floor)" for p in paths)
+        + " |",
+        "|" + "---:|" * (5 + len(paths)),
     ]
     for r in results.values():
         lat = " | ".join(
@@ -293,8 +336,20 @@ def markdown(results: dict[str, Any], strategies: list[str]) -> str:
         )
         lines.append(
             f"| {r['tools']} | {r['build_s']} | {r['embedded']} | {r['array_mb']} | "
-            f"{r['fresh_process']['peak_rss_mb']} | {r['default_vs_exact_at_10'] or 'exact'} | "
-            f"{lat} |"
+            f"{r['default_vs_exact_at_10'] or 'exact'} | {lat} |"
+        )
+    lines += [
+        "",
+        "| tools | fresh process: load s | first route ms | default p50 ms | peak RSS MB "
+        "| matrix mapped | build peak RSS MB | matvec ms f32 / f16 / int8 |",
+        "|---:|---:|---:|---:|---:|---|---:|---:|",
+    ]
+    for r in results.values():
+        f, mv = r["fresh_process"], r["matvec_ms"]
+        lines.append(
+            f"| {r['tools']} | {f['load_s']} | {f['first_route_ms']} | {f['route_p50_ms']} | "
+            f"{f['peak_rss_mb']} | {'yes' if f['mapped'] else 'no'} | "
+            f"{r['build_peak_rss_mb']} | {mv['float32']} / {mv['float16']} / {mv['int8']} |"
         )
     any_row = next(iter(results.values()))
     lines += [
@@ -302,8 +357,13 @@ def markdown(results: dict[str, Any], strategies: list[str]) -> str:
         f"- {any_row['queries']} union queries x {any_row['rounds']} rounds per path, in blocks "
         "(rotating order); floor = bare onnxruntime session + one matvec over the tool matrix + "
         "top-10; BLAS limited to one thread; 2 shared cores, so compare ratios, not ms.",
-        "- fresh load+route: a new process loads the built store (no embedding) and routes "
-        "every query with `default`; arrays MB: dense matrices and per-tool numeric arrays.",
+        "- fresh process: a new process loads the built store (the index snapshot, no "
+        "embedding) and routes every query with `default`; first route includes the one-off "
+        "per-index work; peak RSS is its ru_maxrss. arrays MB: dense matrices and per-tool "
+        "numeric arrays; build peak RSS: the building process (embedding cache reads, BM25, "
+        "snapshot write).",
+        "- matvec: best of 5 of one query's scores over the tool matrix stored as float32 "
+        "(BLAS), float16 and int8 (numpy, no BLAS kernel): what a compact matrix would cost.",
     ]
     return "\n".join(lines) + "\n"
 
