@@ -16,14 +16,14 @@ store — the index snapshot the build wrote, memory-mapped — and routes every
 time, first and warm route, and peak RSS. Also one query's scoring with the tool matrix
 stored as float32, float16 and int8, the measurement behind keeping float32.
 
-The floor is what any dense router must pay: a bare onnxruntime session on the same model
-(tokenise, one forward pass, mean-pool, normalise), one matrix-vector product with the same
-tool matrix and a top-10. Paths run in blocks (every query through one path, then the next;
-the order rotates each round), never call-by-call interleaved: two sessions' spinning thread
-pools slow each other on 2 cores. Every p50 is reported as a ratio of the floor's p50 from
-the same run. BLAS is limited to one thread for the floor as for the router's scoring.
-Latency is measured, never asserted; on a shared machine only the ratios are comparable
-across runs.
+The floor is what any dense router must pay: a bare onnxruntime session on the same model,
+with the router's session options (tokenise, one forward pass, mean-pool, normalise), one
+matrix-vector product with the same tool matrix and a top-10. Paths run in blocks (every
+query through one path, then the next; the order rotates each round), never call-by-call
+interleaved: two sessions' thread pools slow each other on 2 cores. Every p50 is reported
+as a ratio of the floor's p50 from the same run. BLAS is limited to one thread for the floor
+as for the router's scoring. Latency is measured, never asserted; on a shared machine only
+the ratios are comparable across runs.
 """
 
 from __future__ import annotations
@@ -142,8 +142,14 @@ class Floor:
         self.tok = Tokenizer.from_file(str(tokenizer))
         self.tok.no_padding()
         self.tok.enable_truncation(256)
+        # The router's own session options (embed/onnx.py): the floor differs from the router
+        # only in what runs around the session. A floor whose idle threads spin measured
+        # slower than the router on a loaded machine, which is no floor.
         opts = ort.SessionOptions()
         opts.inter_op_num_threads = 1
+        opts.enable_cpu_mem_arena = False
+        opts.enable_mem_pattern = False
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = ort.InferenceSession(str(model), opts, providers=["CPUExecutionProvider"])
         self.matrix = matrix
 
