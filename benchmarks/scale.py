@@ -120,6 +120,15 @@ def make_catalog(size: int, seed: int = 7) -> dict[str, Any]:
 
 
 def rss_mb() -> float:
+    """Peak RSS of this process's own address space (Linux ``VmHWM``). Not ``ru_maxrss``: a
+    child started with vfork inherits its parent's peak at exec, so a probe spawned by a
+    process that built a 100k index would report the builder's peak, not its own."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
@@ -365,7 +374,7 @@ def markdown(results: dict[str, Any], strategies: list[str]) -> str:
         "top-10; BLAS limited to one thread; 2 shared cores, so compare ratios, not ms.",
         "- fresh process: a new process loads the built store (the index snapshot, no "
         "embedding) and routes every query with `default`; first route includes the one-off "
-        "per-index work; peak RSS is its ru_maxrss. arrays MB: dense matrices and per-tool "
+        "per-index work; peak RSS is its own (VmHWM). arrays MB: dense matrices and per-tool "
         "numeric arrays; build peak RSS: the building process (embedding cache reads, BM25, "
         "snapshot write).",
         "- matvec: best of 5 of one query's scores over the tool matrix stored as float32 "
