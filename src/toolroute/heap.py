@@ -1,0 +1,47 @@
+"""Keep freed model buffers from inflating the process: a fixed glibc mmap threshold.
+
+onnxruntime (its CPU arena off, embed/onnx.py) allocates each batch's activations with
+``malloc`` and frees them after the batch. glibc serves large allocations with ``mmap`` and
+returns them on ``free`` — until the first such free, which raises its *dynamic* mmap
+threshold to that size (up to 32 MB): from then on, buffers of that size come from the heap,
+and a heap that is freed in the middle is not given back. Indexing livemcpbench cold peaked
+at 680–860 MB that way, against 360 MB with a fixed threshold (benchmarks/index_memory.py).
+Setting ``M_MMAP_THRESHOLD`` explicitly turns the dynamic adjustment off (mallopt(3)).
+
+A no-op off glibc, and when the user set ``MALLOC_MMAP_THRESHOLD_`` themselves.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import platform
+
+__all__ = ["MMAP_THRESHOLD", "fix_mmap_threshold"]
+
+logger = logging.getLogger(__name__)
+
+MMAP_THRESHOLD = 128 * 1024
+"""glibc's default starting threshold, kept fixed."""
+_M_MMAP_THRESHOLD = -3  # <malloc.h>
+_done = False
+
+
+def fix_mmap_threshold() -> bool:
+    """Fix glibc's mmap threshold at :data:`MMAP_THRESHOLD` once per process; True if set."""
+    global _done
+    if _done:
+        return True
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        return False
+    if "MALLOC_MMAP_THRESHOLD_" in os.environ:
+        return False
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        ok = bool(libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD))
+    except (OSError, AttributeError) as e:
+        logger.debug("mallopt unavailable: %s", e)
+        return False
+    _done = ok
+    return ok
