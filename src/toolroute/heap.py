@@ -4,9 +4,10 @@ onnxruntime (its CPU arena off, embed/onnx.py) allocates each batch's activation
 ``malloc`` and frees them after the batch. glibc serves large allocations with ``mmap`` and
 returns them on ``free`` — until the first such free, which raises its *dynamic* mmap
 threshold to that size (up to 32 MB): from then on, buffers of that size come from the heap,
-and a heap that is freed in the middle is not given back. Indexing livemcpbench cold peaked
-at 680–860 MB that way, against 360 MB with a fixed threshold (benchmarks/index_memory.py).
-Setting ``M_MMAP_THRESHOLD`` explicitly turns the dynamic adjustment off (mallopt(3)).
+and a heap that is freed in the middle is not given back: a cold index of livemcpbench grew
+by hundreds of MB over its last, longest batches (benchmarks/index_rss_trace.py measures it
+both ways). Setting ``M_MMAP_THRESHOLD`` explicitly turns the dynamic adjustment off
+(mallopt(3)).
 
 A no-op off glibc, and when the user set ``MALLOC_MMAP_THRESHOLD_`` themselves.
 """

@@ -96,8 +96,8 @@ class Router:
         questions: QuestionGenerator | None = None,
         params: RouteParams | None = None,
     ) -> None:
-        # Freed onnxruntime buffers go back to the OS instead of growing the heap (heap.py:
-        # a cold index of livemcpbench peaked at up to 860 MB without, 360 MB with).
+        # Freed onnxruntime buffers go back to the OS instead of growing the heap (heap.py,
+        # benchmarks/index_rss_trace.py).
         fix_mmap_threshold()
         self._catalog = catalog if isinstance(catalog, Catalog) else load_catalog(catalog)
         self._store_target = store if store is not None else default_store_target()
