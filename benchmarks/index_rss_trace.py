@@ -6,9 +6,9 @@ dynamic (glibc's default).
 
 Each run is a fresh process on an empty store: it embeds every text of the catalog
 (livemcpbench by default). A thread samples the resident set every 0.25 s and files each
-sample under the phase it fell in (model load, then embedding by fifths of the texts,
-shortest first, then assembly); the table gives each phase's maximum and the process's peak
-(``VmHWM``).
+sample under the phase it fell in (setup: imports and the catalog; then the embedding by
+fifths of the texts, shortest first, the last fifth also covering the index's assembly); the
+table gives each phase's maximum and the process's peak (``VmHWM``).
 """
 
 from __future__ import annotations
