@@ -408,7 +408,7 @@ STRATEGIES: dict[str, Strategy] = {
             "steps",
             steps,
             "intent-spans",
-            "multi + action words, named destination file, implied steps from the catalog",
+            "multi + action words, implied steps from the catalog, files named by path",
         ),
         # default = steps: best no-LLM recall on livemcpbench, mcpbench and the union queries
         # at one model pass per query (benchmarks/recall_ideas.py, README "Strategies").
