@@ -61,14 +61,21 @@ def _register() -> list[Row]:
     from toolroute.route.action import query_actions, tool_actions
     from toolroute.route.expand import _CREATORS, expand, provider_graph
 
-    off = {"action_penalty": 0.0, "expand_pool": 0, "destination": False, "source_file": False}
+    off = {
+        "action_penalty": 0.0,
+        "expand_pool": 0,
+        "destination": False,
+        "source_file": False,
+        "duplicate_penalty": 0.0,
+    }
     rows: list[Row] = [
         ("multi (old default)", "multi", {}),
         ("multi + action words", "steps", {**off, "action_penalty": 0.07}),
         ("multi + named destination file", "steps", {**off, "destination": True}),
         ("multi + named source file (a reader of its type)", "steps", {**off, "source_file": True}),
         ("multi + implied steps (catalog providers)", "steps", {**off, "expand_pool": 5}),
-        ("steps: all four (new default)", "steps", {}),
+        ("multi + near duplicates demoted", "steps", {**off, "duplicate_penalty": 0.05}),
+        ("steps: all five (new default)", "steps", {}),
     ]
 
     def then(*stages: Any, base: Any = None) -> Any:
@@ -90,6 +97,9 @@ def _register() -> list[Row]:
 
     def files(ix: Any, q: Any, p: Any, s: Any) -> Any:
         return st._named_files(ix, q, p, s)
+
+    def near_dups(ix: Any, q: Any, p: Any, s: Any) -> Any:
+        return st._near_duplicates(ix, q, p, s)
 
     def writer_only(ix: Any, q: Any, p: Any, s: Any) -> Any:
         return st._named_files(ix, q, replace(p, source_file=False), s)
@@ -169,17 +179,6 @@ def _register() -> list[Row]:
 
     def name_twice(ix: Any) -> list[str]:
         return [f"{d.name} {d.lexical_text()}" for d in build_docs(ix.catalog.servers, None)]
-
-    def near_duplicates(ix: Any, q: Any, p: Any, s: Any) -> Any:
-        # MMR-like: a tool within cosine 0.9 of a better-ranked one loses up to 0.05
-        order = np.argsort(-s, kind="stable")[:15]
-        sim = ix.tool_vectors[order] @ ix.tool_vectors[order].T
-        out = s.copy()
-        for i in range(1, len(order)):
-            red = float(sim[i, :i].max())
-            if red > 0.9:
-                out[order[i]] -= 0.05 * (red - 0.9) / 0.1
-        return out
 
     def without_filler(ix: Any, q: Any, p: Any) -> Any:
         text = _FILLER.sub("", q.text).strip() or q.text
@@ -262,15 +261,21 @@ def _register() -> list[Row]:
         r"year|monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b",
         re.IGNORECASE,
     )
-    new = (action, implied, files)
+    new = (action, implied, files, near_dups)
     experiments = {
         "x-prev": (
             "steps before this change (unshared penalty, files before implied steps, no "
             "source file)",
             then(action_unshared, writer_only, implied),
         ),
-        "x-unshared": ("steps, action penalty not shared", then(action_unshared, implied, files)),
-        "x-files-first": ("steps, named files before implied steps", then(action, files, implied)),
+        "x-unshared": (
+            "steps, action penalty not shared",
+            then(action_unshared, implied, files, near_dups),
+        ),
+        "x-files-first": (
+            "steps, named files before implied steps",
+            then(action, files, implied, near_dups),
+        ),
         "x-server-prior": ("steps + server layer as soft prior (0.2)", then(*new, server_prior)),
         "x-clause-top": ("steps + every clause's best tool lifted", then(*new, clause_top)),
         "x-time": (
@@ -290,7 +295,10 @@ def _register() -> list[Row]:
             "steps, tool name twice in BM25 text",
             then(*new, base=lexical_over(name_twice)),
         ),
-        "x-near-dup": ("steps + near-duplicate demotion (MMR-like)", then(*new, near_duplicates)),
+        "x-near-dup": (
+            "steps without near-duplicate demotion (MMR-like)",
+            then(action, implied, files),
+        ),
         "x-filler": ("steps, request framing words dropped", then(*new, base=without_filler)),
         "x-clause-hybrid": ("steps, clauses scored dense + BM25", then(*new, base=clause_hybrid)),
         "x-named-server": (

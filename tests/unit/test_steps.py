@@ -132,3 +132,26 @@ def test_the_action_penalty_is_shared_among_the_actions_a_request_asks_for(
             base = st.multi(ix, q, r.params)
             lost = float(base[row] - st._action_prior(ix, q, r.params, base)[row])
             assert lost == pytest.approx(r.params.action_penalty / asked, abs=1e-6)
+
+
+def test_a_second_copy_of_a_tool_from_another_server_is_demoted_and_nothing_else(
+    tmp_path: Path,
+) -> None:
+    twin = copy.deepcopy(SMALL_CATALOG["servers"][0])  # the time server, merged in twice
+    servers = [*SMALL_CATALOG["servers"], {**twin, "id": "clock"}, DISTRACTORS]
+    p = tmp_path / "catalog.json"
+    p.write_text(json.dumps({"servers": servers}), encoding="utf-8")
+    query = "what is the current time in Tokyo"
+
+    def scores(**params: object) -> dict[tuple[str, str], float]:
+        with _router(tmp_path / str(len(params)), p, **params) as r:
+            return {(c.server, c.tool): c.score for c in r.route(query, k=20, strategy="steps")}
+
+    plain, demoted = scores(duplicate_penalty=0.0), scores()
+    first, second = sorted(
+        (k for k in plain if k[1] == "get_current_time"), key=lambda k: -plain[k]
+    )
+    assert demoted[first] == pytest.approx(plain[first])
+    assert demoted[second] < plain[second] - 0.04  # near cosine 1: nearly the whole 0.05
+    others = [k for k in plain if k[1] not in ("get_current_time", "convert_time")]
+    assert all(demoted[k] == pytest.approx(plain[k]) for k in others)

@@ -99,6 +99,14 @@ class RouteParams:
     source_file: bool = True
     """``steps``: a request that reads a named file gets the best reader of its type in its
     top 5."""
+    duplicate_cosine: float = 0.9
+    """``steps``: a tool this close (cosine of tool vectors) to a better-ranked one is a near
+    duplicate (the same tool from two sources, a v1 beside its v2)."""
+    duplicate_penalty: float = 0.05
+    """``steps``: what a near duplicate loses at cosine 1, linearly from 0 at
+    ``duplicate_cosine`` (0: no demotion)."""
+    duplicate_window: int = 15
+    """``steps``: the top this many are checked for near duplicates."""
 
 
 def _normalised(s: Scores) -> Scores:
@@ -213,11 +221,35 @@ def _best_match(ix: ToolIndex, q: QueryContext, p: RouteParams, text: str) -> in
     return int(np.argmax(ix.tool_vectors @ v + p.lexical_weight * lex))
 
 
+def _near_duplicates(ix: ToolIndex, q: QueryContext, p: RouteParams, s: Scores) -> Scores:
+    """Maximal-marginal-relevance in its simplest form: within the top ``duplicate_window``, a
+    tool whose vector is within ``duplicate_cosine`` of a better-ranked one's loses up to
+    ``duplicate_penalty``, so a merged catalog's copies of one tool do not fill the top 5
+    while another step's tool waits below them."""
+    if p.duplicate_penalty <= 0 or ix.size < 2:
+        return s
+    order = np.argsort(-s, kind="stable")[: p.duplicate_window]
+    order = order[np.isfinite(s[order])]
+    if len(order) < 2:
+        return s
+    vecs = ix.tool_vectors[order]
+    sim = np.tril(vecs @ vecs.T, k=-1)[1:]  # row i-1: tool i against those ranked above it
+    worst = sim.max(axis=1)
+    span = max(1e-6, 1.0 - p.duplicate_cosine)
+    cut = p.duplicate_penalty * np.clip((worst - p.duplicate_cosine) / span, 0.0, None)
+    if not cut.any():
+        return s
+    out = s.copy()
+    out[order[1:]] -= cut.astype(np.float32)
+    return out
+
+
 def steps(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
-    """``multi``, then action words, implied steps, and the files the request names."""
+    """``multi``, then action words, implied steps, the files the request names, and near
+    duplicates demoted."""
     s = _action_prior(ix, q, p, multi(ix, q, p))
     s = expand(s, provider_graph(ix.tools), p.expand_pool, p.expand_weight)
-    return _named_files(ix, q, p, s)
+    return _near_duplicates(ix, q, p, _named_files(ix, q, p, s))
 
 
 _DERIVED: dict[tuple[int, str], tuple[object, Any]] = {}
@@ -408,7 +440,7 @@ STRATEGIES: dict[str, Strategy] = {
             "steps",
             steps,
             "intent-spans",
-            "multi + action words, implied steps from the catalog, files named by path",
+            "multi + action words, implied steps, files named by path, near duplicates demoted",
         ),
         # default = steps: best no-LLM recall on livemcpbench, mcpbench and the union queries
         # at one model pass per query (benchmarks/recall_ideas.py, README "Strategies").
