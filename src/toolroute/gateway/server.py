@@ -31,6 +31,7 @@ import anyio
 import jsonschema
 import mcp.types as types
 from mcp.server import NotificationOptions, Server
+from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 
 from toolroute.config import SEPARATOR
@@ -184,6 +185,7 @@ class Gateway:
         milestones: Sequence[str] = (),
         events: Sequence[EventSink] = (),
         on_outcome: Callable[[Outcome], None] | None = None,
+        request_spans: bool = True,
     ) -> None:
         self.router = router
         self.pool = pool
@@ -222,6 +224,10 @@ class Gateway:
             on_call_tool=self._call_tool,
             on_subscriptions_listen=ListenHandler(self.bus),
         )
+        if not request_spans:  # the SDK's per-request OpenTelemetry span, off unless `otel`
+            self.server.middleware = [
+                m for m in self.server.middleware if not isinstance(m, OpenTelemetryMiddleware)
+            ]
         self.passthrough = PassThrough(pool)
         relisted = self.passthrough.invalidate if expose == "all" else None
         self.relay = Relay(pool, self.bus, relisted, self._may_use)  # resources, prompts, ...
