@@ -188,12 +188,9 @@ async def serve(
                 tg.start_soon(_watch_changes, config, pool, gateway)
                 tg.start_soon(follow_store, gateway)  # replicas of a shared store
                 if transport == "stdio":
-                    from mcp.server.stdio import stdio_server
+                    from toolroute.gateway.stdio import serve_stdio
 
-                    async with stdio_server() as (read, write):
-                        await gateway.server.run(
-                            read, write, gateway.server.create_initialization_options()
-                        )
+                    await serve_stdio(gateway.server)
                 else:
                     await serve_http(config, gateway, host, port)
                 tg.cancel_scope.cancel()
