@@ -25,6 +25,7 @@ import anyio
 
 from toolroute.catalog.models import Catalog
 from toolroute.config import GatewayConfig
+from toolroute.embed.onnx import trim_heap
 from toolroute.errors import ConfigError
 from toolroute.gateway.quarantine import Held, Quarantine, revision
 from toolroute.gateway.status import snapshot, write_status
@@ -183,6 +184,7 @@ async def serve(
             log.warning("no server has tools yet; serving anyway, they join as they connect")
         gateway = make_gateway(config, router, pool)
         gateway.quarantined = {h.name: h for h in result.quarantined}
+        trim_heap()  # what indexing freed goes back to the OS before serving
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_watch_changes, config, pool, gateway)
@@ -334,5 +336,6 @@ async def resync(config: GatewayConfig, pool: DownstreamPool, gateway: Any) -> b
     else:
         report = IndexReport(0, 0, router.store.sync_catalog(catalog).removed, 0, 0)
     gateway.replace_router(router).close()
+    trim_heap()
     log.info("re-listed: %s", SyncResult(statuses, report, held).to_dict())
     return True
