@@ -4,6 +4,7 @@ per-request OpenTelemetry span only when ``otel`` is on."""
 
 from __future__ import annotations
 
+import gc
 import json
 import socket
 import sys
@@ -140,3 +141,26 @@ def test_a_serving_gateway_embeds_on_one_thread_behind_the_query_memo(
     assert v.shape == (1, 384) and embedder.misses == 1
     monkeypatch.setenv("TOOLROUTE_THREADS", "2")
     assert gateway_embedder(cfg).inner._threads == 2
+
+
+def test_a_closed_session_leaves_nothing_behind_in_the_gateway(
+    tmp_path: Path, onnx: OnnxEmbedder
+) -> None:
+    """Per-connection state (the relay's session handle, the call gate's promotions) goes
+    when the client closes: 20 sessions one after another leave none of it."""
+    cfg = _config(tmp_path, "")
+
+    async def main() -> None:
+        with anyio.fail_after(120):
+            async with _serving(cfg, onnx) as (url, gateway):
+                for _ in range(20):
+                    async with Client(url, mode="legacy") as c:
+                        r = await c.call_tool("find_tools", {"query": "time in Tokyo", "k": 2})
+                        assert not r.is_error
+                    assert len(gateway.relay.sessions) <= 1  # at most the one just closing
+                while gateway.relay.sessions:  # its teardown runs after the DELETE answer
+                    await anyio.sleep(0.05)
+                gc.collect()
+                assert len(gateway.sessions) == 0
+
+    anyio.run(main)
