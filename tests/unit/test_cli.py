@@ -24,6 +24,20 @@ def _run(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
     return res.exit_code, res.stdout, res.stderr
 
 
+def _simulate(store: Path, catalog: Path, queries: Path, *args: str) -> tuple[int, str, str]:
+    """`toolroute simulate` over ``catalog`` and ``queries`` with its store in ``store``."""
+    return _run(
+        "simulate",
+        "--catalog",
+        str(catalog),
+        "--queries",
+        str(queries),
+        "--store",
+        str(store),
+        *args,
+    )
+
+
 def _long_names_catalog(tmp_path: Path) -> Path:
     """A catalog whose names are long and whose descriptions carry raw newlines."""
     doc = "Convert a Word document to PDF.\n\nArgs:\n    path: the .docx file\n" * 3
@@ -279,14 +293,10 @@ def test_readme_commands_exist_in_help() -> None:
 def test_simulate_json_has_the_stable_shape(
     tmp_path: Path, catalog_file: Path, queries_file: Path
 ) -> None:
-    code, out, err = _run(
-        "simulate",
-        "--catalog",
-        str(catalog_file),
-        "--queries",
-        str(queries_file),
-        "--store",
-        str(tmp_path),
+    code, out, err = _simulate(
+        tmp_path,
+        catalog_file,
+        queries_file,
         "-s",
         "cascade",
         "-s",
@@ -314,14 +324,10 @@ def test_simulate_json_has_the_stable_shape(
 def test_simulate_market_json_keeps_the_shape_and_adds_the_oracle_router(
     tmp_path: Path, catalog_file: Path, queries_file: Path
 ) -> None:
-    code, out, err = _run(
-        "simulate",
-        "--catalog",
-        str(catalog_file),
-        "--queries",
-        str(queries_file),
-        "--store",
-        str(tmp_path),
+    code, out, err = _simulate(
+        tmp_path,
+        catalog_file,
+        queries_file,
         "-s",
         "cascade",
         "-s",
@@ -349,15 +355,5 @@ def test_simulate_market_json_keeps_the_shape_and_adds_the_oracle_router(
 def test_simulate_rejects_a_bad_planner_in_one_line(
     tmp_path: Path, catalog_file: Path, queries_file: Path
 ) -> None:
-    code, _, err = _run(
-        "simulate",
-        "--catalog",
-        str(catalog_file),
-        "--queries",
-        str(queries_file),
-        "--store",
-        str(tmp_path),
-        "--planner",
-        "psychic",
-    )
+    code, _, err = _simulate(tmp_path, catalog_file, queries_file, "--planner", "psychic")
     assert code == 2 and "psychic" in err and "Traceback" not in err
