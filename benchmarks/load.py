@@ -14,8 +14,9 @@ time__get_current_time); a request not answered within 30 s counts as an error. 
 ``--saturate N``, a last run of N unpaced sessions measures the most the gateway serves.
 
 find_tools queries: ``time`` (36 short time questions) or ``union`` (the livemcpbench and
-tool_attention benchmark queries in ../shared: 102 real agent needs, median about 110
-characters; mcpbench's multi-paragraph task statements are left out). The gateway keeps an LRU
+tool_attention benchmark queries in ../shared: 101 real agent needs, median about 110
+characters; mcpbench's multi-paragraph task statements are left out, and so is the one query
+longer than find_tools accepts). The gateway keeps an LRU
 of query embeddings (``query_cache`` in toolroute.toml, written from ``--query-cache``): with
 ``--query-cache 0`` every find_tools embeds its query, so the figures are the cache-miss cost.
 ``--repeat 2`` runs the whole sequence twice: RSS that grows again in the second pass is a
@@ -49,6 +50,8 @@ import anyio
 import numpy as np
 from mcp import Client
 from mcp.types import CallToolResult
+
+from toolroute.gateway.checks import MAX_QUERY_CHARS
 
 PY = sys.executable
 TOOLROUTE = str(Path(PY).with_name("toolroute"))
@@ -123,12 +126,13 @@ class _Start:
 def _union_queries() -> list[str]:
     if not SHARED.is_dir():
         raise SystemExit(f"--queries union needs the shared benchmarks at {SHARED}")
-    return [
+    queries = [
         json.loads(line)["query"]
         for source in UNION_SOURCES
         for line in (SHARED / source / "queries.jsonl").read_text().splitlines()
         if line.strip()
     ]
+    return [q for q in queries if len(q) <= MAX_QUERY_CHARS]  # one pasted 18,686-char page
 
 
 async def _session(url: str, run: Run, start: _Start, seed: int, queries: list[str]) -> None:
