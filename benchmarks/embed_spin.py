@@ -1,9 +1,10 @@
 """CPU and wall time of one-query embeddings (what every find_tools costs), with onnxruntime's
-intra-op pool spinning (its default) and sleeping (toolroute's setting), in the same run.
+intra-op pool spinning (its default) and sleeping (toolroute's setting), and on one intra-op
+thread (what ``toolroute serve`` uses for queries), in the same run.
 
     python benchmarks/embed_spin.py [--queries 200] [--rounds 3] [--out F]
 
-Both embedders are the bundled all-MiniLM-L6-v2; they alternate in rounds so machine noise
+All three are the bundled all-MiniLM-L6-v2; they alternate in rounds so machine noise
 hits both alike. Prints (and with --out writes) a markdown table: CPU ms and wall ms per query.
 """
 
@@ -32,10 +33,10 @@ class _Spinning(_Options):  # type: ignore[misc]
         return None
 
 
-def _embedder(spinning: bool) -> OnnxEmbedder:
+def _embedder(spinning: bool, threads: int | None = None) -> OnnxEmbedder:
     ort.SessionOptions = _Spinning if spinning else _Options
     try:
-        return OnnxEmbedder()
+        return OnnxEmbedder(threads=threads)
     finally:
         ort.SessionOptions = _Options
 
@@ -47,7 +48,11 @@ def main() -> None:
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     queries = [f"what time is it in city number {i} right now" for i in range(args.queries)]
-    embedders = {"spinning (onnxruntime default)": _embedder(True), "sleeping": _embedder(False)}
+    embedders = {
+        "spinning (onnxruntime default)": _embedder(True),
+        "sleeping": _embedder(False),
+        "sleeping, one thread (toolroute serve)": _embedder(False, threads=1),
+    }
     cpu: dict[str, list[float]] = {k: [] for k in embedders}
     wall: dict[str, list[float]] = {k: [] for k in embedders}
     for e in embedders.values():

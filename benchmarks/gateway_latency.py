@@ -23,7 +23,8 @@ what it adds to a tool call.
 --breakdown also times, in this process and in blocks, the pieces of one call_tool: the
 gateway's own downstream call (its pool's client to the same server), ``Gateway.call``
 (argument validation + that call + recording the outcome), the whole handler behind the SDK's
-server (an in-memory client: dispatch, request validation, OTel middleware, serialisation),
+server (an in-memory client: dispatch, request validation, serialisation; as served, without
+the SDK's per-request OTel span, and with it as the SDK adds it by default),
 and, alone, argument validation and recording an outcome with and without waiting for the
 store write. What the stdio path adds beyond the in-memory handler is transport.
 """
@@ -241,6 +242,8 @@ async def _breakdown(args: argparse.Namespace, tmp: Path) -> dict[str, list[floa
     """The pieces of one call_tool, timed in this process (see the module docstring)."""
     from dataclasses import replace
 
+    from mcp.server._otel import OpenTelemetryMiddleware
+
     from toolroute.config import load_config
     from toolroute.gateway.app import make_gateway, running_pool, sync_router
     from toolroute.gateway.server import _validate
@@ -251,7 +254,7 @@ async def _breakdown(args: argparse.Namespace, tmp: Path) -> dict[str, list[floa
     cfg = replace(load_config(config, None), store=tmp / "store-breakdown", call_gate=False)
     async with running_pool(cfg) as pool:
         router, _ = await sync_router(cfg, pool)
-        gw = make_gateway(cfg, router, pool)
+        gw = make_gateway(cfg, router, pool)  # as served: no SDK span unless otel is on
         name = VIA_ARGS["name"]
         schema = dict(gw.presenter.tools_by_name[name].input_schema)
         outcome = Outcome("time", "get_current_time", success=True, latency_s=0.001)
@@ -271,12 +274,12 @@ async def _breakdown(args: argparse.Namespace, tmp: Path) -> dict[str, list[floa
         async def record_queued() -> None:
             router.record(outcome, wait=False)
 
-        bare = make_gateway(cfg, router, pool)
-        bare.server.middleware = []  # the SDK's per-message OTel span, dropped
+        traced = make_gateway(cfg, router, pool)
+        traced.server.middleware = [OpenTelemetryMiddleware()]  # the SDK's default
         try:
             async with (
                 Client(gw.server, mode="legacy") as c,
-                Client(bare.server, mode="legacy") as c_bare,
+                Client(traced.server, mode="legacy") as c_traced,
             ):
                 paths: dict[str, Call] = {
                     "gateway's downstream call (pool client, stdio)": downstream,
@@ -284,8 +287,8 @@ async def _breakdown(args: argparse.Namespace, tmp: Path) -> dict[str, list[floa
                     "handler behind the SDK server (in-memory client)": _caller(
                         c, "call_tool", VIA_ARGS, _check_time
                     ),
-                    "the same without the SDK's OTel middleware": _caller(
-                        c_bare, "call_tool", VIA_ARGS, _check_time
+                    "the same with the SDK's OTel middleware (its default)": _caller(
+                        c_traced, "call_tool", VIA_ARGS, _check_time
                     ),
                     "argument validation": validate,
                     "record outcome, waiting for the store write": record_wait,

@@ -1,7 +1,8 @@
 """Load: many concurrent MCP sessions on ``toolroute serve --transport http``.
 
     python benchmarks/load.py [--sessions 10 50 200] [--duration 60] [--rate 100]
-                              [--saturate 50] [--out benchmarks/results/load]
+                              [--saturate 50] [--queries time|union] [--query-cache N]
+                              [--json-response] [--repeat 2] [--out benchmarks/results/load]
 
 Starts ``toolroute serve --transport http --port 0`` in front of the real reference time server
 (``mcp-server-time``), then for each session count opens that many official-SDK clients over
@@ -11,6 +12,16 @@ together offer ``--rate`` requests per second, for ``--duration`` seconds. Every
 checked (no isError; the time names the asked timezone; the candidates hold
 time__get_current_time); a request not answered within 30 s counts as an error. With
 ``--saturate N``, a last run of N unpaced sessions measures the most the gateway serves.
+
+find_tools queries: ``time`` (36 short time questions) or ``union`` (the livemcpbench and
+tool_attention benchmark queries in ../shared: 101 real agent needs, median about 110
+characters; mcpbench's multi-paragraph task statements are left out, and so is the one query
+longer than find_tools accepts). The gateway keeps an LRU
+of query embeddings (``query_cache`` in toolroute.toml, written from ``--query-cache``): with
+``--query-cache 0`` every find_tools embeds its query, so the figures are the cache-miss cost.
+``--repeat 2`` runs the whole sequence twice: RSS that grows again in the second pass is a
+leak, RSS that only grew in the first is a peak (allocator high-water mark).
+``--json-response`` sets ``[http] json_response = true`` (one JSON body per reply, no SSE).
 
 Reports per run: requests, achieved requests/s, errors, p50/p99 latency per meta-tool (as the
 client sees it), the gateway's CPU use and its RSS (VmRSS of the ``toolroute serve`` process,
@@ -40,6 +51,8 @@ import numpy as np
 from mcp import Client
 from mcp.types import CallToolResult
 
+from toolroute.gateway.checks import MAX_QUERY_CHARS
+
 PY = sys.executable
 TOOLROUTE = str(Path(PY).with_name("toolroute"))
 TIME_ARGS = ["-m", "mcp_server_time", "--local-timezone", "UTC"]
@@ -54,6 +67,8 @@ QUERIES = [  # 36 distinct needs, so that no query cache makes find_tools look c
     )
     for city in CITIES
 ]
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "benchmarks"
+UNION_SOURCES = ("livemcpbench", "tool_attention")
 ZONES = ["Asia/Tokyo", "Europe/Berlin", "America/New_York", "Australia/Sydney", "UTC"]
 CALLS_PER_FIND = 3
 REQUEST_TIMEOUT_S = 30.0
@@ -108,14 +123,26 @@ class _Start:
             self.go.set()
 
 
-async def _session(url: str, run: Run, start: _Start, seed: int) -> None:
+def _union_queries() -> list[str]:
+    if not SHARED.is_dir():
+        raise SystemExit(f"--queries union needs the shared benchmarks at {SHARED}")
+    queries = [
+        json.loads(line)["query"]
+        for source in UNION_SOURCES
+        for line in (SHARED / source / "queries.jsonl").read_text().splitlines()
+        if line.strip()
+    ]
+    return [q for q in queries if len(q) <= MAX_QUERY_CHARS]  # one pasted 18,686-char page
+
+
+async def _session(url: str, run: Run, start: _Start, seed: int, queries: list[str]) -> None:
     settled = False
     try:
         async with Client(url, mode="legacy", read_timeout_seconds=REQUEST_TIMEOUT_S) as client:
             settled = True
             start.settled()
             await start.go.wait()
-            await _requests(client, run, start.deadline, random.Random(seed))
+            await _requests(client, run, start.deadline, random.Random(seed), queries)
     except Exception as e:  # opening or closing the session; counted, the others go on
         run.open_failures += 1
         run.error("session", f"{type(e).__name__}: {e}")
@@ -124,7 +151,9 @@ async def _session(url: str, run: Run, start: _Start, seed: int) -> None:
             start.settled()
 
 
-async def _requests(client: Client, run: Run, deadline: float, rnd: random.Random) -> None:
+async def _requests(
+    client: Client, run: Run, deadline: float, rnd: random.Random, queries: list[str]
+) -> None:
     interval = run.sessions / run.rate if run.rate else 0.0
     next_at = time.perf_counter() + rnd.uniform(0, interval)
     step = 0
@@ -138,7 +167,7 @@ async def _requests(client: Client, run: Run, deadline: float, rnd: random.Rando
         tool = "find_tools" if find else "call_tool"
         zone = rnd.choice(ZONES)
         args: dict[str, Any] = (
-            {"query": rnd.choice(QUERIES), "k": 3}
+            {"query": rnd.choice(queries), "k": 3}
             if find
             else {"name": "time__get_current_time", "arguments": {"timezone": zone}}
         )
@@ -164,20 +193,34 @@ async def _requests(client: Client, run: Run, deadline: float, rnd: random.Rando
         next_at = next_at + interval if interval else time.perf_counter()
 
 
-async def _run(url: str, pid: int, sessions: int, rate: float | None, duration: float) -> Any:
+async def _sample_rss(pid: int, at: float, into: list[int]) -> None:
+    await anyio.sleep(max(0.0, at - time.perf_counter()))
+    into.append(_rss_kb(pid))
+
+
+async def _run(
+    url: str,
+    pid: int,
+    sessions: int,
+    rate: float | None,
+    duration: float,
+    queries: list[str] = QUERIES,
+) -> Any:
     run = Run(sessions, rate, duration)
     start = _Start(sessions)
     rss_before = _rss_kb(pid)
+    rss_open: list[int] = []
     async with anyio.create_task_group() as tg:
         t_open = time.perf_counter()
         for i in range(sessions):
-            tg.start_soon(_session, url, run, start, 1000 * sessions + i)
+            tg.start_soon(_session, url, run, start, 1000 * sessions + i, queries)
         with anyio.fail_after(300):
             await start.go.wait()
         open_s = time.perf_counter() - t_open
         cpu_before, client_cpu_before = _cpu_s(pid), time.process_time()
         t0 = time.perf_counter()
         start.deadline = t0 + duration
+        tg.start_soon(_sample_rss, pid, t0 + 0.9 * duration, rss_open)  # sessions still open
     wall = time.perf_counter() - t0
     cpu = _cpu_s(pid) - cpu_before
     client_cpu = time.process_time() - client_cpu_before
@@ -205,6 +248,7 @@ async def _run(url: str, pid: int, sessions: int, rate: float | None, duration: 
         "gateway_cpu_ms_per_request": round(1000 * cpu / done, 2) if done else None,
         "client_cpu_pct": round(100 * client_cpu / wall, 1),
         "gateway_rss_mb_before": round(rss_before / 1024, 1),
+        "gateway_rss_mb_open": round(rss_open[0] / 1024, 1) if rss_open else None,
         "gateway_rss_mb_after": round(_rss_kb(pid) / 1024, 1),
     }
 
@@ -223,8 +267,15 @@ async def _wait_listening(err: Path, proc: subprocess.Popen[bytes]) -> str:
 async def _measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     config = tmp / "servers.json"
     config.write_text(json.dumps({"mcpServers": {"time": {"command": PY, "args": TIME_ARGS}}}))
+    settings = tmp / "toolroute.toml"
+    settings.write_text(
+        f"[toolroute]\nquery_cache = {args.query_cache}\n"
+        f"[http]\njson_response = {str(args.json_response).lower()}\n"
+    )
+    queries = _union_queries() if args.queries == "union" else QUERIES
     err = tmp / "serve.err"
     cmd = [TOOLROUTE, "serve", "--config", str(config), "--store", str(tmp / "store")]
+    cmd += ["--settings", str(settings)]
     with err.open("wb") as f:
         proc = subprocess.Popen([*cmd, "--transport", "http", "--port", "0"], stderr=f)
     try:
@@ -234,13 +285,25 @@ async def _measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             raise RuntimeError(f"warm-up failed: {warm['error_samples']}")
         rss_start = _rss_kb(proc.pid)
         load_start = os.getloadavg()
-        runs = [await _run(url, proc.pid, n, args.rate, args.duration) for n in args.sessions]
-        if args.saturate:
-            runs.append(await _run(url, proc.pid, args.saturate, None, args.saturate_duration))
+        runs, rss_pass = [], []
+        for _ in range(args.repeat):
+            for n in args.sessions:  # one after another, never at once
+                run = await _run(url, proc.pid, n, args.rate, args.duration, queries)
+                runs.append(run)  # noqa: PERF401
+            if args.saturate:
+                runs.append(
+                    await _run(url, proc.pid, args.saturate, None, args.saturate_duration, queries)
+                )
+            rss_pass.append(round(_rss_kb(proc.pid) / 1024, 1))
         rss_end = _rss_kb(proc.pid)
         return {
             "runs": runs,
+            "queries": args.queries,
+            "distinct_queries": len(set(queries)),
+            "query_cache": args.query_cache,
+            "json_response": args.json_response,
             "gateway_rss_mb_start": round(rss_start / 1024, 1),
+            "gateway_rss_mb_after_pass": rss_pass,
             "gateway_rss_mb_end": round(rss_end / 1024, 1),
             "rss_growth_pct": round(100 * (rss_end - rss_start) / rss_start, 1),
             "loadavg_1m_start": round(load_start[0], 2),
@@ -266,11 +329,15 @@ def _markdown(rep: dict[str, Any]) -> str:
         f"find_tools then {rep['calls_per_find']} call_tool; official SDK clients over "
         f"streamable HTTP in one process on the same {rep['cpus']}-CPU machine (shared with "
         f"other jobs: load average {rep['loadavg_1m_start']} at the start, "
-        f"{rep['loadavg_1m_end']} at the end).",
+        f"{rep['loadavg_1m_end']} at the end). find_tools queries: {rep['queries']} "
+        f"({rep['distinct_queries']} distinct); gateway query-embedding cache: "
+        f"{rep['query_cache'] or 'off'}; HTTP replies: "
+        f"{'JSON bodies (json_response)' if rep['json_response'] else 'SSE streams (default)'}.",
         "",
         "| sessions | offered req/s | s | requests | req/s | errors | find p50 ms | find p99 ms "
         "| call p50 ms | call p99 ms | call max ms | CPU % gateway / client "
-        "| gateway CPU ms/request | gateway RSS MB before → after | open all s |",
+        "| gateway CPU ms/request | gateway RSS MB before → sessions open → after "
+        "| open all s |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|---:|",
     ]
     for r in rep["runs"]:
@@ -281,12 +348,18 @@ def _markdown(rep: dict[str, Any]) -> str:
             f"| {f['p99']} | {c['p50']} | {c['p99']} | {c['max']} "
             f"| {r['gateway_cpu_pct']} / {r['client_cpu_pct']} "
             f"| {r['gateway_cpu_ms_per_request']} "
-            f"| {r['gateway_rss_mb_before']} → {r['gateway_rss_mb_after']} | {r['open_all_s']} |"
+            f"| {r['gateway_rss_mb_before']} → {r['gateway_rss_mb_open']} → "
+            f"{r['gateway_rss_mb_after']} | {r['open_all_s']} |"
         )
     lines += [
         "",
         f"Gateway RSS over the whole sequence: {rep['gateway_rss_mb_start']} MB → "
-        f"{rep['gateway_rss_mb_end']} MB ({rep['rss_growth_pct']:+.1f} %).",
+        f"{rep['gateway_rss_mb_end']} MB ({rep['rss_growth_pct']:+.1f} %)"
+        + (
+            f"; after each pass (sessions closed): {rep['gateway_rss_mb_after_pass']} MB."
+            if len(rep["gateway_rss_mb_after_pass"]) > 1
+            else "."
+        ),
     ]
     errors = [(r["sessions"], r["errors_by_kind"], r["error_samples"]) for r in rep["runs"]]
     for sessions, kinds, samples in errors:
@@ -305,10 +378,16 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=100.0, help="offered requests/s, all sessions")
     ap.add_argument("--saturate", type=int, default=0, help="then N unpaced sessions (0: skip)")
     ap.add_argument("--saturate-duration", type=float, default=30.0)
+    ap.add_argument("--queries", choices=["time", "union"], default="time")
+    ap.add_argument("--query-cache", type=int, default=1024, help="gateway LRU size (0: off)")
+    ap.add_argument("--json-response", action="store_true", help="[http] json_response")
+    ap.add_argument("--repeat", type=int, default=1, help="passes over the whole sequence")
     ap.add_argument("--out", type=Path, help="write OUT.md and OUT.json")
     args = ap.parse_args()
     if min(args.sessions) < 1 or args.duration <= 0 or args.rate <= 0 or args.saturate < 0:
         ap.error("need sessions >= 1, duration > 0, rate > 0, saturate >= 0")
+    if args.query_cache < 0 or args.repeat < 1:
+        ap.error("need query-cache >= 0, repeat >= 1")
     with tempfile.TemporaryDirectory(prefix="toolroute-load-") as tmp:
         rep = anyio.run(_measure, args, Path(tmp))
     md = _markdown(rep)

@@ -34,30 +34,84 @@ DATASETS = {
         REPO / "benchmarks" / "union_queries.jsonl",
     ),
 }
-METRICS = ("recall@5", "recall@10", "mrr", "ndcg@10")
+METRICS = ("recall@5", "recall@1", "recall@10", "mrr", "ndcg@10")
 
 
 Row = tuple[str, str, dict[str, Any]]
 
+# Parameter text with its examples cut ("(e.g., 'Asia/Tokyo')", "such as …"): an idea below.
+_EXAMPLES = re.compile(
+    r"\(\s*(?:e\.g\.|eg\.|i\.e\.|for example|for instance|such as|example:?)[^)]*\)"
+    r"|(?:e\.g\.|for example|for instance|such as|example:)[^.;]*",
+    re.IGNORECASE,
+)
+# Politeness and request framing: general English, no word taken from a benchmark query.
+_FILLER = re.compile(
+    r"\b(?:please|help me(?: to)?|can you|could you(?: please)?|would you|i want to|"
+    r"i need to|i'd like to|i would like to|for me|kindly)\b[,]?\s*",
+    re.IGNORECASE,
+)
+
 
 def _register() -> list[Row]:
     """(row label, strategy, RouteParams overrides) per row; registers the experiment stages."""
+    from toolroute.index.document import _param_texts, build_docs, humanise, tokenise
+    from toolroute.index.lexical import LexicalIndex
     from toolroute.route import strategy as st
+    from toolroute.route.action import query_actions, tool_actions
+    from toolroute.route.expand import _CREATORS, expand, provider_graph
 
-    off = {"action_penalty": 0.0, "expand_pool": 0, "destination": False}
+    off = {
+        "action_penalty": 0.0,
+        "expand_pool": 0,
+        "destination": False,
+        "source_file": False,
+        "duplicate_penalty": 0.0,
+    }
     rows: list[Row] = [
         ("multi (old default)", "multi", {}),
         ("multi + action words", "steps", {**off, "action_penalty": 0.07}),
         ("multi + named destination file", "steps", {**off, "destination": True}),
+        ("multi + named source file (a reader of its type)", "steps", {**off, "source_file": True}),
         ("multi + implied steps (catalog providers)", "steps", {**off, "expand_pool": 5}),
-        ("steps: all three (new default)", "steps", {}),
+        ("multi + near duplicates demoted", "steps", {**off, "duplicate_penalty": 0.05}),
+        ("steps: all five (new default)", "steps", {}),
     ]
 
-    def after(extra: Any) -> Any:
+    def then(*stages: Any, base: Any = None) -> Any:
+        """``steps``' stages in order, each ``(ix, q, p, s) -> s``; ``base`` replaces multi."""
+
         def score(ix: Any, q: Any, p: Any) -> Any:
-            return extra(ix, q, p, st.steps(ix, q, p))
+            s = (base or st.multi)(ix, q, p)
+            for stage in stages:
+                s = stage(ix, q, p, s)
+            return s
 
         return score
+
+    def action(ix: Any, q: Any, p: Any, s: Any) -> Any:
+        return st._action_prior(ix, q, p, s)
+
+    def implied(ix: Any, q: Any, p: Any, s: Any) -> Any:
+        return expand(s, provider_graph(ix.tools), p.expand_pool, p.expand_weight)
+
+    def files(ix: Any, q: Any, p: Any, s: Any) -> Any:
+        return st._named_files(ix, q, p, s)
+
+    def near_dups(ix: Any, q: Any, p: Any, s: Any) -> Any:
+        return st._near_duplicates(ix, q, p, s)
+
+    def writer_only(ix: Any, q: Any, p: Any, s: Any) -> Any:
+        return st._named_files(ix, q, replace(p, source_file=False), s)
+
+    def action_unshared(ix: Any, q: Any, p: Any, s: Any) -> Any:
+        # the previous action prior: the full penalty whatever the number of asked classes
+        asked = query_actions(q.text)
+        if not asked:
+            return s
+        acts, order = st._cached(ix, "actions", lambda: tool_actions([t.name for t in ix.tools]))
+        wanted = np.array([c in asked for c in order] + [True])
+        return (s - p.action_penalty * ~wanted[acts]).astype(np.float32)
 
     def server_prior(ix: Any, q: Any, p: Any, s: Any) -> Any:
         # the server layer as a soft prior instead of cascade's hard cut
@@ -72,42 +126,194 @@ def _register() -> list[Row]:
             out[int(np.argmax(ix.tool_vectors @ v))] += 0.05
         return out
 
-    def implied(rx: re.Pattern[str], text: str) -> Any:
+    def into_top5(s: Any, j: int) -> Any:
+        out = s.copy()
+        out[j] = max(float(s[j]), float(np.sort(s[np.isfinite(s)])[-5]) + 1e-4)
+        return out
+
+    def implied_text(rx: re.Pattern[str], text: str) -> Any:
         def stage(ix: Any, q: Any, p: Any, s: Any) -> Any:
             if q.embed is None or not rx.search(q.text):
                 return s
-            v = q.embed([text])[0]
-            sub = ix.tool_vectors @ v + p.lexical_weight * st._normalised(
-                ix.tool_lexical.scores(text)
-            )
-            j = int(np.argmax(sub))
-            out = s.copy()
-            out[j] = max(float(s[j]), float(np.sort(s[np.isfinite(s)])[-5]) + 1e-4)
-            return out
+            return into_top5(s, st._best_match(ix, q, p, text))
 
         return stage
+
+    def typed_writer(ix: Any, q: Any, p: Any, s: Any) -> Any:
+        # a destination's writer matched with its extension ("create a docx file")
+        from toolroute.route.intent import named_files
+
+        for ext, dest in named_files(q.text):
+            if dest and q.embed is not None:
+                s = into_top5(s, st._best_match(ix, q, p, f"create a {ext} file"))
+        return s
+
+    def lexical_over(make: Any) -> Any:
+        """multi with BM25 over other document texts (``make(ix) -> texts``)."""
+
+        def base(ix: Any, q: Any, p: Any) -> Any:
+            lex = st._cached(ix, f"lex:{id(make)}", lambda: LexicalIndex(make(ix)))
+            return st.multi(ix, replace(q), p) + p.lexical_weight * (
+                st._normalised(lex.scores(q.text)) - st._normalised(ix.tool_lexical.scores(q.text))
+            )
+
+        return base
+
+    def no_examples(ix: Any) -> list[str]:
+        docs = build_docs(ix.catalog.servers, None)
+        tools = [t for srv in ix.catalog.servers for t in srv.tools]
+        return [
+            " ".join(
+                (
+                    d.server,
+                    d.name,
+                    d.description,
+                    "; ".join(
+                        f"{humanise(n)}: {_EXAMPLES.sub('', de)}" if de else humanise(n)
+                        for n, de in _param_texts(t.input_schema)
+                    ),
+                )
+            )
+            for d, t in zip(docs, tools, strict=True)
+        ]
+
+    def name_twice(ix: Any) -> list[str]:
+        return [f"{d.name} {d.lexical_text()}" for d in build_docs(ix.catalog.servers, None)]
+
+    def without_filler(ix: Any, q: Any, p: Any) -> Any:
+        text = _FILLER.sub("", q.text).strip() or q.text
+        if text == q.text or q.embed is None:
+            return st.multi(ix, q, p)
+        return st.multi(ix, replace(q, vector=q.embed([text])[0]), p)
+
+    def clause_hybrid(ix: Any, q: Any, p: Any) -> Any:
+        # clauses scored by dense + BM25 (not dense alone) before multi's lift
+        d = st.dense(ix, q, p)
+        out = d + p.lexical_weight * st._normalised(st.lexical(ix, q, p))
+        if q.intent_vectors is None or not len(q.intent_vectors):
+            return out
+        best = np.full(ix.size, -np.inf, dtype=np.float32)
+        for t, v in zip(q.intents, q.intent_vectors, strict=True):
+            lex = st._normalised(ix.tool_lexical.scores(t))
+            best = np.maximum(best, ix.tool_vectors @ v + p.lexical_weight * lex)
+        return out + np.maximum(0.0, (1 - p.intent_mix) * (best - out))
+
+    def named_server(ix: Any, q: Any, p: Any, s: Any) -> Any:
+        # +0.05 to every tool of a server whose name has a word found in at most 2 servers
+        def distinct() -> list[frozenset[str]]:
+            df: dict[str, int] = {}
+            for srv in ix.catalog.servers:
+                body = " ".join(f"{t.name} {t.description}" for t in srv.tools)
+                for w in set(tokenise(f"{srv.name} {srv.description} {body}")):
+                    df[w] = df.get(w, 0) + 1
+            return [
+                frozenset(
+                    w
+                    for w in set(tokenise(srv.name)) | set(humanise(srv.id).split())
+                    if df.get(w, 0) <= 2
+                    and len(w) > 2
+                    and not w.isdigit()
+                    and w not in ("mcp", "server")
+                )
+                for srv in ix.catalog.servers
+            ]
+
+        names = st._cached(ix, "distinct-server-words", distinct)
+        words = set(tokenise(q.text))
+        hit = np.array([bool(n & words) for n in names])
+        return (s + 0.05 * hit[ix.server_of]).astype(np.float32)
+
+    def creator_fills(ix: Any, q: Any, p: Any, s: Any) -> Any:
+        # a creator in the top 5 lifts its best "filler" sibling (add/write/insert … what it
+        # creates) to 0.9 x its score: the create -> write chain read forwards
+        fill = {"add", "write", "insert", "append", "put", "populate", "fill", "set", "update"}
+
+        def edges() -> list[tuple[int, int]]:
+            prov, served = provider_graph(ix.tools)
+            first = [(humanise(t.name).split() or [""])[0] for t in ix.tools]
+            return [
+                (int(a), int(b))
+                for a, b in zip(prov, served, strict=True)
+                if first[a] in _CREATORS and first[b] in fill
+            ]
+
+        pairs = st._cached(ix, "creator-fillers", edges)
+        out = s.copy()
+        for a in np.argsort(-s, kind="stable")[:5]:
+            bs = sorted((b for x, b in pairs if x == a), key=lambda b: -s[b])
+            if bs:
+                out[bs[0]] = max(out[bs[0]], 0.9 * s[a])
+        return out
+
+    def rrf(ix: Any, q: Any, p: Any) -> Any:
+        # rank fusion of dense and BM25 (k = 60) in place of the weighted sum, on cosine scale
+        d, lex = st.dense(ix, q, p), st.lexical(ix, q, p)
+        rd = np.empty(ix.size)
+        rd[np.argsort(-d)] = np.arange(ix.size)
+        rl = np.empty(ix.size)
+        rl[np.argsort(-lex)] = np.arange(ix.size)
+        r = 1 / (60 + rd) + np.where(lex > 0, 1 / (60 + rl), 0)
+        fused = (d + (r - r.max()) * 10).astype(np.float32)
+        return fused + (st.multi(ix, q, p) - st.hybrid(ix, q, p))
 
     time_rx = re.compile(
         r"\b(today|tomorrow|yesterday|tonight|this (?:week|month|year)|next (?:week|month|"
         r"year|monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b",
         re.IGNORECASE,
     )
+    new = (action, implied, files, near_dups)
     experiments = {
-        "x-server-prior": ("steps + server layer as soft prior (0.2)", server_prior),
-        "x-clause-top": ("steps + every clause's best tool lifted", clause_top),
+        "x-prev": (
+            "steps before this change (unshared penalty, files before implied steps, no "
+            "source file)",
+            then(action_unshared, writer_only, implied),
+        ),
+        "x-unshared": (
+            "steps, action penalty not shared",
+            then(action_unshared, implied, files, near_dups),
+        ),
+        "x-files-first": (
+            "steps, named files before implied steps",
+            then(action, files, implied, near_dups),
+        ),
+        "x-server-prior": ("steps + server layer as soft prior (0.2)", then(*new, server_prior)),
+        "x-clause-top": ("steps + every clause's best tool lifted", then(*new, clause_top)),
         "x-time": (
             "steps + implied 'current date' for relative dates",
-            implied(time_rx, "get the current date and time"),
+            then(*new, implied_text(time_rx, "get the current date and time")),
         ),
         "x-url": (
             "steps + implied 'fetch' for a URL",
-            implied(re.compile(r"https?://\S+"), "fetch the content of a web page URL"),
+            then(*new, implied_text(re.compile(r"https?://\S+"), "fetch a web page URL")),
         ),
+        "x-typed-writer": ("steps + a writer of the destination's type", then(*new, typed_writer)),
+        "x-no-examples": (
+            "steps, parameter examples cut from BM25 text",
+            then(*new, base=lexical_over(no_examples)),
+        ),
+        "x-name-twice": (
+            "steps, tool name twice in BM25 text",
+            then(*new, base=lexical_over(name_twice)),
+        ),
+        "x-near-dup": (
+            "steps without near-duplicate demotion (MMR-like)",
+            then(action, implied, files),
+        ),
+        "x-filler": ("steps, request framing words dropped", then(*new, base=without_filler)),
+        "x-clause-hybrid": ("steps, clauses scored dense + BM25", then(*new, base=clause_hybrid)),
+        "x-named-server": (
+            "steps + a server named in the request (+0.05)",
+            then(*new, named_server),
+        ),
+        "x-creator-fills": ("steps + a top creator lifts its filler", then(*new, creator_fills)),
+        "x-rrf": ("steps, RRF in place of the weighted sum", then(*new, base=rrf)),
     }
-    for name, (label, stage) in experiments.items():
-        st.STRATEGIES[name] = st.Strategy(name, after(stage), "intent-spans", label)
+    for name, (label, score) in experiments.items():
+        st.STRATEGIES[name] = st.Strategy(name, score, "intent-spans", label)
         rows.append((label, name, {}))
     rows.append(("steps, lexical weight 0.3 instead of 0.2", "steps", {"lexical_weight": 0.3}))
+    rows.append(("steps, implied steps lift to 0.95 (not 0.9)", "steps", {"expand_weight": 0.95}))
+    rows.append(("steps, intent mix 0.4 (not 0.5)", "steps", {"intent_mix": 0.4}))
     return rows
 
 
@@ -140,13 +346,16 @@ def main() -> int:
                 res = bench(r, queries, [name])[name]
                 results.setdefault(label, {})[dname] = res
                 print(dname, label, {m: round(res[m], 3) for m in METRICS}, file=sys.stderr)
-    head = " | ".join(f"{d} R@5 | MRR" for d in DATASETS)
+    head = " | ".join(f"{d} R@5 | MRR | R@1" for d in DATASETS)
     lines = [
         "| idea | " + head + " | live p50 ms |",
-        "|---|" + "---:|---:|" * len(DATASETS) + "---:|",
+        "|---|" + "---:|---:|---:|" * len(DATASETS) + "---:|",
     ]
     for label, per in results.items():
-        cells = " | ".join(f"{per[d]['recall@5']:.3f} | {per[d]['mrr']:.3f}" for d in DATASETS)
+        cells = " | ".join(
+            f"{per[d]['recall@5']:.3f} | {per[d]['mrr']:.3f} | {per[d]['recall@1']:.3f}"
+            for d in DATASETS
+        )
         lat = per["livemcpbench"]["latency_ms"]["p50"]
         lines.append(f"| {label} | {cells} | {lat:.1f} |")
     table = "\n".join(lines) + "\n"

@@ -59,7 +59,7 @@ def _time_stages(ix: Any, ctxs: list[Any], prm: Any) -> dict[str, list[float]]:
         "multi": lambda i: st.multi(ix, ctxs[i], prm),
         "steps": lambda i: st.steps(ix, ctxs[i], prm),
         "action": lambda i: st._action_prior(ix, ctxs[i], prm, base[i]),
-        "destination": lambda i: st._destination(ix, ctxs[i], prm, base[i]),
+        "destination": lambda i: st._named_files(ix, ctxs[i], prm, base[i]),
         "expand": lambda i: expand(
             base[i], provider_graph(ix.tools), prm.expand_pool, prm.expand_weight
         ),

@@ -16,6 +16,7 @@ plus toolroute's own settings in a ``toolroute.toml``.
     max_result_bytes = 4194304           # larger downstream replies become an isError
     approved = ["srv__tool@0123abcd"]    # tools released from quarantine (name[@version])
     relist_interval_s = 300              # re-list every server this often (silent changes)
+    query_cache = 1024                   # find_tools query vectors kept in memory (0: off)
     [llm]                                # optional LLM stages (pa-rag, atr): any OpenAI-compatible
     base_url = "http://127.0.0.1:8080/v1"  # chat endpoint; default: TOOLROUTE_LLM_BASE_URL
     model = "qwen2.5-coder-0.5b-instruct"
@@ -30,6 +31,7 @@ plus toolroute's own settings in a ``toolroute.toml``.
     [http]
     allowed_hosts = ["gateway.lan:8765"] # Host / Origin accepted besides loopback (DNS rebinding)
     allowed_origins = ["https://app.example"]
+    json_response = false                # true: plain JSON replies, no progress/sampling relay
     [servers.time]                       # economics metadata (EHRR), all optional
     ask_cost = 0.0
     connect_latency_s = 0.1
@@ -112,6 +114,7 @@ class _Settings(BaseModel):
     max_result_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
     approved: list[str] = Field(default_factory=list)
     relist_interval_s: float = Field(default=300.0, gt=0)
+    query_cache: int = Field(default=1024, ge=0, le=1_000_000)
 
 
 class _Llm(BaseModel):
@@ -140,6 +143,7 @@ class _Http(BaseModel):
     model_config = ConfigDict(extra="forbid")
     allowed_hosts: list[str] = Field(default_factory=list)
     allowed_origins: list[str] = Field(default_factory=list)
+    json_response: bool = False
 
 
 class _Gate(BaseModel):
@@ -218,6 +222,8 @@ class GatewayConfig:
     """``server__tool`` or ``server__tool@version``: released from quarantine by config."""
     relist_interval_s: float = 300.0
     """Every server is re-listed this often, so a tool changed without list_changed is seen."""
+    query_cache: int = 1024
+    """find_tools query vectors kept in an in-memory LRU (0: off; :mod:`toolroute.embed.memo`)."""
     llm: LLMConfig | None = None
     """Endpoint of the optional LLM stages: ``[llm]`` in toolroute.toml, else the
     ``TOOLROUTE_LLM_*`` environment, else None (offline fallbacks)."""
@@ -227,6 +233,9 @@ class GatewayConfig:
     """Host headers accepted over HTTP besides loopback (``host:port``, ``host:*``)."""
     allowed_origins: tuple[str, ...] = ()
     """Origin headers accepted over HTTP besides loopback (``scheme://host:port``, ``…:*``)."""
+    http_json_response: bool = False
+    """Answer each HTTP request with one JSON body, not an SSE stream: less CPU per request,
+    but a call's progress, log and sampling messages cannot reach the client."""
 
 
 _GATE_FIELDS = {"requires_scope", "after", "milestone"}
@@ -323,6 +332,7 @@ def load_config(path: str | Path, settings: str | Path | None = None) -> Gateway
         clients=_clients(toml_path, t.auth),
         allowed_hosts=tuple(t.http.allowed_hosts),
         allowed_origins=tuple(t.http.allowed_origins),
+        http_json_response=t.http.json_response,
         llm=llm,
         servers=servers,
         store=_store(toml_path, s.store),
@@ -341,6 +351,7 @@ def load_config(path: str | Path, settings: str | Path | None = None) -> Gateway
         max_result_bytes=s.max_result_bytes,
         approved=tuple(s.approved),
         relist_interval_s=s.relist_interval_s,
+        query_cache=s.query_cache,
         path=p.resolve(),
         tool_gates={k: g for k, v in t.tools.items() if (g := v.preconditions())},
         server_gates={k: g for k, v in t.servers.items() if (g := v.preconditions())},

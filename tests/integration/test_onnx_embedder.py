@@ -65,3 +65,14 @@ def test_a_router_over_a_warm_store_loads_the_model_only_to_route(
         assert not cold.loaded  # every text came from the cache
         assert r.route("read a file from disk", k=3) == expected
         assert cold.loaded
+
+
+def test_one_thread_and_the_query_memo_give_the_same_vectors(onnx: OnnxEmbedder) -> None:
+    from toolroute.embed.memo import QueryMemo
+
+    memo = QueryMemo(OnnxEmbedder(threads=1), size=4)
+    text = "Fetch the news headlines, then draw a word cloud of them"
+    assert np.allclose(memo.embed([text]), onnx.embed([text]), atol=1e-4)
+    spans = [(0, 24)]
+    assert np.allclose(memo.embed_spans(text, spans), onnx.embed_spans(text, spans), atol=1e-4)
+    assert np.array_equal(memo.embed([text]), memo.embed([text])) and memo.hits == 2

@@ -26,6 +26,7 @@ from tests.conftest import REPO, HashingEmbedder
 from tests.fixtures import conformance_server as fixture
 from toolroute.config import load_config
 from toolroute.gateway.app import running_pool, sync_router
+from toolroute.gateway.relay import STATUS_URI
 from toolroute.gateway.server import Gateway
 from toolroute.route.gate import Preconditions
 
@@ -177,7 +178,9 @@ def test_resources_prompts_and_completion_come_from_their_server(
             caps = c.server_capabilities
             assert caps.resources and caps.prompts and caps.completions and caps.logging
             uris = [r.uri for r in (await c.list_resources()).resources]
-            assert uris == [r.uri for r in fixture.RESOURCES]
+            assert uris == [STATUS_URI, *(r.uri for r in fixture.RESOURCES)]  # the gateway's own
+            status = json.loads((await c.read_resource(STATUS_URI)).contents[0].text)  # type: ignore[union-attr]
+            assert status["servers"]["conformance"]["status"] == "up"
             templates = (await c.list_resource_templates()).resource_templates
             assert [t.uri_template for t in templates] == ["test://template/{id}/data"]
             r = await c.read_resource("test://static-text")
@@ -460,7 +463,10 @@ def test_allow_lists_hold_for_pass_through_tools_resources_and_prompts(
                     r = await a.call_tool("test_simple_text", {})
                     assert r.is_error and fixture.SIMPLE_TEXT not in _text(r)
                     assert (await c.list_resources()).resources
-                    assert not (await a.list_resources()).resources
+                    only = [r.uri for r in (await a.list_resources()).resources]
+                    assert only == [STATUS_URI]  # the gateway's own, cut to alice's servers
+                    seen = json.loads((await a.read_resource(STATUS_URI)).contents[0].text)  # type: ignore[union-attr]
+                    assert list(seen["servers"]) == ["time"]
                     assert not (await a.list_prompts()).prompts
                     with pytest.raises(MCPError, match="not available to this client"):
                         await a.read_resource("test://static-text")

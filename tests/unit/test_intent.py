@@ -47,3 +47,11 @@ def test_a_path_that_is_only_read_is_a_source_not_a_destination() -> None:
 
     assert not names_destination("Read the report at ~/reports/q3.pdf and make a bar chart")
     assert names_destination("Read the data in /in/a.xlsx, then save the chart in /out/a.png")
+
+
+def test_named_files_tell_a_file_read_from_a_file_written() -> None:
+    from toolroute.route.intent import named_files
+
+    text = "Read the sales in /in/sales.xlsx, plot them and then save the chart in /out/s.png"
+    assert named_files(text) == [("xlsx", False), ("png", True)]
+    assert named_files("what time is it in Tokyo") == []

@@ -9,9 +9,11 @@ tokenizer instead.
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import importlib.util
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,7 +26,13 @@ from toolroute.errors import EmbedError
 if TYPE_CHECKING:
     from tokenizers import Encoding, Tokenizer
 
-__all__ = ["DEFAULT_MODEL_ID", "OnnxEmbedder", "default_model_files", "default_tokenizer_file"]
+__all__ = [
+    "DEFAULT_MODEL_ID",
+    "OnnxEmbedder",
+    "default_model_files",
+    "default_tokenizer_file",
+    "trim_heap",
+]
 
 DEFAULT_MODEL_ID = "all-MiniLM-L6-v2/onnx-int8"
 _MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
@@ -142,6 +150,9 @@ class OnnxEmbedder:
             raise EmbedError(f"{self._model_path}: cannot load ONNX model: {e}") from None
         self._inputs = {i.name for i in session.get_inputs()}
         self._session_ = session
+        # Loading folds the int8 weights to float32 through temporary copies that glibc keeps
+        # mapped once freed: handing them back takes ~65 MB off a serving gateway's RSS.
+        trim_heap()
         return session
 
     @property
@@ -217,6 +228,21 @@ class OnnxEmbedder:
         m = mask[..., None].astype(np.float32)
         pooled = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
         return l2_normalise(pooled)
+
+
+def trim_heap() -> None:
+    """Return the heap's free pages to the OS (glibc ``malloc_trim``; a no-op elsewhere)."""
+    global _libc
+    if _libc is None:
+        try:
+            _libc = ctypes.CDLL("libc.so.6") if sys.platform.startswith("linux") else False
+        except OSError:  # musl and the like: nothing to trim with
+            _libc = False
+    if _libc:
+        _libc.malloc_trim(0)
+
+
+_libc: Any = None
 
 
 def _load_tokenizer(path: Path, max_length: int) -> Tokenizer:

@@ -25,6 +25,7 @@ import anyio
 
 from toolroute.catalog.models import Catalog
 from toolroute.config import GatewayConfig
+from toolroute.embed.onnx import trim_heap
 from toolroute.errors import ConfigError
 from toolroute.gateway.quarantine import Held, Quarantine, revision
 from toolroute.gateway.status import snapshot, write_status
@@ -154,6 +155,20 @@ async def sync_once(config: GatewayConfig) -> SyncResult:
     return result
 
 
+def gateway_embedder(config: GatewayConfig) -> Any:
+    """The embedder of a serving gateway: the default model on one intra-op thread (it embeds
+    one short query at a time beside the event loop; a second thread costs more CPU than it
+    saves: benchmarks/results/load.md), unless ``TOOLROUTE_THREADS`` says otherwise, behind
+    an LRU of query vectors (``query_cache``)."""
+    import os
+
+    from toolroute.embed.memo import QueryMemo
+    from toolroute.embed.onnx import OnnxEmbedder
+
+    threads = None if os.environ.get("TOOLROUTE_THREADS") else 1
+    return QueryMemo(OnnxEmbedder(threads=threads), size=config.query_cache)
+
+
 async def serve(
     config: GatewayConfig,
     transport: Literal["stdio", "http"] = "stdio",
@@ -161,7 +176,7 @@ async def serve(
     host: str = "127.0.0.1",
 ) -> None:
     async with running_pool(config) as pool:
-        router, result = await sync_router(config, pool)
+        router, result = await sync_router(config, pool, gateway_embedder(config))
         for s in result.servers:
             if s.status != "ok" and pool[s.name].status == "up":  # a down server logged itself
                 log.warning("server %s: %s (its last known tools are kept)", s.name, s.error)
@@ -169,17 +184,15 @@ async def serve(
             log.warning("no server has tools yet; serving anyway, they join as they connect")
         gateway = make_gateway(config, router, pool)
         gateway.quarantined = {h.name: h for h in result.quarantined}
+        trim_heap()  # what indexing freed goes back to the OS before serving
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_watch_changes, config, pool, gateway)
                 tg.start_soon(follow_store, gateway)  # replicas of a shared store
                 if transport == "stdio":
-                    from mcp.server.stdio import stdio_server
+                    from toolroute.gateway.stdio import serve_stdio
 
-                    async with stdio_server() as (read, write):
-                        await gateway.server.run(
-                            read, write, gateway.server.create_initialization_options()
-                        )
+                    await serve_stdio(gateway.server)
                 else:
                     await serve_http(config, gateway, host, port)
                 tg.cancel_scope.cancel()
@@ -200,6 +213,9 @@ def http_app(config: GatewayConfig, gateway: Any) -> Any:
 
     app = gateway.server.streamable_http_app(
         streamable_http_path="/mcp",
+        # one JSON body per POST instead of an SSE stream: cheaper, but no progress, log or
+        # sampling relay during a call (the request's back-channel); off by default
+        json_response=config.http_json_response,
         # the guard checks Host and Origin for every route, with the configured lists
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
@@ -239,7 +255,7 @@ async def serve_http(config: GatewayConfig, gateway: Any, host: str, port: int) 
     print(f"toolroute: listening on http://{shown}:{bound}/mcp", file=sys.stderr, flush=True)
     cfg = uvicorn.Config(
         http_app(config, gateway), log_level="warning", timeout_graceful_shutdown=5
-    )
+    )  # http="auto": httptools' parser (a dependency), ~1 ms of CPU less per request than h11
     with sock:
         await uvicorn.Server(cfg).serve(sockets=[sock])
 
@@ -272,6 +288,7 @@ def make_gateway(config: GatewayConfig, router: Router, pool: DownstreamPool) ->
             *([EventLog(config.events_log)] if config.events_log else []),
             *([OtelExporter()] if config.otel else []),
         ],
+        request_spans=config.otel,
     )
 
 
@@ -319,5 +336,6 @@ async def resync(config: GatewayConfig, pool: DownstreamPool, gateway: Any) -> b
     else:
         report = IndexReport(0, 0, router.store.sync_catalog(catalog).removed, 0, 0)
     gateway.replace_router(router).close()
+    trim_heap()
     log.info("re-listed: %s", SyncResult(statuses, report, held).to_dict())
     return True

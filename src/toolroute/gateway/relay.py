@@ -21,6 +21,7 @@ messages a downstream server sends while one of its tools runs.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
@@ -45,7 +46,7 @@ from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 from toolroute.config import SEPARATOR
 from toolroute.sources.pool import DownstreamPool
 
-__all__ = ["Caller", "Relay", "current_caller", "exposed_names"]
+__all__ = ["STATUS_URI", "Caller", "Relay", "current_caller", "exposed_names"]
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +61,15 @@ LEVELS: tuple[types.LoggingLevel, ...] = (
     "emergency",
 )
 MAX_PAGES = 100
+STATUS_URI = "toolroute://status"
+"""The gateway's own resource: what ``toolroute status`` prints (servers, quarantine)."""
+STATUS_RESOURCE = types.Resource(
+    uri=STATUS_URI,
+    name="toolroute status",
+    description="Each downstream server's state (up, down, restarting; last error, exit code, "
+    "restarts, tools) and the tools held in quarantine: what `toolroute status` prints.",
+    mime_type="application/json",
+)
 RESOURCE_NOT_FOUND = -32002
 T = TypeVar("T")
 
@@ -152,14 +162,18 @@ class Relay:
         bus: InMemorySubscriptionBus,
         on_tools_changed: Callable[[], None] | None = None,
         may_use: Callable[[Any, str], bool] | None = None,
+        status: Callable[[], dict[str, Any]] | None = None,
     ) -> None:
         """``on_tools_changed``: when given (pass-through), a server's tools/list_changed calls
         it and is passed on to every client. ``may_use(ctx, server)``: whether the client of a
-        request may use that server's resources and prompts (its allow-list); default yes."""
+        request may use that server's resources and prompts (its allow-list); default yes.
+        ``status``: the gateway's own state (``toolroute status``), served as the resource
+        :data:`STATUS_URI` beside the relayed ones."""
         self.pool = pool
         self.bus = bus
         self.on_tools_changed = on_tools_changed
         self.may_use = may_use or (lambda ctx, server: True)
+        self.status = status
         self.sessions: dict[int, Any] = {}  # connection → a ServerSession to notify it on
         self.levels: dict[int, types.LoggingLevel] = {}
         self.subscribers: dict[tuple[str, str], set[int]] = {}
@@ -197,9 +211,25 @@ class Relay:
             _caller.reset(token)
 
     def seen(self, ctx: Any) -> None:
+        """Remember the client of ``ctx`` (to notify it later) until its connection closes."""
         session = getattr(ctx, "session", None)
-        if session is not None:
-            self.sessions[_key(ctx)] = session
+        if session is None:
+            return
+        key = _key(ctx)
+        if key not in self.sessions:
+            # forgotten when the connection closes: holding a closed connection's session
+            # kept its whole request state alive (~0.15 MB per HTTP session, for ever)
+            stack = getattr(getattr(session, "_connection", None), "exit_stack", None)
+            if stack is not None:
+                stack.callback(self.forget, key)
+        self.sessions[key] = session
+
+    def forget(self, key: int) -> None:
+        """Drop everything kept for one connection (it closed)."""
+        self.sessions.pop(key, None)
+        self.levels.pop(key, None)
+        for keys in self.subscribers.values():
+            keys.discard(key)
 
     def invalidate(self) -> None:
         """Forget the merged lists (a server's lists changed or the pool resynced)."""
@@ -254,9 +284,12 @@ class Relay:
         back = {v: k for k, v in names.items()}
         return types.ListResourcesResult(
             resources=[
-                r.model_copy(update={"uri": back[(s, r.uri)]})
-                for s, r in listed
-                if ctx is None or self.may_use(ctx, s)
+                *([STATUS_RESOURCE] if self.status is not None else []),
+                *(
+                    r.model_copy(update={"uri": back[(s, r.uri)]})
+                    for s, r in listed
+                    if ctx is None or self.may_use(ctx, s)
+                ),
             ]
         )
 
@@ -353,6 +386,8 @@ class Relay:
         self, ctx: Any, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         self.seen(ctx)
+        if str(params.uri) == STATUS_URI and self.status is not None:
+            return self._read_status(ctx)
         server, uri = self._check(ctx, await self.resource_owner(str(params.uri)))
         async with self.serving(ctx) as caller:
             result: types.ReadResourceResult = await self.pool[server].request(
@@ -364,6 +399,23 @@ class Relay:
                 caller,
             )
         return result
+
+    def _read_status(self, ctx: Any) -> types.ReadResourceResult:
+        """The status snapshot, cut to the servers this client may use."""
+        assert self.status is not None
+        snap = self.status()
+        snap["servers"] = {n: s for n, s in snap["servers"].items() if self.may_use(ctx, n)}
+        snap["quarantined"] = {
+            n: h
+            for n, h in snap["quarantined"].items()
+            if self.may_use(ctx, n.partition(SEPARATOR)[0])
+        }
+        text = json.dumps(snap, sort_keys=True)
+        return types.ReadResourceResult(
+            contents=[
+                types.TextResourceContents(uri=STATUS_URI, mime_type="application/json", text=text)
+            ]
+        )
 
     async def subscribe(self, ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
         self.seen(ctx)

@@ -31,6 +31,7 @@ import anyio
 import jsonschema
 import mcp.types as types
 from mcp.server import NotificationOptions, Server
+from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 
 from toolroute.config import SEPARATOR
@@ -44,6 +45,7 @@ from toolroute.gateway.access import (
 from toolroute.gateway.checks import MAX_NAME_CHARS, check_arguments, check_find_args, check_k
 from toolroute.gateway.passthrough import PassThrough
 from toolroute.gateway.relay import Relay, current_caller
+from toolroute.gateway.status import snapshot
 from toolroute.present.events import EventSink, RoutingEvent, query_hash
 from toolroute.present.presenter import PresentConfig, Presenter
 from toolroute.route.gate import Preconditions, SessionState, blocked_by, preconditions_for
@@ -184,6 +186,7 @@ class Gateway:
         milestones: Sequence[str] = (),
         events: Sequence[EventSink] = (),
         on_outcome: Callable[[Outcome], None] | None = None,
+        request_spans: bool = True,
     ) -> None:
         self.router = router
         self.pool = pool
@@ -222,9 +225,15 @@ class Gateway:
             on_call_tool=self._call_tool,
             on_subscriptions_listen=ListenHandler(self.bus),
         )
+        if not request_spans:  # the SDK's per-request OpenTelemetry span, off unless `otel`
+            self.server.middleware = [
+                m for m in self.server.middleware if not isinstance(m, OpenTelemetryMiddleware)
+            ]
         self.passthrough = PassThrough(pool)
         relisted = self.passthrough.invalidate if expose == "all" else None
-        self.relay = Relay(pool, self.bus, relisted, self._may_use)  # resources, prompts, ...
+        self.relay = Relay(  # resources, prompts, ... and the toolroute://status resource
+            pool, self.bus, relisted, self._may_use, status=self.status
+        )
         self.relay.install(self.server)
 
     def replace_router(self, router: Router) -> Router:
@@ -234,6 +243,10 @@ class Gateway:
         self.relay.invalidate()
         self.presenter = Presenter(router.catalog, self.presenter.config, self.presenter.tokens)
         return old
+
+    def status(self) -> dict[str, Any]:
+        """What ``toolroute status`` prints: each server's state and the quarantined tools."""
+        return snapshot(self.pool, {n: h.to_dict() for n, h in self.quarantined.items()})
 
     def state(self, session: object = None) -> SessionState:
         """The state of one client connection (scopes, successful calls, milestones, promoted)."""

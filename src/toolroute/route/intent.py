@@ -11,11 +11,22 @@ import re
 
 from toolroute.route.action import query_actions
 
-__all__ = ["WRITE_FILE_INTENT", "intent_spans", "names_destination", "split_intents"]
+__all__ = [
+    "READ_FILE_INTENT",
+    "WRITE_FILE_INTENT",
+    "intent_spans",
+    "named_files",
+    "names_destination",
+    "split_intents",
+]
 
 WRITE_FILE_INTENT = "write text content to a file"
 """The step a request implies when it names where its result goes ("save it to
 /root/notes/report.md") but not how: some tool must write that file."""
+
+READ_FILE_INTENT = "read the content of a {ext} file"
+"""The step a request implies when it names a file it only reads ("the sales data in
+/root/excel/sales.xlsx"): some tool must read that kind of file (``{ext}``: its extension)."""
 
 _FILE_PATH = re.compile(r"(?<![\w/])(?:~|\.{1,2})?/(?:[\w.\-]+/)*[\w\-]+\.[A-Za-z0-9]{1,5}\b")
 
@@ -54,9 +65,23 @@ def split_intents(text: str, *, min_chars: int = 12, max_intents: int = 8) -> li
     return [text[a:b] for a, b in intent_spans(text, min_chars=min_chars, max_intents=max_intents)]
 
 
-def names_destination(text: str) -> bool:
-    """True when a clause of ``text`` names a file by its path (``/dir/name.ext``,
-    ``~/name.ext``) next to a verb that makes or writes something ("save it to …", "write a
-    report at …"); a path that is only read ("read the report at …") is a source."""
+def named_files(text: str) -> list[tuple[str, bool]]:
+    """(extension, is a destination) of each file ``text`` names by its path (``/dir/name.ext``,
+    ``~/name.ext``), in order, without repeats. A path is a destination when its clause has a
+    verb that makes or writes something ("save it to …", "write a report at …"), else a source
+    ("read the report at …")."""
     clauses = split_intents(text, min_chars=1) or [text]
-    return any(_FILE_PATH.search(c) is not None and "create" in query_actions(c) for c in clauses)
+    out: list[tuple[str, bool]] = []
+    for c in clauses:
+        paths = [m.group(0) for m in _FILE_PATH.finditer(c)]
+        writes = bool(paths) and "create" in query_actions(c)
+        for path in paths:
+            item = (path.rsplit(".", 1)[1].lower(), writes)
+            if item not in out:
+                out.append(item)
+    return out
+
+
+def names_destination(text: str) -> bool:
+    """True when a clause of ``text`` names a file it writes (see :func:`named_files`)."""
+    return any(dest for _, dest in named_files(text))

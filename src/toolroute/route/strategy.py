@@ -10,8 +10,8 @@ does not return (e.g. outside the servers a cascade kept). Stages are plain func
   seed 000 Alg. 2 without economics);
 - ``multi``: sub-intents scored separately and merged per tool (seed 003 §4.5, offline);
 - ``steps`` (the default): ``multi`` plus three offline priors: action words (route/action.py),
-  the file a request names as its destination, and implied steps from the catalog's own
-  structure (route/expand.py);
+  implied steps from the catalog's own structure (route/expand.py), and the files a request
+  names by path (a writer for a destination, a reader of its type for a source);
 - ``baseline-*``: the three reference methods of shared/benchmarks/BASELINES.md, verbatim.
 """
 
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any, Literal
 
 import numpy as np
@@ -32,7 +33,7 @@ from toolroute.route import llm_stages
 from toolroute.route.action import query_actions, tool_actions
 from toolroute.route.ehrr import EhrrParams, EhrrTrace, ehrr_route
 from toolroute.route.expand import expand, provider_graph
-from toolroute.route.intent import WRITE_FILE_INTENT, names_destination
+from toolroute.route.intent import READ_FILE_INTENT, WRITE_FILE_INTENT, named_files
 from toolroute.stats import StatsBook
 
 __all__ = ["STRATEGIES", "Embeds", "QueryContext", "RouteParams", "Scores", "resolve_strategy"]
@@ -87,13 +88,25 @@ class RouteParams:
     whole_keep: int = 3
     """PA-RAG's aggregation adds the whole request's top tools to the sub-query selections."""
     action_penalty: float = 0.07
-    """``steps``: taken from a tool whose name's action the request does not ask for."""
+    """``steps``: taken from a tool whose name's action the request does not ask for, divided
+    by the number of action classes the request asks for (more classes, weaker evidence)."""
     expand_pool: int = 5
     """``steps``: the top tools whose catalog providers are pulled up (0: no expansion)."""
     expand_weight: float = 0.9
     """``steps``: a provider rises to this fraction of the best score among those it serves."""
     destination: bool = True
     """``steps``: a request that writes to a named file gets the best file writer in its top 5."""
+    source_file: bool = True
+    """``steps``: a request that reads a named file gets the best reader of its type in its
+    top 5."""
+    duplicate_cosine: float = 0.9
+    """``steps``: a tool this close (cosine of tool vectors) to a better-ranked one is a near
+    duplicate (the same tool from two sources, a v1 beside its v2)."""
+    duplicate_penalty: float = 0.05
+    """``steps``: what a near duplicate loses at cosine 1, linearly from 0 at
+    ``duplicate_cosine`` (0: no demotion)."""
+    duplicate_window: int = 15
+    """``steps``: the top this many are checked for near duplicates."""
 
 
 def _normalised(s: Scores) -> Scores:
@@ -160,43 +173,83 @@ def _lift(
 
 
 def _action_prior(ix: ToolIndex, q: QueryContext, p: RouteParams, s: Scores) -> Scores:
-    """Action words (route/action.py): a soft penalty for tools named by another action."""
+    """Action words (route/action.py): a soft penalty for tools named by another action.
+
+    The penalty is shared among the classes the request asks for: "what temperature should I
+    set" asks to read and to update, weak evidence against a third class (convert), while
+    "what time is it in Tokyo" asks only to read."""
     asked = query_actions(q.text)
     if not asked or p.action_penalty <= 0:
         return s
     acts, order = _cached(ix, "actions", lambda: tool_actions([t.name for t in ix.tools]))
     wanted = np.array([c in asked for c in order] + [True])  # index -1: no known verb
-    out: Scores = (s - p.action_penalty * ~wanted[acts]).astype(np.float32)
+    out: Scores = (s - p.action_penalty / len(asked) * ~wanted[acts]).astype(np.float32)
     return out
 
 
-def _destination(ix: ToolIndex, q: QueryContext, p: RouteParams, s: Scores) -> Scores:
-    """A request that makes something and names the file it goes to ("… and save it to
-    /root/x.md") needs a file writer, which its words rarely match: the catalog's best match
-    for :data:`WRITE_FILE_INTENT` joins the top 5 (at rank 5, displacing none above it)."""
-    if not p.destination or q.embed is None or not names_destination(q.text):
+def _named_files(ix: ToolIndex, q: QueryContext, p: RouteParams, s: Scores) -> Scores:
+    """Files a request names by path imply a step its words rarely match. A file it makes
+    ("… and save it to /root/x.md") needs a file writer: the catalog's best match for
+    :data:`WRITE_FILE_INTENT`. A file it reads ("the sales in /root/s.xlsx") needs a reader of
+    that type: the best match for :data:`READ_FILE_INTENT` with its extension. Each joins the
+    top 5 (at rank 5, displacing none above it). Applied after implied steps, so that a
+    provider lifted above rank 5 cannot push it back out."""
+    if q.embed is None:
         return s
-    embed = q.embed
+    texts = [
+        WRITE_FILE_INTENT if dest else READ_FILE_INTENT.format(ext=ext)
+        for ext, dest in named_files(q.text)
+        if (p.destination if dest else p.source_file)
+    ]
+    out = s
+    for text in dict.fromkeys(texts):
+        j = _cached(ix, f"best:{ix.model_id}:{text}", partial(_best_match, ix, q, p, text))
+        finite = out[np.isfinite(out)]
+        if finite.size < 5 or not np.isfinite(out[j]):
+            continue
+        fifth = float(np.partition(finite, finite.size - 5)[finite.size - 5])
+        out = out.copy()
+        out[j] = max(float(out[j]), fifth + 1e-4)
+    return out
 
-    def best_writer() -> int:
-        v = embed([WRITE_FILE_INTENT])[0]
-        lex = _normalised(ix.tool_lexical.scores(WRITE_FILE_INTENT))
-        return int(np.argmax(ix.tool_vectors @ v + p.lexical_weight * lex))
 
-    j = _cached(ix, f"writer:{ix.model_id}", best_writer)
-    finite = s[np.isfinite(s)]
-    if finite.size < 5 or not np.isfinite(s[j]):
+def _best_match(ix: ToolIndex, q: QueryContext, p: RouteParams, text: str) -> int:
+    """The tool with the best hybrid score for ``text`` (an implied step)."""
+    assert q.embed is not None
+    v = q.embed([text])[0]
+    lex = _normalised(ix.tool_lexical.scores(text))
+    return int(np.argmax(ix.tool_vectors @ v + p.lexical_weight * lex))
+
+
+def _near_duplicates(ix: ToolIndex, q: QueryContext, p: RouteParams, s: Scores) -> Scores:
+    """Maximal-marginal-relevance in its simplest form: within the top ``duplicate_window``, a
+    tool whose vector is within ``duplicate_cosine`` of a better-ranked one's loses up to
+    ``duplicate_penalty``, so a merged catalog's copies of one tool do not fill the top 5
+    while another step's tool waits below them."""
+    if p.duplicate_penalty <= 0 or ix.size < 2:
         return s
-    fifth = float(np.partition(finite, finite.size - 5)[finite.size - 5])
+    order = np.argsort(-s, kind="stable")[: p.duplicate_window]
+    order = order[np.isfinite(s[order])]
+    if len(order) < 2:
+        return s
+    vecs = ix.tool_vectors[order]
+    sim = np.tril(vecs @ vecs.T, k=-1)[1:]  # row i-1: tool i against those ranked above it
+    worst = sim.max(axis=1)
+    span = max(1e-6, 1.0 - p.duplicate_cosine)
+    cut = p.duplicate_penalty * np.clip((worst - p.duplicate_cosine) / span, 0.0, None)
+    if not cut.any():
+        return s
     out = s.copy()
-    out[j] = max(float(s[j]), fifth + 1e-4)
+    out[order[1:]] -= cut.astype(np.float32)
     return out
 
 
 def steps(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
-    """``multi``, then action words, the named destination file, and implied steps."""
-    s = _destination(ix, q, p, _action_prior(ix, q, p, multi(ix, q, p)))
-    return expand(s, provider_graph(ix.tools), p.expand_pool, p.expand_weight)
+    """``multi``, then action words, implied steps, the files the request names, and near
+    duplicates demoted."""
+    s = _action_prior(ix, q, p, multi(ix, q, p))
+    s = expand(s, provider_graph(ix.tools), p.expand_pool, p.expand_weight)
+    return _near_duplicates(ix, q, p, _named_files(ix, q, p, s))
 
 
 _DERIVED: dict[tuple[int, str], tuple[object, Any]] = {}
@@ -387,7 +440,7 @@ STRATEGIES: dict[str, Strategy] = {
             "steps",
             steps,
             "intent-spans",
-            "multi + action words, named destination file, implied steps from the catalog",
+            "multi + action words, implied steps, files named by path, near duplicates demoted",
         ),
         # default = steps: best no-LLM recall on livemcpbench, mcpbench and the union queries
         # at one model pass per query (benchmarks/recall_ideas.py, README "Strategies").

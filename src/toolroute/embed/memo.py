@@ -1,0 +1,85 @@
+"""A bounded in-memory LRU of query embeddings, for a long-running gateway.
+
+A one-query embedding is most of what ``find_tools`` costs (about 9 ms of CPU for a short
+query with all-MiniLM-L6-v2 int8 on one thread; benchmarks/load.py). Agents repeat needs
+("what time is it in …", the same task retried), so the gateway keeps the last ``size`` query
+vectors. Only single texts and span calls are memoised: batches (indexing) go straight to the
+wrapped embedder, whose store-backed :class:`~toolroute.embed.cache.CachedEmbedder` already
+deduplicates them. Vectors are returned read-only, so a caller cannot corrupt the memo.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+import numpy as np
+
+from toolroute.embed.base import Embedder, Matrix, SpanEmbedder
+
+__all__ = ["QueryMemo"]
+
+
+class QueryMemo:
+    """Wraps an :class:`Embedder`; ``hits`` and ``misses`` count memoised query lookups.
+
+    Thread-safe: the gateway routes in worker threads. ``size=0`` turns the memo off.
+    """
+
+    def __init__(self, inner: Embedder, size: int = 1024) -> None:
+        if size < 0:
+            raise ValueError("size must be >= 0")
+        self.inner = inner
+        self.size = size
+        self.hits = 0
+        self.misses = 0
+        self._memo: OrderedDict[Hashable, Matrix] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @property
+    def model_id(self) -> str:
+        return self.inner.model_id
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    def __len__(self) -> int:
+        return len(self._memo)
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        if len(texts) != 1 or not self.size:
+            return self.inner.embed(texts)
+        return self._memoised(("q", texts[0]), lambda: self.inner.embed(texts))
+
+    def embed_spans(self, text: str, spans: Sequence[tuple[int, int]]) -> Matrix:
+        """Whole text plus each span: one pass where the wrapped embedder can, else a batch."""
+        key = ("s", text, tuple(spans))
+
+        def compute() -> Matrix:
+            if isinstance(self.inner, SpanEmbedder):
+                return self.inner.embed_spans(text, spans)
+            return self.inner.embed([text, *(text[a:b] for a, b in spans)])
+
+        return self._memoised(key, compute) if self.size else compute()
+
+    def _memoised(self, key: Hashable, compute: Any) -> Matrix:
+        with self._lock:
+            found = self._memo.get(key)
+            if found is not None:
+                self._memo.move_to_end(key)
+                self.hits += 1
+                return found
+            self.misses += 1
+        # computed outside the lock: two threads may embed the same new query at once (both
+        # get the same vector); one slow embedding never blocks another thread's hit
+        vectors = np.array(compute(), dtype=np.float32)
+        vectors.flags.writeable = False
+        with self._lock:
+            self._memo[key] = vectors
+            self._memo.move_to_end(key)
+            while len(self._memo) > self.size:
+                self._memo.popitem(last=False)
+        return vectors

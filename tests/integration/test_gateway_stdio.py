@@ -1,0 +1,120 @@
+"""The gateway's own stdio transport (gateway/stdio.py) with a real `toolroute serve` and the
+real time server behind it, spoken to in raw JSON-RPC lines."""
+
+from __future__ import annotations
+
+import json
+import selectors
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import TIME_MAIN
+
+pytestmark = pytest.mark.integration
+
+TOOLROUTE = Path(sys.executable).with_name("toolroute")
+HELLO = [
+    {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"},
+        },
+    },
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+]
+CALL = {
+    "jsonrpc": "2.0",
+    "id": 3,
+    "method": "tools/call",
+    "params": {
+        "name": "call_tool",
+        "arguments": {"name": "time__get_current_time", "arguments": {"timezone": "Asia/Tokyo"}},
+    },
+}
+
+
+def _config(tmp_path: Path) -> Path:
+    servers = {"time": {"command": sys.executable, "args": ["-c", TIME_MAIN]}}
+    path = tmp_path / "servers.json"
+    path.write_text(json.dumps({"mcpServers": servers}))
+    store = json.dumps(str(tmp_path / "store"))
+    (tmp_path / "toolroute.toml").write_text(f"[toolroute]\nstore = {store}\ncall_gate = false\n")
+    return path
+
+
+def _lines(*messages: Any) -> bytes:
+    return b"".join(
+        (m if isinstance(m, bytes) else json.dumps(m).encode()) + b"\n" for m in messages
+    )
+
+
+def _serve(config: Path, stdin: Any) -> subprocess.Popen[bytes]:
+    with config.with_name("serve.err").open("wb") as err:  # the child keeps its own descriptor
+        return subprocess.Popen(
+            [str(TOOLROUTE), "serve", "--config", str(config)],
+            stdin=stdin,
+            stdout=subprocess.PIPE,
+            stderr=err,
+        )
+
+
+def _read_until(proc: subprocess.Popen[bytes], want: int, timeout_s: float) -> dict[Any, Any]:
+    """Responses by id, read line by line until id ``want`` arrives (bounded in time)."""
+    assert proc.stdout is not None
+    answers: dict[Any, Any] = {}
+    deadline = time.monotonic() + timeout_s
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        while want not in answers:
+            left = deadline - time.monotonic()
+            assert left > 0 and sel.select(left), f"no answer {want} in {timeout_s}s"
+            line = proc.stdout.readline()
+            assert line, "the gateway closed stdout"
+            message = json.loads(line)  # nothing but MCP messages on stdout
+            if "id" in message:
+                answers[message["id"]] = message
+    return answers
+
+
+def test_a_garbage_line_on_the_pipe_is_contained_and_calls_go_on(tmp_path: Path) -> None:
+    proc = _serve(_config(tmp_path), subprocess.PIPE)
+    assert proc.stdin is not None
+    try:
+        listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+        proc.stdin.write(_lines(*HELLO, b"{not json", b"", listing, CALL))
+        proc.stdin.flush()
+        answers = _read_until(proc, 3, 180)
+        assert answers[1]["result"]["serverInfo"]["name"] == "toolroute"
+        tools = [t["name"] for t in answers[2]["result"]["tools"]]
+        assert tools[:2] == ["find_tools", "call_tool"]
+        assert "Asia/Tokyo" in answers[3]["result"]["content"][0]["text"]
+        proc.stdin.close()  # EOF: the gateway stops on its own
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+        for pipe in (proc.stdin, proc.stdout):
+            if pipe is not None:
+                pipe.close()
+
+
+def test_stdin_from_a_regular_file_falls_back_to_the_sdk_transport(tmp_path: Path) -> None:
+    requests = tmp_path / "requests.jsonl"
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    requests.write_bytes(_lines(*HELLO, listing))  # answered before EOF ends the session
+    with requests.open("rb") as stdin:
+        proc = _serve(_config(tmp_path), stdin)
+        out, _ = proc.communicate(timeout=180)
+    assert proc.returncode == 0, (tmp_path / "serve.err").read_text()[-2000:]
+    answers = {m["id"]: m for m in map(json.loads, out.splitlines()) if "id" in m}
+    assert "find_tools" in [t["name"] for t in answers[2]["result"]["tools"]]

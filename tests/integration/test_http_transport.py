@@ -1,0 +1,166 @@
+"""The gateway's HTTP transport options (gateway/app.py) with the real time server behind it:
+SSE replies by default, one JSON body per reply with ``[http] json_response``, and the SDK's
+per-request OpenTelemetry span only when ``otel`` is on."""
+
+from __future__ import annotations
+
+import gc
+import json
+import socket
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+import uvicorn
+from mcp import Client
+from mcp.server._otel import OpenTelemetryMiddleware
+
+from tests.conftest import TIME_MAIN
+from toolroute.config import load_config
+from toolroute.embed.onnx import OnnxEmbedder
+from toolroute.gateway.app import (
+    gateway_embedder,
+    http_app,
+    make_gateway,
+    running_pool,
+    sync_router,
+)
+
+pytestmark = pytest.mark.integration
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    },
+}
+
+
+def _config(tmp_path: Path, toml: str) -> Any:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    servers = {"time": {"command": sys.executable, "args": ["-c", TIME_MAIN]}}
+    path = tmp_path / "servers.json"
+    path.write_text(json.dumps({"mcpServers": servers}))
+    store = json.dumps(str(tmp_path / "store"))
+    (tmp_path / "toolroute.toml").write_text(f"[toolroute]\nstore = {store}\n{toml}")
+    return load_config(path)
+
+
+@asynccontextmanager
+async def _serving(cfg: Any, onnx: OnnxEmbedder) -> AsyncIterator[tuple[str, Any]]:
+    async with running_pool(cfg) as pool:
+        router, _ = await sync_router(cfg, pool, embedder=onnx)
+        gateway = make_gateway(cfg, router, pool)
+        server = uvicorn.Server(uvicorn.Config(http_app(cfg, gateway), log_level="warning"))
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            sock.listen(16)
+            sock.setblocking(False)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(server.serve, [sock])
+                try:
+                    yield f"http://127.0.0.1:{sock.getsockname()[1]}/mcp", gateway
+                finally:
+                    server.should_exit = True
+        router.close()
+
+
+async def _content_type(url: str) -> str:
+    headers = {"Accept": "application/json, text/event-stream"}
+    async with httpx2.AsyncClient(timeout=20) as http:
+        r = await http.post(url, json=INITIALIZE, headers=headers)
+        assert r.status_code == 200, r.text
+        return r.headers["content-type"]
+
+
+async def _find_and_call(url: str) -> None:
+    async with Client(url, mode="legacy") as c:
+        r = await c.call_tool("find_tools", {"query": "what time is it in Tokyo", "k": 2})
+        assert not r.is_error
+        r = await c.call_tool(
+            "call_tool",
+            {"name": "time__get_current_time", "arguments": {"timezone": "Asia/Tokyo"}},
+        )
+        assert not r.is_error and "Asia/Tokyo" in r.content[0].text  # type: ignore[union-attr]
+
+
+def test_json_response_answers_with_one_json_body_and_calls_still_work(
+    tmp_path: Path, onnx: OnnxEmbedder
+) -> None:
+    cfg = _config(tmp_path, "[http]\njson_response = true\n")
+    assert cfg.http_json_response
+
+    async def main() -> None:
+        with anyio.fail_after(120):
+            async with _serving(cfg, onnx) as (url, _):
+                assert (await _content_type(url)).startswith("application/json")
+                await _find_and_call(url)
+
+    anyio.run(main)
+
+
+def test_replies_are_sse_by_default_and_sdk_request_spans_follow_the_otel_setting(
+    tmp_path: Path, onnx: OnnxEmbedder
+) -> None:
+    cfg = _config(tmp_path, "")
+    assert not cfg.otel and not cfg.http_json_response
+
+    async def main() -> None:
+        with anyio.fail_after(120):
+            async with _serving(cfg, onnx) as (url, gateway):
+                middleware = gateway.server.middleware
+                assert not any(isinstance(m, OpenTelemetryMiddleware) for m in middleware)
+                assert (await _content_type(url)).startswith("text/event-stream")
+                await _find_and_call(url)
+                traced = make_gateway(
+                    _config(tmp_path / "otel", "otel = true\n"), gateway.router, gateway.pool
+                )
+                middleware = traced.server.middleware
+                assert any(isinstance(m, OpenTelemetryMiddleware) for m in middleware)
+
+    anyio.run(main)
+
+
+def test_a_serving_gateway_embeds_on_one_thread_behind_the_query_memo(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("TOOLROUTE_THREADS", raising=False)
+    cfg = _config(tmp_path, "query_cache = 7\n")
+    embedder = gateway_embedder(cfg)
+    assert embedder.size == 7 and embedder.inner._threads == 1
+    v = embedder.embed(["what time is it in Tokyo"])
+    assert v.shape == (1, 384) and embedder.misses == 1
+    monkeypatch.setenv("TOOLROUTE_THREADS", "2")
+    assert gateway_embedder(cfg).inner._threads == 2
+
+
+def test_a_closed_session_leaves_nothing_behind_in_the_gateway(
+    tmp_path: Path, onnx: OnnxEmbedder
+) -> None:
+    """Per-connection state (the relay's session handle, the call gate's promotions) goes
+    when the client closes: 20 sessions one after another leave none of it."""
+    cfg = _config(tmp_path, "")
+
+    async def main() -> None:
+        with anyio.fail_after(120):
+            async with _serving(cfg, onnx) as (url, gateway):
+                for _ in range(20):
+                    async with Client(url, mode="legacy") as c:
+                        r = await c.call_tool("find_tools", {"query": "time in Tokyo", "k": 2})
+                        assert not r.is_error
+                    assert len(gateway.relay.sessions) <= 1  # at most the one just closing
+                while gateway.relay.sessions:  # its teardown runs after the DELETE answer
+                    await anyio.sleep(0.05)
+                gc.collect()
+                assert len(gateway.sessions) == 0
+
+    anyio.run(main)
