@@ -221,6 +221,20 @@ def _best_match(ix: ToolIndex, q: QueryContext, p: RouteParams, text: str) -> in
     return int(np.argmax(ix.tool_vectors @ v + p.lexical_weight * lex))
 
 
+def _top_rows(s: Scores, k: int) -> npt.NDArray[np.intp]:
+    """The rows of the ``k`` best finite scores, best first, ties by row (as a stable sort of
+    all scores would give) without sorting them all: O(n) at 100k tools."""
+    k = min(k, len(s))
+    if k <= 0:
+        return np.empty(0, dtype=np.intp)
+    part = np.argpartition(-s, k - 1)[:k] if k < len(s) else np.arange(len(s))
+    kth = s[part].min()
+    rows = np.flatnonzero(s >= kth)  # ties at the k-th score, whichever argpartition kept
+    rows = rows[np.lexsort((rows, -s[rows]))][:k]
+    out: npt.NDArray[np.intp] = rows[np.isfinite(s[rows])]
+    return out
+
+
 def _near_duplicates(ix: ToolIndex, q: QueryContext, p: RouteParams, s: Scores) -> Scores:
     """Maximal-marginal-relevance in its simplest form: within the top ``duplicate_window``, a
     tool whose vector is within ``duplicate_cosine`` of a better-ranked one's loses up to
@@ -228,8 +242,7 @@ def _near_duplicates(ix: ToolIndex, q: QueryContext, p: RouteParams, s: Scores) 
     while another step's tool waits below them."""
     if p.duplicate_penalty <= 0 or ix.size < 2:
         return s
-    order = np.argsort(-s, kind="stable")[: p.duplicate_window]
-    order = order[np.isfinite(s[order])]
+    order = _top_rows(s, p.duplicate_window)
     if len(order) < 2:
         return s
     vecs = ix.tool_vectors[order]
