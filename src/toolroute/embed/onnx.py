@@ -9,11 +9,9 @@ tokenizer instead.
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import importlib.util
 import os
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +20,7 @@ import numpy as np
 
 from toolroute.embed.base import Matrix, l2_normalise
 from toolroute.errors import EmbedError
+from toolroute.heap import trim_heap
 
 if TYPE_CHECKING:
     from tokenizers import Encoding, Tokenizer
@@ -31,7 +30,6 @@ __all__ = [
     "OnnxEmbedder",
     "default_model_files",
     "default_tokenizer_file",
-    "trim_heap",
 ]
 
 DEFAULT_MODEL_ID = "all-MiniLM-L6-v2/onnx-int8"
@@ -228,21 +226,6 @@ class OnnxEmbedder:
         m = mask[..., None].astype(np.float32)
         pooled = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
         return l2_normalise(pooled)
-
-
-def trim_heap() -> None:
-    """Return the heap's free pages to the OS (glibc ``malloc_trim``; a no-op elsewhere)."""
-    global _libc
-    if _libc is None:
-        try:
-            _libc = ctypes.CDLL("libc.so.6") if sys.platform.startswith("linux") else False
-        except OSError:  # musl and the like: nothing to trim with
-            _libc = False
-    if _libc:
-        _libc.malloc_trim(0)
-
-
-_libc: Any = None
 
 
 def _load_tokenizer(path: Path, max_length: int) -> Tokenizer:

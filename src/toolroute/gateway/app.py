@@ -25,10 +25,10 @@ import anyio
 
 from toolroute.catalog.models import Catalog
 from toolroute.config import GatewayConfig
-from toolroute.embed.onnx import trim_heap
 from toolroute.errors import ConfigError
 from toolroute.gateway.quarantine import Held, Quarantine, revision
 from toolroute.gateway.status import snapshot, write_status
+from toolroute.heap import freeze_heap, trim_heap
 from toolroute.llm.client import ChatLLM, llm_cache_path
 from toolroute.route.strategy import RouteParams
 from toolroute.router import IndexReport, Router
@@ -185,6 +185,7 @@ async def serve(
         gateway = make_gateway(config, router, pool)
         gateway.quarantined = {h.name: h for h in result.quarantined}
         trim_heap()  # what indexing freed goes back to the OS before serving
+        freeze_heap()
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_watch_changes, config, pool, gateway)
