@@ -1,5 +1,7 @@
-"""Real `toolroute serve --transport http` processes for the store tests: a config with the
-time server (mcp-server-time in the venv) and, optionally, the changing fixture server."""
+"""Gateways for the integration tests: real `toolroute serve --transport http` processes for
+the store tests (a config with the time server, mcp-server-time in the venv, and optionally the
+changing fixture server), and :func:`http_gateway`, the same app served in the test's own event
+loop."""
 
 from __future__ import annotations
 
@@ -7,12 +9,17 @@ import json
 import socket
 import subprocess
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
+import uvicorn
 
 from tests.conftest import REPO, TIME_MAIN
+from toolroute.embed.base import Embedder
+from toolroute.gateway.app import http_app, make_gateway, running_pool, sync_router
 
 TOOLROUTE = Path(sys.executable).with_name("toolroute")
 
@@ -30,6 +37,27 @@ def write_config(directory: Path, store: str, *, changing: bool = False, **setti
     lines += [f"{k} = {json.dumps(v)}" for k, v in settings.items()]
     (directory / "toolroute.toml").write_text("[toolroute]\n" + "\n".join(lines) + "\n")
     return path
+
+
+@asynccontextmanager
+async def http_gateway(cfg: Any, embedder: Embedder) -> AsyncIterator[tuple[str, Any]]:
+    """The gateway of ``cfg`` served over HTTP in this event loop (the same app and guard as
+    ``toolroute serve``); yields its /mcp URL and the gateway."""
+    async with running_pool(cfg) as pool:
+        router, _ = await sync_router(cfg, pool, embedder=embedder)
+        gateway = make_gateway(cfg, router, pool)
+        server = uvicorn.Server(uvicorn.Config(http_app(cfg, gateway), log_level="warning"))
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            sock.listen(16)
+            sock.setblocking(False)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(server.serve, [sock])
+                try:
+                    yield f"http://127.0.0.1:{sock.getsockname()[1]}/mcp", gateway
+                finally:
+                    server.should_exit = True
+        router.close()
 
 
 def free_port() -> int:

@@ -13,7 +13,6 @@ import json
 import os
 import re
 import secrets
-import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -24,17 +23,16 @@ from typing import Any
 
 import anyio
 import pytest
-import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.types import Implementation
 
 from tests.conftest import REPO
+from tests.integration.gateways import http_gateway
 from tests.integration.test_gateway import INSPECTOR, TIME_MAIN, TOOLROUTE, needs_npm
 from toolroute.config import load_config
 from toolroute.embed.onnx import OnnxEmbedder
-from toolroute.gateway.app import http_app, make_gateway, running_pool, sync_router
 
 pytestmark = pytest.mark.integration
 
@@ -300,27 +298,6 @@ def test_client_scope_keeps_promotions_across_inspector_cli_processes(gw: Gw) ->
 
 
 @asynccontextmanager
-async def _in_process(cfg: Any, onnx: OnnxEmbedder) -> AsyncIterator[str]:
-    """The gateway of ``cfg`` served over HTTP in this event loop (the same app and guard as
-    ``toolroute serve``); yields its /mcp URL."""
-    async with running_pool(cfg) as pool:
-        router, _ = await sync_router(cfg, pool, embedder=onnx)
-        gateway = make_gateway(cfg, router, pool)
-        server = uvicorn.Server(uvicorn.Config(http_app(cfg, gateway), log_level="warning"))
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            sock.listen(16)
-            sock.setblocking(False)
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(server.serve, [sock])
-                try:
-                    yield f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
-                finally:
-                    server.should_exit = True
-        router.close()
-
-
-@asynccontextmanager
 async def _as(
     url: str, headers: dict[str, str], name: str = "test", **kw: Any
 ) -> AsyncIterator[Client]:
@@ -347,7 +324,7 @@ def test_client_scope_without_tokens_keys_on_the_header_else_the_client_name(
     cfg = _time_only(tmp_path, 'call_gate = "client"\n')
 
     async def main() -> None:
-        async with _in_process(cfg, onnx) as url:
+        async with http_gateway(cfg, onnx) as (url, _):
 
             def client(header: str | None, name: str) -> Any:
                 return _as(url, {"X-Toolroute-Client": header} if header else {}, name)
@@ -390,7 +367,7 @@ def test_bound_tools_follow_each_clients_allow_list(
     )
 
     async def main() -> None:
-        async with _in_process(cfg, onnx) as url:
+        async with http_gateway(cfg, onnx) as (url, _):
             with anyio.fail_after(60):
                 carol = _as(url, {"Authorization": f"Bearer {tokens['carol']}"})
                 alice = _as(url, {"Authorization": f"Bearer {tokens['alice']}"})

@@ -6,29 +6,23 @@ from __future__ import annotations
 
 import gc
 import json
-import socket
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx2
 import pytest
-import uvicorn
 from mcp import Client
 from mcp.server._otel import OpenTelemetryMiddleware
 
 from tests.conftest import TIME_MAIN
+from tests.integration.gateways import http_gateway
 from toolroute.config import load_config
 from toolroute.embed.onnx import OnnxEmbedder
 from toolroute.gateway.app import (
     gateway_embedder,
-    http_app,
     make_gateway,
-    running_pool,
-    sync_router,
 )
 
 pytestmark = pytest.mark.integration
@@ -53,25 +47,6 @@ def _config(tmp_path: Path, toml: str) -> Any:
     store = json.dumps(str(tmp_path / "store"))
     (tmp_path / "toolroute.toml").write_text(f"[toolroute]\nstore = {store}\n{toml}")
     return load_config(path)
-
-
-@asynccontextmanager
-async def _serving(cfg: Any, onnx: OnnxEmbedder) -> AsyncIterator[tuple[str, Any]]:
-    async with running_pool(cfg) as pool:
-        router, _ = await sync_router(cfg, pool, embedder=onnx)
-        gateway = make_gateway(cfg, router, pool)
-        server = uvicorn.Server(uvicorn.Config(http_app(cfg, gateway), log_level="warning"))
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            sock.listen(16)
-            sock.setblocking(False)
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(server.serve, [sock])
-                try:
-                    yield f"http://127.0.0.1:{sock.getsockname()[1]}/mcp", gateway
-                finally:
-                    server.should_exit = True
-        router.close()
 
 
 async def _content_type(url: str) -> str:
@@ -101,7 +76,7 @@ def test_json_response_answers_with_one_json_body_and_calls_still_work(
 
     async def main() -> None:
         with anyio.fail_after(120):
-            async with _serving(cfg, onnx) as (url, _):
+            async with http_gateway(cfg, onnx) as (url, _):
                 assert (await _content_type(url)).startswith("application/json")
                 await _find_and_call(url)
 
@@ -116,7 +91,7 @@ def test_replies_are_sse_by_default_and_sdk_request_spans_follow_the_otel_settin
 
     async def main() -> None:
         with anyio.fail_after(120):
-            async with _serving(cfg, onnx) as (url, gateway):
+            async with http_gateway(cfg, onnx) as (url, gateway):
                 middleware = gateway.server.middleware
                 assert not any(isinstance(m, OpenTelemetryMiddleware) for m in middleware)
                 assert (await _content_type(url)).startswith("text/event-stream")
@@ -152,7 +127,7 @@ def test_a_closed_session_leaves_nothing_behind_in_the_gateway(
 
     async def main() -> None:
         with anyio.fail_after(120):
-            async with _serving(cfg, onnx) as (url, gateway):
+            async with http_gateway(cfg, onnx) as (url, gateway):
                 for _ in range(20):
                     async with Client(url, mode="legacy") as c:
                         r = await c.call_tool("find_tools", {"query": "time in Tokyo", "k": 2})

@@ -437,7 +437,8 @@ def test_allow_lists_hold_for_pass_through_tools_resources_and_prompts(
     tmp_path: Path, onnx: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A client allowed only the time server sees and reaches nothing of the other server."""
-    from tests.integration.test_http_security import TIME_MAIN, _as, _in_process
+    from tests.integration.gateways import http_gateway
+    from tests.integration.test_http_security import TIME_MAIN, _as
 
     tokens = {c: secrets.token_urlsafe(24) for c in ("alice", "carol")}
     for c, t in tokens.items():
@@ -452,7 +453,7 @@ def test_allow_lists_hold_for_pass_through_tools_resources_and_prompts(
     cfg = load_config(path)
 
     async def main() -> None:
-        async with _in_process(cfg, onnx) as url:
+        async with http_gateway(cfg, onnx) as (url, _):
             with anyio.fail_after(60):
                 carol = _as(url, {"Authorization": f"Bearer {tokens['carol']}"})
                 alice = _as(url, {"Authorization": f"Bearer {tokens['alice']}"})
