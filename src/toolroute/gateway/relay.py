@@ -274,24 +274,28 @@ class Relay:
                 tg.start_soon(one, server)
         return [(s, item) for s in self.pool.servers if s in found for item in found[s]]
 
+    def _exposed(
+        self, ctx: Any, listed: list[tuple[str, Any]], field: str
+    ) -> tuple[dict[str, tuple[str, str]], list[Any]]:
+        """The exposed names of ``listed`` items (keyed by their ``field``: uri, uri_template or
+        name) and the items under those names that this client may use."""
+        names = exposed_names((s, getattr(item, field)) for s, item in listed)
+        back = {v: k for k, v in names.items()}
+        items = [
+            item.model_copy(update={field: back[(s, getattr(item, field))]})
+            for s, item in listed
+            if ctx is None or self.may_use(ctx, s)
+        ]
+        return names, items
+
     async def list_resources(self, ctx: Any, params: Any) -> types.ListResourcesResult:
         self.seen(ctx)
         listed = await self._gather(
             "resources", lambda c, cur: c.list_resources(cursor=cur), "resources"
         )
-        names = exposed_names((s, r.uri) for s, r in listed)
-        self._resources = names
-        back = {v: k for k, v in names.items()}
-        return types.ListResourcesResult(
-            resources=[
-                *([STATUS_RESOURCE] if self.status is not None else []),
-                *(
-                    r.model_copy(update={"uri": back[(s, r.uri)]})
-                    for s, r in listed
-                    if ctx is None or self.may_use(ctx, s)
-                ),
-            ]
-        )
+        self._resources, resources = self._exposed(ctx, listed, "uri")
+        status = [STATUS_RESOURCE] if self.status is not None else []
+        return types.ListResourcesResult(resources=[*status, *resources])
 
     async def list_templates(self, ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
         self.seen(ctx)
@@ -300,30 +304,14 @@ class Relay:
             lambda c, cur: c.list_resource_templates(cursor=cur),
             "resource_templates",
         )
-        names = exposed_names((s, t.uri_template) for s, t in listed)
-        self._templates = names
-        back = {v: k for k, v in names.items()}
-        return types.ListResourceTemplatesResult(
-            resource_templates=[
-                t.model_copy(update={"uri_template": back[(s, t.uri_template)]})
-                for s, t in listed
-                if ctx is None or self.may_use(ctx, s)
-            ]
-        )
+        self._templates, templates = self._exposed(ctx, listed, "uri_template")
+        return types.ListResourceTemplatesResult(resource_templates=templates)
 
     async def list_prompts(self, ctx: Any, params: Any) -> types.ListPromptsResult:
         self.seen(ctx)
         listed = await self._gather("prompts", lambda c, cur: c.list_prompts(cursor=cur), "prompts")
-        names = exposed_names((s, p.name) for s, p in listed)
-        self._prompts = names
-        back = {v: k for k, v in names.items()}
-        return types.ListPromptsResult(
-            prompts=[
-                p.model_copy(update={"name": back[(s, p.name)]})
-                for s, p in listed
-                if ctx is None or self.may_use(ctx, s)
-            ]
-        )
+        self._prompts, prompts = self._exposed(ctx, listed, "name")
+        return types.ListPromptsResult(prompts=prompts)
 
     # --- resolving a name to its server -----------------------------------------------------
 
