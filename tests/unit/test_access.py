@@ -158,3 +158,22 @@ def test_arguments_deeper_than_32_or_over_a_megabyte_are_refused() -> None:
     assert check_arguments({"a": nested}) is not None
     assert check_arguments({"a": [[["ok"]]]}) is None
     assert check_arguments({"a": "x" * 1_000_001}) is not None
+
+
+def test_client_states_share_promotions_through_the_store_and_connections_do_not(
+    tmp_path: Path,
+) -> None:
+    from toolroute.gateway.access import SessionStates
+    from toolroute.route.gate import SessionState
+    from toolroute.store import Store
+
+    with Store(tmp_path / "store") as store:
+        one = SessionStates("client", SessionState, store=lambda: store)
+        two = SessionStates("client", SessionState, store=lambda: store)
+        one.promote(one.for_client("name:a"), ["s__t"])
+        assert two.is_promoted(two.for_client("name:a"), "s__t")
+        assert not two.is_promoted(two.for_client("name:b"), "s__t")
+        conn_one = SessionStates("connection", SessionState, store=lambda: store)
+        conn_two = SessionStates("connection", SessionState, store=lambda: store)
+        conn_one.promote(conn_one.for_connection(None), ["s__u"])
+        assert not conn_two.is_promoted(conn_two.for_connection(None), "s__u")

@@ -259,3 +259,14 @@ def test_store_package_api_is_pinned_and_store_opens_the_backend_of_its_target(
     )
     with Store(tmp_path) as st:
         assert isinstance(st, SqliteStore) and isinstance(st, Store) and not st.shared
+
+
+def test_a_promotion_is_seen_by_another_store_handle_until_it_expires(tmp_path: Path) -> None:
+    import time
+
+    with Store(tmp_path) as store, Store(tmp_path) as other:
+        store.promote("name:agent", ["time__get_current_time"], time.time() + 60)
+        store.promote("name:agent", ["time__convert_time"], time.time() - 1)
+        assert other.is_promoted("name:agent", "time__get_current_time")
+        assert not other.is_promoted("name:agent", "time__convert_time")  # expired
+        assert not other.is_promoted("name:someone-else", "time__get_current_time")

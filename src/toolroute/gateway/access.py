@@ -8,35 +8,51 @@
   ``find_tools`` lasts: ``"connection"`` (one MCP connection; ``true``), ``"client"`` (every
   connection of one client, for clients that open one session per call) or ``"off"``
   (``false``: no gate).
+- A 2026-07-28 client has no connection to speak of: each request stands alone (no
+  ``initialize``, no session). Its requests are therefore always scoped by client, whatever
+  ``call_gate`` says (``"connection"`` keeps its meaning for handshake-era sessions).
 - The client of a request: the authenticated client id when the gateway has tokens; else the
   ``X-Toolroute-Client`` HTTP header when the client sends one; else the ``clientInfo.name`` it
-  gave in ``initialize``. Without tokens that identity is the client's own word, so it only
-  keeps the gate's promotions together; it grants nothing.
+  gave in ``initialize`` or, at 2026-07-28, in the request's ``_meta``. Without tokens that
+  identity is the client's own word, so it only keeps the gate's promotions together; it
+  grants nothing (the allow-lists, not the gate, decide what a client may use).
+- A client-scoped promotion is also written to the store (:data:`PROMOTION_TTL_S`), so the
+  next request finds it in another gateway process: a client that starts a gateway per call
+  (the Inspector CLI over stdio), or a stateless request that lands on another replica.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import logging
+import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolroute.config import SEPARATOR
 from toolroute.errors import ConfigError
 from toolroute.route.gate import SessionState
+from toolroute.store.base import StoreInterface
 
 __all__ = [
     "CLIENT_HEADER",
     "CLIENT_SCOPE_KEY",
+    "PROMOTION_TTL_S",
     "CallGateScope",
     "ClientAccess",
     "SessionStates",
     "authenticated_client",
     "client_identity",
     "gate_scope",
+    "is_stateless",
 ]
+
+log = logging.getLogger(__name__)
 
 CallGateScope = Literal["connection", "client", "off"]
 
@@ -44,6 +60,8 @@ CLIENT_SCOPE_KEY = "toolroute.client"
 """Key of the authenticated client id in the ASGI scope (set by :mod:`toolroute.gateway.auth`)."""
 CLIENT_HEADER = "x-toolroute-client"
 """HTTP header naming the client when the gateway has no tokens (call gate scope ``client``)."""
+PROMOTION_TTL_S = 3600.0
+"""How long a client-scoped promotion stays valid in the store (s)."""
 MAX_CLIENT_STATES = 10_000
 """Client-scoped session states kept (least recently used dropped): a client names itself when
 there are no tokens, so their number must be bounded."""
@@ -118,6 +136,11 @@ def client_identity(ctx: Any) -> str:
     return f"name:{name[:200]}" if isinstance(name, str) and name else "anonymous"
 
 
+def is_stateless(ctx: Any) -> bool:
+    """Whether the request speaks a 2026-07-28-era protocol (no session, no connection)."""
+    return getattr(ctx, "protocol_version", None) in MODERN_PROTOCOL_VERSIONS
+
+
 def _connection_of(ctx: Any) -> object:
     """The client connection a request belongs to: handlers get a per-request ServerSession
     that wraps the connection (SDK 2.3 exposes it only as ``_connection``)."""
@@ -134,9 +157,17 @@ class SessionStates:
     :data:`MAX_CLIENT_STATES`, least recently used dropped first).
     """
 
-    def __init__(self, scope: CallGateScope, new: Callable[[], SessionState]) -> None:
+    def __init__(
+        self,
+        scope: CallGateScope,
+        new: Callable[[], SessionState],
+        store: Callable[[], StoreInterface | None] | None = None,
+        ttl_s: float = PROMOTION_TTL_S,
+    ) -> None:
         self.scope = scope
         self._new = new
+        self._store = store or (lambda: None)
+        self.ttl_s = ttl_s
         self._by_connection: weakref.WeakKeyDictionary[object, SessionState] = (
             weakref.WeakKeyDictionary()
         )
@@ -147,14 +178,51 @@ class SessionStates:
         return len(self._by_connection) + len(self._by_client)
 
     def for_request(self, ctx: Any) -> SessionState:
-        if self.scope == "client":
+        if self.scope == "client" or is_stateless(ctx):
             return self.for_client(client_identity(ctx))
         return self.for_connection(_connection_of(ctx))
+
+    def describe(self, state: SessionState) -> str:
+        """The scope a state's promotions live in, in words (for refusals)."""
+        if state.client is None:
+            return "this connection"
+        return f"client {state.client!r}"
+
+    def promote(self, state: SessionState, names: Iterable[str]) -> None:
+        """Admit ``names`` through the call gate for ``state`` (and, for a client-scoped
+        state, for the same client in every gateway process sharing the store)."""
+        names = list(names)
+        state.promoted.update(names)
+        store = self._store() if state.client is not None else None
+        if store is None or not names:
+            return
+        try:
+            store.promote(state.client or "", names, time.time() + self.ttl_s)
+        except Exception:  # the gate must not break find_tools: this process still knows
+            log.exception("cannot record promotions for %s", state.client)
+
+    def is_promoted(self, state: SessionState, name: str) -> bool:
+        """Whether find_tools returned ``name`` to this state's client (here or, for a
+        client-scoped state, in another process sharing the store)."""
+        if name in state.promoted:
+            return True
+        store = self._store() if state.client is not None else None
+        if store is None:
+            return False
+        try:
+            found = store.is_promoted(state.client or "", name)
+        except Exception:
+            log.exception("cannot read promotions of %s", state.client)
+            return False
+        if found:
+            state.promoted.add(name)
+        return found
 
     def for_client(self, client: str) -> SessionState:
         state = self._by_client.get(client)
         if state is None:
             state = self._by_client[client] = self._new()
+            state.client = client
             while len(self._by_client) > MAX_CLIENT_STATES:
                 self._by_client.popitem(last=False)
         else:

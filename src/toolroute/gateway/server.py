@@ -213,6 +213,7 @@ class Gateway:
         self.sessions = SessionStates(
             self.gate_scope,
             lambda: SessionState(scopes=set(self.scopes), milestones=set(self.milestones)),
+            store=lambda: self.router.store,
         )
         self.server = _GatewayServer(
             "toolroute",
@@ -395,18 +396,8 @@ class Gateway:
         if known:
             pinned = set(self.presenter.config.pinned)
             gated = self.call_gate and self.expose != "all"  # pass-through lists every tool
-            if gated and name not in state.promoted and name not in pinned:
-                return _json_result(
-                    {
-                        "error": "tool_not_available",
-                        "message": f"{name!r} was not promoted in this session: call find_tools "
-                        "with what you need first",
-                        "available": sorted(
-                            n for n in state.promoted | pinned if allowed is None or allowed(n)
-                        ),
-                    },
-                    error=True,
-                )
+            if gated and name not in pinned and not self.sessions.is_promoted(state, name):
+                return self._not_promoted(name, state, pinned, allowed)
             reason = self._gate(name, server, state)
             if reason:
                 return _json_result(
@@ -416,6 +407,40 @@ class Gateway:
         if known and not result.is_error:
             state.succeeded.append(name)
         return result
+
+    def _not_promoted(
+        self,
+        name: str,
+        state: SessionState,
+        pinned: set[str],
+        allowed: Callable[[str], bool] | None,
+    ) -> types.CallToolResult:
+        """The call gate's refusal: what the client did, what to do next, and the setting."""
+        where = self.sessions.describe(state)
+        if state.last_query or state.promoted:
+            told = (
+                f"{name!r} is not among the tools find_tools returned to {where}: call "
+                "find_tools with a need this tool serves, or call one of `available`"
+            )
+        else:
+            told = (
+                f"find_tools has not returned {name!r} to {where} yet: call find_tools with "
+                "what you need, then call_tool with a name it returns"
+            )
+        return _json_result(
+            {
+                "error": "tool_not_available",
+                "message": told,
+                "available": sorted(
+                    n for n in state.promoted | pinned if allowed is None or allowed(n)
+                ),
+                "call_gate": self.gate_scope,
+                "hint": "the call gate admits only tools find_tools returned. A client that "
+                "opens a new connection (or starts a new gateway) per call needs "
+                'call_gate = "client" in toolroute.toml; call_gate = "off" turns the gate off',
+            },
+            error=True,
+        )
 
     async def _request_capability(
         self,
@@ -443,7 +468,7 @@ class Gateway:
             query, k + len(shown_before), state, remember=False, may_use=allowed
         )
         fresh = [c for c in found["candidates"] if c["name"] not in shown_before][:k]
-        state.promoted.update(c["name"] for c in fresh)
+        self.sessions.promote(state, [c["name"] for c in fresh])
         if self.expose == "bind":
             await self._bind(ctx, fresh)
         return _json_result(
@@ -535,7 +560,7 @@ class Gateway:
         ]  # pinned tools outside the client's allow-list too
         names = [f"{c.server}{SEPARATOR}{c.tool}" for c in promoted]
         if remember:
-            state.promoted.update(names)
+            self.sessions.promote(state, names)
         gated = [*blocked, *shown.gated_out]
         event = RoutingEvent(
             query_hash=query_hash(query),

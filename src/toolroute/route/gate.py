@@ -46,6 +46,10 @@ class SessionState:
     last_query: str = ""
     """The latest find_tools request, re-used by request_capability."""
     capability_requests: int = 0
+    client: str | None = None
+    """The client identity its promotions are shared under, across gateway processes and
+    replicas (call gate scope ``client``, and every 2026-07-28 request); None: this
+    connection only."""
 
 
 def blocked_by(pre: Preconditions | None, state: SessionState) -> str | None:

@@ -12,7 +12,9 @@ one embedding cache and one set of statistics. Both have the same tables (schema
 - ``meta``: key/value metadata (embedder, document settings, catalog version and digest);
 - ``outcomes`` (append-only), ``server_stats``, ``tool_stats``: every executed call and the
   online statistics it produced (EHRR eq. 8), written together in one transaction;
-- ``routing_events``, ``questions``: routing audit events and cached synthetic questions.
+- ``routing_events``, ``questions``: routing audit events and cached synthetic questions;
+- ``promotions``: which tools find_tools returned to which client, until when (the call gate
+  across gateway processes and replicas: :mod:`toolroute.gateway.access`).
 """
 
 from __future__ import annotations

@@ -362,6 +362,20 @@ class Store:
     def events(self) -> list[str]:
         return [e for (e,) in self._rows(sql.EVENTS)]
 
+    def promote(self, client: str, names: Iterable[str], expires: float) -> None:
+        """Record that find_tools returned ``names`` to ``client``, valid until ``expires``
+        (epoch s); expired promotions of every client are dropped in the same transaction."""
+        rows = [(client, n, expires) for n in names]
+        if not rows:
+            return
+        with self._tx():
+            self._rows(sql.PRUNE_PROMOTIONS, (time.time(),))
+            self._many(sql.UPSERT_PROMOTION, rows)
+
+    def is_promoted(self, client: str, name: str) -> bool:
+        """Whether find_tools returned ``name`` to ``client`` and the promotion is still valid."""
+        return bool(self._rows(sql.IS_PROMOTED, (client, name, time.time())))
+
 
 def replica_name() -> str:
     """``host:pid`` of this process: which replica wrote an outcome."""

@@ -72,7 +72,14 @@ _V2 = """
 ALTER TABLE outcomes ADD COLUMN replica TEXT NOT NULL DEFAULT ''
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2)
+_V3 = """
+CREATE TABLE IF NOT EXISTS promotions (
+    client TEXT NOT NULL, name TEXT NOT NULL, expires {real} NOT NULL,
+    PRIMARY KEY (client, name)
+) {without_rowid}
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)
 """Forward migrations; the schema version of a store is how many it has applied."""
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -145,6 +152,13 @@ PUT_QUESTIONS = (
     " ON CONFLICT (tool_hash, generator) DO UPDATE SET questions = excluded.questions"
 )
 INSERT_EVENT = "INSERT INTO routing_events (event) VALUES (?)"
+# The call gate's promotions of a client (find_tools -> call_tool across gateway processes).
+UPSERT_PROMOTION = (
+    "INSERT INTO promotions (client, name, expires) VALUES (?, ?, ?)"
+    " ON CONFLICT (client, name) DO UPDATE SET expires = excluded.expires"
+)
+IS_PROMOTED = "SELECT 1 FROM promotions WHERE client = ? AND name = ? AND expires > ?"
+PRUNE_PROMOTIONS = "DELETE FROM promotions WHERE expires <= ?"
 EVENTS = "SELECT event FROM routing_events ORDER BY id"
 OUTCOME_COUNTS = (
     "SELECT server, tool, sum(success), sum(1 - success), sum(server_failed)"

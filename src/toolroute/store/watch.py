@@ -32,10 +32,8 @@ async def follow_store(gateway: Any, *, stats_interval_s: float = STATS_INTERVAL
     """Keep ``gateway``'s router in step with its shared store; returns at once for a store
     no other replica writes (SQLite). Runs until cancelled; a lost database connection is
     logged and retried (the replica keeps serving what it has meanwhile)."""
-    from toolroute.store.postgres import PostgresStore
-
-    if not isinstance(gateway.router.store, PostgresStore):
-        return
+    if not gateway.router.store.shared:
+        return  # psycopg is an extra: imported only for a store that needs it
     import psycopg
 
     while True:
