@@ -37,6 +37,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from toolroute.config import SEPARATOR
 from toolroute.errors import ConfigError
 from toolroute.route.gate import SessionState
+from toolroute.sdk import connection_of
 from toolroute.store.base import StoreInterface
 
 __all__ = [
@@ -143,9 +144,8 @@ def is_stateless(ctx: Any) -> bool:
 
 def _connection_of(ctx: Any) -> object:
     """The client connection a request belongs to: handlers get a per-request ServerSession
-    that wraps the connection (SDK 2.3 exposes it only as ``_connection``)."""
-    session = getattr(ctx, "session", None)
-    return getattr(session, "_connection", None) or session
+    that wraps the connection."""
+    return connection_of(getattr(ctx, "session", None))
 
 
 class SessionStates:

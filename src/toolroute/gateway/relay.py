@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from typing import Any, TypeVar
@@ -44,6 +44,8 @@ from mcp.shared.subscriptions import (
 from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 
 from toolroute.config import SEPARATOR
+from toolroute.gateway.access import is_stateless
+from toolroute.sdk import allowed_log_levels, connection_of
 from toolroute.sources.pool import DownstreamPool
 
 __all__ = ["STATUS_URI", "Caller", "Relay", "current_caller", "exposed_names"]
@@ -95,22 +97,45 @@ def exposed_names(owners: Iterable[tuple[str, str]]) -> dict[str, tuple[str, str
 
 
 def _key(ctx: Any) -> int:
-    session = getattr(ctx, "session", None)
-    return id(getattr(session, "_connection", None) or session)
+    return id(connection_of(getattr(ctx, "session", None)))
 
 
 class Caller:
-    """One gateway client request that downstream messages are sent back to."""
+    """One gateway client request that downstream messages are sent back to.
 
-    def __init__(self, relay: Relay, ctx: Any) -> None:
+    A 2026-07-28 caller (``stateless``) has no back-channel: the gateway cannot push a
+    sampling, elicitation or roots request to it. A 2026-07-28 server asks through an
+    input-required result instead, which goes back to the caller as it is; a handshake-era
+    server's pushed request is refused with an error naming the reason.
+    """
+
+    def __init__(self, relay: Relay, ctx: Any, params: Any = None) -> None:
         self.relay = relay
         self.ctx = ctx
+        self.stateless = is_stateless(ctx)
+        self.input_responses = getattr(params, "input_responses", None)
+        self.request_state = getattr(params, "request_state", None)
+        client = getattr(getattr(ctx, "session", None), "client_params", None)
+        caps = getattr(client, "capabilities", None)
+        self.capabilities: dict[str, Any] | None = (
+            caps.model_dump(by_alias=True, exclude_none=True) if caps is not None else None
+        )
+
+    async def roots(self) -> types.ListRootsResult | types.ErrorData:
+        wanted = types.ClientCapabilities(roots=types.RootsCapability())
+        if not self.ctx.session.check_client_capability(wanted):
+            return _unsupported("roots")
+        return await self._ask(types.ListRootsRequest(), types.ListRootsResult)
 
     async def progress(self, progress: float, total: float | None, message: str | None) -> None:
         # against the caller's own progress token; nothing when the caller asked for none
         await self.ctx.session.report_progress(progress, total, message)
 
     async def log(self, params: types.LoggingMessageNotificationParams) -> None:
+        if self.stateless:  # 2026-07-28: only what this request's _meta logLevel asked for
+            meta = self.ctx.meta if isinstance(self.ctx.meta, Mapping) else None
+            if params.level not in allowed_log_levels(self.ctx.protocol_version, meta):
+                return
         if self.relay.wants_log(_key(self.ctx), params.level):
             note = types.LoggingMessageNotification(params=params)
             await self.ctx.session.send_notification(note, related_request_id=self.ctx.request_id)
@@ -135,6 +160,12 @@ class Caller:
         return await self._ask(types.ElicitRequest(params=params), types.ElicitResult)
 
     async def _ask(self, request: Any, result_type: type[T]) -> T | types.ErrorData:
+        if self.stateless:
+            return types.ErrorData(
+                code=types.INVALID_REQUEST,
+                message="the client connected to toolroute speaks MCP 2026-07-28, which has no "
+                "server-to-client requests; this server asked during a call (a 2025 server)",
+            )
         try:
             answer: T = await self.ctx.session.send_request(
                 request,
@@ -200,10 +231,11 @@ class Relay:
             server.add_request_handler(method, params_type, handler)
 
     @asynccontextmanager
-    async def serving(self, ctx: Any) -> AsyncIterator[Caller]:
-        """Within: downstream messages of calls made by this task go back to ``ctx``'s client."""
+    async def serving(self, ctx: Any, params: Any = None) -> AsyncIterator[Caller]:
+        """Within: downstream messages of calls made by this task go back to ``ctx``'s client
+        (``params``: the request's, for a 2026-07-28 retry's answers and state)."""
         self.seen(ctx)
-        caller = Caller(self, ctx)
+        caller = Caller(self, ctx, params)
         token = _caller.set(caller)
         try:
             yield caller
@@ -219,7 +251,7 @@ class Relay:
         if key not in self.sessions:
             # forgotten when the connection closes: holding a closed connection's session
             # kept its whole request state alive (~0.15 MB per HTTP session, for ever)
-            stack = getattr(getattr(session, "_connection", None), "exit_stack", None)
+            stack = getattr(connection_of(session), "exit_stack", None)
             if stack is not None:
                 stack.callback(self.forget, key)
         self.sessions[key] = session
@@ -372,21 +404,24 @@ class Relay:
 
     async def read_resource(
         self, ctx: Any, params: types.ReadResourceRequestParams
-    ) -> types.ReadResourceResult:
+    ) -> types.ReadResourceResult | types.InputRequiredResult:
         self.seen(ctx)
         if str(params.uri) == STATUS_URI and self.status is not None:
             return self._read_status(ctx)
         server, uri = self._check(ctx, await self.resource_owner(str(params.uri)))
-        async with self.serving(ctx) as caller:
-            result: types.ReadResourceResult = await self.pool[server].request(
-                lambda c: c.session.send_request(
-                    types.ReadResourceRequest(params=params.model_copy(update={"uri": uri})),
-                    types.ReadResourceResult,
-                    progress_callback=caller.progress,
-                ),
-                caller,
-            )
-        return result
+        async with self.serving(ctx, params) as caller:
+
+            async def send(c: Client) -> types.ReadResourceResult | types.InputRequiredResult:
+                if caller.stateless:  # an input-required result goes back as it is
+                    return await c.session.read_resource(
+                        uri,
+                        input_responses=caller.input_responses,
+                        request_state=caller.request_state,
+                        allow_input_required=True,
+                    )
+                return await c.read_resource(uri)  # the SDK answers input-required itself
+
+            return await self.pool[server].request(send, caller)
 
     def _read_status(self, ctx: Any) -> types.ReadResourceResult:
         """The status snapshot, cut to the servers this client may use."""
@@ -437,19 +472,23 @@ class Relay:
 
     async def get_prompt(
         self, ctx: Any, params: types.GetPromptRequestParams
-    ) -> types.GetPromptResult:
+    ) -> types.GetPromptResult | types.InputRequiredResult:
         self.seen(ctx)
         server, name = self._check(ctx, await self.prompt_owner(params.name))
-        async with self.serving(ctx) as caller:
-            result: types.GetPromptResult = await self.pool[server].request(
-                lambda c: c.session.send_request(
-                    types.GetPromptRequest(params=params.model_copy(update={"name": name})),
-                    types.GetPromptResult,
-                    progress_callback=caller.progress,
-                ),
-                caller,
-            )
-        return result
+        async with self.serving(ctx, params) as caller:
+
+            async def send(c: Client) -> types.GetPromptResult | types.InputRequiredResult:
+                if caller.stateless:  # an input-required result goes back as it is
+                    return await c.session.get_prompt(
+                        name,
+                        params.arguments,
+                        input_responses=caller.input_responses,
+                        request_state=caller.request_state,
+                        allow_input_required=True,
+                    )
+                return await c.get_prompt(name, params.arguments)
+
+            return await self.pool[server].request(send, caller)
 
     async def complete(self, ctx: Any, params: types.CompleteRequestParams) -> types.CompleteResult:
         self.seen(ctx)

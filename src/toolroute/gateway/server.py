@@ -31,8 +31,8 @@ import anyio
 import jsonschema
 import mcp.types as types
 from mcp.server import NotificationOptions, Server
-from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.shared.exceptions import MCPError
 
 from toolroute.config import SEPARATOR
 from toolroute.gateway.access import (
@@ -51,6 +51,7 @@ from toolroute.present.presenter import PresentConfig, Presenter
 from toolroute.route.gate import Preconditions, SessionState, blocked_by, preconditions_for
 from toolroute.route.llm_stages import subtask_text
 from toolroute.router import Router
+from toolroute.sdk import OpenTelemetryMiddleware
 from toolroute.sources.pool import DownstreamError, DownstreamPool
 from toolroute.stats import Outcome
 
@@ -286,13 +287,15 @@ class Gateway:
 
     async def _call_tool(
         self, ctx: Any, params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
-        async with self.relay.serving(ctx):  # the call's progress, logs, sampling come back here
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        # the call's progress, logs and sampling come back to this client; a 2026-07-28
+        # retry's answers and requestState go down with it
+        async with self.relay.serving(ctx, params):
             return await self._dispatch(ctx, params)
 
     async def _dispatch(
         self, ctx: Any, params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         args = params.arguments or {}
         state = self.sessions.for_request(ctx)
         allowed = self.allowed_for(ctx)
@@ -372,7 +375,7 @@ class Gateway:
         arguments: dict[str, Any],
         state: SessionState,
         allowed: Callable[[str], bool] | None = None,
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         """call_tool behind the client's allow-list, the call gate (seed 002 Alg. 1 line 8)
         and the preconditions."""
         server, _, tool = name.partition(SEPARATOR)
@@ -404,7 +407,7 @@ class Gateway:
                     {"error": "precondition_failed", "tool": name, "message": reason}, error=True
                 )
         result = await self.call(name, arguments)
-        if known and not result.is_error:
+        if known and isinstance(result, types.CallToolResult) and not result.is_error:
             state.succeeded.append(name)
         return result
 
@@ -596,7 +599,11 @@ class Gateway:
     def _names(self) -> list[str]:
         return list(self.presenter.tools_by_name)
 
-    async def call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+    async def call(
+        self, name: str, arguments: dict[str, Any]
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """Validate and forward one call; an input-required result (the server needs the
+        caller's answers first) goes back as it is and is not an outcome yet."""
         server, _, tool = name.partition(SEPARATOR)
         if name in self.quarantined:
             held = self.quarantined[name]
@@ -625,11 +632,17 @@ class Gateway:
                 },
                 error=True,
             )
+        caller = current_caller()
         try:
             result, latency = await self.pool[server].call_tool(
-                tool, arguments, self.call_timeout_s, caller=current_caller()
+                tool, arguments, self.call_timeout_s, caller=caller
             )
         except DownstreamError as e:
+            if e.error is not None and caller is not None and caller.stateless:
+                # a 2026-07-28 client reads the server's own error (a missing capability, a
+                # tampered requestState) as the server sent it
+                self._record(Outcome(server, tool, success=False, latency_s=0.0))
+                raise MCPError.from_error_data(e.error) from None
             self._record(
                 Outcome(
                     server,
@@ -649,6 +662,8 @@ class Gateway:
             return _json_result(
                 {"error": e.code, "tool": name, "message": e.detail, "hint": hint}, error=True
             )
+        if isinstance(result, types.InputRequiredResult):
+            return result
         self._record(Outcome(server, tool, success=not result.is_error, latency_s=latency))
         return result
 

@@ -10,6 +10,14 @@ of one server never reach another; calls raise :class:`DownstreamError` with a c
 maps to an actionable message. A server's state (``status``, ``error``, ``exit_code``,
 ``restarts``, ``tools``, ``changed_at``) is logged once per change, not once per retry.
 
+Sessions open in the SDK's ``auto`` mode: a server that speaks 2026-07-28 is spoken to in
+it (no session; each request declares the calling client's capabilities), any other through
+the ``initialize`` handshake. A 2026-07-28 server asks for sampling, elicitation or roots by
+answering a call with an *input-required* result: for a 2026-07-28 caller that result is
+returned as is (the caller answers and retries, ``requestState`` passed through untouched);
+for a handshake-era caller the SDK answers it through the same callbacks a handshake-era
+server's requests take, and retries.
+
 What a server sends back while a call is in flight (progress, log messages, sampling and
 elicitation requests) goes to the :class:`CallContext` of that call: the gateway passes one per
 call. The wire does not say which call a server-to-client request belongs to (stdio has no
@@ -30,10 +38,13 @@ import anyio
 import mcp.types as types
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
+from mcp.shared.subscriptions import event_to_notification
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from toolroute.config import HttpSpec, StdioSpec
 from toolroute.errors import ToolrouteError
+from toolroute.sdk import as_caller, create_mcp_http_client, forward_caller_capabilities
 from toolroute.sources.stdio import RESULT_TOO_LARGE, ProcessInfo, bounded_stdio_client
 
 __all__ = ["CallContext", "Downstream", "DownstreamError", "DownstreamPool", "ListedServer"]
@@ -59,9 +70,12 @@ class DownstreamError(ToolrouteError):
         tool: str | None,
         code: ErrorCode,
         message: str,
+        error: types.ErrorData | None = None,
     ) -> None:
         super().__init__(f"{server}{'/' + tool if tool else ''}: {code}: {message}")
         self.server, self.tool, self.code, self.detail = server, tool, code, message
+        self.error = error
+        """The server's own JSON-RPC error, when it answered with one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +91,14 @@ class ListedServer:
 class CallContext(Protocol):
     """Where a server's messages about one in-flight call go: the client that made the call."""
 
+    stateless: bool
+    """The caller speaks 2026-07-28: input-required results go back to it as they are."""
+    capabilities: dict[str, Any] | None
+    """What the caller declared it can do (sampling, elicitation, roots), as on the wire."""
+    input_responses: types.InputResponses | None
+    request_state: str | None
+    """The answers and the opaque state of a retried 2026-07-28 request (else None)."""
+
     async def progress(self, progress: float, total: float | None, message: str | None) -> None: ...
 
     async def log(self, params: types.LoggingMessageNotificationParams) -> None: ...
@@ -88,6 +110,8 @@ class CallContext(Protocol):
     async def elicit(
         self, params: types.ElicitRequestParams
     ) -> types.ElicitResult | types.ErrorData: ...
+
+    async def roots(self) -> types.ListRootsResult | types.ErrorData: ...
 
 
 NotificationHook = Callable[[str, types.ServerNotification], Awaitable[None]]
@@ -152,7 +176,6 @@ class Downstream:
             )
         if self.spec.headers:
             from mcp.client.streamable_http import streamable_http_client
-            from mcp.shared._httpx_utils import create_mcp_http_client
 
             # the SDK's MCP timeouts (30 s, 300 s read), not httpx's 5 s default
             http = await stack.enter_async_context(create_mcp_http_client(self.spec.headers))
@@ -187,6 +210,23 @@ class Downstream:
             return _no_caller("elicitation")
         return await self._calls[-1].elicit(params)
 
+    async def _on_roots(self, context: Any) -> types.ListRootsResult | types.ErrorData:
+        if not self._calls:
+            return _no_caller("roots")
+        return await self._calls[-1].roots()
+
+    async def _listen(self, client: Client) -> None:
+        """A 2026-07-28 server's list changes come on a ``subscriptions/listen`` stream (there
+        is no session to push them on): each is handled as the notification it replaces."""
+        try:
+            async with client.listen(
+                tools_list_changed=True, prompts_list_changed=True, resources_list_changed=True
+            ) as changes:
+                async for event in changes:
+                    await self._on_message(event_to_notification(event, {}))
+        except Exception as e:  # a server without listen: re-listed on the interval only
+            log.info("server %s: no change notifications (%s)", self.name, _first_line(e))
+
     async def run(self) -> None:
         """Owner loop: connect, hold the session until it dies or stop(), reconnect with backoff."""
         backoff = 0.5
@@ -197,20 +237,27 @@ class Downstream:
                     AsyncExitStack() as stack,
                     Client(
                         await self._target(stack),
-                        mode="legacy",
+                        mode="auto",  # 2026-07-28 where the server speaks it
                         read_timeout_seconds=self.connect_timeout_s,
                         message_handler=self._on_message,  # type: ignore[arg-type]
                         logging_callback=self._on_log,
                         sampling_callback=self._on_sampling,
                         elicitation_callback=self._on_elicitation,
+                        list_roots_callback=self._on_roots,
+                        cache=None,  # a re-list must see the server's tools now, not a cached page
                     ) as client,
+                    anyio.create_task_group() as tg,
                 ):
+                    forward_caller_capabilities(client)
                     self._client = client
                     self.connects += 1
                     self._set("up", None)
                     self._ready.set()
                     backoff = 0.5
+                    if client.session.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                        tg.start_soon(self._listen, client)
                     await self._dead.wait()
+                    tg.cancel_scope.cancel()
             except Exception as e:  # owner loop: any failure of one server stays with it
                 self.exit_code = self._process.returncode
                 if not self._stopping:  # a server stopped on purpose has not failed
@@ -320,20 +367,36 @@ class Downstream:
         arguments: Mapping[str, Any],
         timeout_s: float | None = None,
         caller: CallContext | None = None,
-    ) -> tuple[types.CallToolResult, float]:
+    ) -> tuple[types.CallToolResult | types.InputRequiredResult, float]:
         """Forward one call; returns the result unchanged and its latency (s). Progress, logs,
-        sampling and elicitation of the call go to ``caller``."""
+        sampling, elicitation and roots of the call go to ``caller``; an input-required
+        result goes back to a 2026-07-28 caller as it is."""
         c = await self.client()
         start = time.perf_counter()
         if caller is not None:
             self._calls.append(caller)
+        timeout = timeout_s or self.call_timeout_s
+        progress = caller.progress if caller is not None else None
+        result: types.CallToolResult | types.InputRequiredResult
         try:
-            result = await c.call_tool(
-                tool,
-                dict(arguments),
-                read_timeout_seconds=timeout_s or self.call_timeout_s,
-                progress_callback=caller.progress if caller is not None else None,
-            )
+            with as_caller(caller.capabilities if caller is not None else None):
+                if caller is not None and caller.stateless:
+                    result = await c.session.call_tool(
+                        tool,
+                        dict(arguments),
+                        read_timeout_seconds=timeout,
+                        progress_callback=progress,
+                        input_responses=caller.input_responses,
+                        request_state=caller.request_state,
+                        allow_input_required=True,
+                    )
+                else:
+                    result = await c.call_tool(
+                        tool,
+                        dict(arguments),
+                        read_timeout_seconds=timeout,
+                        progress_callback=progress,
+                    )
         except MCPError as e:
             raise self._error(tool, e) from None
         except (RuntimeError, ValidationError) as e:  # malformed result / output-schema check
@@ -357,7 +420,8 @@ class Downstream:
         if caller is not None:
             self._calls.append(caller)
         try:
-            return await send(c)
+            with as_caller(caller.capabilities if caller is not None else None):
+                return await send(c)
         except MCPError as e:
             if e.error.code == types.CONNECTION_CLOSED:
                 self._dead.set()
@@ -379,7 +443,7 @@ class Downstream:
             return DownstreamError(self.name, tool, "timeout", e.error.message)
         if e.error.code == RESULT_TOO_LARGE:
             return DownstreamError(self.name, tool, "too_large", e.error.message)
-        return DownstreamError(self.name, tool, "protocol", e.error.message)
+        return DownstreamError(self.name, tool, "protocol", e.error.message, e.error)
 
 
 def _closed(e: BaseException) -> bool:
