@@ -274,7 +274,9 @@ _GATE_FIELDS = {"requires_scope", "after", "milestone"}
 def _where(source: str, err: ValidationError, prefix: str = "") -> ConfigError:
     first = err.errors()[0]
     path = ".".join(str(p) for p in (*((prefix,) if prefix else ()), *first["loc"]))
-    return ConfigError(f"{source}: {path}: {first['msg']}")
+    # our own validators' messages, without pydantic's "Value error, " before them
+    msg = str(first["ctx"]["error"]) if first["type"] == "value_error" else first["msg"]
+    return ConfigError(f"{source}: {path}: {msg}")
 
 
 def read_json(path: Path) -> Any:
