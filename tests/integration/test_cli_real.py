@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import sys
@@ -10,7 +11,9 @@ from pathlib import Path
 import anyio
 import pytest
 from click.testing import CliRunner
+from rich.console import Console
 
+import toolroute.cli.common
 from tests.conftest import TIME_MAIN
 from toolroute import cli
 
@@ -59,8 +62,13 @@ def test_route_with_config_ranks_the_synced_servers_tools(
             }
         )
     )
+    screen = io.StringIO()  # a terminal: the cold index shows its progress bar
+    monkeypatch.setattr(
+        toolroute.cli.common, "stderr", Console(file=screen, force_terminal=True, width=100)
+    )
     res = CliRunner().invoke(cli.main, ["sync", "--config", str(config)])
     assert res.exit_code == 0, res.output
+    assert "embedding" in screen.getvalue()
     res = CliRunner().invoke(
         cli.main, ["route", "what time is it in Tokyo", "--config", str(config), "--json"]
     )
