@@ -1,8 +1,14 @@
-"""Gateway configuration: the ``mcpServers`` JSON as Claude Desktop / Cursor / VS Code write it,
-plus toolroute's own settings in a ``toolroute.toml``.
+"""Gateway configuration: the servers JSON as MCP clients write it, plus toolroute's own
+settings in a ``toolroute.toml``.
 
     {"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time"]},
                     "docs": {"url": "https://example.com/mcp", "headers": {"Authorization": "…"}}}}
+
+Accepted as written by Claude Desktop and Cursor (``mcpServers``), Claude Code's ``.mcp.json``
+and ``~/.claude.json`` (``mcpServers``, entries with ``"type": "stdio" | "http" | "sse"``) and
+VS Code's ``mcp.json`` (top-level ``servers``, the same ``type``; its ``inputs`` are prompts
+toolroute cannot show, so a server that refers to one gets a warning). Comments and trailing
+commas (VS Code writes JSON with comments) are accepted.
 
     # toolroute.toml (optional; next to the JSON, or --settings FILE)
     [toolroute]
@@ -45,7 +51,9 @@ Every error names the file and the field, in one line (:class:`ConfigError`).
 from __future__ import annotations
 
 import json
+import logging
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,7 +69,17 @@ from toolroute.store.base import StoreTarget, parse_store_target
 if TYPE_CHECKING:
     from toolroute.gateway.access import CallGateScope, ClientAccess
 
-__all__ = ["SEPARATOR", "GatewayConfig", "HttpSpec", "StdioSpec", "load_config"]
+__all__ = [
+    "SEPARATOR",
+    "GatewayConfig",
+    "HttpSpec",
+    "StdioSpec",
+    "load_config",
+    "read_json",
+    "servers_key",
+]
+
+log = logging.getLogger(__name__)
 
 SEPARATOR = "__"
 """Between server and tool in a namespaced tool name (``time__get_current_time``). Server names
@@ -80,16 +98,28 @@ class HttpSpec(BaseModel):
     model_config = ConfigDict(extra="allow")
     url: str = Field(pattern=r"^https?://")
     headers: dict[str, str] = Field(default_factory=dict)
+    type: Literal["http", "streamable-http", "streamableHttp", "sse"] = "http"
+    """``sse``: the older HTTP+SSE transport (an ``/sse`` endpoint); else streamable HTTP."""
+
+
+_TYPES = ("stdio", "http", "streamable-http", "streamableHttp", "sse")
 
 
 class _ServerEntry(BaseModel):
     model_config = ConfigDict(extra="allow")
     command: str | None = None
     url: str | None = None
+    type: str | None = None
     disabled: bool = False
 
     @model_validator(mode="after")
     def _one_transport(self) -> _ServerEntry:
+        if self.type is not None and self.type not in _TYPES:
+            raise ValueError(f"type {self.type!r}: expected one of {', '.join(_TYPES)}")
+        if self.type == "stdio" and self.command is None:
+            raise ValueError("type 'stdio' needs 'command'")
+        if self.type not in (None, "stdio") and self.url is None:
+            raise ValueError(f"type {self.type!r} needs 'url'")
         if (self.command is None) == (self.url is None):
             raise ValueError("give either 'command' (stdio) or 'url' (streamable HTTP)")
         return self
@@ -244,30 +274,75 @@ _GATE_FIELDS = {"requires_scope", "after", "milestone"}
 def _where(source: str, err: ValidationError, prefix: str = "") -> ConfigError:
     first = err.errors()[0]
     path = ".".join(str(p) for p in (*((prefix,) if prefix else ()), *first["loc"]))
-    return ConfigError(f"{source}: {path}: {first['msg']}")
+    # our own validators' messages, without pydantic's "Value error, " before them
+    msg = str(first["ctx"]["error"]) if first["type"] == "value_error" else first["msg"]
+    return ConfigError(f"{source}: {path}: {msg}")
 
 
-def load_config(path: str | Path, settings: str | Path | None = None) -> GatewayConfig:
-    """Read an ``mcpServers`` JSON file and the optional ``toolroute.toml``."""
-    p = Path(path)
+def read_json(path: Path) -> Any:
+    """A JSON file, comments and trailing commas allowed (VS Code's JSON with comments); every
+    error names the file in one line."""
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ConfigError(f"{p}: no such file") from None
-    except json.JSONDecodeError as e:
-        raise ConfigError(
-            f"{p}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}"
-        ) from None
+        raise ConfigError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a directory, expected a JSON file") from None
     except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"{p}: cannot read: {e}") from None
-    raw = data.get("mcpServers") if isinstance(data, dict) else None
+        raise ConfigError(f"{path}: cannot read: {e}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        import json5
+
+        try:  # JSON with comments: read as JSON5 (its superset); its errors are JSON's
+            return json5.loads(text)
+        except ValueError:
+            raise ConfigError(
+                f"{path}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}"
+            ) from None
+
+
+def servers_key(data: Any) -> str | None:
+    """Which key holds the servers: ``mcpServers`` (Claude, Cursor), ``servers`` (VS Code)."""
+    if not isinstance(data, dict):
+        return None
+    if "mcpServers" in data:
+        return "mcpServers"
+    return "servers" if isinstance(data.get("servers"), dict) else None
+
+
+_INPUT = re.compile(r"\$\{input:([^}]*)\}")
+
+
+def _inputs_used(entry: Any) -> list[str]:
+    """VS Code ``${input:ID}`` references anywhere in a server entry."""
+    return sorted(set(_INPUT.findall(json.dumps(entry))))
+
+
+def load_config(
+    path: str | Path, settings: str | Path | None = None, *, secrets: bool = True
+) -> GatewayConfig:
+    """Read a servers JSON file and the optional ``toolroute.toml``.
+
+    ``secrets=False`` is for commands that read the gateway's state without serving (status,
+    approve, route over a synced config): a token or key variable that is unset is not an
+    error there; the clients whose token is missing are left out.
+    """
+    p = Path(path)
+    data = read_json(p)
+    top = servers_key(data) or "mcpServers"
+    raw = data.get(top) if isinstance(data, dict) else None
     if not isinstance(raw, dict) or not raw:
-        raise ConfigError(f"{p}: mcpServers: expected an object with at least one server")
+        raise ConfigError(
+            f"{p}: mcpServers: expected an object with at least one server "
+            '(or "servers", as VS Code writes it)'
+        )
     servers: dict[str, StdioSpec | HttpSpec] = {}
     for name, entry in raw.items():
         if SEPARATOR in name or not name or name.startswith("_") or name.endswith("_"):
             raise ConfigError(
-                f"{p}: mcpServers.{name}: server names may not be empty, contain "
+                f"{p}: {top}.{name}: server names may not be empty, contain "
                 f"{SEPARATOR!r}, or start or end with '_'"
             )
         try:
@@ -280,9 +355,18 @@ def load_config(path: str | Path, settings: str | Path | None = None) -> Gateway
                 else HttpSpec.model_validate(entry)
             )
         except ValidationError as err:
-            raise _where(str(p), err, f"mcpServers.{name}") from None
+            raise _where(str(p), err, f"{top}.{name}") from None
+        if used := _inputs_used(entry):
+            log.warning(
+                "%s: %s.%s uses VS Code input %s, which toolroute cannot prompt for: the text "
+                "is passed as is; write the value into the file instead",
+                p,
+                top,
+                name,
+                ", ".join(f"${{input:{i}}}" for i in used),
+            )
     if not servers:
-        raise ConfigError(f"{p}: mcpServers: every server is disabled")
+        raise ConfigError(f"{p}: {top}: every server is disabled")
     toml_path = Path(settings) if settings is not None else p.with_name("toolroute.toml")
     toml: dict[str, Any] = {}
     if settings is not None or toml_path.is_file():
@@ -319,7 +403,7 @@ def load_config(path: str | Path, settings: str | Path | None = None) -> Gateway
     llm = LLMConfig.from_env()
     if t.llm is not None:
         key = os.environ.get(t.llm.api_key_env) if t.llm.api_key_env else None
-        if t.llm.api_key_env and not key:
+        if t.llm.api_key_env and not key and secrets:
             raise ConfigError(
                 f"{toml_path}: llm.api_key_env: the variable {t.llm.api_key_env} is not set"
             )
@@ -329,7 +413,7 @@ def load_config(path: str | Path, settings: str | Path | None = None) -> Gateway
     from toolroute.gateway.access import gate_scope
 
     return GatewayConfig(
-        clients=_clients(toml_path, t.auth),
+        clients=_clients(toml_path, t.auth, secrets),
         allowed_hosts=tuple(t.http.allowed_hosts),
         allowed_origins=tuple(t.http.allowed_origins),
         http_json_response=t.http.json_response,
@@ -374,8 +458,9 @@ def _store(toml_path: Path | None, value: str | None) -> StoreTarget | None:
         raise ConfigError(f"{toml_path}: {e}") from None
 
 
-def _clients(source: Path, auth: _Auth | None) -> tuple[ClientAccess, ...]:
-    """The HTTP clients of ``[auth]``, their tokens read from the environment."""
+def _clients(source: Path, auth: _Auth | None, secrets: bool) -> tuple[ClientAccess, ...]:
+    """The HTTP clients of ``[auth]``, their tokens read from the environment (without
+    ``secrets``, a client whose variable is unset is left out instead of refused)."""
     from toolroute.gateway.access import ClientAccess
 
     if auth is None:
@@ -393,6 +478,8 @@ def _clients(source: Path, auth: _Auth | None) -> tuple[ClientAccess, ...]:
     for client, env, servers, tools in wanted:
         token = os.environ.get(env, "")
         field = "bearer_token_env" if client == "default" else f"clients.{client}.token_env"
+        if not token.strip() and not secrets:
+            continue
         if not token.strip():
             raise ConfigError(f"{source}: auth.{field}: the variable {env} is not set")
         if len(token) < 16:

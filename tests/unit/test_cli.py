@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tests.conftest import REPO, HashingEmbedder
+from tests.conftest import REPO, SMALL_CATALOG, HashingEmbedder
 from toolroute import cli
 
 
@@ -357,3 +357,154 @@ def test_simulate_rejects_a_bad_planner_in_one_line(
 ) -> None:
     code, _, err = _simulate(tmp_path, catalog_file, queries_file, "--planner", "psychic")
     assert code == 2 and "psychic" in err and "Traceback" not in err
+
+
+@pytest.fixture
+def user_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The per-user data dir (where each config's gateway keeps its store) inside tmp_path."""
+    monkeypatch.delenv("TOOLROUTE_STORE", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    return tmp_path / "data"
+
+
+def _servers_file(tmp_path: Path, servers: dict[str, object], *, key: str = "mcpServers") -> Path:
+    p = tmp_path / "servers.json"
+    p.write_text(json.dumps({key: servers}), encoding="utf-8")
+    return p
+
+
+def _as_if_synced(config: Path) -> None:
+    """Store SMALL_CATALOG as `toolroute sync --config CONFIG` would (same store, indexed)."""
+    from toolroute.catalog.loader import catalog_from_dict
+    from toolroute.config import load_config
+    from toolroute.gateway.app import store_dir_of
+    from toolroute.router import Router
+
+    target = store_dir_of(load_config(config))
+    with Router(catalog_from_dict(SMALL_CATALOG), store=target, embedder=HashingEmbedder()) as r:
+        r.index()
+
+
+def test_route_over_a_config_that_was_never_synced_says_to_sync_first(
+    tmp_path: Path, user_dirs: Path
+) -> None:
+    config = _servers_file(tmp_path, {"time": {"command": "uvx", "args": ["mcp-server-time"]}})
+    code, out, err = _run("route", "what time is it in Tokyo", "--config", str(config))
+    assert code == 2 and out == ""
+    assert err.strip() == (
+        f"error: no tools synced for {config} yet: run `toolroute sync --config {config}` first"
+    )
+
+
+def test_route_and_bench_with_config_use_the_synced_tools_not_the_demo_catalog(
+    tmp_path: Path, user_dirs: Path, queries_file: Path
+) -> None:
+    config = _servers_file(tmp_path, {"time": {"command": "uvx", "args": ["mcp-server-time"]}})
+    _as_if_synced(config)
+    code, out, err = _run("route", "what time is it in Tokyo", "--config", str(config), "--json")
+    assert code == 0, err
+    rows = json.loads(out)
+    assert rows[0] == {**rows[0], "server": "time", "tool": "get_current_time"}
+    synced = {s["id"] for s in SMALL_CATALOG["servers"]}
+    assert {r["server"] for r in rows} <= synced  # never the demo catalog's servers
+    code, out, err = _run(
+        "bench", "--config", str(config), "--queries", str(queries_file), "-s", "bm25", "--json"
+    )
+    assert code == 0, err and "bm25" in json.loads(out)
+    code, _, err = _run("route", "x", "--config", str(config), "--catalog", str(config))
+    assert code == 2 and "either --catalog or --config" in err
+
+
+def test_status_reads_without_the_token_variables_of_auth(
+    tmp_path: Path, user_dirs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from toolroute.config import load_config
+    from toolroute.gateway.app import store_dir_of
+    from toolroute.gateway.status import write_status
+
+    monkeypatch.delenv("TOOLROUTE_TOKEN", raising=False)
+    config = _servers_file(tmp_path, {"time": {"command": "t"}})
+    (tmp_path / "toolroute.toml").write_text('[auth]\nbearer_token_env = "TOOLROUTE_TOKEN"\n')
+    monkeypatch.setenv("TOOLROUTE_TOKEN", "x" * 20)
+    store = Path(store_dir_of(load_config(config)))
+    monkeypatch.delenv("TOOLROUTE_TOKEN")
+    state = {"time": {"status": "up", "tools": 2, "restarts": 0}}
+    write_status(store, {"pid": 1, "running": False, "servers": state, "quarantined": {}})
+    code, out, err = _run("status", "--config", str(config))
+    assert code == 0, err
+    assert "not running (last state)" in out and "time" in out
+    code, _, err = _run("serve", "--config", str(config), "--transport", "http")
+    assert code == 2 and "TOOLROUTE_TOKEN is not set" in err  # serving still needs it
+
+
+def test_sync_with_a_server_down_exits_1_naming_it_unless_allow_partial(
+    tmp_path: Path, user_dirs: Path
+) -> None:
+    config = _servers_file(tmp_path, {"gone": {"command": str(tmp_path / "no-such-server")}})
+    code, out, err = _run("sync", "--config", str(config))
+    assert code == 1
+    assert "gone" in out and "error" in out
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: 1 of 1 servers down: gone (")
+    assert "no-such-server" in lines[0] and "--allow-partial" in lines[0]
+    code, out, err = _run("sync", "--config", str(config), "--allow-partial", "--json")
+    assert code == 0, err
+    assert json.loads(out)["servers"]["gone"]["status"] == "error"
+
+
+def test_approve_of_a_tool_not_in_quarantine_exits_2_suggesting_close_names(
+    tmp_path: Path, user_dirs: Path
+) -> None:
+    config = _servers_file(tmp_path, {"time": {"command": "t"}})
+    _as_if_synced(config)
+    code, out, err = _run("approve", "--config", str(config), "time__get_curent_time")
+    assert code == 2 and out == ""
+    assert err.strip().startswith(
+        "error: time__get_curent_time is not in quarantine (no tool is); "
+        "did you mean time__get_current_time"
+    )
+    assert len(err.strip().splitlines()) == 1
+    code, _, err = _run("approve", "--config", str(config), "time__get_current_time")
+    assert code == 2 and "it is served as it is" in err
+
+
+def test_bench_given_a_catalog_as_queries_says_json_lines_were_expected(
+    tmp_path: Path, catalog_file: Path
+) -> None:
+    pretty = tmp_path / "pretty.json"
+    pretty.write_text(
+        catalog_file.read_text() and json.dumps(json.loads(catalog_file.read_text()), indent=2)
+    )
+    for queries in (catalog_file, pretty):
+        code, _, err = _run(
+            "bench",
+            "--catalog",
+            str(catalog_file),
+            "--queries",
+            str(queries),
+            "--store",
+            str(tmp_path),
+        )
+        assert code == 2
+        assert err.strip().startswith(f"error: {queries}: this is a catalog, not queries; ")
+        assert "JSON lines, one query object per line" in err
+
+
+def test_sync_and_route_show_a_progress_bar_on_a_terminal_while_embedding(
+    tmp_path: Path, catalog_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    from rich.console import Console
+
+    import toolroute.cli.common
+
+    screen = io.StringIO()
+    monkeypatch.setattr(
+        toolroute.cli.common, "stderr", Console(file=screen, force_terminal=True, width=100)
+    )
+    code, _, err = _run(
+        "route", "weather", "--catalog", str(catalog_file), "--store", str(tmp_path)
+    )
+    assert code == 0, err
+    assert "embedding" in screen.getvalue()

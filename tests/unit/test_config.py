@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -149,3 +150,91 @@ def test_llm_timeout_from_the_environment_is_checked(monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("TOOLROUTE_LLM_TIMEOUT_S", "soon")
     with pytest.raises(ConfigError, match="TOOLROUTE_LLM_TIMEOUT_S"):
         LLMConfig.from_env()
+
+
+VSCODE_MCP_JSON = """{
+  // VS Code writes JSON with comments
+  "inputs": [{"type": "promptString", "id": "api-key", "description": "API key", "password": true}],
+  "servers": {
+    "time": {"type": "stdio", "command": "uvx", "args": ["mcp-server-time"]},
+    "docs": {"type": "http", "url": "https://example.com/mcp",
+             "headers": {"Authorization": "Bearer ${input:api-key}"}},
+    "legacy": {"type": "sse", "url": "https://example.com/sse"},
+  },
+}
+"""
+
+
+def test_vscode_mcp_json_is_accepted_with_its_types_and_comments(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    p = tmp_path / "mcp.json"
+    p.write_text(VSCODE_MCP_JSON)
+    cfg = load_config(p)
+    time, docs, legacy = cfg.servers["time"], cfg.servers["docs"], cfg.servers["legacy"]
+    assert isinstance(time, StdioSpec) and time.args == ["mcp-server-time"]
+    assert isinstance(docs, HttpSpec) and docs.type == "http"
+    assert isinstance(legacy, HttpSpec) and legacy.type == "sse"
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warned) == 1
+    assert "servers.docs uses VS Code input ${input:api-key}" in warned[0]
+
+
+def test_claude_code_mcp_json_entries_with_a_type_are_accepted(tmp_path: Path) -> None:
+    cfg = load_config(
+        _write(
+            tmp_path,
+            {
+                "git": {"type": "stdio", "command": "uvx", "args": ["mcp-server-git"], "env": {}},
+                "sentry": {"type": "http", "url": "https://mcp.sentry.dev/mcp"},
+            },
+        )
+    )
+    assert isinstance(cfg.servers["git"], StdioSpec)
+    assert isinstance(cfg.servers["sentry"], HttpSpec) and cfg.servers["sentry"].type == "http"
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({"type": "ws", "url": "wss://x"}, "servers.a: type 'ws': expected one of stdio, http"),
+        ({"type": "stdio", "url": "https://x"}, "servers.a: type 'stdio' needs 'command'"),
+        ({"type": "http", "command": "x"}, "servers.a: type 'http' needs 'url'"),
+    ],
+)
+def test_a_type_that_does_not_fit_the_entry_names_the_field(
+    tmp_path: Path, entry: object, message: str
+) -> None:
+    p = tmp_path / "mcp.json"
+    p.write_text(json.dumps({"servers": {"a": entry}}))
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_config(p)
+
+
+def test_a_file_that_is_not_json_even_with_comments_allowed_names_the_line(tmp_path: Path) -> None:
+    p = tmp_path / "mcp.json"
+    p.write_text('{"servers": {\n  "a": {"command": }\n}}')
+    with pytest.raises(
+        ConfigError, match=r"mcp\.json: invalid JSON at line 2 column 20: Expecting value"
+    ):
+        load_config(p)
+
+
+def test_reading_without_secrets_leaves_out_clients_whose_token_is_unset(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("TR_UNSET_TOKEN", raising=False)
+    monkeypatch.setenv("TR_CI_TOKEN", "c" * 20)
+    p = _write(
+        tmp_path,
+        {"time": {"command": "t"}},
+        toml=(
+            '[auth]\nbearer_token_env = "TR_UNSET_TOKEN"\n'
+            '[auth.clients.ci]\ntoken_env = "TR_CI_TOKEN"\n'
+            '[llm]\nbase_url = "http://127.0.0.1:1/v1"\napi_key_env = "TR_UNSET_TOKEN"\n'
+        ),
+    )
+    with pytest.raises(ConfigError, match="the variable TR_UNSET_TOKEN is not set"):
+        load_config(p)
+    cfg = load_config(p, secrets=False)
+    assert [c.client_id for c in cfg.clients] == ["ci"]

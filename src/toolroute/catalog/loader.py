@@ -201,6 +201,28 @@ def load_catalog(path: str | Path) -> Catalog:
     return catalog
 
 
+_EXPECTED = (
+    "; a queries file is JSON lines, one query object per line: "
+    '{"id": …, "query": "…", "relevant": [{"server": …, "tool": …}]}'
+)
+
+
+def _one_document(text: str) -> str:
+    """What the file is when it is one JSON document spread over several lines (a catalog, a
+    pretty-printed object, an array) instead of one query object per line; else ""."""
+    try:
+        whole = json.loads(text)
+    except json.JSONDecodeError:
+        return ""  # a broken line of a JSON-lines file: its own error says enough
+    if isinstance(whole, dict):
+        return (
+            "this is a catalog, not queries"
+            if "servers" in whole
+            else ("this is one JSON object over several lines")
+        )
+    return f"this is one JSON document ({_json_kind(whole)})"
+
+
 class _Ref(BaseModel):
     model_config = ConfigDict(extra="allow")
     server: str
@@ -235,13 +257,20 @@ def load_queries(path: str | Path, catalog: Catalog | None = None) -> list[Query
     p = Path(path)
     known = {t.key for t in catalog.tools()} if catalog is not None else None
     out: list[Query] = []
-    for lineno, line in enumerate(_read_text(p).splitlines(), start=1):
+    text = _read_text(p)
+    for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            q = _QueryIn.model_validate(json.loads(line))
+            raw = json.loads(line)
         except json.JSONDecodeError as e:
+            if whole := _one_document(text):
+                raise CatalogError(f"{p}: {whole}{_EXPECTED}") from None
             raise CatalogError(f"{p}:{lineno}: invalid JSON at column {e.colno}: {e.msg}") from None
+        if isinstance(raw, dict) and "servers" in raw and "query" not in raw:
+            raise CatalogError(f"{p}: this is a catalog, not queries{_EXPECTED}")
+        try:
+            q = _QueryIn.model_validate(raw)
         except ValidationError as e:
             raise _first_error(f"{p}:{lineno}", e) from None
         raw_groups = (

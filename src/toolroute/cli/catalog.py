@@ -24,6 +24,7 @@ from toolroute.cli.common import (
     stderr,
     stdout,
     store_option,
+    synced_option,
 )
 from toolroute.cli.render import explain_text, one_line, print_table
 from toolroute.errors import ConfigError
@@ -72,6 +73,7 @@ def index(
     help="Read the request from FILE instead of QUERY (any length; `-` is stdin).",
 )
 @catalog_option
+@synced_option
 @store_option
 @documents_option
 @click.option(
@@ -106,6 +108,7 @@ def route(
     query: str | None,
     query_file: TextIO | None,
     catalog: Path | None,
+    config_path: Path | None,
     store: Path | None,
     documents: str,
     strategy: str,
@@ -119,12 +122,22 @@ def route(
 
     QUERY `-` reads the request from stdin, as does `--query-file -`; use either for a long
     request (a pasted document, a log) that does not fit on a command line.
+
+    \b
+    The tools come from --catalog FILE, or from --config FILE: the servers of an MCP client
+    config as the last `toolroute sync --config FILE` listed them, e.g.
+      toolroute sync --config servers.json
+      toolroute route "what time is it in Tokyo" --config servers.json
+    With neither, the shipped demo catalog.
     """
     from toolroute.route.strategy import resolve_strategy
 
     text = _query_text(query, query_file)
     resolve_strategy(strategy)
-    with _local_llm(local_llm, not as_json), _router(catalog, store, documents) as router:
+    with (
+        _local_llm(local_llm, not as_json),
+        _router(catalog, store, documents, config=config_path) as router,
+    ):
         _index(router, not as_json)
         rows = router.explain(text, k=k, strategy=strategy)
         if explain:

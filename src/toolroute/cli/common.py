@@ -89,6 +89,15 @@ catalog_option = click.option(
     default=None,
     help="Catalog JSON (shared/benchmarks format). Default: the shipped demo catalog.",
 )
+synced_option = click.option(
+    "--config",
+    "config_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    metavar="FILE",
+    help="Route over the tools of this servers file (mcpServers or VS Code servers JSON) as "
+    "the last `toolroute sync --config FILE` stored them, instead of a --catalog.",
+)
 
 
 def _store_target(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
@@ -174,11 +183,23 @@ def _local_llm(enabled: bool, show: bool = True) -> Iterator[None]:
 
 
 def _router(
-    catalog: Path | None, store: Path | None, documents: str, questions: str = "template"
+    catalog: Path | None,
+    store: Path | None,
+    documents: str,
+    questions: str = "template",
+    config: Path | None = None,
 ) -> Any:
     from toolroute.router import Router
 
-    router = Router(catalog or demo_catalog_path(), store=store, documents=documents)
+    if config is not None:
+        if catalog is not None:
+            from toolroute.errors import ConfigError
+
+            raise ConfigError("give either --catalog or --config, not both")
+        synced, store = synced_catalog(config, store)
+        router = Router(synced, store=store, documents=documents)
+    else:
+        router = Router(catalog or demo_catalog_path(), store=store, documents=documents)
     if questions == "llm":
         from toolroute.errors import ConfigError
         from toolroute.index.document import LLMQuestions
@@ -196,3 +217,21 @@ def _router(
 def _index(router: Any, show: bool) -> Any:
     with _progress(show) as update:
         return router.index(progress=lambda d, t: update("embedding", d, t))
+
+
+def synced_catalog(config: Path, store: Any) -> tuple[Any, Any]:
+    """The catalog the last ``toolroute sync --config CONFIG`` stored, and its store (the
+    gateway's own, unless ``store`` names another)."""
+    from toolroute.config import load_config
+    from toolroute.errors import ConfigError
+    from toolroute.gateway.app import store_dir_of
+    from toolroute.store import Store
+
+    cfg = load_config(config, secrets=False)
+    target = store if store is not None else store_dir_of(cfg)
+    with Store(target) as st:
+        if not st.tool_hashes():
+            raise ConfigError(
+                f"no tools synced for {config} yet: run `toolroute sync --config {config}` first"
+            )
+        return st.load_catalog(), target

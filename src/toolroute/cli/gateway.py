@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
 from toolroute.cli.app import main
-from toolroute.cli.common import _friendly, json_option, store_option
+from toolroute.cli.common import _friendly, _progress, json_option, store_option
 from toolroute.errors import ConfigError
 
 config_option = click.option(
@@ -17,7 +18,8 @@ config_option = click.option(
     "config_path",
     type=click.Path(path_type=Path, dir_okay=False),
     required=True,
-    help="mcpServers JSON (as Claude Desktop / Cursor write it).",
+    help="Servers JSON as MCP clients write it: mcpServers (Claude Desktop, Cursor, Claude "
+    "Code's .mcp.json) or servers (VS Code's mcp.json).",
 )
 settings_option = click.option(
     "--settings",
@@ -27,7 +29,9 @@ settings_option = click.option(
 )
 
 
-def _config(config_path: Path, settings: Path | None, store: Path | None) -> Any:
+def _config(
+    config_path: Path, settings: Path | None, store: Path | None, *, secrets: bool = True
+) -> Any:
     import logging
     from dataclasses import replace
 
@@ -36,7 +40,7 @@ def _config(config_path: Path, settings: Path | None, store: Path | None) -> Any
 
     from toolroute.config import load_config
 
-    cfg = load_config(config_path, settings)
+    cfg = load_config(config_path, settings, secrets=secrets)
     return replace(cfg, store=store) if store is not None else cfg
 
 
@@ -44,28 +48,47 @@ def _config(config_path: Path, settings: Path | None, store: Path | None) -> Any
 @config_option
 @settings_option
 @store_option
+@click.option(
+    "--allow-partial",
+    is_flag=True,
+    help="Exit 0 even when a server is down (its last known tools are kept).",
+)
 @json_option
 @_friendly
-def sync(config_path: Path, settings: Path | None, store: Path | None, as_json: bool) -> None:
+def sync(
+    config_path: Path, settings: Path | None, store: Path | None, allow_partial: bool, as_json: bool
+) -> None:
     """Connect to every MCP server of the config and sync the index with their tools.
 
     Servers are listed concurrently; only tools whose SHA-256 (name + description + schema)
-    changed are re-indexed. A server that fails is reported and keeps its last known tools.
+    changed are re-indexed. A server that fails is reported and keeps its last known tools;
+    the command then exits 1 (naming the servers that are down) unless --allow-partial.
     """
     import anyio
 
     from toolroute.gateway.app import sync_once
 
-    result = anyio.run(sync_once, _config(config_path, settings, store))
+    cfg = _config(config_path, settings, store)
+    with _progress(not as_json) as update:
+        result = anyio.run(lambda: sync_once(cfg, progress=lambda d, t: update("embedding", d, t)))
     if as_json:
         click.echo(json.dumps(result.to_dict()))
-        return
-    for s in result.servers:
-        extra = f"  ({s.error})" if s.error else ""
-        click.echo(f"{s.name:24s} {s.status:6s} {s.tools:4d} tools{extra}")
-    for h in result.quarantined:
-        click.echo(f"quarantined {h.name}@{h.version}: {h.message}")
-    click.echo(" ".join(f"{k}={v}" for k, v in result.index.to_dict().items()))
+    else:
+        for s in result.servers:
+            extra = f"  ({s.error})" if s.error else ""
+            click.echo(f"{s.name:24s} {s.status:6s} {s.tools:4d} tools{extra}")
+        for h in result.quarantined:
+            click.echo(f"quarantined {h.name}@{h.version}: {h.message}")
+        click.echo(" ".join(f"{k}={v}" for k, v in result.index.to_dict().items()))
+    down = [s for s in result.servers if s.status != "ok"]
+    if down and not allow_partial:
+        names = ", ".join(f"{s.name} ({s.error})" for s in down)
+        click.echo(
+            f"error: {len(down)} of {len(result.servers)} servers down: {names}"
+            " (--allow-partial to exit 0)",
+            err=True,
+        )
+        sys.exit(1)
 
 
 @main.command()
@@ -147,7 +170,7 @@ def status(config_path: Path, settings: Path | None, store: Path | None, as_json
     """
     from toolroute.gateway.status import gateway_alive, read_status
 
-    cfg = _config(config_path, settings, store)
+    cfg = _config(config_path, settings, store, secrets=False)  # reading needs no token
     found = read_status(_local_dir(cfg))
     if found is None:
         raise ConfigError("no gateway has run with this config yet (start toolroute serve)")
@@ -194,17 +217,36 @@ def approve(
 
     if not tools and not approve_all:
         raise ConfigError("name the tools to approve, or pass --all")
-    cfg = _config(config_path, settings, store)
+    cfg = _config(config_path, settings, store, secrets=False)
     with Store(_store_dir(cfg)) as st:
         held = held_tools(st)
+        unknown = [t for t in tools if t not in held]
+        if unknown:
+            raise ConfigError(_not_held(unknown[0], held, st))
         if not held:
             click.echo("no tool is in quarantine")
             return
-        try:
-            done = approve_tools(st, list(tools))
-        except KeyError as e:
-            raise ConfigError(
-                f"{e.args[0]} is not in quarantine; held: {', '.join(sorted(held))}"
-            ) from None
+        done = approve_tools(st, list(tools))
     for name in done:
         click.echo(f"approved {name}@{held[name]['version']}")
+
+
+def _not_held(name: str, held: dict[str, Any], store: Any) -> str:
+    """Why NAME cannot be approved, with the names it may have meant."""
+    import difflib
+
+    from toolroute.config import SEPARATOR
+
+    served = {f"{s}{SEPARATOR}{t}" for s, t in store.tool_hashes()}
+    if name in served:
+        why = f"{name} is not in quarantine: it is served as it is"
+    else:
+        why = f"{name} is not in quarantine"
+    if held:
+        why += f"; held: {', '.join(sorted(held))}"
+    else:
+        why += " (no tool is)"
+    close = [n for n in difflib.get_close_matches(name, [*held, *served], n=3) if n != name]
+    if close:
+        why += f"; did you mean {' or '.join(close)}?"
+    return why

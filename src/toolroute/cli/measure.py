@@ -21,11 +21,13 @@ from toolroute.cli.common import (
     local_llm_option,
     queries_option,
     store_option,
+    synced_option,
 )
 
 
 @main.command()
 @catalog_option
+@synced_option
 @queries_option
 @store_option
 @documents_option
@@ -53,6 +55,7 @@ from toolroute.cli.common import (
 @_friendly
 def bench(
     catalog: Path | None,
+    config_path: Path | None,
     queries: Path,
     store: Path | None,
     documents: str,
@@ -78,7 +81,10 @@ def bench(
         names = list(STRATEGIES)
     for n in names:
         resolve_strategy(n)
-    with _local_llm(local_llm, not as_json), _router(catalog, store, documents) as router:
+    with (
+        _local_llm(local_llm, not as_json),
+        _router(catalog, store, documents, config=config_path) as router,
+    ):
         qs = load_queries(queries, router.catalog)
         _index(router, not as_json)
         with _progress(not as_json) as update:
@@ -88,7 +94,7 @@ def bench(
 
                 presenter = Presenter(router.catalog)
             results = run_bench(router, qs, names, progress=update, tokens=presenter)
-    title = (catalog or demo_catalog_path()).parent.name
+    title = config_path.stem if config_path else (catalog or demo_catalog_path()).parent.name
     if out is not None:
         for p in write_outputs(results, out, title):
             click.echo(f"wrote {p}", err=True)
@@ -100,6 +106,7 @@ def bench(
 
 @main.command()
 @catalog_option
+@synced_option
 @queries_option
 @store_option
 @documents_option
@@ -170,6 +177,7 @@ def bench(
 @_friendly
 def simulate(
     catalog: Path | None,
+    config_path: Path | None,
     queries: Path,
     store: Path | None,
     documents: str,
@@ -201,7 +209,7 @@ def simulate(
     names = list(strategies) or ["cascade", "ehrr"]
     for name in names:
         resolve_strategy(name)
-    with _router(catalog, store, documents) as router:
+    with _router(catalog, store, documents, config=config_path) as router:
         qs = load_queries(queries, router.catalog)
         _index(router, not as_json)
         with _progress(not as_json) as update:
@@ -233,6 +241,7 @@ def simulate(
 
 @main.command()
 @catalog_option
+@synced_option
 @queries_option
 @store_option
 @documents_option
@@ -257,6 +266,7 @@ def simulate(
 @_friendly
 def calibrate(
     catalog: Path | None,
+    config_path: Path | None,
     queries: Path,
     store: Path | None,
     documents: str,
@@ -276,7 +286,7 @@ def calibrate(
     from toolroute.route.strategy import resolve_strategy
 
     resolve_strategy(strategy)
-    with _router(catalog, store, documents) as router:
+    with _router(catalog, store, documents, config=config_path) as router:
         qs = load_queries(queries, router.catalog)
         _index(router, not as_json)
         result = run(router, qs, strategy=strategy, k=k)

@@ -134,23 +134,23 @@ def build_router(config: GatewayConfig, catalog: Catalog, embedder: Any = None) 
 
 
 async def sync_router(
-    config: GatewayConfig, pool: DownstreamPool, embedder: Any = None
+    config: GatewayConfig, pool: DownstreamPool, embedder: Any = None, progress: Any = None
 ) -> tuple[Router, SyncResult]:
     """List every server, index what changed, and return a ready router (over no tools at
     all when no server answered: the gateway still starts and picks them up later)."""
     catalog, statuses, held = await review(config, pool)
     router = build_router(config, catalog, embedder)
     if catalog.tool_count:
-        report = router.index()
+        report = router.index(progress)
     else:
         sync = router.store.sync_catalog(catalog)
         report = IndexReport(0, 0, sync.removed, 0, 0)
     return router, SyncResult(statuses, report, held)
 
 
-async def sync_once(config: GatewayConfig) -> SyncResult:
+async def sync_once(config: GatewayConfig, progress: Any = None) -> SyncResult:
     async with running_pool(config) as pool:
-        router, result = await sync_router(config, pool)
+        router, result = await sync_router(config, pool, progress=progress)
         router.close()
     return result
 

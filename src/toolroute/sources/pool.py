@@ -174,6 +174,10 @@ class Downstream:
             return bounded_stdio_client(
                 self.name, params, max_line_bytes=self.max_result_bytes, info=self._process
             )
+        if self.spec.type == "sse":  # the older HTTP+SSE transport (VS Code/Claude "sse")
+            from mcp.client.sse import sse_client
+
+            return sse_client(self.spec.url, headers=self.spec.headers or None)
         if self.spec.headers:
             from mcp.client.streamable_http import streamable_http_client
 

@@ -25,6 +25,7 @@ import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -73,12 +74,23 @@ async def bounded_stdio_client(
 ) -> AsyncIterator[Any]:
     """Spawn ``params`` and yield the (read, write) streams an ``mcp.Client`` speaks over."""
     info = info if info is not None else ProcessInfo()
-    process: Process = await anyio.open_process(
-        [params.command, *params.args],
-        env=get_default_environment() | (params.env or {}),
-        cwd=params.cwd,
-        start_new_session=True,  # its own process group: shutdown kills the whole tree
-    )
+    try:
+        process: Process = await anyio.open_process(
+            [params.command, *params.args],
+            env=get_default_environment() | (params.env or {}),
+            cwd=params.cwd,
+            start_new_session=True,  # its own process group: shutdown kills the whole tree
+        )
+    except (FileNotFoundError, PermissionError) as e:
+        # uvloop (serve) raises these without the file name the stdlib loop (sync) gives:
+        # name the binary, or the working directory when that is what is missing
+        if params.cwd is not None and not Path(params.cwd).is_dir():
+            raise NotADirectoryError(
+                e.errno, "no such working directory", str(params.cwd)
+            ) from None
+        if e.filename is None:
+            raise type(e)(e.errno, e.strerror, str(params.command)) from None
+        raise
     info.pid = process.pid
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
