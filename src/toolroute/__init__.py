@@ -1,7 +1,15 @@
 """toolroute: an MCP tool router that hands an agent only the few tools that will work."""
 
 from toolroute.bench.metrics import query_metrics
-from toolroute.catalog import Catalog, Query, Server, Tool, load_catalog, load_queries
+from toolroute.catalog import (
+    Catalog,
+    Query,
+    Server,
+    Tool,
+    demo_catalog,
+    load_catalog,
+    load_queries,
+)
 from toolroute.embed import Embedder, OnnxEmbedder, OpenAIEmbedder, SentenceTransformerEmbedder
 from toolroute.errors import (
     CatalogError,
@@ -38,6 +46,7 @@ __all__ = [
     "TemplateQuestions",
     "Tool",
     "ToolrouteError",
+    "demo_catalog",
     "load_catalog",
     "load_queries",
     "query_metrics",

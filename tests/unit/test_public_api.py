@@ -26,6 +26,7 @@ def test_public_api_is_pinned() -> None:
             "TemplateQuestions",
             "Tool",
             "ToolrouteError",
+            "demo_catalog",
             "load_catalog",
             "load_queries",
             "query_metrics",
@@ -33,3 +34,10 @@ def test_public_api_is_pinned() -> None:
     )
     for name in toolroute.__all__:
         assert getattr(toolroute, name) is not None
+
+
+def test_demo_catalog_opens_the_shipped_catalog_with_no_file_to_find() -> None:
+    catalog = toolroute.demo_catalog()
+    assert len(catalog.servers) == 11
+    assert catalog.tool_count == 77
+    assert "time" in {s.id for s in catalog.servers}

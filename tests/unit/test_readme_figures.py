@@ -1,7 +1,7 @@
-"""Every figure the README quotes comes from a file under benchmarks/results/ that a committed
-command wrote, and says which one.
+"""Every figure the README and the docs site (docs/*.md) quote comes from a file under
+benchmarks/results/ that a committed command wrote, and says which one.
 
-How to quote a figure (the test below enforces it):
+How to quote a figure (the test below enforces it, in README.md and every page under docs/):
 
 - A table of results: put ``<!-- from: benchmarks/results/FILE -->`` on its own line right
   above the table (several files: separate the paths with spaces). Every number in every cell
@@ -10,7 +10,10 @@ How to quote a figure (the test below enforces it):
 - A figure in prose: put the same comment right after it, on the same line:
   ``takes 107 s<!-- from: benchmarks/results/cold_index.md -->``. It covers the last number
   before it on that line.
-- Any README table with a numeric cell (``0.485``, ``1,154``, ``91.7 %``, ``0.08 ± 0.02``,
+- A plot on the site is the results file itself (``![…](results/FILE.png)``: mkdocs serves
+  benchmarks/results/ under results/), so it cannot drift from its data; a plot naming a file
+  that does not exist fails here too.
+- Any table with a numeric cell (``0.485``, ``1,154``, ``91.7 %``, ``0.08 ± 0.02``,
   ``11.9 / 15.7``) and no marker fails this test; so does a marker naming a missing file.
   Prose is only checked where it carries a marker: derived figures ("2.8×") stay free text.
 """
@@ -18,6 +21,7 @@ How to quote a figure (the test below enforces it):
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,6 +29,8 @@ import pytest
 from tests.conftest import REPO
 
 README = REPO / "README.md"
+PAGES = [README, *sorted((REPO / "docs").rglob("*.md"))]
+IMAGE = re.compile(r"!\[[^\]]*\]\((?P<src>[^)\s]+)\)")
 MARKER = re.compile(r"<!--\s*from:\s*(?P<paths>[^>]*?)\s*-->")
 NUMBER = re.compile(r"(?<![\w.])[-−]?\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w.])[-−]?\d+(?:\.\d+)?")
 NUMERIC_CELL = re.compile(r"^[-+−]?\d[\d,]*(\.\d+)?(\s*(%|±|/)\s*[-+−]?[\d,]*(\.\d+)?)*$")
@@ -84,8 +90,8 @@ def _marker_above(lines: list[str], header: int) -> list[str] | None:
     return m.group("paths").split() if m else None
 
 
-def check_readme(text: str) -> list[str]:
-    """Every problem with the README's figures, as one line each (empty: all fine)."""
+def check_readme(text: str, name: str = "README.md") -> list[str]:
+    """Every problem with the figures of one page, as one line each (empty: all fine)."""
     lines = text.splitlines()
     problems = []
     for header, body in _tables(lines):
@@ -93,7 +99,7 @@ def check_readme(text: str) -> list[str]:
         paths = _marker_above(lines, header)
         if paths is None:
             if numeric:
-                problems.append(f"README.md:{header + 1}: a table of figures with no marker")
+                problems.append(f"{name}:{header + 1}: a table of figures with no marker")
             continue
         pool = _file_numbers(paths)
         for k, row in enumerate(body):
@@ -103,7 +109,7 @@ def check_readme(text: str) -> list[str]:
                 for value, dec in _numbers(cell):
                     if not _found(value, dec, pool):
                         problems.append(
-                            f"README.md:{header + 3 + k}: {cell!r} is not in {' '.join(paths)}"
+                            f"{name}:{header + 3 + k}: {cell!r} is not in {' '.join(paths)}"
                         )
     for n, line in enumerate(lines, 1):
         for m in MARKER.finditer(line):
@@ -111,15 +117,30 @@ def check_readme(text: str) -> list[str]:
             if not before.strip():
                 continue  # a table marker, checked above
             found = _numbers(MARKER.sub("", before))
-            assert found, f"README.md:{n}: a figure marker with no number before it"
+            assert found, f"{name}:{n}: a figure marker with no number before it"
             value, dec = found[-1]
             if not _found(value, dec, _file_numbers(m.group("paths").split())):
-                problems.append(f"README.md:{n}: {value:g} is not in {m.group('paths')}")
+                problems.append(f"{name}:{n}: {value:g} is not in {m.group('paths')}")
+        for m in IMAGE.finditer(line):
+            src = m.group("src")
+            if src.startswith("results/"):
+                src = "benchmarks/" + src
+            if not src.startswith("benchmarks/results/") or not (REPO / src).is_file():
+                problems.append(f"{name}:{n}: the plot {m.group('src')} is not a results file")
     return problems
 
 
-def test_every_readme_figure_is_in_the_results_file_it_names() -> None:
-    assert check_readme(README.read_text(encoding="utf-8")) == []
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))
+def test_every_figure_of_the_readme_and_the_docs_is_in_the_results_file_it_names(
+    page: Path,
+) -> None:
+    name = str(page.relative_to(REPO))
+    assert check_readme(page.read_text(encoding="utf-8"), name) == []
+
+
+def test_the_docs_pages_are_checked_too() -> None:
+    names = {p.name for p in PAGES}
+    assert {"README.md", "benchmarks.md", "economics.md", "replicas.md"} <= names
 
 
 def test_the_check_fails_on_an_unsourced_table_and_on_a_wrong_figure() -> None:
@@ -128,6 +149,9 @@ def test_the_check_fails_on_an_unsourced_table_and_on_a_wrong_figure() -> None:
     results = next((REPO / "benchmarks" / "results").glob("*.md")).relative_to(REPO)
     wrong = f"costs 123456.789 tokens<!-- from: {results} -->\n"
     assert check_readme(wrong) == [f"README.md:1: 123457 is not in {results}"]
+    assert check_readme("![plot](results/nothing-here.png)\n", "docs/x.md") == [
+        "docs/x.md:1: the plot results/nothing-here.png is not a results file"
+    ]
 
 
 @pytest.mark.parametrize("cell", ["0.485", "1,154", "91.7 %", "0.085 ± 0.018", "11.9 / 15.7"])

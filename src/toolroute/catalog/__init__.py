@@ -1,6 +1,12 @@
 """Catalog: servers, tools, content hashes, and the catalog/queries file loaders."""
 
-from toolroute.catalog.loader import Query, catalog_from_dict, load_catalog, load_queries
+from toolroute.catalog.loader import (
+    Query,
+    catalog_from_dict,
+    demo_catalog,
+    load_catalog,
+    load_queries,
+)
 from toolroute.catalog.models import Catalog, Server, Tool, ToolKey, tool_hash
 
 __all__ = [
@@ -10,6 +16,7 @@ __all__ = [
     "Tool",
     "ToolKey",
     "catalog_from_dict",
+    "demo_catalog",
     "load_catalog",
     "load_queries",
     "tool_hash",

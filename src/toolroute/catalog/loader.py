@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from toolroute.catalog.models import Catalog, Server, Tool, ToolKey, compact_json
 from toolroute.errors import CatalogError
 
-__all__ = ["Query", "catalog_from_dict", "load_catalog", "load_queries"]
+__all__ = ["Query", "catalog_from_dict", "demo_catalog", "load_catalog", "load_queries"]
 
 
 class _SchemaText(str):
@@ -221,6 +222,15 @@ def _one_document(text: str) -> str:
             else ("this is one JSON object over several lines")
         )
     return f"this is one JSON document ({_json_kind(whole)})"
+
+
+def demo_catalog() -> Catalog:
+    """The demo catalog shipped inside the package: 11 reference-style MCP servers, 77 tools.
+
+    What ``toolroute demo`` and ``toolroute route`` without ``--catalog`` use; here for the
+    Python API, so ``Router(demo_catalog())`` runs with no file to find.
+    """
+    return load_catalog(Path(str(resources.files("toolroute") / "data" / "demo_catalog.json")))
 
 
 class _Ref(BaseModel):
