@@ -428,3 +428,33 @@ def test_a_session_answers_only_the_token_that_opened_it(gw: Gw) -> None:
     assert _raw(gw, "POST", "alice", session, ping)[0] == 200  # hers, still open
     assert _raw(gw, "DELETE", "alice", session)[0] == 200
     assert _raw(gw, "POST", "alice", session, ping)[0] == 404  # and now gone
+
+
+def _get(gw: Gw, who: str, path: str) -> str:
+    conn = http.client.HTTPConnection("127.0.0.1", gw.port, timeout=30)
+    try:
+        conn.request("GET", path, headers={"Authorization": f"Bearer {gw.tokens[who]}"})
+        response = conn.getresponse()
+        assert response.status == 200
+        return response.read().decode()
+    finally:
+        conn.close()
+
+
+def test_the_status_page_shows_a_client_only_what_its_allow_list_allows(gw: Gw) -> None:
+    async def route() -> None:  # a routing decision of carol's that names web's tools
+        with anyio.fail_after(60):
+            async with _client(gw, "carol") as c:
+                await c.call_tool("find_tools", {"query": "whisper a message"})
+
+    anyio.run(route)
+    everything = json.loads(_get(gw, "carol", "/status.json"))
+    assert {s["name"] for s in everything["servers"]} == {"time", "web"}
+    assert everything["events"]
+    alice = json.loads(_get(gw, "alice", "/status.json"))  # servers = ["time"]
+    assert [s["name"] for s in alice["servers"]] == ["time"]
+    assert alice["events"] == [] and alice["tool_count"] == len(alice["servers"][0]["tools"])
+    page = _get(gw, "alice", "/status")
+    assert "web" not in page.replace("webkit", "") and "whisper" not in page
+    bob = json.loads(_get(gw, "bob", "/status.json"))  # tools = ["web__*"]
+    assert [s["name"] for s in bob["servers"]] == ["web"] and bob["events"] == []

@@ -146,6 +146,11 @@ PUT_QUESTIONS = (
 )
 INSERT_EVENT = "INSERT INTO routing_events (event) VALUES (?)"
 EVENTS = "SELECT event FROM routing_events ORDER BY id"
+LAST_EVENTS = "SELECT event FROM routing_events ORDER BY id DESC LIMIT ?"
+OLDEST_EVENTS = "SELECT id, event FROM routing_events ORDER BY id LIMIT ?"
+COUNT_EVENTS_UPTO = "SELECT count(*) FROM routing_events WHERE id <= ?"
+DELETE_EVENTS_UPTO = "DELETE FROM routing_events WHERE id <= ?"
+EVENT_ID_FROM_NEWEST = "SELECT id FROM routing_events ORDER BY id DESC LIMIT 1 OFFSET ?"
 OUTCOME_COUNTS = (
     "SELECT server, tool, sum(success), sum(1 - success), sum(server_failed)"
     " FROM outcomes GROUP BY server, tool"
