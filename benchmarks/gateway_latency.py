@@ -246,7 +246,7 @@ async def _breakdown(args: argparse.Namespace, tmp: Path) -> dict[str, list[floa
 
     from toolroute.config import load_config
     from toolroute.gateway.app import make_gateway, running_pool, sync_router
-    from toolroute.gateway.server import _validate
+    from toolroute.gateway.validate import argument_errors
     from toolroute.stats import Outcome
 
     config = tmp / "breakdown.json"
@@ -266,7 +266,7 @@ async def _breakdown(args: argparse.Namespace, tmp: Path) -> dict[str, list[floa
             _check_time(await gw.call(name, TZ_ARGS))
 
         async def validate() -> None:
-            _validate(schema, TZ_ARGS)
+            argument_errors(schema, TZ_ARGS)
 
         async def record_wait() -> None:
             router.record(outcome)

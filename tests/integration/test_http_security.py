@@ -384,3 +384,77 @@ def test_bound_tools_follow_each_clients_allow_list(
         assert received == [{"name": "stamp", "arguments": {"label": "carol's"}}]
 
     anyio.run(main)
+
+
+def _raw(
+    gw: Gw, method: str, who: str, session: str | None = None, body: Any = None
+) -> tuple[int, dict[str, str], bytes]:
+    """One request as ``who`` (on ``session``); for a GET stream only the status is read."""
+    conn = http.client.HTTPConnection("127.0.0.1", gw.port, timeout=30)
+    headers = {
+        "Authorization": f"Bearer {gw.tokens[who]}",
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+        "MCP-Protocol-Version": "2025-11-25",
+    }
+    if session is not None:
+        headers["Mcp-Session-Id"] = session
+    try:
+        conn.request(
+            method, "/mcp", body=None if body is None else json.dumps(body), headers=headers
+        )
+        response = conn.getresponse()
+        data = b"" if method == "GET" and response.status == 200 else response.read()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, data
+    finally:
+        conn.close()
+
+
+def test_a_session_answers_only_the_token_that_opened_it(gw: Gw) -> None:
+    """Bob, with his own valid token and Alice's session id, can neither ping her session, open
+    its GET stream, answer a request relayed to her (a JSON-RPC response), nor DELETE it: each
+    is 404 as for an unknown session, and her session goes on."""
+    status, headers, _ = _raw(gw, "POST", "alice", body=INIT)
+    assert status == 200
+    session = headers["mcp-session-id"]
+    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert _raw(gw, "POST", "alice", session, note)[0] == 202
+    ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+    forged = {"jsonrpc": "2.0", "id": 0, "result": {"action": "accept", "content": {"ok": True}}}
+    assert _raw(gw, "POST", "bob", session, ping)[0] == 404
+    assert _raw(gw, "POST", "bob", session, forged)[0] == 404
+    assert _raw(gw, "GET", "bob", session)[0] == 404
+    assert _raw(gw, "DELETE", "bob", session)[0] == 404
+    assert _raw(gw, "POST", "alice", session, ping)[0] == 200  # hers, still open
+    assert _raw(gw, "DELETE", "alice", session)[0] == 200
+    assert _raw(gw, "POST", "alice", session, ping)[0] == 404  # and now gone
+
+
+def _get(gw: Gw, who: str, path: str) -> str:
+    conn = http.client.HTTPConnection("127.0.0.1", gw.port, timeout=30)
+    try:
+        conn.request("GET", path, headers={"Authorization": f"Bearer {gw.tokens[who]}"})
+        response = conn.getresponse()
+        assert response.status == 200
+        return response.read().decode()
+    finally:
+        conn.close()
+
+
+def test_the_status_page_shows_a_client_only_what_its_allow_list_allows(gw: Gw) -> None:
+    async def route() -> None:  # a routing decision of carol's that names web's tools
+        with anyio.fail_after(60):
+            async with _client(gw, "carol") as c:
+                await c.call_tool("find_tools", {"query": "whisper a message"})
+
+    anyio.run(route)
+    everything = json.loads(_get(gw, "carol", "/status.json"))
+    assert {s["name"] for s in everything["servers"]} == {"time", "web"}
+    assert everything["events"]
+    alice = json.loads(_get(gw, "alice", "/status.json"))  # servers = ["time"]
+    assert [s["name"] for s in alice["servers"]] == ["time"]
+    assert alice["events"] == [] and alice["tool_count"] == len(alice["servers"][0]["tools"])
+    page = _get(gw, "alice", "/status")
+    assert "web" not in page.replace("webkit", "") and "whisper" not in page
+    bob = json.loads(_get(gw, "bob", "/status.json"))  # tools = ["web__*"]
+    assert [s["name"] for s in bob["servers"]] == ["web"] and bob["events"] == []

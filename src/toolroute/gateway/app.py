@@ -229,12 +229,19 @@ def http_app(config: GatewayConfig, gateway: Any) -> Any:
     )
 
 
-async def serve_http(config: GatewayConfig, gateway: Any, host: str, port: int) -> None:
+async def serve_http(
+    config: GatewayConfig, gateway: Any, host: str, port: int, limits: Any = None
+) -> None:
     """Serve over streamable HTTP; once the socket listens, say where on stderr (port 0: any
-    free port, the line gives the one taken)."""
+    free port, the line gives the one taken). Each connection is bounded by ``limits``
+    (:class:`toolroute.gateway.connection.HttpLimits`: head size, count and timeout, idle
+    keep-alive, open connections)."""
     import uvicorn
 
     from toolroute.gateway.auth import is_loopback
+    from toolroute.gateway.connection import HttpLimits, limited_protocol
+
+    limits = limits if limits is not None else HttpLimits()
 
     family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
     sock = socket.socket(family, kind, proto)
@@ -255,8 +262,12 @@ async def serve_http(config: GatewayConfig, gateway: Any, host: str, port: int) 
     shown = f"[{host}]" if ":" in host else host
     print(f"toolroute: listening on http://{shown}:{bound}/mcp", file=sys.stderr, flush=True)
     cfg = uvicorn.Config(
-        http_app(config, gateway), log_level="warning", timeout_graceful_shutdown=5
-    )  # http="auto": httptools' parser (a dependency), ~1 ms of CPU less per request than h11
+        http_app(config, gateway),
+        log_level="warning",
+        timeout_graceful_shutdown=5,
+        http=limited_protocol(limits),  # httptools' parser, ~1 ms of CPU less than h11
+        timeout_keep_alive=limits.keep_alive_s,
+    )
     with sock:
         await uvicorn.Server(cfg).serve(sockets=[sock])
 

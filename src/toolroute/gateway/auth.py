@@ -11,6 +11,11 @@ Every HTTP request, whatever its route (``/mcp`` and any page added beside it), 
    one of them (compared in constant time, every token each time); else ``401`` with
    ``WWW-Authenticate: Bearer``. The client id goes on the request's ASGI scope
    (:data:`~toolroute.gateway.access.CLIENT_SCOPE_KEY`).
+4. **Principal**: the request's ``scope["user"]`` is the token's client id (without ``[auth]``:
+   the peer's address), which the SDK's session manager compares with the principal that opened
+   an ``Mcp-Session-Id``: every request on a session (POST, the GET stream, DELETE, and so a
+   relayed elicitation's or sampling's answer) from anyone else gets ``404 Session not found``,
+   as if the session did not exist.
 
 The ``Authorization`` header is removed from every request that passes, so nothing behind this
 middleware sees the token, let alone forwards it to a downstream server (MCP authorization
@@ -25,13 +30,15 @@ import hashlib
 import hmac
 from collections.abc import Sequence
 
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
 from starlette.datastructures import Headers
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from toolroute.gateway.access import CLIENT_SCOPE_KEY, ClientAccess
 
-__all__ = ["LOOPBACK_HOSTS", "LOOPBACK_ORIGINS", "HttpGuard", "is_loopback"]
+__all__ = ["LOOPBACK_HOSTS", "LOOPBACK_ORIGINS", "HttpGuard", "is_loopback", "principal"]
 
 LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]")
 LOOPBACK_ORIGINS = tuple(
@@ -56,6 +63,17 @@ def _matches(value: str, patterns: Sequence[str]) -> bool:
 
 def _digest(token: str) -> bytes:
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
+
+
+def principal(client: str | None, scope: Scope) -> AuthenticatedUser:
+    """Who owns the sessions this request opens: a token's client, else the peer's address."""
+    if client is not None:
+        owner = f"token:{client}"
+    else:
+        peer = scope.get("client")
+        owner = f"peer:{peer[0]}" if peer else "peer:unknown"
+    # the token itself is not kept: the guard has checked it, and it must go no further
+    return AuthenticatedUser(AccessToken(token="", client_id=owner, scopes=[]))
 
 
 class HttpGuard:
@@ -120,4 +138,5 @@ class HttpGuard:
         }
         if client is not None:
             scope[CLIENT_SCOPE_KEY] = client
+        scope["user"] = principal(client, scope)  # the SDK binds each session to it
         await self.app(scope, receive, send)

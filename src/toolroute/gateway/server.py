@@ -28,7 +28,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 import anyio
-import jsonschema
 import mcp.types as types
 from mcp.server import NotificationOptions, Server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
@@ -46,6 +45,7 @@ from toolroute.gateway.checks import MAX_NAME_CHARS, check_arguments, check_find
 from toolroute.gateway.passthrough import PassThrough
 from toolroute.gateway.relay import Relay, current_caller
 from toolroute.gateway.status import snapshot
+from toolroute.gateway.validate import check_call
 from toolroute.present.events import EventSink, RoutingEvent, query_hash
 from toolroute.present.presenter import PresentConfig, Presenter
 from toolroute.route.gate import Preconditions, SessionState, blocked_by, preconditions_for
@@ -621,17 +621,9 @@ class Gateway:
                 error=True,
             )
         schema = dict(definition.input_schema)
-        errors = _validate(schema, arguments)
-        if errors:
-            return _json_result(
-                {
-                    "error": "invalid_arguments",
-                    "tool": name,
-                    "errors": errors,
-                    "input_schema": schema,
-                },
-                error=True,
-            )
+        problem = await check_call(name, schema, arguments)  # off the loop, nothing fetched
+        if problem:
+            return _json_result(problem, error=True)
         caller = current_caller()
         try:
             result, latency = await self.pool[server].call_tool(
@@ -677,38 +669,6 @@ class Gateway:
             log.exception("cannot record the outcome of %s/%s", outcome.server, outcome.tool)
         if self._on_outcome is not None:
             self._on_outcome(outcome)
-
-
-@functools.lru_cache(maxsize=4096)
-def _validator(schema_json: str) -> Any:
-    """A compiled validator per distinct schema (None for a schema that is itself invalid)."""
-    schema = json.loads(schema_json)
-    cls = jsonschema.validators.validator_for(schema)
-    try:
-        cls.check_schema(schema)
-    except jsonschema.SchemaError:
-        log.warning("skipping validation: invalid input schema")
-        return None
-    return cls(schema)
-
-
-def _validate(schema: dict[str, Any], arguments: dict[str, Any]) -> list[dict[str, str]]:
-    """JSON-schema errors of ``arguments`` (an unusable schema validates nothing)."""
-    validator = _validator(json.dumps(schema, sort_keys=True))
-    if validator is None:
-        return []
-    try:
-        found = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
-    except Exception:  # unresolvable $ref and the like: the schema, not the call, is broken
-        log.warning("skipping validation: the input schema cannot be evaluated", exc_info=True)
-        return []
-    return [
-        {
-            "path": "/".join(str(p) for p in e.absolute_path)[:200] or "(root)",
-            "message": e.message if len(e.message) <= 300 else e.message[:300] + " …",
-        }
-        for e in found[:10]
-    ]
 
 
 def _closest(name: str, names: list[str]) -> list[str]:

@@ -11,6 +11,11 @@ The routes join the gateway's own Starlette app, inside the same ``HttpGuard`` a
 (:mod:`toolroute.gateway.auth`: Host, Origin and bearer-token checks), so the page follows the
 MCP endpoint's rules exactly. Nothing here writes: the page only reads the pool, the router's
 catalog and the store.
+
+A client with an allow-list (``[auth.clients.X]`` ``servers``/``tools``) sees only the servers
+and tools it may use, as in the ``toolroute://status`` resource, and no routing decisions (they
+are every client's). The store is read with a bound (the newest :data:`LAST_EVENTS` events, one
+indexed read, the table pruned by the store); the page is rendered in a worker thread.
 """
 
 from __future__ import annotations
@@ -19,12 +24,17 @@ import html
 import json
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
+import anyio
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
+
+from toolroute.config import SEPARATOR
+from toolroute.gateway.access import CLIENT_SCOPE_KEY
 
 __all__ = ["mount_status_page", "status_snapshot"]
 
@@ -33,8 +43,15 @@ log = logging.getLogger(__name__)
 LAST_EVENTS = 20
 
 
-def status_snapshot(gateway: Any, pool: Any, last: int = LAST_EVENTS) -> dict[str, Any]:
-    """Servers (state, tools, statistics) and the last ``last`` routing decisions, newest first."""
+def status_snapshot(
+    gateway: Any,
+    pool: Any,
+    last: int = LAST_EVENTS,
+    allowed: Callable[[str], bool] | None = None,
+) -> dict[str, Any]:
+    """Servers (state, tools, statistics) and the last ``last`` routing decisions, newest first;
+    with ``allowed`` (a client's allow-list on ``server__tool``), only what it allows and no
+    routing decisions."""
     router = gateway.router
     server_stats, tool_stats = router.store.load_stats()
     outcomes = {(s, t): (ok, bad) for s, t, ok, bad, _ in router.store.outcome_counts()}
@@ -45,6 +62,8 @@ def status_snapshot(gateway: Any, pool: Any, last: int = LAST_EVENTS) -> dict[st
         st = server_stats.get(name)
         tools = []
         for t in listed.tools if listed is not None else ():
+            if allowed is not None and not allowed(f"{name}{SEPARATOR}{t.name}"):
+                continue
             ts = tool_stats.get((name, t.name))
             ok, bad = outcomes.get((name, t.name), (0, 0))
             tools.append(
@@ -58,6 +77,8 @@ def status_snapshot(gateway: Any, pool: Any, last: int = LAST_EVENTS) -> dict[st
                     "failed": bad,
                 }
             )
+        if allowed is not None and not tools and not allowed(f"{name}{SEPARATOR}*"):
+            continue  # another client's server: not even named
         servers.append(
             {
                 "name": name,
@@ -72,7 +93,7 @@ def status_snapshot(gateway: Any, pool: Any, last: int = LAST_EVENTS) -> dict[st
             }
         )
     events = []
-    for raw in router.store.events()[-last:][::-1]:
+    for raw in [] if allowed is not None else router.store.events(last=last)[::-1]:
         try:
             events.append(json.loads(raw))
         except ValueError:
@@ -81,7 +102,9 @@ def status_snapshot(gateway: Any, pool: Any, last: int = LAST_EVENTS) -> dict[st
         "generated_at": time.time(),
         "strategy": gateway.strategy,
         "k": gateway.k,
-        "tool_count": router.catalog.tool_count,
+        "tool_count": router.catalog.tool_count
+        if allowed is None
+        else sum(len(s["tools"]) for s in servers),
         "servers": servers,
         "events": events,
     }
@@ -90,11 +113,19 @@ def status_snapshot(gateway: Any, pool: Any, last: int = LAST_EVENTS) -> dict[st
 def mount_status_page(app: Starlette, gateway: Any) -> None:
     """Add ``GET /status`` and ``GET /status.json`` to the gateway's Starlette ``app``."""
 
+    def allowed(request: Request) -> Callable[[str], bool] | None:
+        client = gateway.clients.get(request.scope.get(CLIENT_SCOPE_KEY) or "")
+        return client.allows if client is not None and client.restricted else None
+
     async def page(request: Request) -> Response:
-        return HTMLResponse(render_html(status_snapshot(gateway, gateway.pool)))
+        snap = status_snapshot(gateway, gateway.pool, allowed=allowed(request))
+        return HTMLResponse(await anyio.to_thread.run_sync(render_html, snap))
 
     async def data(request: Request) -> Response:
-        return JSONResponse(status_snapshot(gateway, gateway.pool))
+        snap = status_snapshot(gateway, gateway.pool, allowed=allowed(request))
+        return Response(
+            await anyio.to_thread.run_sync(json.dumps, snap), media_type="application/json"
+        )
 
     app.router.routes.extend(
         [Route("/status", page, methods=["GET"]), Route("/status.json", data, methods=["GET"])]

@@ -41,7 +41,14 @@ from toolroute.store.base import (
     tool_extra,
 )
 
-__all__ = ["Store"]
+__all__ = ["PRUNE_BATCH", "PRUNE_BATCHES", "PRUNE_EVERY", "Store"]
+
+PRUNE_EVERY = 1000
+"""Routing events recorded between two prunings."""
+PRUNE_BATCH = 1000
+"""Oldest events read at once when pruning by age."""
+PRUNE_BATCHES = 50
+"""Batches one pruning reads at most (the rest goes at the next)."""
 
 Row = tuple[Any, ...]
 
@@ -354,13 +361,64 @@ class Store:
             )
 
     # -- routing events (seed 002 §5.7) -----------------------------------------------------
+    events_keep: int = 100_000
+    """Routing events kept (the newest); older ones are pruned every :data:`PRUNE_EVERY`."""
+    events_max_age_s: float = 30 * 86400.0
+    """Routing events older than this (their ``at``) are pruned too."""
+    _events_since_prune: int = 0
+
     def record_event(self, event_json: str) -> None:
-        """Append one routing event, as JSON."""
+        """Append one routing event, as JSON; every :data:`PRUNE_EVERY` events, prune the
+        table to :attr:`events_keep` rows and :attr:`events_max_age_s` (an audit trail must
+        not grow until a page that reads it, or the disk, gives out)."""
+        self._insert_event(event_json)
+        self._events_since_prune += 1
+        if self._events_since_prune >= PRUNE_EVERY:
+            self._events_since_prune = 0
+            self.prune_events(self.events_keep, self.events_max_age_s)
+
+    def _insert_event(self, event_json: str) -> None:
         with self._tx():
             self._rows(sql.INSERT_EVENT, (event_json,))
 
-    def events(self) -> list[str]:
-        return [e for (e,) in self._rows(sql.EVENTS)]
+    def events(self, last: int | None = None) -> list[str]:
+        """Routing events, oldest first; only the newest ``last`` when given (one indexed
+        read, whatever the table holds)."""
+        if last is None:
+            return [e for (e,) in self._rows(sql.EVENTS)]
+        return [e for (e,) in self._rows(sql.LAST_EVENTS, (max(0, last),))][::-1]
+
+    def prune_events(self, keep: int, max_age_s: float) -> int:
+        """Delete all but the newest ``keep`` events and those older than ``max_age_s``
+        (scanned from the oldest in batches; ids grow with time). Returns how many went."""
+        gone = 0
+        with self._tx():
+            rows = self._rows(sql.EVENT_ID_FROM_NEWEST, (max(0, keep),))
+            if rows:
+                gone += self._delete_events_upto(int(rows[0][0]))
+        cutoff = time.time() - max_age_s
+        for _ in range(PRUNE_BATCHES):  # bounded: the rest goes at the next prune
+            upto, young = None, False
+            for event_id, event in self._rows(sql.OLDEST_EVENTS, (PRUNE_BATCH,)):
+                try:
+                    at = float(json.loads(event).get("at", 0))
+                except (ValueError, TypeError, AttributeError):
+                    at = 0.0  # unreadable: nothing worth keeping
+                if at >= cutoff:
+                    young = True
+                    break
+                upto = int(event_id)
+            if upto is not None:
+                with self._tx():
+                    gone += self._delete_events_upto(upto)
+            if young or upto is None:
+                break
+        return gone
+
+    def _delete_events_upto(self, event_id: int) -> int:
+        count = int(self._rows(sql.COUNT_EVENTS_UPTO, (event_id,))[0][0])
+        self._rows(sql.DELETE_EVENTS_UPTO, (event_id,))
+        return count
 
     def promote(self, client: str, names: Iterable[str], expires: float) -> None:
         """Record that find_tools returned ``names`` to ``client``, valid until ``expires``

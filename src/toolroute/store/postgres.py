@@ -121,7 +121,7 @@ class PostgresStore(Store):
         finally:
             self._rows("SELECT pg_advisory_unlock(?)", (_LOCK_BUILD,))
 
-    def record_event(self, event_json: str) -> None:
+    def _insert_event(self, event_json: str) -> None:
         """Append one routing event without waiting for its WAL flush (``synchronous_commit``
         off for this transaction only): an audit row must not add a disk flush to every
         find_tools. A PostgreSQL crash may lose the last events, never a half-written one;

@@ -160,6 +160,11 @@ UPSERT_PROMOTION = (
 IS_PROMOTED = "SELECT 1 FROM promotions WHERE client = ? AND name = ? AND expires > ?"
 PRUNE_PROMOTIONS = "DELETE FROM promotions WHERE expires <= ?"
 EVENTS = "SELECT event FROM routing_events ORDER BY id"
+LAST_EVENTS = "SELECT event FROM routing_events ORDER BY id DESC LIMIT ?"
+OLDEST_EVENTS = "SELECT id, event FROM routing_events ORDER BY id LIMIT ?"
+COUNT_EVENTS_UPTO = "SELECT count(*) FROM routing_events WHERE id <= ?"
+DELETE_EVENTS_UPTO = "DELETE FROM routing_events WHERE id <= ?"
+EVENT_ID_FROM_NEWEST = "SELECT id FROM routing_events ORDER BY id DESC LIMIT 1 OFFSET ?"
 OUTCOME_COUNTS = (
     "SELECT server, tool, sum(success), sum(1 - success), sum(server_failed)"
     " FROM outcomes GROUP BY server, tool"

@@ -1,0 +1,157 @@
+"""What one HTTP connection to the gateway may hold: limits on uvicorn's httptools protocol.
+
+uvicorn bounds none of these for httptools, so an unauthenticated peer could pin memory and
+descriptors before the guard (:mod:`toolroute.gateway.auth`) ever sees a request:
+
+- **Head size and count**: the request line and headers of one request may take at most
+  :attr:`HttpLimits.max_head_bytes` (a header value that never ends is cut there, ``431``) and
+  :attr:`HttpLimits.max_headers` fields (``400``).
+- **Head timeout**: a request's head must arrive within :attr:`HttpLimits.head_timeout_s` of
+  the connection opening or the request starting (slowloris; a connection that never sends a
+  byte); else the connection is closed (``408`` when part of a head had come).
+- **Idle keep-alive**: uvicorn's ``timeout_keep_alive`` between requests.
+- **Open connections**: at most :attr:`HttpLimits.max_connections` (by default half the
+  process's descriptor limit); one more is answered ``503`` and closed at once, with a warning
+  logged at most every 10 s saying how many were refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import resource
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+__all__ = ["HttpLimits", "limited_protocol"]
+
+log = logging.getLogger(__name__)
+
+
+def _default_connections() -> int:
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return 1024
+    return max(16, min(4096, soft // 2))  # the rest: downstream pipes, the store, sockets out
+
+
+@dataclass(frozen=True, slots=True)
+class HttpLimits:
+    """The bounds of one HTTP server (see the module docstring)."""
+
+    max_head_bytes: int = 64 * 1024
+    max_headers: int = 100
+    head_timeout_s: float = 10.0
+    keep_alive_s: int = 5
+    max_connections: int = field(default_factory=_default_connections)
+
+
+class _TooManyHeaders(Exception):
+    pass
+
+
+class _Refusals:
+    """Connections refused at the cap since the last warning (one line per 10 s at most)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.logged_at = 0.0
+
+    def note(self, cap: int) -> None:
+        self.count += 1
+        now = time.monotonic()
+        if now - self.logged_at >= 10:
+            log.warning(
+                "refused %d connection(s): %d are open, the limit (max_connections)",
+                self.count,
+                cap,
+            )
+            self.count, self.logged_at = 0, now
+
+
+def _response(status: int, reason: str) -> bytes:
+    body = reason.encode()
+    return (
+        f"HTTP/1.1 {status} {reason}\r\ncontent-type: text/plain; charset=utf-8\r\n"
+        f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+    ).encode() + body
+
+
+def limited_protocol(limits: HttpLimits) -> type[asyncio.Protocol]:
+    """uvicorn's httptools protocol with ``limits`` (pass it as ``uvicorn.Config(http=...)``)."""
+    refusals = _Refusals()
+
+    class LimitedHttpTools(HttpToolsProtocol):
+        _head_bytes = 0
+        _header_count = 0
+        _reading_head = True
+        _head_timer: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            if len(self.connections) > limits.max_connections:
+                refusals.note(limits.max_connections)
+                self._refuse(503, "Service Unavailable")
+                return
+            self._start_timer()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._stop_timer()
+            super().connection_lost(exc)
+
+        def _start_timer(self) -> None:
+            self._stop_timer()
+            self._head_timer = self.loop.call_later(limits.head_timeout_s, self._head_late)
+
+        def _stop_timer(self) -> None:
+            if self._head_timer is not None:
+                self._head_timer.cancel()
+                self._head_timer = None
+
+        def _head_late(self) -> None:
+            self._head_timer = None
+            if self._reading_head and not self.transport.is_closing():
+                if self._head_bytes:
+                    self._refuse(408, "Request Timeout")
+                else:
+                    self.transport.close()
+
+        def _refuse(self, status: int, reason: str) -> None:
+            self._stop_timer()
+            if not self.transport.is_closing():
+                self.transport.write(_response(status, reason))
+                self.transport.close()
+
+        def data_received(self, data: bytes) -> None:
+            if self._reading_head:
+                self._head_bytes += len(data)
+            super().data_received(data)
+            if self._reading_head and self._head_bytes > limits.max_head_bytes:
+                self._refuse(431, "Request Header Fields Too Large")
+
+        def on_message_begin(self) -> None:
+            if self._head_timer is None:  # a keep-alive connection's next request
+                self._start_timer()
+            super().on_message_begin()
+
+        def on_header(self, name: bytes, value: bytes) -> None:
+            self._header_count += 1
+            if self._header_count > limits.max_headers:
+                raise _TooManyHeaders  # the parser stops; uvicorn answers 400 and closes
+            super().on_header(name, value)
+
+        def on_headers_complete(self) -> None:
+            self._reading_head = False
+            self._stop_timer()
+            super().on_headers_complete()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing():
+                self._reading_head, self._head_bytes, self._header_count = True, 0, 0
+                # idle until the next request: uvicorn's keep-alive timer closes it
+
+    return LimitedHttpTools

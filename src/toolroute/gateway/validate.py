@@ -1,0 +1,377 @@
+"""A tool call's arguments checked against the tool's input schema, the schema taken as data.
+
+A downstream server writes the schema, so it is treated like any other untrusted input:
+
+- **Nothing is fetched.** ``$ref`` resolves only inside the schema (``#/…`` pointers, anchors,
+  ``$id``\\ s it declares) through a :class:`referencing.Registry` whose ``retrieve`` refuses every
+  URI: a schema never makes the gateway open a URL or a file.
+- **Bounded.** At most :data:`MAX_SCHEMA_BYTES` of JSON nested :data:`MAX_SCHEMA_DEPTH` deep,
+  and no ``$ref`` cycle that loops without going into the arguments (``{"$ref": "#"}``).
+- **Linear regexes.** ``pattern``, ``patternProperties`` (and ``additionalProperties``' use of
+  them) run on RE2, which has no backtracking (``^(a+)+$`` costs microseconds, not minutes); a
+  pattern RE2 cannot compile (backreferences, lookaround) is not checked (the server still
+  checks its own arguments).
+- **Off the event loop, with a deadline.** Validation runs in a worker thread
+  (:data:`VALIDATE_THREADS` at once) and stops at :data:`VALIDATE_DEADLINE_S` (checked before
+  every keyword).
+
+A schema that breaks a bound, refers outside itself or is not a valid JSON schema makes its tool
+unusable: ``call_tool`` refuses that tool with ``error: invalid_schema`` naming it, the server's
+other tools are untouched, and the gateway logs one line per tool (never a traceback).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote
+
+import anyio
+import jsonschema
+import re2
+from anyio.lowlevel import RunVar
+from jsonschema.exceptions import ValidationError
+from referencing import Registry, Resource
+from referencing.exceptions import NoSuchResource, Unresolvable
+
+__all__ = [
+    "MAX_SCHEMA_BYTES",
+    "MAX_SCHEMA_DEPTH",
+    "VALIDATE_DEADLINE_S",
+    "VALIDATE_THREADS",
+    "argument_errors",
+    "check_call",
+    "schema_problem",
+]
+
+log = logging.getLogger(__name__)
+
+MAX_SCHEMA_BYTES = 256_000
+"""Size of an input schema as JSON (the largest real MCP tool schemas are a few tens of KB)."""
+MAX_SCHEMA_DEPTH = 64
+"""Nesting of objects and arrays in an input schema."""
+VALIDATE_DEADLINE_S = 2.0
+"""Longest one validation may take before the call is refused."""
+VALIDATE_THREADS = 2
+"""Validations running at once in worker threads (more wait for a free one)."""
+MAX_ERRORS = 10
+"""Validation errors returned to the client for one call."""
+
+_IN_PLACE_LISTS = ("allOf", "anyOf", "oneOf")
+_IN_PLACE_ONE = ("not", "if", "then", "else")
+_REF_KEYS = ("$ref", "$dynamicRef", "$recursiveRef")
+
+
+class _Overtime(Exception):
+    """The validation passed its deadline."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Compiled:
+    validator: Any | None  # None: the schema is unusable, see ``problem``
+    problem: str | None = None
+
+
+_clock = threading.local()
+"""The deadline of the validation running in this thread (validators are shared)."""
+_limiter: RunVar[anyio.CapacityLimiter] = RunVar("validate_limiter")
+_warned: set[str] = set()
+
+
+def _refuse(uri: str) -> Resource[Any]:
+    """The registry's retrieve: a schema's reference is never fetched."""
+    raise NoSuchResource(ref=uri)  # type: ignore[call-arg]
+
+
+_NO_RETRIEVAL: Registry[Any] = Registry(retrieve=_refuse)  # type: ignore[call-arg]
+
+
+# -- regexes on RE2 ---------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=1024)
+def _regex(pattern: str) -> Any | None:
+    """The RE2 compilation of a schema pattern; None when RE2 cannot compile it."""
+    options = re2.Options()
+    options.log_errors = False  # RE2 would print each refusal to stderr
+    try:
+        return re2.compile(pattern, options)
+    except re2.error:
+        return None
+
+
+def _search(pattern: str, text: str) -> bool:
+    rx = _regex(pattern)
+    return True if rx is None else rx.search(text) is not None
+
+
+def _pattern(validator: Any, patrn: str, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    if validator.is_type(instance, "string") and not _search(patrn, instance):
+        yield ValidationError(f"{instance!r} does not match {patrn!r}")
+
+
+def _pattern_properties(
+    validator: Any, patterns: Mapping[str, Any], instance: Any, schema: Any
+) -> Iterator[ValidationError]:
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in patterns.items():
+        for k, v in instance.items():
+            if _search(pattern, k):
+                yield from validator.descend(v, subschema, path=k, schema_path=pattern)
+
+
+def _additional_properties(
+    validator: Any, ap: Any, instance: Any, schema: Any
+) -> Iterator[ValidationError]:
+    """jsonschema's ``additionalProperties`` with ``patternProperties`` matched on RE2."""
+    if not validator.is_type(instance, "object"):
+        return
+    properties = schema.get("properties", {})
+    patterns = list(schema.get("patternProperties", {}))
+    extras = sorted(
+        (p for p in instance if p not in properties and not any(_search(pt, p) for pt in patterns)),
+        key=str,
+    )
+    if validator.is_type(ap, "object"):
+        for extra in extras:
+            yield from validator.descend(instance[extra], ap, path=extra)
+    elif not ap and extras:
+        joined = ", ".join(repr(e) for e in extras)
+        if patterns:
+            yield ValidationError(
+                f"{joined} do(es) not match any of the regexes: "
+                + ", ".join(repr(p) for p in sorted(patterns))
+            )
+        else:
+            yield ValidationError(f"Additional properties are not allowed ({joined} unexpected)")
+
+
+def _unchecked(validator: Any, value: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    return iter(())
+
+
+def _timed(keyword: Callable[..., Any]) -> Callable[..., Any]:
+    """``keyword`` behind the running validation's deadline."""
+
+    def check(validator: Any, value: Any, instance: Any, schema: Any) -> Any:
+        if time.monotonic() > getattr(_clock, "deadline", float("inf")):
+            raise _Overtime
+        return keyword(validator, value, instance, schema)
+
+    return check
+
+
+@functools.lru_cache(maxsize=16)
+def _safe_class(base: type, uncheck_unevaluated: bool) -> Any:
+    """``base`` with RE2 regexes and a deadline at every keyword."""
+    keywords = dict(base.VALIDATORS)  # type: ignore[attr-defined]
+    for name, fn in (
+        ("pattern", _pattern),
+        ("patternProperties", _pattern_properties),
+        ("additionalProperties", _additional_properties),
+    ):
+        if name in keywords:
+            keywords[name] = fn
+    if uncheck_unevaluated and "unevaluatedProperties" in keywords:
+        # jsonschema matches patternProperties with `re` inside unevaluatedProperties; rather
+        # than backtrack on a server's regex, leave that one keyword to the server
+        keywords["unevaluatedProperties"] = _unchecked
+    return jsonschema.validators.extend(base, {k: _timed(v) for k, v in keywords.items()})
+
+
+# -- the schema's shape -----------------------------------------------------------------------
+
+
+def _nodes(schema: Any) -> tuple[dict[str, Any], str | None]:
+    """Every object in ``schema`` by JSON pointer, or the bound it breaks."""
+    nodes: dict[str, Any] = {}
+    stack: list[tuple[Any, str, int]] = [(schema, "", 1)]
+    while stack:
+        value, pointer, depth = stack.pop()
+        if depth > MAX_SCHEMA_DEPTH:
+            return nodes, f"it is nested deeper than {MAX_SCHEMA_DEPTH} levels"
+        if isinstance(value, dict):
+            nodes[pointer] = value
+            for k, v in value.items():
+                key = str(k).replace("~", "~0").replace("/", "~1")
+                stack.append((v, f"{pointer}/{key}", depth + 1))
+        elif isinstance(value, list):
+            stack.extend((v, f"{pointer}/{i}", depth + 1) for i, v in enumerate(value))
+    return nodes, None
+
+
+def _targets(node: dict[str, Any], pointer: str, anchors: dict[str, str]) -> Iterator[str]:
+    """The subschemas evaluated against the same instance as ``node`` (so a cycle among
+    them never ends): its references and its in-place applicators."""
+    for key in _REF_KEYS:
+        ref = node.get(key)
+        if isinstance(ref, str) and ref.startswith("#"):
+            fragment = unquote(ref[1:])
+            if fragment.startswith("/") or not fragment:
+                yield fragment
+            elif fragment in anchors:
+                yield anchors[fragment]
+    for key in _IN_PLACE_LISTS:
+        if isinstance(node.get(key), list):
+            yield from (f"{pointer}/{key}/{i}" for i in range(len(node[key])))
+    for key in _IN_PLACE_ONE:
+        if isinstance(node.get(key), dict):
+            yield f"{pointer}/{key}"
+    for key in ("dependentSchemas", "dependencies"):
+        if isinstance(node.get(key), dict):
+            for name, sub in node[key].items():
+                if isinstance(sub, dict):
+                    yield f"{pointer}/{key}/{str(name).replace('~', '~0').replace('/', '~1')}"
+
+
+def _loop(nodes: dict[str, Any]) -> str | None:
+    """A ``$ref`` cycle that never goes into the arguments, as the pointer where it closes."""
+    anchors = {n["$anchor"]: p for p, n in nodes.items() if isinstance(n.get("$anchor"), str)}
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    for start in nodes:
+        if start in state:
+            continue
+        stack = [(start, iter(list(_targets(nodes[start], start, anchors))))]
+        state[start] = 1
+        while stack:
+            pointer, children = stack[-1]
+            child = next(children, None)
+            if child is None:
+                state[pointer] = 2
+                stack.pop()
+            elif child in nodes:
+                if state.get(child) == 1:
+                    return child or "#"
+                if child not in state:
+                    state[child] = 1
+                    stack.append((child, iter(list(_targets(nodes[child], child, anchors)))))
+    return None
+
+
+def _outside(nodes: dict[str, Any]) -> str | None:
+    """A reference to something the schema does not hold itself."""
+    ids = {n["$id"].split("#")[0] for n in nodes.values() if isinstance(n.get("$id"), str)}
+    for node in nodes.values():
+        for key in _REF_KEYS:
+            ref = node.get(key)
+            if isinstance(ref, str) and not ref.startswith("#") and ref.split("#")[0] not in ids:
+                return ref
+    return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _compiled(schema_json: str) -> _Compiled:
+    """The validator of one distinct schema, or why there is none (cached by content)."""
+    if len(schema_json) > MAX_SCHEMA_BYTES:
+        return _Compiled(None, f"it is larger than {MAX_SCHEMA_BYTES} bytes of JSON")
+    schema = json.loads(schema_json)
+    if not isinstance(schema, dict):
+        return _Compiled(None, "it is not a JSON object")
+    nodes, bound = _nodes(schema)
+    if bound:
+        return _Compiled(None, bound)
+    ref = _outside(nodes)
+    if ref is not None:
+        return _Compiled(
+            None, f"it refers to {ref[:100]!r}, outside the schema (only #/… is followed)"
+        )
+    loop = _loop(nodes)
+    if loop is not None:
+        return _Compiled(None, f"its $ref at {loop[:100]!r} loops back on itself")
+    base = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        base.check_schema(schema)
+    except jsonschema.SchemaError as e:
+        return _Compiled(None, f"it is not a valid JSON schema ({e.message[:200]})")
+    except (RecursionError, Unresolvable):
+        return _Compiled(None, "it is not a valid JSON schema")
+    keys = {k for n in nodes.values() for k in n}
+    cls = _safe_class(base, "patternProperties" in keys and "unevaluatedProperties" in keys)
+    return _Compiled(cls(schema, registry=_NO_RETRIEVAL))
+
+
+def _key(schema: Mapping[str, Any]) -> str:
+    return json.dumps(schema, sort_keys=True, ensure_ascii=False)
+
+
+def schema_problem(schema: Mapping[str, Any]) -> str | None:
+    """Why ``schema`` cannot be used to check arguments (None: it can)."""
+    try:
+        return _compiled(_key(schema)).problem
+    except (TypeError, ValueError, RecursionError):
+        return "it is not plain JSON"
+
+
+def argument_errors(
+    schema: Mapping[str, Any], arguments: Any, deadline_s: float = VALIDATE_DEADLINE_S
+) -> list[dict[str, str]]:
+    """The JSON-schema errors of ``arguments`` (at most :data:`MAX_ERRORS`), in this thread.
+
+    Raises :class:`ValueError` saying why when the schema is unusable or the check passes
+    ``deadline_s``."""
+    problem = schema_problem(schema)
+    if problem:
+        raise ValueError(problem)
+    validator: Any = _compiled(_key(schema)).validator
+    _clock.deadline = time.monotonic() + deadline_s
+    try:
+        found = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+    except _Overtime:
+        raise ValueError(f"checking the arguments took longer than {deadline_s:g} s") from None
+    except Unresolvable as e:  # a reference inside an $id'd subschema to nowhere
+        raise ValueError(f"its $ref {str(e.ref)[:100]!r} cannot be resolved") from None
+    except RecursionError:
+        raise ValueError("it nests references too deeply to evaluate") from None
+    finally:
+        _clock.deadline = float("inf")
+    return [
+        {
+            "path": "/".join(str(p) for p in e.absolute_path)[:200] or "(root)",
+            "message": e.message if len(e.message) <= 300 else e.message[:300] + " …",
+        }
+        for e in found[:MAX_ERRORS]
+    ]
+
+
+async def check_call(
+    name: str, schema: Mapping[str, Any], arguments: dict[str, Any]
+) -> dict[str, Any] | None:
+    """None when ``arguments`` fit ``name``'s input schema; else the ``isError`` payload
+    (``invalid_arguments`` with the errors, or ``invalid_schema`` naming the tool)."""
+    try:
+        limiter = _limiter.get()
+    except LookupError:
+        limiter = anyio.CapacityLimiter(VALIDATE_THREADS)
+        _limiter.set(limiter)
+    try:
+        with anyio.fail_after(VALIDATE_DEADLINE_S + 1):  # a keyword that overruns on its own
+            errors = await anyio.to_thread.run_sync(
+                argument_errors, schema, arguments, limiter=limiter, abandon_on_cancel=True
+            )
+    except (ValueError, TimeoutError) as e:
+        reason = str(e) or f"checking the arguments took longer than {VALIDATE_DEADLINE_S:g} s"
+        if name not in _warned and len(_warned) < 10_000:
+            _warned.add(name)
+            log.warning("tool %s is refused: its input schema is unusable: %s", name, reason)
+        return {
+            "error": "invalid_schema",
+            "tool": name,
+            "message": f"toolroute cannot use the input schema of {name!r}: {reason}; "
+            "the tool is refused (ask its server's operator to fix the schema), the server's "
+            "other tools are fine",
+        }
+    if not errors:
+        return None
+    return {
+        "error": "invalid_arguments",
+        "tool": name,
+        "errors": errors,
+        "input_schema": dict(schema),
+    }
