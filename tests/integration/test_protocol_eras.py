@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import mcp.types as types
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.types import Implementation
 
-from tests.conftest import TIME_MAIN
+from tests.conftest import REPO, TIME_MAIN, HashingEmbedder
 from tests.integration.gateways import TOOLROUTE, GatewayProcess
 from toolroute.config import load_config
 from toolroute.embed.onnx import OnnxEmbedder
@@ -200,5 +201,59 @@ def test_serve_over_stdio_runs_find_then_call_for_either_era(tmp_path: Path, mod
         with anyio.fail_after(180):
             async with Client(params, mode=mode) as c:  # type: ignore[arg-type]
                 assert (await _find_then_call(c))["timezone"] == "Asia/Tokyo"
+
+    anyio.run(main)
+
+
+LEGACY_SERVER = REPO / "tests" / "fixtures" / "conformance_server.py"
+MODERN_SERVER = REPO / "tests" / "fixtures" / "modern_server.py"
+PAIRS = {
+    # downstream era: (server script, tool, arguments, what its result says)
+    "2025-11-25": (LEGACY_SERVER, "test_elicitation", {"message": "who?"}, "action=accept"),
+    "2026-07-28": (MODERN_SERVER, "ask_name", {}, "Hello, Ada"),
+}
+
+
+@pytest.mark.parametrize("downstream", sorted(PAIRS))
+@pytest.mark.parametrize("mode", MODES)
+def test_a_servers_question_reaches_a_client_of_either_era_and_the_answer_goes_back(
+    tmp_path: Path, mode: str, downstream: str
+) -> None:
+    """The four era pairs (client x downstream), pass-through: the downstream asks for the
+    user's input mid-call (a 2025 server by an elicitation request, a 2026 server by an
+    input-required result); the client's elicitation callback answers; the tool's own result
+    comes back. A 2026 client never receives a server-to-client request (none exists there)."""
+    script, tool, args, expected = PAIRS[downstream]
+    path = tmp_path / "servers.json"
+    path.write_text(
+        json.dumps({"mcpServers": {"s": {"command": sys.executable, "args": [str(script)]}}})
+    )
+    (tmp_path / "toolroute.toml").write_text(
+        f'[toolroute]\nstore = "{tmp_path / "store"}"\nexpose = "all"\ncall_timeout_s = 20\n'
+    )
+    cfg = load_config(path)
+    asked: list[str] = []
+
+    async def elicitation(ctx: Any, params: Any) -> Any:
+        asked.append(params.message)
+        return types.ElicitResult(
+            action="accept", content={"name": "Ada", "username": "ada", "email": "ada@example.org"}
+        )
+
+    async def main() -> None:
+        async with running_pool(cfg) as pool:
+            router, _ = await sync_router(cfg, pool, embedder=HashingEmbedder())
+            gw = make_gateway(cfg, router, pool)
+            assert pool["s"].stateless == (downstream == "2026-07-28")
+            with anyio.fail_after(60):
+                async with (
+                    gw.continuations.serving(),
+                    Client(gw.server, mode=mode, elicitation_callback=elicitation) as c,  # type: ignore[arg-type]
+                ):
+                    r = await c.call_tool(f"s__{tool}", args)
+            text = r.content[0].text  # type: ignore[union-attr]
+            assert not r.is_error and expected in text, text
+            assert len(asked) == 1
+            router.close()
 
     anyio.run(main)

@@ -187,7 +187,7 @@ async def serve(
         trim_heap()  # what indexing freed goes back to the OS before serving
         freeze_heap()
         try:
-            async with anyio.create_task_group() as tg:
+            async with gateway.continuations.serving(), anyio.create_task_group() as tg:
                 tg.start_soon(_watch_changes, config, pool, gateway)
                 tg.start_soon(follow_store, gateway)  # replicas of a shared store
                 if transport == "stdio":

@@ -39,11 +39,13 @@ from toolroute.gateway.access import (
     ClientAccess,
     SessionStates,
     authenticated_client,
+    client_identity,
     gate_scope,
 )
 from toolroute.gateway.checks import MAX_NAME_CHARS, check_arguments, check_find_args, check_k
+from toolroute.gateway.continuation import STATE_PREFIX, Continuations, InvalidState
 from toolroute.gateway.passthrough import PassThrough
-from toolroute.gateway.relay import Relay, current_caller
+from toolroute.gateway.relay import Caller, Relay, current_caller
 from toolroute.gateway.status import snapshot
 from toolroute.gateway.validate import check_call
 from toolroute.present.events import EventSink, RoutingEvent, query_hash
@@ -231,6 +233,9 @@ class Gateway:
             self.server.middleware = [
                 m for m in self.server.middleware if not isinstance(m, OpenTelemetryMiddleware)
             ]
+        self.continuations = Continuations(wait_s=call_timeout_s)
+        """2025 servers' requests during a call, bridged to 2026-07-28 clients (runs while
+        ``continuations.serving()`` is entered: ``toolroute serve`` enters it)."""
         self.passthrough = PassThrough(pool)
         relisted = self.passthrough.invalidate if expose == "all" else None
         self.relay = Relay(  # resources, prompts, ... and the toolroute://status resource
@@ -625,39 +630,85 @@ class Gateway:
         if problem:
             return _json_result(problem, error=True)
         caller = current_caller()
+        resuming = caller is not None and (caller.request_state or "").startswith(STATE_PREFIX)
+        if caller is not None and caller.stateless and (resuming or self._bridges(server)):
+            return await self._bridged(server, tool, arguments, caller)
         try:
             result, latency = await self.pool[server].call_tool(
                 tool, arguments, self.call_timeout_s, caller=caller
             )
         except DownstreamError as e:
-            if e.error is not None and caller is not None and caller.stateless:
-                # a 2026-07-28 client reads the server's own error (a missing capability, a
-                # tampered requestState) as the server sent it
-                self._record(Outcome(server, tool, success=False, latency_s=0.0))
-                raise MCPError.from_error_data(e.error) from None
-            self._record(
-                Outcome(
-                    server,
-                    tool,
-                    success=False,
-                    latency_s=self.call_timeout_s if e.code == "timeout" else 0.0,
-                    server_failed=e.code in ("crashed", "timeout", "unavailable"),
-                )
-            )
-            hint = {
-                "timeout": "the server did not answer in time; try again or pick another tool",
-                "crashed": "the server crashed and is being restarted; try again shortly",
-                "unavailable": "the server is not connected; try another tool from find_tools",
-                "protocol": "the server returned an invalid response",
-                "too_large": "ask for less (a narrower query, a page, a smaller range)",
-            }[e.code]
-            return _json_result(
-                {"error": e.code, "tool": name, "message": e.detail, "hint": hint}, error=True
-            )
+            return self._failed(e, name, caller is not None and caller.stateless)
         if isinstance(result, types.InputRequiredResult):
             return result
         self._record(Outcome(server, tool, success=not result.is_error, latency_s=latency))
         return result
+
+    def _bridges(self, server: str) -> bool:
+        """Whether a 2026-07-28 caller's call to ``server`` runs bridged: the server speaks
+        2025-11-25, so it asks for input by request, and the bridge can run."""
+        return self.continuations.running and not self.pool[server].stateless
+
+    async def _bridged(
+        self, server: str, tool: str, arguments: dict[str, Any], caller: Caller
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """A 2026-07-28 client's call to a 2025 server (:mod:`.continuation`)."""
+        client = client_identity(caller.ctx)
+        try:
+            if (caller.request_state or "").startswith(STATE_PREFIX):
+                out = await self.continuations.resume(
+                    client, caller.request_state or "", caller.input_responses
+                )
+            else:
+                out = await self.continuations.start(
+                    client,
+                    caller.capabilities,
+                    lambda bridge: self.pool[server].call_tool(
+                        tool, arguments, self.call_timeout_s, caller=bridge
+                    ),
+                )
+        except InvalidState as e:
+            raise MCPError(code=types.INVALID_PARAMS, message=str(e)) from None
+        if isinstance(out, types.InputRequiredResult):
+            return out
+        name = f"{server}{SEPARATOR}{tool}"
+        if isinstance(out.error, DownstreamError):
+            return self._failed(out.error, name, stateless=True)
+        if out.error is not None:
+            return self._failed(
+                DownstreamError(server, tool, "timeout", str(out.error)), name, stateless=True
+            )
+        result, latency = out.result
+        self._record(Outcome(server, tool, success=not result.is_error, latency_s=latency))
+        return result  # type: ignore[no-any-return]
+
+    def _failed(self, e: DownstreamError, name: str, stateless: bool) -> types.CallToolResult:
+        """A failed downstream call: recorded, and answered with what to do next."""
+        server, tool = e.server, e.tool or name.partition(SEPARATOR)[2]
+        if e.error is not None and stateless:
+            # a 2026-07-28 client reads the server's own error (a missing capability, a
+            # tampered requestState) as the server sent it
+            self._record(Outcome(server, tool, success=False, latency_s=0.0))
+            raise MCPError.from_error_data(e.error) from None
+        self._record(
+            Outcome(
+                server,
+                tool,
+                success=False,
+                latency_s=self.call_timeout_s if e.code == "timeout" else 0.0,
+                server_failed=e.code in ("crashed", "timeout", "unavailable"),
+            )
+        )
+        hint = {
+            "timeout": "the server did not answer in time; try again or pick another tool",
+            "crashed": "the server crashed and is being restarted; try again shortly",
+            "unavailable": "the server is not connected; try another tool from find_tools",
+            "protocol": "the server returned an invalid response",
+            "too_large": "ask for less (a narrower query, a page, a smaller range)",
+        }[e.code]
+        return _json_result(
+            {"error": e.code, "tool": name, "message": e.detail, "hint": hint}, error=True
+        )
 
     def _record(self, outcome: Outcome) -> None:
         try:

@@ -331,6 +331,12 @@ class Downstream:
         return self._client
 
     @property
+    def stateless(self) -> bool:
+        """The open session speaks 2026-07-28 (False while none is open)."""
+        c = self._client
+        return c is not None and c.session.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+    @property
     def capabilities(self) -> types.ServerCapabilities | None:
         """What the server declared, while a session is open."""
         return self._client.server_capabilities if self._client is not None else None
