@@ -1,7 +1,13 @@
 """Gateway latency: what one call through ``toolroute serve`` costs over calling the server direct.
 
     python benchmarks/gateway_latency.py [--calls 200] [--warmup 20] [--http] [--relay]
+                                         [--mode legacy] [--mode auto]
                                          [--breakdown] [--json] [--out F]
+
+``--mode`` picks the official client's mode(s): ``legacy`` (the 2025-11-25 handshake; SSE
+stream per HTTP request) and ``auto`` (2026-07-28 here: single exchange, no session); with
+both, every path is measured in each era, each gateway path against the direct call of its
+own era.
 
 Opens, all at once, one MCP SDK client over stdio straight to the reference time server
 (``python -m mcp_server_time``) and one over stdio to ``toolroute serve`` fronting only that
@@ -57,6 +63,8 @@ FIND_ARGS: dict[str, Any] = {"query": "what time is it in Tokyo", "k": 5}
 DIRECT = "direct (stdio)"
 FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "conformance_server.py"
 RELAY_KINDS = ("tool call", "resource read", "prompt get")
+ERAS = {"legacy": "2025-11-25", "auto": "2026-07-28"}
+"""The official client's modes and the protocol each negotiates with toolroute and the server."""
 
 Call = Callable[[], Awaitable[None]]
 Report = dict[str, Any]
@@ -180,25 +188,30 @@ async def _measure(args: argparse.Namespace, tmp: Path) -> dict[str, list[float]
     try:
         async with AsyncExitStack() as stack:
 
-            async def connect(target: StdioServerParameters | str) -> Client:
-                client = Client(target, mode="legacy", read_timeout_seconds=60)
+            async def connect(target: StdioServerParameters | str, mode: str = "legacy") -> Client:
+                client = Client(target, mode=mode, read_timeout_seconds=60)  # type: ignore[arg-type]
                 return await stack.enter_async_context(client)
 
             if args.relay:  # its own comparison, on its own server (see the docstring)
                 paths.update(await _relay_paths(connect, tmp))
                 return await _timed(paths, args)
-            direct = await connect(StdioServerParameters(command=PY, args=TIME_ARGS))
-            paths[DIRECT] = _caller(direct, "get_current_time", TZ_ARGS, _check_time)
-            gws: dict[str, Client] = {}
-            gws["stdio"] = await connect(
-                StdioServerParameters(command=TOOLROUTE, args=[*serve, str(tmp / "store-stdio")])
-            )
+            url = None
             if args.http:
                 port = _free_port()
                 cmd = [TOOLROUTE, *serve, str(tmp / "store-http"), "--transport", "http"]
                 proc = subprocess.Popen([*cmd, "--port", str(port)])
                 await _wait_port(port, proc)
-                gws["http"] = await connect(f"http://127.0.0.1:{port}/mcp")
+                url = f"http://127.0.0.1:{port}/mcp"
+            gws: dict[str, Client] = {}
+            for mode in args.modes:
+                era = "" if args.modes == ["legacy"] else f", {ERAS[mode]}"
+                direct = await connect(StdioServerParameters(command=PY, args=TIME_ARGS), mode)
+                paths[DIRECT + era] = _caller(direct, "get_current_time", TZ_ARGS, _check_time)
+                store = str(tmp / f"store-stdio-{mode}")
+                target = StdioServerParameters(command=TOOLROUTE, args=[*serve, store])
+                gws[f"stdio{era}"] = await connect(target, mode)
+                if url is not None:
+                    gws[f"http{era}"] = await connect(url, mode)
             for t, gw in gws.items():
                 paths[f"gateway call_tool ({t})"] = _caller(gw, "call_tool", VIA_ARGS, _check_time)
             for t, gw in gws.items():
@@ -299,10 +312,16 @@ async def _breakdown(args: argparse.Namespace, tmp: Path) -> dict[str, list[floa
             router.close()
 
 
+def _direct_of(name: str) -> str:
+    """The direct path of the same protocol era as the gateway path ``name``."""
+    era = next((e for e in ERAS.values() if e in name), None)
+    return f"{DIRECT}, {era}" if era else DIRECT
+
+
 def _report(ms: dict[str, list[float]], args: argparse.Namespace, runtime_s: float) -> Report:
     stats = {name: _stats(v) for name, v in ms.items()}
     added = {
-        name: {k: stats[name][k] - stats[DIRECT][k] for k in ("p50_ms", "p95_ms")}
+        name: {k: stats[name][k] - stats[_direct_of(name)][k] for k in ("p50_ms", "p95_ms")}
         for name in stats
         if name.startswith("gateway call_tool")
     }
@@ -339,8 +358,8 @@ def _markdown(rep: Report) -> str:
         f"- {rep['calls']} timed calls per path after {rep['warmup']} warm-up calls, "
         f"alternating batches of {rep['batch']}; runtime {rep['runtime_s']:.1f} s"
     )
-    direct = rep["paths"][DIRECT]["p50_ms"]
     for name, a in rep["added_vs_direct"].items():
+        direct = rep["paths"][_direct_of(name)]["p50_ms"]
         lines.append(f"- {name} adds {a['p50_ms'] / direct:.2f}x one direct call (p50)")
     if rep.get("breakdown"):
         lines += [
@@ -369,6 +388,14 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=20, help="calls per path before switching path")
     ap.add_argument("--http", action="store_true", help="also measure over streamable HTTP")
     ap.add_argument(
+        "--mode",
+        dest="modes",
+        action="append",
+        choices=sorted(ERAS),
+        help="client mode(s): legacy (2025-11-25 handshake) and/or auto (2026-07-28, "
+        "single exchange); each path is measured in each (default: legacy)",
+    )
+    ap.add_argument(
         "--relay",
         action="store_true",
         help="instead, time a tool call, a resource read and a prompt get through the "
@@ -380,6 +407,7 @@ def main() -> None:
     ap.add_argument("--json", action="store_true", help="print a JSON object, not markdown")
     ap.add_argument("--out", type=Path, help="also write the markdown report to this file")
     args = ap.parse_args()
+    args.modes = args.modes or ["legacy"]
     if args.calls < 2 or args.warmup < 0 or args.batch < 1:
         ap.error("need --calls >= 2, --warmup >= 0, --batch >= 1")
 
