@@ -259,7 +259,7 @@ def test_ten_thousand_hostile_argument_sets_reach_the_server_zero_times(
             schemas = {n: gw.presenter.tools_by_name[n].input_schema for n in VALID}
             for n, s in schemas.items():
                 validators[n] = jsonschema.Draft202012Validator(s)  # type: ignore[assignment]
-            async with Client(gw.server, mode="legacy") as c:
+            async with Client(gw.server) as c:
                 with anyio.fail_after(900):
                     for i, (name, arguments) in enumerate(cases):
                         if isinstance(name, str) and name in VALID and isinstance(arguments, dict):
@@ -299,7 +299,7 @@ def test_invalid_k_query_or_subtask_is_an_error_naming_what_is_accepted(
         async with running_pool(cfg) as pool:
             router, _ = await sync_router(cfg, pool, embedder=onnx)
             gw = Gateway(router, pool)
-            async with Client(gw.server, mode="legacy") as c:
+            async with Client(gw.server) as c:
                 with anyio.fail_after(120):
                     for k in (0, -1, 51, "3", 2.5, True, False, None, [3], {"k": 3}, 10**20):
                         r = await c.call_tool("find_tools", {"query": "stamp a label", "k": k})

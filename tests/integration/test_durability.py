@@ -45,7 +45,7 @@ async def _calls_until_killed(gw: GatewayProcess, kill_after: int) -> int:
 
     with anyio.fail_after(120):
         try:
-            async with Client(gw.url, mode="legacy") as c, anyio.create_task_group() as tg:
+            async with Client(gw.url) as c, anyio.create_task_group() as tg:
                 for _ in range(WORKERS):
                     tg.start_soon(worker, c)
                 await enough.wait()
@@ -59,7 +59,7 @@ async def _calls_until_killed(gw: GatewayProcess, kill_after: int) -> int:
 
 async def _one_call(gw: GatewayProcess) -> None:
     with anyio.fail_after(60):
-        async with Client(gw.url, mode="legacy") as c:
+        async with Client(gw.url) as c:
             r = await c.call_tool("call_tool", CALL)
             assert not r.is_error and "Europe/Paris" in str(r.content)
 

@@ -181,7 +181,7 @@ def test_the_gateway_starts_with_no_server_up_and_picks_them_up(tmp_path: Path) 
             gw = make_gateway(cfg, router, pool)
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_watch_changes, cfg, pool, gw)
-                async with Client(gw.server, mode="legacy", raise_exceptions=True) as c:
+                async with Client(gw.server, raise_exceptions=True) as c:
                     r = await c.call_tool("find_tools", {"query": "current time"})
                     assert not r.is_error and r.structured_content["candidates"] == []
                     await wait_until(lambda: (tmp_path / "store" / "status.json").exists())
@@ -235,8 +235,8 @@ def test_a_slow_routing_never_holds_up_another_clients_call(tmp_path: Path) -> N
             gw = Gateway(router, pool, call_gate=False)
             found: dict[str, Any] = {}
             async with (
-                Client(gw.server, mode="legacy") as a,
-                Client(gw.server, mode="legacy") as b,
+                Client(gw.server) as a,
+                Client(gw.server) as b,
                 anyio.create_task_group() as tg,
             ):
 

@@ -78,7 +78,7 @@ async def _calls(
         log["hybrid_before"] = router.route(QUERY, k=4, strategy="hybrid")
         calls: list[tuple[str, bool]] = []
         firsts: list[str] = []
-        async with Client(gw.server, mode="legacy", raise_exceptions=True) as c:
+        async with Client(gw.server, raise_exceptions=True) as c:
             with anyio.fail_after(120):
                 for i in range(MAX_CALLS):
                     found = await c.call_tool("find_tools", {"query": QUERY, "k": 4})
@@ -106,7 +106,7 @@ async def _restart(cfg: Any, embedder: OnnxEmbedder, strategy: str, log: dict[st
         log["resync"] = sync.index
         log["stats_restart"] = {s: router.stats.server(s) for s in ("clock-a", "clock-b")}
         gw = Gateway(router, pool, k=4, strategy=strategy, call_timeout_s=20)
-        async with Client(gw.server, mode="legacy", raise_exceptions=True) as c:
+        async with Client(gw.server, raise_exceptions=True) as c:
             with anyio.fail_after(30):
                 found = await c.call_tool("find_tools", {"query": QUERY, "k": 4})
         log["after_restart"] = _scores(found.structured_content["candidates"])

@@ -233,7 +233,7 @@ def test_replica_b_sees_a_tool_added_on_replica_a_and_a_outcomes_in_its_ranking(
     async def main() -> None:
         await a.ready()
         await b.ready()
-        async with Client(a.url, mode="legacy") as ca, Client(b.url, mode="legacy") as cb:
+        async with Client(a.url) as ca, Client(b.url, mode="legacy") as cb:
             assert "changing__fresh_tool" not in _names(await cb.call_tool("find_tools", query))
             before = _names(await cb.call_tool("find_tools", time_query))
             r = await ca.call_tool("call_tool", {"name": "changing__add_tool", "arguments": {}})
