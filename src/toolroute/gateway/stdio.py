@@ -156,46 +156,66 @@ async def stdio_pipes() -> AsyncIterator[tuple[Any, Any]]:
 
 
 class _InFlight:
-    """The ids of the client's requests passed on to the server and not answered yet, and the
-    wait for them to drain once input has ended."""
+    """The client's requests passed on to the server and not answered yet, and the wait for
+    them to drain once input has ended (EOF or SIGTERM).
+
+    Once input has ended, the server's own requests to the client (a downstream's sampling or
+    elicitation, relayed) can get no answer: each is answered here with "Connection closed",
+    so the call that asked ends now instead of at the drain's bound."""
 
     def __init__(self, drain_s: float) -> None:
         self.ids: set[types.RequestId] = set()
         self.drain_s = drain_s
         self.terminated = False
-        self._idle = anyio.Event()
-        self._idle.set()
+        self._asked: dict[types.RequestId, types.RequestId] = {}  # the server's, unanswered
+        self._replies: list[SessionMessage] = []  # answers to those, once input has ended
+        self._ended = False
+        self._changed = anyio.Event()
+        self._deadline = float("inf")
         self._reading: anyio.CancelScope | None = None
         self._draining: anyio.CancelScope | None = None
 
     def accept(self, item: SessionMessage | Exception) -> None:
+        """Note a message read from the client, before the server gets it."""
         if not isinstance(item, SessionMessage):
             return
         message = item.message
         if isinstance(message, types.JSONRPCRequest):
             self.ids.add(coerce_request_id(message.id))  # "7" and 7 correlate, as in the SDK
-            if self._idle.is_set():
-                self._idle = anyio.Event()
-        elif (
-            isinstance(message, types.JSONRPCNotification)
-            and message.method == "notifications/cancelled"  # the SDK never answers those
-        ):
+        elif isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+            if message.id is not None:
+                self._asked.pop(coerce_request_id(message.id), None)
+        elif message.method == "notifications/cancelled":  # the SDK never answers those
             self._settle(cancelled_request_id_from_params(message.params))
 
-    def answered(self, item: SessionMessage) -> None:
+    def sent(self, item: SessionMessage) -> None:
+        """Note a message the server wrote (or gave up writing) to the client."""
         message = item.message
         if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
             self._settle(message.id)
+        elif isinstance(message, types.JSONRPCRequest):
+            self._asked[coerce_request_id(message.id)] = message.id
+            if self._ended:
+                self._refuse_asked()
 
     def _settle(self, request_id: types.RequestId | None) -> None:
         if request_id is not None:
             self.ids.discard(coerce_request_id(request_id))
         if not self.ids:
-            self._idle.set()
+            self._changed.set()
+
+    def _refuse_asked(self) -> None:
+        closed = types.ErrorData(code=types.CONNECTION_CLOSED, message="Connection closed")
+        for request_id in self._asked.values():
+            reply = types.JSONRPCError(jsonrpc="2.0", id=request_id, error=closed)
+            self._replies.append(SessionMessage(reply))
+        self._asked.clear()
+        self._changed.set()
 
     async def receive(self, inner: Any) -> Any:
-        """The next message from ``inner``; at its end (or SIGTERM), wait for the drain first."""
-        if not self.terminated:
+        """The next message from ``inner``; once it has ended (or SIGTERM came), the refusals
+        of the server's requests, then the end when the drain is over."""
+        if not self._ended and not self.terminated:  # SIGTERM may come between two reads
             with anyio.CancelScope() as self._reading:
                 try:
                     item = await inner.receive()
@@ -204,25 +224,31 @@ class _InFlight:
                 else:
                     self.accept(item)
                     return item
-        # a request that arrives as SIGTERM cancels the read above is dropped unread
-        with anyio.move_on_after(TERM_GRACE_S if self.terminated else self.drain_s) as drain:
-            self._draining = drain
-            await self._idle.wait()
+            # input ended (a request arriving as SIGTERM cancels the read above is dropped)
+            self._ended = True
+            grace = TERM_GRACE_S if self.terminated else self.drain_s
+            self._deadline = min(self._deadline, anyio.current_time() + grace)
+            self._refuse_asked()
+        with anyio.CancelScope(deadline=self._deadline) as self._draining:
+            while not self._replies and self.ids:
+                self._changed = anyio.Event()
+                await self._changed.wait()
+        if self._replies:
+            return self._replies.pop(0)
         if self.ids:
             log.warning(
-                "%d request(s) still running at shutdown; answering them with an error",
-                len(self.ids),
+                "%d request(s) still running at shutdown: answered with an error", len(self.ids)
             )
         raise anyio.EndOfStream
 
     def terminate(self) -> None:
         """SIGTERM: stop reading; what runs gets TERM_GRACE_S more at most."""
         self.terminated = True
+        self._deadline = min(self._deadline, anyio.current_time() + TERM_GRACE_S)
         if self._reading is not None:
             self._reading.cancel()
         if self._draining is not None:
-            grace = anyio.current_time() + TERM_GRACE_S
-            self._draining.deadline = min(self._draining.deadline, grace)
+            self._draining.deadline = self._deadline
 
 
 class _Reading:
@@ -270,7 +296,7 @@ class _Writing:
         try:
             await self._inner.send(item)
         finally:  # sent or given up on: the SDK will not answer it again either way
-            self._in_flight.answered(item)
+            self._in_flight.sent(item)
 
     async def aclose(self) -> None:
         await self._inner.aclose()
