@@ -23,12 +23,15 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _outcomes(junit: Path) -> dict[str, str]:
-    out: dict[str, str] = {}
+def _outcomes(junit: Path) -> dict[str, tuple[str, str]]:
+    """Per test: its outcome and, for a failure or error, the first line of its message."""
+    out: dict[str, tuple[str, str]] = {}
     for case in ET.parse(junit).iter("testcase"):
         name = f"{case.get('classname')}::{case.get('name')}"
-        kinds = {child.tag for child in case}
-        out[name] = next((k for k in ("failure", "error", "skipped") if k in kinds), "passed")
+        kinds = {child.tag: child for child in case}
+        kind = next((k for k in ("failure", "error", "skipped") if k in kinds), "passed")
+        message = kinds[kind].get("message", "") if kind in ("failure", "error") else ""
+        out[name] = (kind, message.splitlines()[0][:160] if message else "")
     return out
 
 
@@ -46,6 +49,7 @@ def main() -> int:
         subprocess.Popen(["nice", "-n", "19", sys.executable, "-c", hog]) for _ in range(args.hogs)
     ]
     results: dict[str, list[str]] = defaultdict(list)
+    messages: dict[str, list[str]] = defaultdict(list)
     start = time.monotonic()
     try:
         with tempfile.TemporaryDirectory() as tmp:
@@ -54,9 +58,12 @@ def main() -> int:
                 cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
                 cmd += [f"--junitxml={junit}", *args.files]
                 subprocess.run(cmd, cwd=args.tree, env=env, stdout=subprocess.DEVNULL, check=False)
-                for name, outcome in _outcomes(junit).items():
+                for name, (outcome, message) in _outcomes(junit).items():
                     results[name].append(outcome)
-                print(f"run {run + 1}/{args.runs} done at {time.monotonic() - start:.0f} s")
+                    if message:
+                        messages[name].append(f"run {run + 1}: {message}")
+                done = time.monotonic() - start
+                print(f"run {run + 1}/{args.runs} done at {done:.0f} s", flush=True)
     finally:
         for p in hogs:
             p.kill()
@@ -64,6 +71,8 @@ def main() -> int:
     flips = {n: o for n, o in sorted(results.items()) if set(o) - {"passed", "skipped"}}
     for name, outcomes in flips.items():
         print(f"{name}: {' '.join(outcomes)}")
+        for line in messages[name]:
+            print(f"    {line}")
     print(
         f"{args.runs} runs under {args.hogs} hogs in {time.monotonic() - start:.0f} s: "
         f"{len(results)} tests, {len(flips)} not passing every run"

@@ -170,7 +170,7 @@ def test_a_downstream_asking_the_client_after_stdin_closed_is_refused_at_once(
         call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": ask}
         proc.stdin.write(_lines(*hello, call))
         proc.stdin.close()  # the model's question can get no answer now
-        answers = _read_until(proc, 3, 60)
+        answers = _read_until(proc, 3, 180)
         said = answers[3]["result"]["content"][0]["text"]
         assert said == "no answer: Connection closed", said
         assert proc.wait(timeout=30) == 0
