@@ -309,10 +309,13 @@ class _Writing:
 
 
 async def _on_sigterm(in_flight: _InFlight) -> None:
+    """The first SIGTERM ends the session gracefully; a second one kills as by default (the
+    handler is gone), should shutting down hang (the SDK's transport waits for stdin)."""
     with anyio.open_signal_receiver(signal.SIGTERM) as signals:
         async for _ in signals:
             log.info("SIGTERM: finishing the requests under way (at most %ss)", TERM_GRACE_S)
             in_flight.terminate()
+            return
 
 
 async def serve_stdio(server: Any, drain_s: float = 60.0) -> None:
