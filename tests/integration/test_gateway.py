@@ -300,6 +300,8 @@ def test_mcp_inspector_cli_calls_through_the_gateway(config_file: Path) -> None:
         [
             str(INSPECTOR),
             "--cli",
+            "--connect-timeout",  # its 15 s default is less than a start-up under load
+            "150000",
             "--method",
             "tools/call",
             "--tool-name",
@@ -325,6 +327,8 @@ def test_mcp_inspector_cli_calls_through_the_gateway(config_file: Path) -> None:
         [
             str(INSPECTOR),
             "--cli",
+            "--connect-timeout",  # its 15 s default is less than a start-up under load
+            "150000",
             "--method",
             "tools/list",
             "--",

@@ -1,10 +1,12 @@
 """The gateway's own stdio transport (gateway/stdio.py) with a real `toolroute serve` and the
-real time server behind it, spoken to in raw JSON-RPC lines."""
+real time server behind it (and a slow one, tests/fixtures/slow_server.py, for calls still
+running when stdin closes or SIGTERM arrives), spoken to in raw JSON-RPC lines."""
 
 from __future__ import annotations
 
 import json
 import selectors
+import signal
 import subprocess
 import sys
 import time
@@ -13,11 +15,12 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import TIME_MAIN
+from tests.conftest import REPO, TIME_MAIN
 
 pytestmark = pytest.mark.integration
 
 TOOLROUTE = Path(sys.executable).with_name("toolroute")
+SLOW = REPO / "tests" / "fixtures" / "slow_server.py"
 HELLO = [
     {
         "jsonrpc": "2.0",
@@ -42,13 +45,24 @@ CALL = {
 }
 
 
-def _config(tmp_path: Path) -> Path:
-    servers = {"time": {"command": sys.executable, "args": ["-c", TIME_MAIN]}}
+def _config(tmp_path: Path, settings: str = "") -> Path:
+    servers = {
+        "time": {"command": sys.executable, "args": ["-c", TIME_MAIN]},
+        "slow": {"command": sys.executable, "args": [str(SLOW)]},
+    }
     path = tmp_path / "servers.json"
     path.write_text(json.dumps({"mcpServers": servers}))
     store = json.dumps(str(tmp_path / "store"))
-    (tmp_path / "toolroute.toml").write_text(f"[toolroute]\nstore = {store}\ncall_gate = false\n")
+    toml = f"[toolroute]\nstore = {store}\ncall_gate = false\n{settings}"
+    (tmp_path / "toolroute.toml").write_text(toml)
     return path
+
+
+def _nap(request_id: int, seconds: float) -> dict[str, Any]:
+    """A call to the slow server's tool: answered ``rested <seconds>`` after that long."""
+    arguments = {"name": "slow__nap", "arguments": {"seconds": seconds}}
+    params = {"name": "call_tool", "arguments": arguments}
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
 
 
 def _lines(*messages: Any) -> bytes:
@@ -85,6 +99,15 @@ def _read_until(proc: subprocess.Popen[bytes], want: int, timeout_s: float) -> d
     return answers
 
 
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait(timeout=10)
+    for pipe in (proc.stdin, proc.stdout):
+        if pipe is not None:
+            pipe.close()
+
+
 def test_a_garbage_line_on_the_pipe_is_contained_and_calls_go_on(tmp_path: Path) -> None:
     proc = _serve(_config(tmp_path), subprocess.PIPE)
     assert proc.stdin is not None
@@ -100,21 +123,73 @@ def test_a_garbage_line_on_the_pipe_is_contained_and_calls_go_on(tmp_path: Path)
         proc.stdin.close()  # EOF: the gateway stops on its own
         assert proc.wait(timeout=30) == 0
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
-        for pipe in (proc.stdin, proc.stdout):
-            if pipe is not None:
-                pipe.close()
+        _stop(proc)
 
 
-def test_stdin_from_a_regular_file_falls_back_to_the_sdk_transport(tmp_path: Path) -> None:
+def test_stdin_from_a_regular_file_falls_back_to_the_sdk_transport_and_answers_all_before_exit(
+    tmp_path: Path,
+) -> None:
     requests = tmp_path / "requests.jsonl"
     listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
-    requests.write_bytes(_lines(*HELLO, listing))  # answered before EOF ends the session
+    # EOF follows at once: the nap is still running downstream when the gateway reads it
+    requests.write_bytes(_lines(*HELLO, listing, _nap(3, 2)))
     with requests.open("rb") as stdin:
         proc = _serve(_config(tmp_path), stdin)
         out, _ = proc.communicate(timeout=180)
     assert proc.returncode == 0, (tmp_path / "serve.err").read_text()[-2000:]
     answers = {m["id"]: m for m in map(json.loads, out.splitlines()) if "id" in m}
     assert "find_tools" in [t["name"] for t in answers[2]["result"]["tools"]]
+    assert answers[3]["result"]["content"][0]["text"] == "rested 2.0"
+
+
+def test_a_call_in_flight_when_the_client_closes_stdin_is_answered_before_exit(
+    tmp_path: Path,
+) -> None:
+    proc = _serve(_config(tmp_path), subprocess.PIPE)
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(_lines(*HELLO, _nap(3, 2)))
+        proc.stdin.close()  # the client's last request, then EOF while it runs downstream
+        answers = _read_until(proc, 3, 180)
+        assert answers[3]["result"]["content"][0]["text"] == "rested 2.0"
+        assert proc.wait(timeout=30) == 0
+    finally:
+        _stop(proc)
+
+
+def test_a_downstream_asking_the_client_after_stdin_closed_is_refused_at_once(
+    tmp_path: Path,
+) -> None:
+    # the drain's bound is the call timeout plus a margin: far past this test's wait for id 3
+    proc = _serve(_config(tmp_path, "call_timeout_s = 600\n"), subprocess.PIPE)
+    assert proc.stdin is not None
+    try:
+        hello = json.loads(json.dumps(HELLO))
+        hello[0]["params"]["capabilities"] = {"sampling": {}}  # the gateway relays sampling
+        ask = {"name": "call_tool", "arguments": {"name": "slow__ask", "arguments": {}}}
+        call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": ask}
+        proc.stdin.write(_lines(*hello, call))
+        proc.stdin.close()  # the model's question can get no answer now
+        answers = _read_until(proc, 3, 180)
+        said = answers[3]["result"]["content"][0]["text"]
+        assert said == "no answer: Connection closed", said
+        assert proc.wait(timeout=30) == 0
+    finally:
+        _stop(proc)
+
+
+def test_sigterm_during_a_call_answers_it_with_an_error_and_exits(tmp_path: Path) -> None:
+    proc = _serve(_config(tmp_path), subprocess.PIPE)
+    assert proc.stdin is not None
+    try:
+        listing = {"jsonrpc": "2.0", "id": 4, "method": "tools/list"}
+        proc.stdin.write(_lines(*HELLO, _nap(3, 600), listing))
+        proc.stdin.flush()
+        answers = _read_until(proc, 4, 180)  # read in order: the nap (id 3) is under way
+        assert 3 not in answers
+        proc.send_signal(signal.SIGTERM)  # stdin stays open: the signal alone ends the session
+        answers = _read_until(proc, 3, 60)
+        assert "error" in answers[3], (answers[3], (tmp_path / "serve.err").read_text()[-3000:])
+        assert proc.wait(timeout=30) == 0
+    finally:
+        _stop(proc)

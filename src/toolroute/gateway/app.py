@@ -193,7 +193,9 @@ async def serve(
                 if transport == "stdio":
                     from toolroute.gateway.stdio import serve_stdio
 
-                    await serve_stdio(gateway.server)
+                    # after EOF, requests under way may finish: a downstream call ends by
+                    # call_timeout_s, the margin is for the gateway's own work around it
+                    await serve_stdio(gateway.server, drain_s=config.call_timeout_s + 10)
                 else:
                     await serve_http(config, gateway, host, port)
                 tg.cancel_scope.cancel()

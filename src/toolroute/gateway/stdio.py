@@ -11,6 +11,13 @@ corrupt the wire; both are restored on exit.
 When stdin or stdout is not a pipe, socket or terminal (a regular file, as in
 ``serve < requests.jsonl``), the event loop cannot watch it, so :func:`serve_stdio` falls back
 to the SDK's transport.
+
+Shutdown (issue 29). The SDK's dispatcher cancels every running handler the moment its read
+stream ends, so a client that writes its last requests and closes stdin would get "Connection
+closed" (or nothing) for whatever was still running. :func:`serve_stdio` therefore holds the
+end of input back from the SDK until every request it has passed on is answered (or a bound
+passes); only then does the SDK see EOF, and its own shutdown answers what is left with a
+JSON-RPC error. SIGTERM stops reading at once and does the same within a few seconds.
 """
 
 from __future__ import annotations
@@ -18,22 +25,30 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import signal
 import stat
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
-from typing import Any
+from typing import Any, Self
 
 import anyio
 import mcp.types as types
 from mcp.shared._context_streams import create_context_streams
+from mcp.shared.dispatcher import coerce_request_id
+from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params
 from mcp.shared.message import SessionMessage
 
-__all__ = ["MAX_LINE_BYTES", "serve_stdio", "stdio_pipes"]
+__all__ = ["MAX_LINE_BYTES", "TERM_GRACE_S", "serve_stdio", "stdio_pipes"]
 
 log = logging.getLogger(__name__)
 
 MAX_LINE_BYTES = 256 * 1024 * 1024
 """Longest request line read from stdin; a longer one is answered as unparsable and dropped."""
+
+TERM_GRACE_S = 3.0
+"""After SIGTERM, how long running requests may still finish before they are answered with an
+error."""
 
 
 def _watchable(fd: int) -> bool:
@@ -140,13 +155,191 @@ async def stdio_pipes() -> AsyncIterator[tuple[Any, Any]]:
             os.close(saved)
 
 
-async def serve_stdio(server: Any) -> None:
-    """Run ``server`` (an SDK ``Server``) over stdin/stdout until the client closes stdin."""
+class _InFlight:
+    """The client's requests passed on to the server and not answered yet, and the wait for
+    them to drain once input has ended (EOF or SIGTERM).
+
+    Once input has ended, the server's own requests to the client (a downstream's sampling or
+    elicitation, relayed) can get no answer: each is answered here with "Connection closed",
+    so the call that asked ends now instead of at the drain's bound."""
+
+    def __init__(self, drain_s: float) -> None:
+        self.ids: set[types.RequestId] = set()
+        self.drain_s = drain_s
+        self.terminated = False
+        self._asked: dict[types.RequestId, types.RequestId] = {}  # the server's, unanswered
+        self._replies: list[SessionMessage] = []  # answers to those, once input has ended
+        self._ended = False
+        self._changed = anyio.Event()
+        self._deadline = float("inf")
+        self._reading: anyio.CancelScope | None = None
+        self._draining: anyio.CancelScope | None = None
+
+    def accept(self, item: SessionMessage | Exception) -> None:
+        """Note a message read from the client, before the server gets it."""
+        if not isinstance(item, SessionMessage):
+            return
+        message = item.message
+        if isinstance(message, types.JSONRPCRequest):
+            self.ids.add(coerce_request_id(message.id))  # "7" and 7 correlate, as in the SDK
+        elif isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+            if message.id is not None:
+                self._asked.pop(coerce_request_id(message.id), None)
+        elif message.method == "notifications/cancelled":  # the SDK never answers those
+            self._settle(cancelled_request_id_from_params(message.params))
+
+    def sent(self, item: SessionMessage) -> None:
+        """Note a message the server wrote (or gave up writing) to the client."""
+        message = item.message
+        if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+            self._settle(message.id)
+        elif isinstance(message, types.JSONRPCRequest):
+            self._asked[coerce_request_id(message.id)] = message.id
+            if self._ended:
+                self._refuse_asked()
+
+    def _settle(self, request_id: types.RequestId | None) -> None:
+        if request_id is not None:
+            self.ids.discard(coerce_request_id(request_id))
+        if not self.ids:
+            self._changed.set()
+
+    def _refuse_asked(self) -> None:
+        closed = types.ErrorData(code=types.CONNECTION_CLOSED, message="Connection closed")
+        for request_id in self._asked.values():
+            reply = types.JSONRPCError(jsonrpc="2.0", id=request_id, error=closed)
+            self._replies.append(SessionMessage(reply))
+        self._asked.clear()
+        self._changed.set()
+
+    async def receive(self, inner: Any) -> Any:
+        """The next message from ``inner``; once it has ended (or SIGTERM came), the refusals
+        of the server's requests, then the end when the drain is over."""
+        if not self._ended and not self.terminated:  # SIGTERM may come between two reads
+            with anyio.CancelScope() as self._reading:
+                try:
+                    item = await inner.receive()
+                except anyio.EndOfStream:
+                    pass
+                else:
+                    self.accept(item)
+                    return item
+            # input ended (a request arriving as SIGTERM cancels the read above is dropped)
+            self._ended = True
+            grace = TERM_GRACE_S if self.terminated else self.drain_s
+            self._deadline = min(self._deadline, anyio.current_time() + grace)
+            self._refuse_asked()
+        with anyio.CancelScope(deadline=self._deadline) as self._draining:
+            while not self._replies and self.ids:
+                self._changed = anyio.Event()
+                await self._changed.wait()
+        if self._replies:
+            return self._replies.pop(0)
+        if self.ids:
+            log.warning(
+                "%d request(s) still running at shutdown: answered with an error", len(self.ids)
+            )
+        raise anyio.EndOfStream
+
+    def terminate(self) -> None:
+        """SIGTERM: stop reading; what runs gets TERM_GRACE_S more at most."""
+        self.terminated = True
+        self._deadline = min(self._deadline, anyio.current_time() + TERM_GRACE_S)
+        if self._reading is not None:
+            self._reading.cancel()
+        if self._draining is not None:
+            self._draining.deadline = self._deadline
+
+
+class _Reading:
+    """The read stream the SDK serves: ``inner``'s messages, with the end held back until the
+    requests passed on are answered (:class:`_InFlight`)."""
+
+    def __init__(self, inner: Any, in_flight: _InFlight) -> None:
+        self._inner = inner
+        self._in_flight = in_flight
+
+    @property
+    def last_context(self) -> Any:  # the sender's context, for the SDK's dispatcher
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> Any:
+        return await self._in_flight.receive(self._inner)
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+class _Writing:
+    """The write stream the SDK serves: ``inner``, noting which requests got their answer."""
+
+    def __init__(self, inner: Any, in_flight: _InFlight) -> None:
+        self._inner = inner
+        self._in_flight = in_flight
+
+    async def send(self, item: SessionMessage) -> None:
+        try:
+            await self._inner.send(item)
+        finally:  # sent or given up on: the SDK will not answer it again either way
+            self._in_flight.sent(item)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+async def _on_sigterm(in_flight: _InFlight) -> None:
+    """The first SIGTERM ends the session gracefully; a second one kills as by default (the
+    handler is gone), should shutting down hang (the SDK's transport waits for stdin)."""
+    with anyio.open_signal_receiver(signal.SIGTERM) as signals:
+        async for _ in signals:
+            log.info("SIGTERM: finishing the requests under way (at most %ss)", TERM_GRACE_S)
+            in_flight.terminate()
+            return
+
+
+async def serve_stdio(server: Any, drain_s: float = 60.0) -> None:
+    """Run ``server`` (an SDK ``Server``) over stdin/stdout until the client closes stdin or
+    SIGTERM arrives; either way every request read is answered before returning: by its
+    handler, which gets ``drain_s`` after EOF (``TERM_GRACE_S`` after SIGTERM), else by the
+    SDK's "Connection closed" error."""
+    in_flight = _InFlight(drain_s)
+    async with anyio.create_task_group() as tg:
+        if sys.platform != "win32":  # no SIGTERM to catch there
+            tg.start_soon(_on_sigterm, in_flight)
+        async with _transport() as (read, write):
+            await server.run(
+                _Reading(read, in_flight),
+                _Writing(write, in_flight),
+                server.create_initialization_options(),
+            )
+        tg.cancel_scope.cancel()
+
+
+def _transport() -> Any:
+    """Ours over pipes, sockets and terminals; the SDK's for anything else (a regular file)."""
     if _watchable(0) and _watchable(1):
-        async with stdio_pipes() as (read, write):
-            await server.run(read, write, server.create_initialization_options())
-        return
+        return stdio_pipes()
     from mcp.server.stdio import stdio_server
 
-    async with stdio_server() as (read, write):
-        await server.run(read, write, server.create_initialization_options())
+    return stdio_server()
