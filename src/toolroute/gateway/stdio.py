@@ -34,10 +34,11 @@ from typing import Any, Self
 
 import anyio
 import mcp.types as types
-from mcp.shared._context_streams import create_context_streams
 from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params
 from mcp.shared.message import SessionMessage
+
+from toolroute.sdk import create_context_streams
 
 __all__ = ["MAX_LINE_BYTES", "TERM_GRACE_S", "serve_stdio", "stdio_pipes"]
 

@@ -33,8 +33,10 @@ import anyio.lowlevel
 import mcp.types as types
 from anyio.abc import Process
 from mcp import StdioServerParameters
-from mcp.client.stdio import _stop_server_process, get_default_environment
+from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
+
+from toolroute.sdk import stop_server_process
 
 __all__ = ["RESULT_TOO_LARGE", "ProcessInfo", "bounded_stdio_client"]
 
@@ -205,7 +207,7 @@ async def bounded_stdio_client(
             with anyio.CancelScope(shield=True):  # the child must not outlive its session
                 read_stream.close()
                 write_stream.close()
-                await _stop_server_process(process)
+                await stop_server_process(process)
                 info.returncode = process.returncode
                 if process.stderr is not None:
                     with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
