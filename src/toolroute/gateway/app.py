@@ -203,7 +203,7 @@ async def serve(
             local_dir = gateway.router.store.directory
             gateway.router.close()
             pool.stop()
-            write_status(local_dir, snapshot(pool, running=False))
+            write_status(local_dir, snapshot(pool, running=False), gateway.faults)
 
 
 def http_app(config: GatewayConfig, gateway: Any) -> Any:
@@ -315,9 +315,10 @@ async def _watch_changes(config: GatewayConfig, pool: DownstreamPool, gateway: A
     next_relist = anyio.current_time() + config.relist_interval_s
     written: dict[str, Any] | None = None
     while True:
-        status = snapshot(pool, {n: h.to_dict() for n, h in gateway.quarantined.items()})
-        if status != written:
-            write_status(gateway.router.store.directory, status)
+        status = gateway.status()
+        if status != written and write_status(
+            gateway.router.store.directory, status, gateway.faults
+        ):  # not written (full disk, read-only): noted in the faults, tried again next turn
             written = status
         changed = [d for d in pool.servers.values() if d.tools_changed.is_set()]
         new_rev = revision(gateway.router.store)
