@@ -245,6 +245,7 @@ class Gateway:
         self.relay = Relay(  # resources, prompts, ... and the toolroute://status resource
             pool, self.bus, relisted, self._may_use, status=self.status
         )
+        self.relay.ask_timeout_s = call_timeout_s  # the call it belongs to ends by then too
         self.relay.install(self.server)
 
     def replace_router(self, router: Router) -> Router:
