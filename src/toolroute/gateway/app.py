@@ -15,7 +15,7 @@ import hashlib
 import logging
 import socket
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +33,7 @@ from toolroute.llm.client import ChatLLM, llm_cache_path
 from toolroute.route.strategy import RouteParams
 from toolroute.router import IndexReport, Router
 from toolroute.sources.pool import Downstream, DownstreamPool
-from toolroute.sources.sync import ServerStatus, catalog_from_listing, list_all
+from toolroute.sources.sync import Listings, ServerStatus, catalog_from_listing, list_all
 from toolroute.store import Store, StoreTarget, default_store_target, is_store_url
 from toolroute.store.watch import follow_store
 
@@ -52,12 +52,17 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+RELIST_DEBOUNCE_S = 1.0
+"""A server is re-listed at most this often on its own list_changed or reconnect."""
+
 
 @dataclass(frozen=True, slots=True)
 class SyncResult:
     servers: list[ServerStatus]
     index: IndexReport
     quarantined: list[Held] = field(default_factory=list)
+    listings: Listings | None = field(default=None, compare=False)
+    """Each server's listing at this sync: the change watcher re-lists only what changed."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -111,10 +116,18 @@ def store_dir_of(config: GatewayConfig) -> StoreTarget:
 
 
 async def review(
-    config: GatewayConfig, pool: DownstreamPool
+    config: GatewayConfig,
+    pool: DownstreamPool,
+    listings: Listings | None = None,
+    only: Collection[str] | None = None,
 ) -> tuple[Catalog, list[ServerStatus], list[Held]]:
-    """List every server and hold back the tools in quarantine: the catalog to index."""
-    listing = await list_all(pool, config.connect_timeout_s)
+    """List every server and hold back the tools in quarantine: the catalog to index. With
+    ``listings``, only the servers in ``only`` (None: all) are listed again, the others'
+    last listing is reused."""
+    if listings is None:
+        listing = await list_all(pool, config.connect_timeout_s)
+    else:
+        listing = await listings.refresh(pool, config.connect_timeout_s, only)
     with Store(store_dir_of(config)) as store:
         previous = store.load_catalog() if store.tool_hashes() else None
         catalog, statuses = catalog_from_listing(config, listing, previous)
@@ -138,14 +151,15 @@ async def sync_router(
 ) -> tuple[Router, SyncResult]:
     """List every server, index what changed, and return a ready router (over no tools at
     all when no server answered: the gateway still starts and picks them up later)."""
-    catalog, statuses, held = await review(config, pool)
+    listings = Listings()
+    catalog, statuses, held = await review(config, pool, listings)
     router = build_router(config, catalog, embedder)
     if catalog.tool_count:
         report = router.index(progress)
     else:
         sync = router.store.sync_catalog(catalog)
         report = IndexReport(0, 0, sync.removed, 0, 0)
-    return router, SyncResult(statuses, report, held)
+    return router, SyncResult(statuses, report, held, listings)
 
 
 async def sync_once(config: GatewayConfig, progress: Any = None) -> SyncResult:
@@ -188,7 +202,7 @@ async def serve(
         freeze_heap()
         try:
             async with gateway.continuations.serving(), anyio.create_task_group() as tg:
-                tg.start_soon(_watch_changes, config, pool, gateway)
+                tg.start_soon(_watch_changes, config, pool, gateway, result.listings)
                 tg.start_soon(follow_store, gateway)  # replicas of a shared store
                 if transport == "stdio":
                     from toolroute.gateway.stdio import serve_stdio
@@ -203,7 +217,7 @@ async def serve(
             local_dir = gateway.router.store.directory
             gateway.router.close()
             pool.stop()
-            write_status(local_dir, snapshot(pool, running=False))
+            write_status(local_dir, snapshot(pool, running=False), gateway.faults)
 
 
 def http_app(config: GatewayConfig, gateway: Any) -> Any:
@@ -306,39 +320,64 @@ def make_gateway(config: GatewayConfig, router: Router, pool: DownstreamPool) ->
     )
 
 
-async def _watch_changes(config: GatewayConfig, pool: DownstreamPool, gateway: Any) -> None:
-    """Re-list the servers when one says its tools changed (notifications/tools/list_changed),
-    (re)connects, a held tool is approved, or relist_interval_s has passed; swap the router
-    only when the tools or the quarantine changed. Writes status.json on every change."""
+async def _watch_changes(
+    config: GatewayConfig, pool: DownstreamPool, gateway: Any, listings: Listings | None = None
+) -> None:
+    """Re-list a server when it says its tools changed (notifications/tools/list_changed) or
+    (re)connects, at most once per :data:`RELIST_DEBOUNCE_S` (notifications in between are
+    coalesced: a server that announces a change on every listing cannot keep the gateway
+    listing), reusing the other servers' last listing; re-review without listing when a
+    held tool is approved; re-list every server each relist_interval_s (a tool changed
+    without a notification). Swap the router only when the tools or the quarantine changed.
+    Writes status.json on every change."""
+    listings = listings if listings is not None else Listings()
     connects = {d.name: d.connects for d in pool.servers.values()}
+    listed_at: dict[str, float] = {}
     rev = revision(gateway.router.store)
     next_relist = anyio.current_time() + config.relist_interval_s
     written: dict[str, Any] | None = None
     while True:
-        status = snapshot(pool, {n: h.to_dict() for n, h in gateway.quarantined.items()})
-        if status != written:
-            write_status(gateway.router.store.directory, status)
+        status = gateway.status()
+        if status != written and write_status(
+            gateway.router.store.directory, status, gateway.faults
+        ):  # not written (full disk, read-only): noted in the faults, tried again next turn
             written = status
-        changed = [d for d in pool.servers.values() if d.tools_changed.is_set()]
+        now = anyio.current_time()
+        changed = [
+            d
+            for d in pool.servers.values()
+            if (d.tools_changed.is_set() or connects[d.name] != d.connects)
+            and now - listed_at.get(d.name, -RELIST_DEBOUNCE_S) >= RELIST_DEBOUNCE_S
+        ]
         new_rev = revision(gateway.router.store)
-        due = anyio.current_time() >= next_relist
-        reconnected = any(connects[d.name] != d.connects for d in pool.servers.values())
-        if not (changed or reconnected or due or new_rev != rev):
+        due = now >= next_relist
+        if not (changed or due or new_rev != rev):
             await anyio.sleep(0.2)
             continue
-        for d in changed:
-            d.tools_changed = anyio.Event()
-        connects = {d.name: d.connects for d in pool.servers.values()}
-        rev, next_relist = new_rev, anyio.current_time() + config.relist_interval_s
+        for d in pool.servers.values() if due else changed:
+            d.tools_changed = anyio.Event()  # a notification from now on means another change
+            connects[d.name] = d.connects
+            listed_at[d.name] = now
+        rev = new_rev
+        if due:
+            next_relist = now + config.relist_interval_s
+        only = None if due else {d.name for d in changed}
         try:
-            await resync(config, pool, gateway)
+            await resync(config, pool, gateway, listings, only)
         except Exception:  # keep serving the previous index rather than dying
             log.exception("re-listing the servers failed; keeping the previous index")
 
 
-async def resync(config: GatewayConfig, pool: DownstreamPool, gateway: Any) -> bool:
-    """List again; rebuild and swap the gateway's router if the tools or quarantine changed."""
-    catalog, statuses, held = await review(config, pool)
+async def resync(
+    config: GatewayConfig,
+    pool: DownstreamPool,
+    gateway: Any,
+    listings: Listings | None = None,
+    only: Collection[str] | None = None,
+) -> bool:
+    """List again (with ``listings``: only the servers in ``only``, None for all); rebuild
+    and swap the gateway's router if the tools or quarantine changed."""
+    catalog, statuses, held = await review(config, pool, listings, only)
     before = {(t.key, t.hash) for t in gateway.router.catalog.tools()}
     after = {(t.key, t.hash) for t in catalog.tools()}
     gateway.quarantined = {h.name: h for h in held}

@@ -170,6 +170,9 @@ class Caller:
             answer: T = await self.ctx.session.send_request(
                 request,
                 result_type,
+                # a client that never answers must not hold the request (and the server's
+                # wait) until the session ends: REQUEST_TIMEOUT goes back to the server
+                request_read_timeout_seconds=self.relay.ask_timeout_s,
                 metadata=ServerMessageMetadata(related_request_id=self.ctx.request_id),
             )
         except MCPError as e:  # the client's own refusal goes back to the server as is
@@ -186,6 +189,10 @@ def _unsupported(what: str) -> types.ErrorData:
 
 class Relay:
     """Resources, prompts, completion and logging of every downstream server."""
+
+    ask_timeout_s: float | None = None
+    """How long a relayed server→client request (sampling, elicitation, roots) waits for the
+    client's answer (None: until the session ends); the gateway sets its call_timeout_s."""
 
     def __init__(
         self,

@@ -23,6 +23,7 @@ import difflib
 import functools
 import json
 import logging
+import sqlite3
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
@@ -34,6 +35,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, Too
 from mcp.shared.exceptions import MCPError
 
 from toolroute.config import SEPARATOR
+from toolroute.errors import StoreError
 from toolroute.gateway.access import (
     CallGateScope,
     ClientAccess,
@@ -46,7 +48,7 @@ from toolroute.gateway.checks import MAX_NAME_CHARS, check_arguments, check_find
 from toolroute.gateway.continuation import STATE_PREFIX, Continuations, InvalidState
 from toolroute.gateway.passthrough import PassThrough
 from toolroute.gateway.relay import Caller, Relay, current_caller
-from toolroute.gateway.status import snapshot
+from toolroute.gateway.status import Faults, snapshot, store_failed
 from toolroute.gateway.validate import check_call
 from toolroute.present.events import EventSink, RoutingEvent, query_hash
 from toolroute.present.presenter import PresentConfig, Presenter
@@ -210,6 +212,8 @@ class Gateway:
         self.events = tuple(events)
         self.bound: dict[str, types.Tool] = {}
         self.quarantined: dict[str, Any] = {}
+        self.faults = Faults()
+        """What the gateway cannot write now (store, events log, status file): in status()."""
         """Held tools by name (:class:`toolroute.gateway.quarantine.Held`), set by each sync."""
         self._route_limiter = anyio.CapacityLimiter(ROUTE_THREADS)
         self.bus = InMemorySubscriptionBus()
@@ -241,6 +245,7 @@ class Gateway:
         self.relay = Relay(  # resources, prompts, ... and the toolroute://status resource
             pool, self.bus, relisted, self._may_use, status=self.status
         )
+        self.relay.ask_timeout_s = call_timeout_s  # the call it belongs to ends by then too
         self.relay.install(self.server)
 
     def replace_router(self, router: Router) -> Router:
@@ -253,7 +258,8 @@ class Gateway:
 
     def status(self) -> dict[str, Any]:
         """What ``toolroute status`` prints: each server's state and the quarantined tools."""
-        return snapshot(self.pool, {n: h.to_dict() for n, h in self.quarantined.items()})
+        held = {n: h.to_dict() for n, h in self.quarantined.items()}
+        return snapshot(self.pool, held, faults=self.faults)
 
     def state(self, session: object = None) -> SessionState:
         """The state of one client connection (scopes, successful calls, milestones, promoted)."""
@@ -296,7 +302,10 @@ class Gateway:
         # the call's progress, logs and sampling come back to this client; a 2026-07-28
         # retry's answers and requestState go down with it
         async with self.relay.serving(ctx, params):
-            return await self._dispatch(ctx, params)
+            try:
+                return await self._dispatch(ctx, params)
+            except (sqlite3.Error, StoreError, OSError) as e:  # the gateway's own disk/store
+                return _json_result(store_failed(self.faults, e), error=True)
 
     async def _dispatch(
         self, ctx: Any, params: types.CallToolRequestParams
@@ -583,9 +592,11 @@ class Gateway:
             phase2_tokens=shown.phase2_tokens,
             latency_ms=round((time.perf_counter() - start) * 1000, 3),
         )
-        self.router.store.record_event(event.to_json())
+        with self.faults.audit("store"):  # an audit write: skipped, never fails find_tools
+            self.router.store.record_event(event.to_json())
         for sink in self.events:
-            sink.emit(event)
+            with self.faults.audit(getattr(sink, "part", "events")):
+                sink.emit(event)
         return {
             "candidates": [
                 {
@@ -711,13 +722,11 @@ class Gateway:
         )
 
     def _record(self, outcome: Outcome) -> None:
-        try:
-            # committed before the answer goes out: a kill -9 loses only calls in flight (the
-            # background writer, router.record(wait=False), saved 0.05 ms of a ~2 ms call in
-            # benchmarks/results/gateway_latency_loaded.md: not worth an acked-but-lost outcome)
+        # committed before the answer goes out: a kill -9 loses only calls in flight (the
+        # background writer, router.record(wait=False), saved 0.05 ms of a ~2 ms call in
+        # benchmarks/results/gateway_latency_loaded.md: not worth an acked-but-lost outcome)
+        with self.faults.audit("store"):  # statistics must never break a call; logged once
             self.router.record(outcome)
-        except Exception:  # statistics must never break a call
-            log.exception("cannot record the outcome of %s/%s", outcome.server, outcome.tool)
         if self._on_outcome is not None:
             self._on_outcome(outcome)
 

@@ -4,22 +4,112 @@
 A snapshot holds, per server: ``status`` (starting, up, down, restarting, stopped), ``error``
 (why it is not up: the connect error, or ``exited with code N: <last stderr line>``),
 ``exit_code``, ``restarts``, ``tools`` (listed at the last sync), ``changed_at`` (the last
-state change, Unix time); plus the tools in quarantine and the gateway's pid.
+state change, Unix time); plus the tools in quarantine, the gateway's pid and, under
+``faults``, what the gateway cannot write right now (``{"store": "write failed: disk full
+(since …)"}``: :class:`Faults`).
 """
 
 from __future__ import annotations
 
+import errno
 import json
+import logging
 import os
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from toolroute.sources.pool import DownstreamPool
 
-__all__ = ["STATUS_FILE", "ServerState", "gateway_alive", "read_status", "snapshot", "write_status"]
+__all__ = [
+    "STATUS_FILE",
+    "Faults",
+    "ServerState",
+    "describe_failure",
+    "gateway_alive",
+    "read_status",
+    "snapshot",
+    "store_failed",
+    "write_status",
+]
+
+log = logging.getLogger(__name__)
 
 STATUS_FILE = "status.json"
+
+
+def describe_failure(e: BaseException) -> str:
+    """Why a write failed, in words safe to show any client: no file path (an OSError's
+    text names the file), ``disk full`` for ENOSPC and SQLite's "database or disk is full"."""
+    if isinstance(e, OSError):
+        if e.errno == errno.ENOSPC:
+            return "disk full"
+        return e.strerror or errno.errorcode.get(e.errno or 0, type(e).__name__)
+    text = str(e)
+    if isinstance(e, sqlite3.Error) and "disk is full" in text:
+        return "disk full"
+    if isinstance(e, sqlite3.Error):
+        return text.splitlines()[0][:200] if text else type(e).__name__
+    return type(e).__name__  # a driver's text may name hosts or files
+
+
+class Faults:
+    """What the gateway failed to write (store, events log, status file), by part: logged
+    once per distinct failure (not once per call: a full disk fails every call), shown in
+    the status snapshot until a write of that part succeeds again."""
+
+    def __init__(self) -> None:
+        self._now: dict[str, tuple[str, float]] = {}
+
+    def failed(self, part: str, e: BaseException) -> str:
+        """Note that writing ``part`` failed with ``e``; the line shown in the status."""
+        why = describe_failure(e)
+        if self._now.get(part, ("", 0.0))[0] != why:
+            log.error("%s: write failed: %s; skipped until it works again (logged once)", part, e)
+            self._now[part] = (why, time.time())
+        return f"write failed: {why}"
+
+    def ok(self, part: str) -> None:
+        if self._now.pop(part, None) is not None:
+            log.warning("%s: writing works again", part)
+
+    @contextmanager
+    def audit(self, part: str) -> Iterator[None]:
+        """An audit write (routing event, events log, outcome): a failure is noted and
+        skipped, never raised to the caller."""
+        try:
+            yield
+        except Exception as e:  # an audit trail must never fail the agent's call
+            self.failed(part, e)
+        else:
+            self.ok(part)
+
+    def now(self) -> dict[str, str]:
+        """``{part: "write failed: <why> (since <UTC time>)"}`` of every part failing now."""
+        return {
+            part: f"write failed: {why} (since {_utc(since)})"
+            for part, (why, since) in sorted(self._now.items())
+        }
+
+
+def store_failed(faults: Faults, e: BaseException) -> dict[str, str]:
+    """What an agent reads when the gateway's own store or disk fails its request (the
+    ``isError`` result's JSON): no path, what to do next."""
+    line = faults.failed("store", e)
+    return {
+        "error": "store_failed",
+        "message": f"the gateway's store failed: {line.removeprefix('write failed: ')}",
+        "hint": "a problem on the gateway's machine, not in your request: try again later "
+        "or tell the user (toolroute status shows it)",
+    }
+
+
+def _utc(at: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,23 +136,45 @@ def server_states(pool: DownstreamPool) -> list[ServerState]:
 
 
 def snapshot(
-    pool: DownstreamPool, held: dict[str, dict[str, Any]] | None = None, *, running: bool = True
+    pool: DownstreamPool,
+    held: dict[str, dict[str, Any]] | None = None,
+    *,
+    running: bool = True,
+    faults: Faults | None = None,
 ) -> dict[str, Any]:
-    """The JSON ``toolroute status`` prints: servers, quarantined tools, pid."""
-    return {
+    """The JSON ``toolroute status`` prints: servers, quarantined tools, pid, and what the
+    gateway cannot write (``faults``, only when something fails)."""
+    out: dict[str, Any] = {
         "pid": os.getpid(),
         "running": running,
         "servers": {s.name: s.to_dict() for s in server_states(pool)},
         "quarantined": held or {},
     }
+    failing = faults.now() if faults is not None else {}
+    if failing:
+        out["faults"] = failing
+    return out
 
 
-def write_status(store_dir: Path, status: dict[str, Any]) -> None:
-    """Replace ``status.json`` atomically (a reader never sees half a file)."""
-    store_dir.mkdir(parents=True, exist_ok=True)
+def write_status(store_dir: Path, status: dict[str, Any], faults: Faults | None = None) -> bool:
+    """Replace ``status.json`` atomically (a reader never sees half a file). With ``faults``,
+    a failed write (full disk, read-only directory) is noted there and False returned: the
+    gateway keeps serving without its status file."""
     tmp = store_dir / f".{STATUS_FILE}.{os.getpid()}"
-    tmp.write_text(json.dumps(status, indent=1, sort_keys=True), encoding="utf-8")
-    tmp.replace(store_dir / STATUS_FILE)
+    try:
+        store_dir.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps(status, indent=1, sort_keys=True), encoding="utf-8")
+        tmp.replace(store_dir / STATUS_FILE)
+    except OSError as e:
+        if faults is None:
+            raise
+        with suppress(OSError):  # half a file must not hold on to the little space left
+            tmp.unlink(missing_ok=True)
+        faults.failed("status file", e)
+        return False
+    if faults is not None:
+        faults.ok("status file")
+    return True
 
 
 def read_status(store_dir: Path) -> dict[str, Any] | None:

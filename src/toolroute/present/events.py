@@ -7,6 +7,7 @@ import hashlib
 import json
 import time
 import uuid
+from contextlib import suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -46,11 +47,18 @@ class EventSink(Protocol):
 
 class EventLog:
     """Appends each event as one JSON line (the store keeps its own copy, table
-    ``routing_events``)."""
+    ``routing_events``). ``emit`` raises OSError when the file cannot be written (full
+    disk, no permission): the gateway notes it once and goes on without the line."""
+
+    part = "events log"
+    """What the gateway's status calls this sink when writing it fails."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
+        # a directory that cannot be made now fails each emit, noted there: the gateway
+        # starts and serves without its log rather than not at all
+        with suppress(OSError):
+            path.parent.mkdir(parents=True, exist_ok=True)
 
     def emit(self, event: RoutingEvent) -> None:
         with self.path.open("a", encoding="utf-8") as f:

@@ -2,13 +2,14 @@
 concurrently, hash them, and let the store create/update/delete only what changed.
 
 A server that fails to answer is reported and keeps its previously indexed tools, so one
-broken server never empties the index; the next sync retries it.
+broken server never empties the index; the next sync retries it. :class:`Listings` keeps each
+server's last listing, so a server that says its tools changed is re-listed alone.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -18,7 +19,7 @@ from toolroute.catalog.models import Catalog, Server, Tool
 from toolroute.config import SEPARATOR, GatewayConfig
 from toolroute.sources.pool import DownstreamError, DownstreamPool, ListedServer
 
-__all__ = ["ServerStatus", "catalog_from_listing", "list_all"]
+__all__ = ["Listings", "ServerStatus", "catalog_from_listing", "list_all"]
 
 log = logging.getLogger(__name__)
 
@@ -39,9 +40,10 @@ class ServerStatus:
 
 
 async def list_all(
-    pool: DownstreamPool, timeout_s: float
+    pool: DownstreamPool, timeout_s: float, names: Collection[str] | None = None
 ) -> dict[str, ListedServer | DownstreamError]:
-    """Every server's tools, listed concurrently, each bounded by ``timeout_s``."""
+    """Every server's tools (or only those in ``names``), listed concurrently, each bounded
+    by ``timeout_s``."""
     out: dict[str, ListedServer | DownstreamError] = {}
 
     async def one(name: str) -> None:
@@ -60,8 +62,31 @@ async def list_all(
 
     async with anyio.create_task_group() as tg:
         for name in pool.servers:
-            tg.start_soon(one, name)
+            if names is None or name in names:
+                tg.start_soon(one, name)
     return out
+
+
+class Listings:
+    """The last listing of each server. :meth:`refresh` lists only the servers asked for (and
+    any never listed or whose last listing failed) and reuses the others' last listing: one
+    server's tools/list_changed re-lists that server, not all of them."""
+
+    def __init__(self) -> None:
+        self.last: dict[str, ListedServer | DownstreamError] = {}
+
+    async def refresh(
+        self, pool: DownstreamPool, timeout_s: float, only: Collection[str] | None = None
+    ) -> dict[str, ListedServer | DownstreamError]:
+        """Every server's listing, listing again ``only`` those (None: all of them)."""
+        names = [
+            n
+            for n in pool.servers
+            if only is None or n in only or not isinstance(self.last.get(n), ListedServer)
+        ]
+        if names:
+            self.last.update(await list_all(pool, timeout_s, names))
+        return {n: self.last[n] for n in pool.servers if n in self.last}
 
 
 def catalog_from_listing(
