@@ -190,6 +190,8 @@ def status(config_path: Path, settings: Path | None, store: Path | None, as_json
     for name, h in found.get("quarantined", {}).items():
         why = ", ".join(h["flags"] or h["changed"])
         click.echo(f"quarantined {name}@{h['version']}: {h['reason']} ({why})")
+    for part, problem in found.get("faults", {}).items():  # e.g. a full disk: still serving
+        click.echo(f"problem: {part}: {problem}")
 
 
 @main.command()
