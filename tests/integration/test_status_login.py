@@ -195,7 +195,7 @@ def test_status_open_prints_a_one_time_link_that_signs_in_the_operator_once(
     code, headers, page = _request(served, "GET", path)  # opening the link changes nothing
     assert code == 200 and "set-cookie" not in headers
     assert f'name="once" value="{once}"' in page and "Open the status page" in page
-    assert headers["referrer-policy"] == "no-referrer"
+    assert headers["referrer-policy"] == "same-origin"
     code, headers, _ = _login(served, {"once": once})
     assert code == 303
     operator = _session(headers["set-cookie"])

@@ -228,7 +228,9 @@ _HEADERS = {
     # no script, no external resource, no framing; forms post only back here
     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
     "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-    "Referrer-Policy": "no-referrer",  # a one-time link's code goes nowhere
+    # a one-time link's code goes nowhere else; not "no-referrer", under which a browser
+    # sends "Origin: null" with the form's POST, and the guard refuses it
+    "Referrer-Policy": "same-origin",
     "X-Content-Type-Options": "nosniff",
 }
 
@@ -299,7 +301,8 @@ th{background:#f0f0f0}td.n{text-align:right;font-variant-numeric:tabular-nums}
 .up{color:#126b12;font-weight:600}.down,.stopped{color:#b00020;font-weight:600}
 .starting,.restarting{color:#9a6700;font-weight:600}
 .muted{color:#777}code{font-size:.95em}details{margin:.2em 0}
-.who{background:#eef3fb;border:1px solid #c9d8ee;padding:.4em .7em;display:inline-block}
+.who{background:#eef3fb;border:1px solid #c9d8ee;padding:.4em .7em;display:inline-block;
+margin:.3em 0 .6em}
 .who form{display:inline;margin-left:.8em}
 main.login{max-width:34em;margin:3em auto;background:#fff;border:1px solid #ddd;padding:1.2em 1.6em}
 main.login label{display:block;font-weight:600;margin:.8em 0 .3em}
@@ -408,13 +411,13 @@ def _who(viewer: Viewer | None) -> str:
     else:
         sees = "what its allow-list allows" if viewer.allowed is not None else "every server"
         who = f"client <code>{_e(viewer.client)}</code>: {sees}"
-    out = f'<p class="who">Signed in as {who}'
+    out = f'<div class="who">Signed in as {who}'
     if viewer.login is not None:
         out += (
             '<form method="post" action="/status/logout">'
             "<button type=submit>Sign out</button></form>"
         )
-    return out + "</p>"
+    return out + "</div>"  # a div: a form may not sit inside a <p>
 
 
 def render_html(snap: dict[str, Any], viewer: Viewer | None = None) -> str:
