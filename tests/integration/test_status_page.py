@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import socket
 import subprocess
@@ -141,6 +142,21 @@ def test_status_page_shows_servers_tools_statistics_and_decisions(gateway_url: s
     code, page = _get(f"{base}/status")
     assert code == 200 and "<h1>toolroute gateway</h1>" in page
     assert "get_current_time" in page and "down" in page and event["query_hash"] in page
+
+
+def test_every_column_of_the_status_page_is_named_for_a_person_and_explained_on_hover(
+    gateway_url: str,
+) -> None:
+    _, page = _get(f"{gateway_url}/status")
+    headers = re.findall(r"<th([^>]*)>([^<]*)</th>", page)
+    assert len(headers) == 9 + 7 + 7  # servers, tools, routing decisions
+    for attributes, name in headers:
+        assert re.fullmatch(r' title="[^"]{20,}"', attributes), name
+    names = {name for _, name in headers}
+    assert {"failure rate", "success rate", "tokens shown (summaries + schemas)"} <= names
+    assert "P(fail)" not in page and "p1 + p2" not in page
+    tip = dict((n, a) for a, n in headers)["failure rate"]
+    assert "moving average" in tip and "15%" in tip  # what it is computed from
 
 
 def test_status_page_applies_the_mcp_endpoints_host_and_origin_rules(gateway_url: str) -> None:

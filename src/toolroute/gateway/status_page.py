@@ -14,8 +14,14 @@ catalog and the store.
 
 A client with an allow-list (``[auth.clients.X]`` ``servers``/``tools``) sees only the servers
 and tools it may use, as in the ``toolroute://status`` resource, and no routing decisions (they
-are every client's). The store is read with a bound (the newest :data:`LAST_EVENTS` events, one
-indexed read, the table pruned by the store); the page is rendered in a worker thread.
+are every client's). A browser, which sends no token, signs in at ``POST /status/login`` (a
+token, or a one-time code from ``toolroute status --open``) and gets a session cookie that
+counts as that client here and nowhere else (:mod:`toolroute.gateway.login`); without a
+credential ``GET /status`` is the sign-in form (401, no data). Every column header carries its
+explanation as a ``title`` (hover help).
+
+The store is read with a bound (the newest :data:`LAST_EVENTS` events, one indexed read, the
+table pruned by the store); the page is rendered in a worker thread.
 """
 
 from __future__ import annotations
