@@ -9,8 +9,8 @@ was gated out and why; the query itself is stored only as a hash, seed 002 §5.7
 
 The routes join the gateway's own Starlette app, inside the same ``HttpGuard`` as ``/mcp``
 (:mod:`toolroute.gateway.auth`: Host, Origin and bearer-token checks), so the page follows the
-MCP endpoint's rules exactly. Nothing here writes: the page only reads the pool, the router's
-catalog and the store.
+MCP endpoint's rules exactly. Nothing here writes to the store: the page only reads the pool,
+the router's catalog and the store (sign-ins live in memory).
 
 A client with an allow-list (``[auth.clients.X]`` ``servers``/``tools``) sees only the servers
 and tools it may use, as in the ``toolroute://status`` resource, and no routing decisions (they
