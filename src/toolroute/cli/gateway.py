@@ -160,8 +160,17 @@ def _local_dir(cfg: Any) -> Path:
 @settings_option
 @store_option
 @json_option
+@click.option(
+    "--open",
+    "open_link",
+    is_flag=True,
+    help="Print a one-time link to the running HTTP gateway's status page, signed in as "
+    "the operator (for a browser, which sends no token; valid once, for 2 minutes).",
+)
 @_friendly
-def status(config_path: Path, settings: Path | None, store: Path | None, as_json: bool) -> None:
+def status(
+    config_path: Path, settings: Path | None, store: Path | None, as_json: bool, open_link: bool
+) -> None:
     """Each server's state as the running gateway of this config sees it (up, down,
     restarting; the error, exit code, restarts, tools) and the tools in quarantine.
 
@@ -171,6 +180,9 @@ def status(config_path: Path, settings: Path | None, store: Path | None, as_json
     from toolroute.gateway.status import gateway_alive, read_status
 
     cfg = _config(config_path, settings, store, secrets=False)  # reading needs no token
+    if open_link:
+        _open_link(_local_dir(cfg), as_json)
+        return
     found = read_status(_local_dir(cfg))
     if found is None:
         raise ConfigError("no gateway has run with this config yet (start toolroute serve)")
@@ -192,6 +204,24 @@ def status(config_path: Path, settings: Path | None, store: Path | None, as_json
         click.echo(f"quarantined {name}@{h['version']}: {h['reason']} ({why})")
     for part, problem in found.get("faults", {}).items():  # e.g. a full disk: still serving
         click.echo(f"problem: {part}: {problem}")
+
+
+def _open_link(local_dir: Path, as_json: bool) -> None:
+    """A one-time login link signed with the key the running gateway wrote (mode 0600) in its
+    store directory: only the user who runs the gateway can read it."""
+    from toolroute.gateway.login import CODE_TTL_S, mint_code, read_login_file
+    from toolroute.gateway.status import gateway_alive
+
+    found = read_login_file(local_dir)
+    if found is None or not gateway_alive({"pid": found["pid"], "running": True}):
+        raise ConfigError(
+            "no HTTP gateway is running with this config (start toolroute serve --transport http)"
+        )
+    link = f"{found['url']}/status/login?once={mint_code(found['key'])}"
+    if as_json:
+        click.echo(json.dumps({"url": link, "expires_in_s": CODE_TTL_S}))
+    else:
+        click.echo(f"open within {CODE_TTL_S:.0f} s (works once): {link}")
 
 
 @main.command()

@@ -220,9 +220,10 @@ async def serve(
             write_status(local_dir, snapshot(pool, running=False), gateway.faults)
 
 
-def http_app(config: GatewayConfig, gateway: Any) -> Any:
+def http_app(config: GatewayConfig, gateway: Any, url: str | None = None) -> Any:
     """The gateway's whole Starlette app (streamable HTTP at /mcp), inside the HTTP guard:
-    Host, Origin and bearer-token checks on every route (:mod:`toolroute.gateway.auth`)."""
+    Host, Origin and bearer-token checks on every route (:mod:`toolroute.gateway.auth`).
+    ``url``: where it is served, for ``toolroute status --open``'s links."""
     from mcp.server.transport_security import TransportSecuritySettings
 
     from toolroute.gateway.auth import HttpGuard
@@ -236,12 +237,13 @@ def http_app(config: GatewayConfig, gateway: Any) -> Any:
         # the guard checks Host and Origin for every route, with the configured lists
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
-    mount_status_page(app, gateway)  # GET /status, /status.json: behind the same guard
+    logins = mount_status_page(app, gateway, url)  # /status*: behind the same guard
     return HttpGuard(
         app,
         clients=config.clients,
         allowed_hosts=config.allowed_hosts,
         allowed_origins=config.allowed_origins,
+        logins=logins,
     )
 
 
@@ -277,8 +279,9 @@ async def serve_http(
         )
     shown = f"[{host}]" if ":" in host else host
     print(f"toolroute: listening on http://{shown}:{bound}/mcp", file=sys.stderr, flush=True)
+    local = {"0.0.0.0": "127.0.0.1", "::": "[::1]"}.get(host, shown)  # a browser's address
     cfg = uvicorn.Config(
-        http_app(config, gateway),
+        http_app(config, gateway, f"http://{local}:{bound}"),
         log_level="warning",
         timeout_graceful_shutdown=5,
         http=limited_protocol(limits),  # httptools' parser, ~1 ms of CPU less than h11

@@ -17,6 +17,10 @@ Every HTTP request, whatever its route (``/mcp`` and any page added beside it), 
    relayed elicitation's or sampling's answer) from anyone else gets ``404 Session not found``,
    as if the session did not exist.
 
+A request with no ``Authorization`` header at all may instead be admitted by the status page's
+:class:`~toolroute.gateway.login.LoginBook`: a browser's session cookie, on the status page's
+own routes only (never ``/mcp``), and the login form itself, which shows no data.
+
 The ``Authorization`` header is removed from every request that passes, so nothing behind this
 middleware sees the token, let alone forwards it to a downstream server (MCP authorization
 spec: no token passthrough).
@@ -29,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 from collections.abc import Sequence
+from typing import Any
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
@@ -37,6 +42,7 @@ from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from toolroute.gateway.access import CLIENT_SCOPE_KEY, ClientAccess
+from toolroute.gateway.login import LOGIN_SCOPE_KEY, LoginBook
 
 __all__ = ["LOOPBACK_HOSTS", "LOOPBACK_ORIGINS", "HttpGuard", "is_loopback", "principal"]
 
@@ -86,8 +92,10 @@ class HttpGuard:
         clients: Sequence[ClientAccess] = (),
         allowed_hosts: Sequence[str] = (),
         allowed_origins: Sequence[str] = (),
+        logins: LoginBook | None = None,
     ) -> None:
         self.app = app
+        self.logins = logins
         self.hosts = (*LOOPBACK_HOSTS, *allowed_hosts)
         self.origins = (*LOOPBACK_ORIGINS, *allowed_origins)
         self._tokens = [(_digest(c.token), c.client_id) for c in clients]
@@ -110,13 +118,19 @@ class HttpGuard:
         headers = Headers(scope=scope)
         denied: PlainTextResponse | None = None
         client: str | None = None
+        login: dict[str, Any] | None = None
         if not _matches(headers.get("host", ""), self.hosts):
             denied = PlainTextResponse("Invalid Host header", status_code=421)
         elif "origin" in headers and not _matches(headers["origin"], self.origins):
             denied = PlainTextResponse("Invalid Origin header", status_code=403)
         elif self._tokens:
             client = self._client(headers.get("authorization"))
-            if client is None:
+            if client is None and "authorization" not in headers and self.logins is not None:
+                method = scope.get("method", "WEBSOCKET")
+                login = self.logins.admit(method, scope["path"], headers.get("cookie"))
+                if login is not None and LOGIN_SCOPE_KEY in login:
+                    client = login[LOGIN_SCOPE_KEY].client  # None: the operator
+            if client is None and login is None:
                 given = "authorization" in headers
                 denied = PlainTextResponse(
                     "Invalid bearer token" if given else "Missing bearer token",
@@ -136,6 +150,7 @@ class HttpGuard:
             **scope,
             "headers": [(k, v) for k, v in scope["headers"] if k.lower() != b"authorization"],
         }
+        scope.update(login or {})
         if client is not None:
             scope[CLIENT_SCOPE_KEY] = client
         scope["user"] = principal(client, scope)  # the SDK binds each session to it
