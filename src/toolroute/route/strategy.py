@@ -31,6 +31,7 @@ from toolroute.index.build import ToolIndex
 from toolroute.llm.client import ChatLLM
 from toolroute.route import llm_stages
 from toolroute.route.action import query_actions, tool_actions
+from toolroute.route.adaptive import AdaptiveParams, adaptive_route
 from toolroute.route.ehrr import EhrrParams, EhrrTrace, ehrr_route
 from toolroute.route.expand import expand, provider_graph
 from toolroute.route.intent import READ_FILE_INTENT, WRITE_FILE_INTENT, named_files
@@ -57,6 +58,9 @@ class QueryContext:
     """Filled by EHRR strategies when set, for ``--explain``."""
     embed: Callable[[list[str]], Matrix] | None = None
     """Embeds new texts (LLM sub-queries) with the router's embedder."""
+    client: str = ""
+    """Who asks (an authenticated client's name; "" for a local one): the usage memory of
+    ``adaptive`` reads only this client's rows."""
     notes: dict[str, Any] = field(default_factory=dict)
     """What set-producing stages decided: ``selected`` (tool rows, the final set), ``path``,
     ``llm`` (whether a model answered or the offline fallback ran)."""
@@ -77,6 +81,8 @@ class RouteParams:
     """Servers kept by the cascade's first stage."""
     ehrr: EhrrParams = EhrrParams()
     """EHRR hyperparameters (seed 000 Table V)."""
+    adaptive: AdaptiveParams = AdaptiveParams()
+    """``adaptive``: value of a success, capability grouping, pooling (route/adaptive.py)."""
     llm: ChatLLM | None = field(default=None, compare=False)
     """Chat endpoint of the LLM stages (pa-rag, atr); None: offline fallbacks."""
     max_tools: int = 5
@@ -423,6 +429,25 @@ def ehrr_subtasks(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
 StrategyFn = Callable[[ToolIndex, QueryContext, RouteParams], Scores]
 
 
+def _adaptive(base: StrategyFn, **variant: Any) -> StrategyFn:
+    """Capabilities over ``base``'s relevance, vendors by posterior value, the usage memory of
+    the asking client (route/adaptive.py)."""
+
+    def score(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
+        stats = q.stats if q.stats is not None else StatsBook(ix.catalog)
+        params = replace(p.adaptive, **variant)
+        evidence: dict[int, float] = {}
+        if params.memory and len(stats.memory) and q.vector.size:
+            for key, e in stats.memory.evidence(q.client, q.vector).items():
+                row = stats.tool_row(key)
+                if row is not None:
+                    evidence[row] = e
+        beta = stats.memory.params.boost
+        return adaptive_route(ix, base(ix, q, p), stats, params, evidence, beta)
+
+    return score
+
+
 @dataclass(frozen=True, slots=True)
 class Strategy:
     name: str
@@ -458,6 +483,34 @@ STRATEGIES: dict[str, Strategy] = {
         # default = steps: best no-LLM recall on livemcpbench, mcpbench and the union queries
         # at one model pass per query (benchmarks/recall_ideas.py, README "Strategies").
         Strategy("default", steps, "intent-spans", "the best no-LLM strategy (= steps)"),
+        Strategy(
+            "adaptive",
+            _adaptive(steps),
+            "intent-spans",
+            "capabilities by relevance (steps), vendor by posterior V·q − price, usage memory",
+            True,
+        ),
+        Strategy(
+            "adaptive-hybrid",
+            _adaptive(hybrid),
+            "query",
+            "adaptive over hybrid relevance",
+            True,
+        ),
+        Strategy(
+            "adaptive-no-memory",
+            _adaptive(steps, memory=False),
+            "intent-spans",
+            "adaptive without the usage memory",
+            True,
+        ),
+        Strategy(
+            "adaptive-static",
+            _adaptive(steps, memory=False, learn=False),
+            "intent-spans",
+            "capabilities only: no vendor learning, no usage memory",
+            True,
+        ),
         Strategy("ehrr", _ehrr(), "query", "EHRR Alg. 2: utilities + posted-price auction", True),
         Strategy(
             "ehrr-no-auction", _ehrr(auction=False), "query", "EHRR without the auction", True

@@ -29,6 +29,7 @@ from toolroute.catalog.models import Catalog, Server, Tool, ToolKey
 from toolroute.economics import DEFAULT_SMOOTHING, ServerStats, Smoothing, ToolStats
 from toolroute.embed.base import Matrix
 from toolroute.errors import StoreError
+from toolroute.memory import MemoryRow
 from toolroute.stats import Outcome
 from toolroute.store import sql
 from toolroute.store.base import (
@@ -361,6 +362,51 @@ class Store:
 
     def events(self) -> list[str]:
         return [e for (e,) in self._rows(sql.EVENTS)]
+
+    # -- usage memory (toolroute/memory.py): shared by replicas, bounded --------------------
+    def remember_use(
+        self,
+        client: str,
+        query_hash: str,
+        key: ToolKey,
+        vector: Matrix,
+        success: bool,
+        at: float,
+        *,
+        capacity: int = 20_000,
+    ) -> None:
+        """Add one call to its (client, query, tool) row, then drop rows beyond ``capacity``."""
+        blob = np.asarray(vector, dtype=np.float32).tobytes()
+        ok = 1.0 if success else 0.0
+        with self._tx():
+            self._rows(sql.REMEMBER_USE, (client, query_hash, *key, blob, ok, 1.0 - ok, at))
+            self._rows(sql.PRUNE_MEMORY, (capacity - 1,))
+
+    def load_memory(self) -> list[MemoryRow]:
+        return [
+            MemoryRow(
+                client,
+                query,
+                server,
+                tool,
+                np.frombuffer(bytes(vec), dtype=np.float32).astype(np.float64),
+                float(ok),
+                float(bad),
+                float(at),
+            )  # fmt: skip
+            for client, query, server, tool, vec, ok, bad, at in self._rows(sql.LOAD_MEMORY)
+        ]
+
+    def clear_memory(self, client: str | None = None) -> int:
+        """Forget every client's rows (or one's); returns how many went."""
+        with self._tx():
+            before = int(self._rows(sql.COUNT_MEMORY)[0][0])
+            if client is None:
+                self._rows(sql.CLEAR_MEMORY)
+            else:
+                self._rows(sql.CLEAR_CLIENT_MEMORY, (client,))
+            after = int(self._rows(sql.COUNT_MEMORY)[0][0])
+        return before - after
 
 
 def replica_name() -> str:
