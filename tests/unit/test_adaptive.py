@@ -154,3 +154,24 @@ def SMALL_CATALOG_FILE(tmp_path: Path) -> Path:  # noqa: N802 -- reads as the co
     p = tmp_path / "small.json"
     p.write_text(json.dumps(SMALL_CATALOG))
     return p
+
+
+def test_memory_clear_command_forgets_one_clients_rows(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from toolroute.cli import main
+
+    store = tmp_path / "s"
+    with Router(SMALL_CATALOG_FILE(tmp_path), store=store, embedder=HashingEmbedder()) as r:
+        r.remember_use("what time is it", "time", "convert_time", True, client="ci")
+        r.remember_use("read my notes", "fs", "read_file", False, client="ops")
+    runner = CliRunner()
+    shown = runner.invoke(main, ["memory", "show", "--store", str(store), "--json"])
+    assert json.loads(shown.output) == {
+        "ci": {"rows": 1, "successes": 1.0, "failures": 0.0},
+        "ops": {"rows": 1, "successes": 0.0, "failures": 1.0},
+    }
+    cleared = runner.invoke(main, ["memory", "clear", "--store", str(store), "--client", "ci"])
+    assert cleared.exit_code == 0 and cleared.output.strip() == "cleared 1 rows"
+    left = runner.invoke(main, ["memory", "show", "--store", str(store), "--json"])
+    assert list(json.loads(left.output)) == ["ops"]

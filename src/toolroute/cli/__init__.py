@@ -12,7 +12,7 @@ package registers every command on ``main``.
 
 from __future__ import annotations
 
-from toolroute.cli import catalog, gateway, measure  # noqa: F401  (registers the commands)
+from toolroute.cli import catalog, gateway, measure, memory  # noqa: F401  (registers the commands)
 from toolroute.cli.app import main
 
 __all__ = ["main"]
