@@ -533,6 +533,21 @@ STRATEGIES: dict[str, Strategy] = {
             True,
         ),
         Strategy(
+            "ehrr-fixed",
+            _ehrr(similarity="cosine", unseen_cost="optimistic", servers_share=5 / 70),
+            "query",
+            "EHRR with issue 24's fixes: eq. 1 cosine, optimistic cost for unseen relevant "
+            "tools, shortlist scaled with the catalog",
+            True,
+        ),
+        Strategy(
+            "ehrr-optimistic",
+            _ehrr(unseen_cost="optimistic"),
+            "query",
+            "EHRR, never-called tools costed among the observed (ablation of ehrr-fixed)",
+            True,
+        ),
+        Strategy(
             "ehrr-beta",
             _ehrr(estimator="beta"),
             "query",
