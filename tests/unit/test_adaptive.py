@@ -175,3 +175,17 @@ def test_memory_clear_command_forgets_one_clients_rows(tmp_path: Path) -> None:
     assert cleared.exit_code == 0 and cleared.output.strip() == "cleared 1 rows"
     left = runner.invoke(main, ["memory", "show", "--store", str(store), "--json"])
     assert list(json.loads(left.output)) == ["ops"]
+
+
+def test_value_usd_is_read_per_server_and_tool_from_toolroute_toml(tmp_path: Path) -> None:
+    from toolroute.config import load_config
+
+    (tmp_path / "mcp.json").write_text(json.dumps({"mcpServers": {"t": {"command": "x"}}}))
+    (tmp_path / "toolroute.toml").write_text(
+        "[toolroute]\nvalue_usd = 0.02\n[servers.t]\nvalue_usd = 0.3\nask_cost = 0.0\n"
+        '[tools."t__get"]\nvalue_usd = 0.5\n'
+    )
+    cfg = load_config(tmp_path / "mcp.json")
+    assert cfg.value_usd == 0.02
+    assert dict(cfg.values) == {"t": 0.3, "t__get": 0.5}
+    assert cfg.server_meta["t"] == {"ask_cost": 0.0}  # what becomes the catalog's Server
