@@ -189,3 +189,22 @@ def test_value_usd_is_read_per_server_and_tool_from_toolroute_toml(tmp_path: Pat
     assert cfg.value_usd == 0.02
     assert dict(cfg.values) == {"t": 0.3, "t__get": 0.5}
     assert cfg.server_meta["t"] == {"ask_cost": 0.0}  # what becomes the catalog's Server
+
+
+def test_adaptive_2_shows_the_primary_and_fallback_of_a_clear_capability(tmp_path: Path) -> None:
+    with Router(_market(tmp_path), store=tmp_path / "s", embedder=HashingEmbedder()) as r:
+        shown = _keys(r.route("convert a time between timezones", k=5, strategy="adaptive-2"))
+        assert len(shown) == 2
+        assert {t for _, t in shown} == {"convert_time"} and shown[0][0] != shown[1][0]
+
+
+def test_cold_adaptive_ranks_a_catalog_of_distinct_tools_as_its_base_does(
+    tmp_path: Path,
+) -> None:
+    with Router(
+        SMALL_CATALOG_FILE(tmp_path), store=tmp_path / "s", embedder=HashingEmbedder()
+    ) as r:
+        for q in ("what time is it", "read the notes file", "weather alerts in Texas"):
+            assert _keys(r.route(q, k=7, strategy="adaptive")) == _keys(
+                r.route(q, k=7, strategy="default")
+            )

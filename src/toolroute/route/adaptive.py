@@ -12,7 +12,7 @@ S and F count the observed successes and failures (no prior), N = S + F. Posteri
 sampling explores a vendor with few calls as often as its chance of being the best one, so a
 vendor once rejected is tried again, unlike a point estimate. Capabilities
 (route/capability.py) are ranked by R_c with no server shortlist; inside one, vendors by u_t.
-Inside a capability, a member less relevant than its best by more than δ ranks after the
+Inside a capability, a member less relevant than its best by more than a band ranks after the
 others whatever its value (a loose grouping never trades relevance for price). Each
 capability shows its best vendor at R_c and its second (the fallback) at R_c − δ: after
 every capability within δ of it, so an agent sees either the best two vendors of a clear
@@ -73,10 +73,16 @@ class AdaptiveParams:
     ``hybrid`` alone."""
     margin: float = 0.05
     """δ: a capability's fallback vendor ranks after every capability within δ of it."""
+    relevance_band: float = 0.1
+    """A member less relevant than its capability's best by more than this ranks after the
+    others (above ``steps``' near-duplicate demotion, 0.05, which vendor copies incur)."""
     server_strength: float = 4.0
     """m_s: weight, in calls, of the market's mean in a server's mean."""
     tool_strength: float = 4.0
     """m_t: weight, in calls, of the server's mean in a tool's posterior."""
+    show: int = 0
+    """Return only this many tools (the rest ``-inf``): 2 is the primary and fallback of a
+    clear capability, or the best vendor of each of two close ones. 0: rank every tool."""
     memory: bool = True
     """Lift capabilities by the usage memory (off: the ablation without it)."""
     learn: bool = True
@@ -85,7 +91,7 @@ class AdaptiveParams:
     def __post_init__(self) -> None:
         if self.value_usd < 0 or any(v < 0 for _, v in self.values):
             raise ConfigError("value_usd must be >= 0")
-        if self.pool < 1 or self.margin < 0:
+        if self.pool < 1 or self.margin < 0 or self.show < 0:
             raise ConfigError("adaptive pool must be >= 1 and margin >= 0")
         if self.server_strength <= 0 or self.tool_strength <= 0:
             raise ConfigError("adaptive pooling strengths must be > 0")
@@ -211,7 +217,7 @@ def adaptive_route(
         r_c = top + memory_boost(e, memory_beta)
         # A member much less relevant than the best is not a vendor of the same function
         # (a loose grouping): it never takes the primary or fallback slot on price alone.
-        far = rel[rows[members]] < top - p.margin
+        far = rel[rows[members]] < top - p.relevance_band
         order = members[np.lexsort((rows[members], -worth[members], far))]
         assigned[order[0]] = r_c
         if len(order) > 1:
@@ -227,4 +233,11 @@ def adaptive_route(
         top_rest = float(rel[rest].max())
         if top_rest >= floor:
             out[rest] = rel[rest] - (top_rest - floor) - 1e-3
+    if p.show > 0:
+        finite = np.flatnonzero(np.isfinite(out))
+        if finite.size > p.show:
+            keep = finite[np.lexsort((finite, -out[finite]))[: p.show]]
+            cut = np.full(ix.size, -np.inf)
+            cut[keep] = out[keep]
+            out = cut
     return out.astype(np.float32)

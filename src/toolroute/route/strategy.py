@@ -491,6 +491,13 @@ STRATEGIES: dict[str, Strategy] = {
             True,
         ),
         Strategy(
+            "adaptive-2",
+            _adaptive(steps, show=2),
+            "intent-spans",
+            "adaptive, showing only its best two (primary + fallback, or two close capabilities)",
+            True,
+        ),
+        Strategy(
             "adaptive-hybrid",
             _adaptive(hybrid),
             "query",
