@@ -149,3 +149,13 @@ def test_a_bad_stream_setting_is_a_config_error() -> None:
         task_stream(10, "daily", 0)  # type: ignore[arg-type]
     with pytest.raises(ConfigError):
         task_stream(0, "zipf", 0)
+
+
+def test_both_payment_rules_are_reported_and_only_ehrr_posts_prices(
+    catalog_file: Path, queries_file: Path, tmp_path: Path
+) -> None:
+    sim = _sim(catalog_file, queries_file, tmp_path, providers=2, planner="oracle")
+    summary = sim.summary  # type: ignore[attr-defined]
+    hybrid, ehrr = summary["hybrid"], summary["ehrr"]
+    assert hybrid["cost_posted_usd"]["mean"] == hybrid["cost_usd"]["mean"]
+    assert ehrr["cost_posted_usd"]["mean"] != pytest.approx(ehrr["cost_usd"]["mean"])

@@ -101,6 +101,10 @@ class QueryResult:
     route_calls: int
     latency_s: float
     tokens: int
+    cost_posted_usd: float | None = None
+    """Cost under EHRR Theorem 1's payment rule: each call pays the server's posted price τ_i
+    when the strategy posted one (EHRR), else the tool's own price; None: not tracked (the
+    whole-request agent)."""
 
     @property
     def invalid_calls(self) -> int:
@@ -127,6 +131,10 @@ class AgentRun:
             "latency_s": sum(r.latency_s for r in q) / len(q),
             "tokens": sum(r.tokens for r in q) / len(q),
             "groups_met": sum(r.groups_met for r in q) / len(q),
+            "cost_posted_usd": sum(
+                r.cost_usd if r.cost_posted_usd is None else r.cost_posted_usd for r in q
+            )
+            / len(q),
         }
 
 
@@ -231,10 +239,21 @@ class StrategyRoutes:
         self._router = router
         self._strategy = strategy
 
+        self.posted: dict[ToolKey, float] = {}
+        """Posted price τ_i of each shown candidate's server on its last route (EHRR only)."""
+
     def __call__(
         self, text: str, group: frozenset[ToolKey], k: int, book: StatsBook
     ) -> list[Candidate]:
-        return self._router.route(text, k=k, strategy=self._strategy, stats=book)
+        explain = getattr(self._router, "explain", None)
+        if explain is None:
+            return self._router.route(text, k=k, strategy=self._strategy, stats=book)
+        out = []
+        for c, detail in explain(text, k, self._strategy, stats=book):
+            if "posted_price" in detail:
+                self.posted[(c.server, c.tool)] = float(detail["posted_price"])
+            out.append(c)
+        return out
 
     def remember(self, text: str, key: ToolKey, success: bool, book: StatsBook) -> None:
         remember = getattr(self._router, "remember_use", None)
@@ -316,11 +335,12 @@ def run_step_agent(
     position = {key: j for j, key in enumerate(world.keys)}
     label = f"{name} seed {world.seed}"
     remember = getattr(route, "remember", None)
+    posted: dict[ToolKey, float] = getattr(route, "posted", {})
     out: list[QueryResult] = []
     for qi, (q, texts) in enumerate(zip(queries, steps, strict=True)):
         noisy = np.random.default_rng([world.seed, qi, 104_729])
         met = 0
-        cost = latency = 0.0
+        cost = latency = paid = 0.0
         inv_tool = calls = routes = toks = 0
         presented: set[ToolKey] = set()
         for gi, (group, text) in enumerate(zip(q.groups, texts, strict=True)):
@@ -343,6 +363,7 @@ def run_step_agent(
                         left -= 1
                         calls += 1
                         cost += price
+                        paid += posted.get(bad, price)
                         inv_tool += 1
                         failed = True
                         if remember is not None:
@@ -361,6 +382,7 @@ def run_step_agent(
                         remember(text, key, call.success, book)
                     calls += 1
                     cost += call.price
+                    paid += posted.get(key, call.price)
                     latency += call.latency_s
                     if call.success:
                         done = True
@@ -381,6 +403,7 @@ def run_step_agent(
                 success=met == len(q.groups),
                 groups_met=met / len(q.groups) if q.groups else 1.0,
                 cost_usd=cost,
+                cost_posted_usd=paid,
                 invalid_route_calls=len(presented - q.relevant),
                 invalid_tool_calls=inv_tool,
                 tool_calls=calls,

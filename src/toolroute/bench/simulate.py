@@ -77,7 +77,7 @@ Stat = dict[str, float | None]
 
 METRICS = (
     "success_rate", "cost_usd", "invalid_calls", "latency_s", "tokens",
-    "invalid_route_calls", "invalid_tool_calls", "tool_calls", "groups_met",
+    "invalid_route_calls", "invalid_tool_calls", "tool_calls", "groups_met", "cost_posted_usd",
 )  # fmt: skip
 """Per-query means reported for each strategy (the first five are the issue's table)."""
 REGRET = ("regret_success", "regret_cost_usd")
