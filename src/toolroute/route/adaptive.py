@@ -6,11 +6,13 @@ from the outcomes of executed calls, and a usage memory of what the agent actual
     global       μ_g = (S_g + a₀) / (N_g + a₀ + b₀)                  a₀ + b₀ = PSEUDO_CALLS
     server       μ_i = (S_i + m_s μ_g) / (N_i + m_s)                 pooled toward the market
     tool         q_t ~ Beta(S_t + m_t μ_i, F_t + m_t (1 − μ_i))      pooled toward its server
+                 (its mean when neither the tool nor its server has a call)
     vendor       u_t = V_t q_t − p_t                                 V_t: value of a success (USD)
 
 S and F count the observed successes and failures (no prior), N = S + F. Posterior (Thompson)
 sampling explores a vendor with few calls as often as its chance of being the best one, so a
-vendor once rejected is tried again, unlike a point estimate. Capabilities
+vendor once rejected is tried again, unlike a point estimate. Ties (no record anywhere, same
+price) go to the more relevant vendor. Capabilities
 (route/capability.py) are ranked by R_c with no server shortlist; inside one, vendors by u_t.
 Inside a capability, a member less relevant than its best by more than a band ranks after the
 others whatever its value (a loose grouping never trades relevance for price). Each
@@ -204,7 +206,13 @@ def adaptive_route(
             stats.server_counts, global_mean(stats.server_counts), p.server_strength
         )
         ab = tool_posterior(stats.tool_counts[rows], mu_s[server_of], p.tool_strength)
-        quality = stats.rng.beta(ab[:, 0], ab[:, 1])
+        # Sampled where the vendor has a record (its tool's or its server's calls), the mean
+        # elsewhere: with no record at all a draw is noise, and the most relevant vendor
+        # (then the cheaper) should go first, not a random one.
+        seen = (
+            stats.tool_counts[rows].sum(axis=1) + stats.server_counts[server_of].sum(axis=1)
+        ) > 0
+        quality = np.where(seen, stats.rng.beta(ab[:, 0], ab[:, 1]), ab[:, 0] / ab.sum(axis=1))
     else:
         quality = np.full(rows.size, PRIOR_SUCCESS_MEAN)
     value = value_table(ix, p.value_usd, p.values)[rows]
@@ -218,7 +226,7 @@ def adaptive_route(
         # A member much less relevant than the best is not a vendor of the same function
         # (a loose grouping): it never takes the primary or fallback slot on price alone.
         far = rel[rows[members]] < top - p.relevance_band
-        order = members[np.lexsort((rows[members], -worth[members], far))]
+        order = members[np.lexsort((rows[members], -rel[rows[members]], -worth[members], far))]
         assigned[order[0]] = r_c
         if len(order) > 1:
             assigned[order[1]] = r_c - p.margin
