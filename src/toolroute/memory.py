@@ -4,8 +4,13 @@ using for a need, also for a paraphrase of it (queries match by embedding cosine
 
     kernel     k(s) = max(0, (s − τ) / (1 − τ))                 s: cosine of the two queries
     decay      d(a) = 2^(−a / h)                                a: age of the last use, h: half-life
-    evidence   e_t  = Σ_r k(s_r) d(a_r) (n⁺_r − ρ n⁻_r)         over the client's rows r of tool t
+    evidence   e_t  = Σ_r k(s_r) d(a_r) (n⁺_r − ρ n⁻_r − σ n°_r)  over the client's rows r of tool t
     boost      b_t  = β e_t / (1 + |e_t|)                       ∈ (−β, β), saturating
+
+n⁺ and n⁻ count the calls of the tool after the query that worked and failed; n° counts the
+times it was shown for the query and the agent called none of what was shown (it abandoned
+that answer: the wrong capability), so a recurring need whose right tool sits just below the
+shown ones surfaces it after a miss or two.
 
 Rows are keyed by (client, query hash, server, tool): a client's uses never lift a tool in
 another client's results (each allow-list keeps its own memory). The memory is bounded
@@ -55,6 +60,8 @@ class MemoryParams:
     vendor posterior already counts it); counted against, it pushed the right capability
     down (Zipf stream, tasks 1,500–2,000, 2 seeds: success 0.575 with ρ = 0.5 against 0.63
     without the memory)."""
+    skip_weight: float = 1.0
+    """σ: a shown-and-abandoned answer counts against each tool in it this much."""
     boost: float = 0.3
     """β: the largest lift (or drop) of a capability's relevance."""
     capacity: int = 20_000
@@ -82,6 +89,8 @@ class MemoryRow:
     successes: float
     failures: float
     at: float
+    skips: float = 0.0
+    """Times shown for the query in an answer the agent abandoned (called none of it)."""
 
 
 def query_key(text: str) -> str:
@@ -103,10 +112,19 @@ def decay(age: Floats, half_life: float) -> Floats:
 
 
 def evidence(
-    kernel: Floats, weight: Floats, successes: Floats, failures: Floats, rho: float
+    kernel: Floats,
+    weight: Floats,
+    successes: Floats,
+    failures: Floats,
+    rho: float,
+    skips: Floats | None = None,
+    sigma: float = 0.0,
 ) -> Floats:
-    """Per row, k · d · (n⁺ − ρ n⁻); a tool's evidence e_t is the sum over its rows."""
-    out: Floats = kernel * weight * (successes - rho * failures)
+    """Per row, k · d · (n⁺ − ρ n⁻ − σ n°); a tool's evidence e_t is the sum over its rows."""
+    net = successes - rho * failures
+    if skips is not None:
+        net = net - sigma * skips
+    out: Floats = kernel * weight * net
     return out
 
 
@@ -140,8 +158,11 @@ class UsageMemory:
         key: ToolKey,
         success: bool,
         at: float | None = None,
+        *,
+        skipped: bool = False,
     ) -> MemoryRow:
-        """Fold one call made after ``query`` (its hash) into the memory; returns the row."""
+        """Fold one call made after ``query`` (its hash) into the memory, or with ``skipped``
+        one showing of the tool in an answer the agent abandoned; returns the row."""
         now = self.clock() if at is None else at
         k = (client, query, key[0], key[1])
         old = self._rows.pop(k, None)  # re-inserted last: dict order is recency order
@@ -151,9 +172,10 @@ class UsageMemory:
             key[0],
             key[1],
             np.asarray(vector, dtype=np.float64),
-            (old.successes if old else 0.0) + (1.0 if success else 0.0),
-            (old.failures if old else 0.0) + (0.0 if success else 1.0),
+            (old.successes if old else 0.0) + (1.0 if success and not skipped else 0.0),
+            (old.failures if old else 0.0) + (0.0 if success or skipped else 1.0),
             now if old is None else max(now, old.at),
+            (old.skips if old else 0.0) + (1.0 if skipped else 0.0),
         )
         self._rows[k] = row
         while len(self._rows) > self.params.capacity:
@@ -207,6 +229,8 @@ class UsageMemory:
             np.array([r.successes for r in chosen]),
             np.array([r.failures for r in chosen]),
             p.failure_weight,
+            np.array([r.skips for r in chosen]),
+            p.skip_weight,
         )
         total: dict[ToolKey, float] = {}
         for r, e in zip(chosen, ev.tolist(), strict=True):

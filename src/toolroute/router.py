@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -249,6 +249,32 @@ class Router:
                 client, key, (server, tool), vector, success, row.at,
                 capacity=book.memory.params.capacity,
             )  # fmt: skip
+
+    def remember_skip(
+        self,
+        query: str,
+        shown: Sequence[tuple[str, str]],
+        client: str = "",
+        *,
+        stats: StatsBook | None = None,
+    ) -> None:
+        """Remember that ``client`` abandoned the answer ``shown`` for ``query``: it called
+        none of those tools (it asked again, or called another). ``adaptive`` then lowers
+        them for that need, so what ranked just below comes up."""
+        if not query.strip() or not shown:
+            return
+        book = stats if stats is not None else self.stats
+        vector = self.embedder.embed([query])[0]
+        key = query_key(query)
+        for server, tool in dict.fromkeys(shown):
+            if book.tool_row((server, tool)) is None:
+                continue
+            row = book.memory.add(client, key, vector, (server, tool), False, skipped=True)
+            if stats is None:
+                self.store.remember_use(
+                    client, key, (server, tool), vector, False, row.at, skipped=True,
+                    capacity=book.memory.params.capacity,
+                )  # fmt: skip
 
     def forget_uses(self, client: str | None = None) -> int:
         """Clear the usage memory (every client's, or one's), in the store too; returns the

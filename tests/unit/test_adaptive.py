@@ -208,3 +208,15 @@ def test_cold_adaptive_ranks_a_catalog_of_distinct_tools_as_its_base_does(
             assert _keys(r.route(q, k=7, strategy="adaptive")) == _keys(
                 r.route(q, k=7, strategy="default")
             )
+
+
+def test_an_abandoned_answer_lets_the_next_capability_up_for_that_client(tmp_path: Path) -> None:
+    store = tmp_path / "s"
+    with Router(SMALL_CATALOG_FILE(tmp_path), store=store, embedder=HashingEmbedder()) as r:
+        first = _keys(r.route("what time is it now", k=1, strategy="adaptive", client="ci"))
+        r.remember_skip("what time is it now", first, client="ci")
+        again = _keys(r.route("what time is it now", k=1, strategy="adaptive", client="ci"))
+        assert again != first
+        assert _keys(r.route("what time is it now", k=1, strategy="adaptive")) == first
+    with Router(SMALL_CATALOG_FILE(tmp_path), store=store, embedder=HashingEmbedder()) as r:
+        assert r.store.load_memory()[0].skips == 1.0

@@ -260,6 +260,12 @@ class StrategyRoutes:
         if remember is not None:
             remember(text, key[0], key[1], success, stats=book)
 
+    def skip(self, text: str, shown: list[ToolKey], book: StatsBook) -> None:
+        """The agent called none of ``shown`` for ``text`` (nothing there could do it)."""
+        remember = getattr(self._router, "remember_skip", None)
+        if remember is not None:
+            remember(text, shown, stats=book)
+
 
 def strategy_routes(router: Routes, strategy: str) -> StepRoutes:
     """Route step texts with ``strategy``, reading the agent's statistics."""
@@ -335,6 +341,7 @@ def run_step_agent(
     position = {key: j for j, key in enumerate(world.keys)}
     label = f"{name} seed {world.seed}"
     remember = getattr(route, "remember", None)
+    skip = getattr(route, "skip", None)
     posted: dict[ToolKey, float] = getattr(route, "posted", {})
     out: list[QueryResult] = []
     for qi, (q, texts) in enumerate(zip(queries, steps, strict=True)):
@@ -392,6 +399,8 @@ def run_step_agent(
                     if left == 0:
                         break
                 usable = any((c.server, c.tool) in group for c in shown)
+                if not usable and skip is not None and shown:  # an abandoned answer
+                    skip(text, [(c.server, c.tool) for c in shown], book)
                 if noise > 0 and not usable and not done and left > 0:
                     text = perturb(text, f"reword-{retry}", share=1.0)  # a miss: say it again
                     continue

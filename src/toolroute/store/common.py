@@ -373,13 +373,17 @@ class Store:
         success: bool,
         at: float,
         *,
+        skipped: bool = False,
         capacity: int = 20_000,
     ) -> None:
-        """Add one call to its (client, query, tool) row, then drop rows beyond ``capacity``."""
+        """Add one call (or, ``skipped``, one abandoned showing) to its (client, query, tool)
+        row, then drop rows beyond ``capacity``."""
         blob = np.asarray(vector, dtype=np.float32).tobytes()
-        ok = 1.0 if success else 0.0
+        ok = 1.0 if success and not skipped else 0.0
+        bad = 0.0 if success or skipped else 1.0
+        skip = 1.0 if skipped else 0.0
         with self._tx():
-            self._rows(sql.REMEMBER_USE, (client, query_hash, *key, blob, ok, 1.0 - ok, at))
+            self._rows(sql.REMEMBER_USE, (client, query_hash, *key, blob, ok, bad, skip, at))
             self._rows(sql.PRUNE_MEMORY, (capacity - 1,))
 
     def load_memory(self) -> list[MemoryRow]:
@@ -393,8 +397,9 @@ class Store:
                 float(ok),
                 float(bad),
                 float(at),
-            )  # fmt: skip
-            for client, query, server, tool, vec, ok, bad, at in self._rows(sql.LOAD_MEMORY)
+                float(skips),
+            )
+            for client, query, server, tool, vec, ok, bad, skips, at in self._rows(sql.LOAD_MEMORY)
         ]
 
     def clear_memory(self, client: str | None = None) -> int:

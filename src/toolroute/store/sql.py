@@ -76,7 +76,7 @@ _V3 = """
 CREATE TABLE IF NOT EXISTS usage_memory (
     client TEXT NOT NULL, query_hash TEXT NOT NULL, server TEXT NOT NULL, tool TEXT NOT NULL,
     vector {blob} NOT NULL, successes {real} NOT NULL, failures {real} NOT NULL,
-    at {real} NOT NULL, PRIMARY KEY (client, query_hash, server, tool)
+    skips {real} NOT NULL, at {real} NOT NULL, PRIMARY KEY (client, query_hash, server, tool)
 );
 CREATE INDEX IF NOT EXISTS usage_memory_at ON usage_memory (at)
 """
@@ -176,10 +176,11 @@ RECORD_OUTCOME_CHAINED = (
 
 REMEMBER_USE = (
     "INSERT INTO usage_memory AS m"
-    " (client, query_hash, server, tool, vector, successes, failures, at)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (client, query_hash, server, tool) DO UPDATE"
+    " (client, query_hash, server, tool, vector, successes, failures, skips, at)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (client, query_hash, server, tool) DO UPDATE"
     " SET successes = m.successes + excluded.successes,"
-    " failures = m.failures + excluded.failures, vector = excluded.vector,"
+    " failures = m.failures + excluded.failures, skips = m.skips + excluded.skips,"
+    " vector = excluded.vector,"
     " at = CASE WHEN excluded.at > m.at THEN excluded.at ELSE m.at END"
 )
 # Bounded: everything older than the capacity-th newest row goes (ties at that age stay).
@@ -188,7 +189,8 @@ PRUNE_MEMORY = (
     "SELECT at FROM usage_memory ORDER BY at DESC LIMIT 1 OFFSET ?)"
 )
 LOAD_MEMORY = (
-    "SELECT client, query_hash, server, tool, vector, successes, failures, at FROM usage_memory"
+    "SELECT client, query_hash, server, tool, vector, successes, failures, skips, at"
+    " FROM usage_memory"
 )
 CLEAR_MEMORY = "DELETE FROM usage_memory"
 CLEAR_CLIENT_MEMORY = "DELETE FROM usage_memory WHERE client = ?"
