@@ -498,6 +498,13 @@ STRATEGIES: dict[str, Strategy] = {
             True,
         ),
         Strategy(
+            "adaptive-budget",
+            _adaptive(steps, value_usd=0.01),
+            "intent-spans",
+            "adaptive with a small value of success (V = 0.01 USD): price weighs more",
+            True,
+        ),
+        Strategy(
             "adaptive-hybrid",
             _adaptive(hybrid),
             "query",
