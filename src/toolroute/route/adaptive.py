@@ -69,10 +69,10 @@ class AdaptiveParams:
     """Best tools by relevance grouped into capabilities per query."""
     capability_cosine: float = 0.9
     """θ: tool vectors this close (different servers) are one capability; > 1: names only.
-    Cold, on the 3-vendor livemcpbench market (oracle steps), the top 3 of ``adaptive-hybrid``
-    hold a usable tool for 95.7 % of steps at 0.9, 95.3 % at 0.8 (76.9 % at 0.8 without the
-    relevance guard below: TDWA vectors that close can be different functions), 91.8 % for
-    ``hybrid`` alone."""
+    Cold top-3 coverage of oracle steps on the 3-vendor livemcpbench market
+    (benchmarks/results/adaptive/coverage.md): 0.961 at 0.9, 0.957 at 0.8, 0.961 by names
+    only; ``default`` 0.925, ``hybrid`` 0.918. Without the relevance band below, 0.8 gave
+    0.769 for ``adaptive-hybrid``: tools that close in TDWA vectors can be other functions."""
     margin: float = 0.05
     """δ: a capability's fallback vendor ranks after every capability within δ of it."""
     relevance_band: float = 0.1
