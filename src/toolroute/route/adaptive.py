@@ -227,11 +227,7 @@ def adaptive_route(
         # (a loose grouping): it never takes the primary or fallback slot on price alone.
         far = rel[rows[members]] < top - p.relevance_band
         order = members[np.lexsort((rows[members], -rel[rows[members]], -worth[members], far))]
-        assigned[order[0]] = r_c
-        if len(order) > 1:
-            assigned[order[1]] = r_c - p.margin
-        for rank, m in enumerate(order[2:]):
-            assigned[m] = r_c - 1.0 - p.margin - 1e-3 * rank
+        assigned[order] = r_c - p.margin * np.arange(len(order))
     out[rows] = assigned
     rest = np.ones(ix.size, dtype=bool)
     rest[rows] = False
