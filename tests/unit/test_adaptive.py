@@ -206,7 +206,7 @@ def test_cold_adaptive_ranks_a_catalog_of_distinct_tools_as_its_base_does(
     ) as r:
         for q in ("what time is it", "read the notes file", "weather alerts in Texas"):
             assert _keys(r.route(q, k=7, strategy="adaptive")) == _keys(
-                r.route(q, k=7, strategy="default")
+                r.route(q, k=7, strategy="steps")
             )
 
 
