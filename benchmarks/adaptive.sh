@@ -17,6 +17,9 @@ M="--providers 3 -n 3 --attempts 2 --seeds 10 --baseline hybrid"
 $TR simulate $L $M --planner oracle --stream zipf --tasks 2000 --window 1500:2000 \
     -s hybrid -s default -s adaptive -s adaptive-2 -s adaptive-no-memory -s adaptive-budget \
     -s ehrr -s ehrr-fixed --out "$R/zipf"
+# The same with the noisy agent (wrong tool or bad arguments 10 % of the time).
+$TR simulate $L $M --planner oracle --stream zipf --tasks 2000 --window 1500:2000 --noise 0.1 \
+    -s hybrid -s adaptive -s adaptive-2 --out "$R/noisy"
 # Today's setting: each of the 95 tasks once.
 $TR simulate $L $M --planner oracle --stream once \
     -s hybrid -s default -s adaptive -s adaptive-2 -s ehrr -s ehrr-fixed --out "$R/once"
