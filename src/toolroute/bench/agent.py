@@ -327,8 +327,9 @@ def run_step_agent(
     tool that cannot do the step (or, when every shown tool can, the right one with bad
     arguments): a failed, paid attempt, remembered as a failure. After a route that shows
     nothing usable it rewords the step (:func:`~toolroute.bench.world.perturb`) and routes
-    again while attempts remain. Its draws come from the world's seed and the stream position
-    only, so every strategy meets the same noise."""
+    again while attempts remain. Its draws come from a generator seeded by the world's seed
+    and the stream position (not by the strategy); a strategy that shows different candidates
+    consumes them in a different order, so the noise is common in rate, not call by call."""
     if attempts < 1:
         raise ConfigError(f"attempts must be at least 1, got {attempts}")
     if len(steps) != len(queries) or any(
