@@ -23,6 +23,7 @@ commas (VS Code writes JSON with comments) are accepted.
     approved = ["srv__tool@0123abcd"]    # tools released from quarantine (name[@version])
     relist_interval_s = 300              # re-list every server this often (silent changes)
     query_cache = 1024                   # find_tools query vectors kept in memory (0: off)
+    value_usd = 0.05                     # adaptive: what a successful call is worth (USD)
     [llm]                                # optional LLM stages (pa-rag, atr): any OpenAI-compatible
     base_url = "http://127.0.0.1:8080/v1"  # chat endpoint; default: TOOLROUTE_LLM_BASE_URL
     model = "qwen2.5-coder-0.5b-instruct"
@@ -41,6 +42,7 @@ commas (VS Code writes JSON with comments) are accepted.
     [servers.time]                       # economics metadata (EHRR), all optional
     ask_cost = 0.0
     connect_latency_s = 0.1
+    value_usd = 0.2                      # adaptive: this server's successes are worth more
     [tools."time__get_current_time"]
     price = 0.0
     milestone = "plan_confirmed"         # preconditions: requires_scope, after, milestone
@@ -145,6 +147,7 @@ class _Settings(BaseModel):
     approved: list[str] = Field(default_factory=list)
     relist_interval_s: float = Field(default=300.0, gt=0)
     query_cache: int = Field(default=1024, ge=0, le=1_000_000)
+    value_usd: float = Field(default=0.05, ge=0)
 
 
 class _Llm(BaseModel):
@@ -192,6 +195,7 @@ class _ServerMeta(_Gate):
     ask_cost: float | None = Field(default=None, ge=0)
     connect_latency_s: float | None = Field(default=None, ge=0)
     failure_rate: float | None = Field(default=None, ge=0, le=1)
+    value_usd: float | None = Field(default=None, ge=0)
 
 
 class _ToolMeta(_Gate):
@@ -199,6 +203,7 @@ class _ToolMeta(_Gate):
     price: float | None = Field(default=None, ge=0)
     latency_s: float | None = Field(default=None, ge=0)
     success_rate: float | None = Field(default=None, ge=0, le=1)
+    value_usd: float | None = Field(default=None, ge=0)
 
 
 class _Toml(BaseModel):
@@ -252,6 +257,11 @@ class GatewayConfig:
     """``server__tool`` or ``server__tool@version``: released from quarantine by config."""
     relist_interval_s: float = 300.0
     """Every server is re-listed this often, so a tool changed without list_changed is seen."""
+    value_usd: float = 0.05
+    """V of ``adaptive``: what one successful call is worth (USD), where :attr:`values`
+    sets nothing (route/adaptive.py)."""
+    values: tuple[tuple[str, float], ...] = ()
+    """``value_usd`` under ``[servers.X]`` (key ``X``) and ``[tools."X__t"]`` (``X__t``)."""
     query_cache: int = 1024
     """find_tools query vectors kept in an in-memory LRU (0: off; :mod:`toolroute.embed.memo`)."""
     llm: LLMConfig | None = None
@@ -436,15 +446,23 @@ def load_config(
         approved=tuple(s.approved),
         relist_interval_s=s.relist_interval_s,
         query_cache=s.query_cache,
+        value_usd=s.value_usd,
         path=p.resolve(),
         tool_gates={k: g for k, v in t.tools.items() if (g := v.preconditions())},
         server_gates={k: g for k, v in t.servers.items() if (g := v.preconditions())},
         server_meta={
-            k: v.model_dump(exclude_none=True, exclude=_GATE_FIELDS) for k, v in t.servers.items()
+            k: v.model_dump(exclude_none=True, exclude=_GATE_FIELDS | {"value_usd"})
+            for k, v in t.servers.items()
         },
         tool_meta={
-            k: v.model_dump(exclude_none=True, exclude=_GATE_FIELDS) for k, v in t.tools.items()
+            k: v.model_dump(exclude_none=True, exclude=_GATE_FIELDS | {"value_usd"})
+            for k, v in t.tools.items()
         },
+        values=tuple(
+            (k, value)
+            for k, meta in (*t.servers.items(), *t.tools.items())
+            if (value := getattr(meta, "value_usd", None)) is not None
+        ),
     )
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from toolroute.index.build import ToolIndex, build_index, economics_arrays
 from toolroute.index.document import QuestionGenerator, TemplateQuestions
 from toolroute.index.snapshot import load_snapshot, save_snapshot, snapshot_key
 from toolroute.index.tdwa import PRESETS, DocConfig
+from toolroute.memory import query_key
 from toolroute.route.ehrr import EhrrTrace
 from toolroute.route.intent import intent_spans
 from toolroute.route.strategy import Embeds, QueryContext, RouteParams, Scores, resolve_strategy
@@ -218,7 +219,70 @@ class Router:
         book = StatsBook(self._catalog, sink=self.store)
         book.load(*self.store.load_stats())
         book.load_counts(self.store.outcome_counts())
+        book.memory.load(self.store.load_memory())
         self._stats = book
+
+    def remember_use(
+        self,
+        query: str,
+        server: str,
+        tool: str,
+        success: bool,
+        client: str = "",
+        *,
+        stats: StatsBook | None = None,
+    ) -> None:
+        """Remember that ``client`` called ``server``/``tool`` after ``find_tools(query)``, and
+        whether the call worked: ``adaptive`` then lifts its capability for that need (and for
+        paraphrases of it) in this client's results only. Kept in the store (shared by
+        replicas) unless ``stats`` is a book of its own (a simulation's)."""
+        if not query.strip():
+            return
+        book = stats if stats is not None else self.stats
+        if book.tool_row((server, tool)) is None:
+            return  # a tool the catalog no longer has
+        vector = self.embedder.embed([query])[0]
+        key = query_key(query)
+        row = book.memory.add(client, key, vector, (server, tool), success)
+        if stats is None:
+            self.store.remember_use(
+                client, key, (server, tool), vector, success, row.at,
+                capacity=book.memory.params.capacity,
+            )  # fmt: skip
+
+    def remember_skip(
+        self,
+        query: str,
+        shown: Sequence[tuple[str, str]],
+        client: str = "",
+        *,
+        stats: StatsBook | None = None,
+    ) -> None:
+        """Remember that ``client`` abandoned the answer ``shown`` for ``query``: it called
+        none of those tools (it asked again, or called another). ``adaptive`` then lowers
+        them for that need, so what ranked just below comes up."""
+        if not query.strip() or not shown:
+            return
+        book = stats if stats is not None else self.stats
+        vector = self.embedder.embed([query])[0]
+        key = query_key(query)
+        for server, tool in dict.fromkeys(shown):
+            if book.tool_row((server, tool)) is None:
+                continue
+            row = book.memory.add(client, key, vector, (server, tool), False, skipped=True)
+            if stats is None:
+                self.store.remember_use(
+                    client, key, (server, tool), vector, False, row.at, skipped=True,
+                    capacity=book.memory.params.capacity,
+                )  # fmt: skip
+
+    def forget_uses(self, client: str | None = None) -> int:
+        """Clear the usage memory (every client's, or one's), in the store too; returns the
+        rows dropped from the store."""
+        dropped = self.store.clear_memory(client)
+        if self._stats is not None:
+            self._stats.memory.clear(client)
+        return dropped
 
     def record(self, outcome: Outcome, *, wait: bool = True) -> None:
         """Feed one executed call back into the statistics (and the store, atomically).
@@ -265,6 +329,7 @@ class Router:
         stats: StatsBook | None = None,
         trace: EhrrTrace | None = None,
         notes: dict[str, Any] | None = None,
+        client: str = "",
     ) -> Scores:
         """The strategy's score for every tool (``-inf`` for tools it does not return).
 
@@ -279,6 +344,7 @@ class Router:
             trace=trace,
             embed=lambda texts: self.embedder.embed(texts),
             notes=notes if notes is not None else {},
+            client=client,
         )
         # Scoring is a few matrix-vector products: one BLAS thread is as fast, and BLAS
         # threads left spinning would starve onnxruntime's on the next query (2x latency on
@@ -293,9 +359,10 @@ class Router:
         strategy: str = "default",
         *,
         stats: StatsBook | None = None,
+        client: str = "",
     ) -> list[Candidate]:
-        """The k best tools for ``query``, best first."""
-        return [c for c, _ in self.explain(query, k, strategy, stats=stats)]
+        """The k best tools for ``query``, best first (``client``: whose usage memory counts)."""
+        return [c for c, _ in self.explain(query, k, strategy, stats=stats, client=client)]
 
     def explain(
         self,
@@ -304,6 +371,7 @@ class Router:
         strategy: str = "default",
         *,
         stats: StatsBook | None = None,
+        client: str = "",
     ) -> list[tuple[Candidate, dict[str, Any]]]:
         """Like :meth:`route`, with what decided each candidate (EHRR: sim, costs, τ, accept)."""
         if k < 1:
@@ -312,7 +380,7 @@ class Router:
             raise ConfigError("the query is empty")
         trace = EhrrTrace()
         notes: dict[str, Any] = {}
-        scores = self.scores(query, strategy, stats=stats, trace=trace, notes=notes)
+        scores = self.scores(query, strategy, stats=stats, trace=trace, notes=notes, client=client)
         out: list[tuple[Candidate, dict[str, Any]]] = []
         for i in top_k(scores, k):
             detail: dict[str, Any] = (

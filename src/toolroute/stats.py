@@ -29,6 +29,7 @@ import numpy.typing as npt
 
 from toolroute.catalog.models import Catalog, ToolKey
 from toolroute.economics import DEFAULT_SMOOTHING, ServerStats, Smoothing, ToolStats
+from toolroute.memory import UsageMemory
 
 __all__ = [
     "DEFAULT_CONNECT_S",
@@ -210,10 +211,20 @@ class StatsBook:
                 self.server_fail_beta[i] = PSEUDO_CALLS * np.array(
                     [srv.failure_rate, 1 - srv.failure_rate]
                 )
+        # Raw counts of observed calls, (successes, failures), without any prior: what the
+        # adaptive strategy pools tool → server → global (route/adaptive.py).
+        self.tool_counts: Floats = np.zeros((n_t, 2))
+        self.server_counts: Floats = np.zeros((n_s, 2))
+        self.memory = UsageMemory()
+        """Which tool the agent called after which query (toolroute/memory.py), per client."""
         for i in range(n_s):
             self._sync_server(i)
         for j in range(n_t):
             self._sync_tool(j)
+
+    def tool_row(self, key: ToolKey) -> int | None:
+        """Index-aligned row of a tool, None for a tool this book does not know."""
+        return self._tool_pos.get(key)
 
     def server(self, server_id: str) -> ServerStats:
         return self._servers[self._server_pos[server_id]]
@@ -242,6 +253,8 @@ class StatsBook:
                 continue
             self.tool_beta[j] += (ok, bad)
             self.server_beta[i] += (ok, bad)
+            self.tool_counts[j] += (ok, bad)
+            self.server_counts[i] += (ok, bad)
             self.server_fail_beta[i] += (crashed, ok + bad - crashed)
 
     def record(self, outcome: Outcome, sink: StatsSink | None = None) -> None:
@@ -261,6 +274,8 @@ class StatsBook:
         self._servers[i], self._tools[j] = server, tool
         self.tool_beta[j, 0 if outcome.success else 1] += 1.0
         self.server_beta[i, 0 if outcome.success else 1] += 1.0
+        self.tool_counts[j, 0 if outcome.success else 1] += 1.0
+        self.server_counts[i, 0 if outcome.success else 1] += 1.0
         self.server_fail_beta[i, 0 if outcome.server_failed else 1] += 1.0
         self._sync_server(i)
         self._sync_tool(j)

@@ -256,3 +256,23 @@ def test_replica_b_sees_a_tool_added_on_replica_a_and_a_outcomes_in_its_ranking(
         b.stop()
     with Store(url) as st:
         assert st.outcome_count() == 26
+
+
+def test_replicas_share_the_usage_memory_and_clearing_it_clears_it_for_both(
+    url: str, tmp_path: Path
+) -> None:
+    cat = _catalog()
+    with (
+        Router(cat, store=url, embedder=HashingEmbedder()) as a,
+        Router(cat, store=url, embedder=HashingEmbedder()) as b,
+    ):
+        before = [c.tool for c in b.route("what time is it now", k=1, strategy="adaptive")]
+        for _ in range(3):
+            a.remember_use("what time is it", "time", "convert_time", True, client="ci")
+        b.reload_stats()  # a replica's periodic refresh
+        got = b.route("what time is it now", k=1, strategy="adaptive", client="ci")
+        assert [c.tool for c in got] == ["convert_time"] != before
+        assert b.forget_uses() == 1
+        a.reload_stats()
+        assert [c.tool for c in a.route("what time is it now", k=1, strategy="adaptive",
+                                        client="ci")] == before  # fmt: skip

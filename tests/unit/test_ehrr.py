@@ -118,3 +118,36 @@ def test_server_whose_ask_exceeds_the_posted_price_is_rejected(tmp_path: Path) -
         assert "weather" in {
             c.server for c in r.route("weather forecast alerts", k=7, strategy="ehrr-no-auction")
         }
+
+
+def test_a_never_called_irrelevant_tool_outranks_an_observed_relevant_one_unless_fixed(
+    tmp_path: Path, catalog_file: Path
+) -> None:
+    """Issue 24: under the paper's priors an unseen tool costs ≈ 1.1 s while the right tool,
+    once observed slow, costs its real 3.5 s: the cost gap beats the similarity gap.
+    ``unseen_cost="optimistic"`` costs the unseen irrelevant tool at the observed mean."""
+    with Router(catalog_file, store=tmp_path / "s", embedder=HashingEmbedder()) as r:
+        ix = r.built
+        book = StatsBook(ix.catalog)
+        for _ in range(10):
+            book.record(Outcome("weather", "get_forecast", True, 3.5))
+        v = r.query_context("weather forecast for Berlin").vector
+        row = ix.keys.index(("weather", "get_forecast"))
+
+        def best(**kw: object) -> int:
+            p = EhrrParams(hierarchy=False, auction=False, similarity="cosine", **kw)  # type: ignore[arg-type]
+            u = ehrr_route(ix, ix.server_vectors @ v, ix.tool_vectors @ v, book, p)
+            return int(np.argmax(u))
+
+        assert best() != row  # the paper's failure mode
+        assert best(unseen_cost="optimistic") == row
+
+
+def test_the_fixed_shortlist_grows_with_the_catalog(tmp_path: Path, catalog_file: Path) -> None:
+    with Router(catalog_file, store=tmp_path / "s", embedder=HashingEmbedder()) as r:
+        ix = r.built
+        v = r.query_context("read a file").vector
+        trace = EhrrTrace()
+        p = EhrrParams(servers_k=1, servers_share=0.5)
+        ehrr_route(ix, ix.server_vectors @ v, ix.tool_vectors @ v, StatsBook(ix.catalog), p, trace)
+        assert len(trace.shortlisted) == 2  # ⌈0.5 · 3 servers⌉

@@ -33,7 +33,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from toolroute.bench.world import World, call_outcome
+import numpy as np
+
+from toolroute.bench.world import World, call_outcome, perturb
 from toolroute.catalog.loader import Query
 from toolroute.catalog.models import Catalog, ToolKey
 from toolroute.errors import ConfigError
@@ -99,6 +101,10 @@ class QueryResult:
     route_calls: int
     latency_s: float
     tokens: int
+    cost_posted_usd: float | None = None
+    """Cost under EHRR Theorem 1's payment rule: each call pays the server's posted price τ_i
+    when the strategy posted one (EHRR), else the tool's own price; None: not tracked (the
+    whole-request agent)."""
 
     @property
     def invalid_calls(self) -> int:
@@ -125,6 +131,10 @@ class AgentRun:
             "latency_s": sum(r.latency_s for r in q) / len(q),
             "tokens": sum(r.tokens for r in q) / len(q),
             "groups_met": sum(r.groups_met for r in q) / len(q),
+            "cost_posted_usd": sum(
+                r.cost_usd if r.cost_posted_usd is None else r.cost_posted_usd for r in q
+            )
+            / len(q),
         }
 
 
@@ -200,6 +210,18 @@ def run_agent(
 # -- the per-step agent -------------------------------------------------------------------------
 
 
+class _EventClock:
+    """The usage memory's clock in a simulation: one tick per remembered call, so its decay
+    counts uses, not wall time."""
+
+    def __init__(self) -> None:
+        self.ticks = 0.0
+
+    def __call__(self) -> float:
+        self.ticks += 1.0
+        return self.ticks
+
+
 class StepRoutes(Protocol):
     """What the per-step agent needs of a router: candidates for one step's text. ``group`` is
     what the step needs; only :class:`OracleRoutes` may read it."""
@@ -209,13 +231,45 @@ class StepRoutes(Protocol):
     ) -> list[Candidate]: ...
 
 
+class StrategyRoutes:
+    """Route step texts with ``strategy``, reading the agent's statistics; a router that keeps
+    a usage memory (``remember_use``) hears which tool the agent called after each text."""
+
+    def __init__(self, router: Routes, strategy: str) -> None:
+        self._router = router
+        self._strategy = strategy
+
+        self.posted: dict[ToolKey, float] = {}
+        """Posted price τ_i of each shown candidate's server on its last route (EHRR only)."""
+
+    def __call__(
+        self, text: str, group: frozenset[ToolKey], k: int, book: StatsBook
+    ) -> list[Candidate]:
+        explain = getattr(self._router, "explain", None)
+        if explain is None:
+            return self._router.route(text, k=k, strategy=self._strategy, stats=book)
+        out = []
+        for c, detail in explain(text, k, self._strategy, stats=book):
+            if "posted_price" in detail:
+                self.posted[(c.server, c.tool)] = float(detail["posted_price"])
+            out.append(c)
+        return out
+
+    def remember(self, text: str, key: ToolKey, success: bool, book: StatsBook) -> None:
+        remember = getattr(self._router, "remember_use", None)
+        if remember is not None:
+            remember(text, key[0], key[1], success, stats=book)
+
+    def skip(self, text: str, shown: list[ToolKey], book: StatsBook) -> None:
+        """The agent called none of ``shown`` for ``text`` (nothing there could do it)."""
+        remember = getattr(self._router, "remember_skip", None)
+        if remember is not None:
+            remember(text, shown, stats=book)
+
+
 def strategy_routes(router: Routes, strategy: str) -> StepRoutes:
     """Route step texts with ``strategy``, reading the agent's statistics."""
-
-    def route(text: str, group: frozenset[ToolKey], k: int, book: StatsBook) -> list[Candidate]:
-        return router.route(text, k=k, strategy=strategy, stats=book)
-
-    return route
+    return StrategyRoutes(router, strategy)
 
 
 ORACLE_ROUTER = "oracle-router"
@@ -264,9 +318,18 @@ def run_step_agent(
     attempts: int = 2,
     tokens: SchemaTokenCounter | None = None,
     progress: Progress | None = None,
+    noise: float = 0.0,
 ) -> AgentRun:
     """The per-step agent over the whole stream (module docstring): ``steps[q][g]`` is the
-    text the planner wrote for group ``g`` of query ``q``."""
+    text the planner wrote for group ``g`` of query ``q``.
+
+    ``noise`` > 0 is the noisy agent: on each call, with that probability, it calls a shown
+    tool that cannot do the step (or, when every shown tool can, the right one with bad
+    arguments): a failed, paid attempt, remembered as a failure. After a route that shows
+    nothing usable it rewords the step (:func:`~toolroute.bench.world.perturb`) and routes
+    again while attempts remain. Its draws come from a generator seeded by the world's seed
+    and the stream position (not by the strategy); a strategy that shows different candidates
+    consumes them in a different order, so the noise is common in rate, not call by call."""
     if attempts < 1:
         raise ConfigError(f"attempts must be at least 1, got {attempts}")
     if len(steps) != len(queries) or any(
@@ -275,18 +338,23 @@ def run_step_agent(
         raise ConfigError("the plan must give one step text per group of every query")
     count = tokens if tokens is not None else SchemaTokenCounter()
     book = StatsBook(catalog, seed=world.seed)
+    book.memory.clock = _EventClock()
     position = {key: j for j, key in enumerate(world.keys)}
     label = f"{name} seed {world.seed}"
+    remember = getattr(route, "remember", None)
+    skip = getattr(route, "skip", None)
+    posted: dict[ToolKey, float] = getattr(route, "posted", {})
     out: list[QueryResult] = []
     for qi, (q, texts) in enumerate(zip(queries, steps, strict=True)):
+        noisy = np.random.default_rng([world.seed, qi, 104_729])
         met = 0
-        cost = latency = 0.0
+        cost = latency = paid = 0.0
         inv_tool = calls = routes = toks = 0
         presented: set[ToolKey] = set()
         for gi, (group, text) in enumerate(zip(q.groups, texts, strict=True)):
             tried: set[ToolKey] = set()
             left, done = attempts, False
-            for _ in range(attempts):  # a step never routes more often than it may call
+            for retry in range(attempts):  # a step never routes more often than it may call
                 shown = route(text, group, n, book)
                 routes += 1
                 toks += count(shown)
@@ -294,14 +362,35 @@ def run_step_agent(
                 failed = False
                 for c in shown:
                     key = (c.server, c.tool)
+                    if noise > 0 and noisy.random() < noise:  # a wrong tool or bad arguments
+                        wrong = [
+                            (d.server, d.tool) for d in shown if (d.server, d.tool) not in group
+                        ]
+                        bad = wrong[int(noisy.integers(len(wrong)))] if wrong else key
+                        price = float(world.price[position[bad]])
+                        left -= 1
+                        calls += 1
+                        cost += price
+                        paid += posted.get(bad, price)
+                        inv_tool += 1
+                        failed = True
+                        if remember is not None:
+                            remember(text, bad, False, book)
+                        if left == 0:
+                            break
+                        if bad != key:
+                            continue
                     if key not in group or key in tried:
                         continue
                     call = call_outcome(world, qi, gi, key, 0, tool=position[key])
                     tried.add(key)
                     left -= 1
                     book.record(call.outcome())
+                    if remember is not None:
+                        remember(text, key, call.success, book)
                     calls += 1
                     cost += call.price
+                    paid += posted.get(key, call.price)
                     latency += call.latency_s
                     if call.success:
                         done = True
@@ -310,6 +399,12 @@ def run_step_agent(
                     inv_tool += 1
                     if left == 0:
                         break
+                usable = any((c.server, c.tool) in group for c in shown)
+                if not usable and skip is not None and shown:  # an abandoned answer
+                    skip(text, [(c.server, c.tool) for c in shown], book)
+                if noise > 0 and not usable and not done and left > 0:
+                    text = perturb(text, f"reword-{retry}", share=1.0)  # a miss: say it again
+                    continue
                 if done or left == 0 or not failed:
                     break
             met += done
@@ -318,6 +413,7 @@ def run_step_agent(
                 success=met == len(q.groups),
                 groups_met=met / len(q.groups) if q.groups else 1.0,
                 cost_usd=cost,
+                cost_posted_usd=paid,
                 invalid_route_calls=len(presented - q.relevant),
                 invalid_tool_calls=inv_tool,
                 tool_calls=calls,

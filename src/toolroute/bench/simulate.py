@@ -25,12 +25,13 @@ paired difference of two strategies.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 
@@ -66,6 +67,7 @@ __all__ = [
     "run_agent",
     "run_simulation",
     "simulate",
+    "task_stream",
     "write_simulation_outputs",
 ]
 
@@ -75,7 +77,7 @@ Stat = dict[str, float | None]
 
 METRICS = (
     "success_rate", "cost_usd", "invalid_calls", "latency_s", "tokens",
-    "invalid_route_calls", "invalid_tool_calls", "tool_calls", "groups_met",
+    "invalid_route_calls", "invalid_tool_calls", "tool_calls", "groups_met", "cost_posted_usd",
 )  # fmt: skip
 """Per-query means reported for each strategy (the first five are the issue's table)."""
 REGRET = ("regret_success", "regret_cost_usd")
@@ -124,10 +126,18 @@ class Simulation:
     runs: tuple[AgentRun, ...]
     setting: dict[str, Any] = field(default_factory=dict)
     """How the world and the agent were set (providers, planner, attempts, n, prices)."""
+    window: tuple[int, int] | None = None
+    """Tasks A … B−1 of the stream are what the summary and paired figures count."""
 
-    def by_strategy(self) -> dict[str, list[AgentRun]]:
+    def by_strategy(self, *, whole: bool = False) -> dict[str, list[AgentRun]]:
+        """Runs per strategy, cut to :attr:`window` unless ``whole``."""
         out: dict[str, list[AgentRun]] = {}
         for r in self.runs:
+            if self.window is not None and not whole:
+                a, b = self.window
+                if not r.queries[a:b]:
+                    raise ConfigError(f"window {a}:{b} holds no task of the stream")
+                r = AgentRun(r.strategy, r.seed, r.queries[a:b])
             out.setdefault(r.strategy, []).append(r)
         return out
 
@@ -193,7 +203,7 @@ class Simulation:
         """Per strategy, over the query stream and averaged over seeds: the running success
         rate and the cumulative cost (USD)."""
         out: dict[str, dict[str, list[float]]] = {}
-        for name, runs in self.by_strategy().items():
+        for name, runs in self.by_strategy(whole=True).items():
             ok = np.array([[q.success for q in r.queries] for r in runs], dtype=np.float64)
             usd = np.array([[q.cost_usd for q in r.queries] for r in runs], dtype=np.float64)
             steps = np.arange(1, ok.shape[1] + 1)
@@ -202,6 +212,67 @@ class Simulation:
                 "cumulative_cost_usd": np.cumsum(usd, axis=1).mean(axis=0).tolist(),
             }
         return out
+
+    def curves(self, bins: int = 20) -> dict[str, dict[str, list[float]]]:
+        """Learning curves per strategy over the whole stream, in ``bins`` equal blocks of
+        tasks (mean over seeds): success rate, USD per successful task (block cost / block
+        successes) and invalid calls per task, with ``tasks`` the block ends."""
+        out: dict[str, dict[str, list[float]]] = {}
+        for name, runs in self.by_strategy(whole=True).items():
+            total = len(runs[0].queries)
+            edges = np.linspace(0, total, min(bins, total) + 1).astype(int)
+            ok = np.array([[q.success for q in r.queries] for r in runs], dtype=np.float64)
+            usd = np.array([[q.cost_usd for q in r.queries] for r in runs], dtype=np.float64)
+            bad = np.array([[q.invalid_calls for q in r.queries] for r in runs], dtype=np.float64)
+            succ, per, inv = [], [], []
+            for a, b in zip(edges[:-1], edges[1:], strict=True):
+                wins = ok[:, a:b].sum()
+                succ.append(float(ok[:, a:b].mean()))
+                per.append(float(usd[:, a:b].sum() / wins) if wins else float("nan"))
+                inv.append(float(bad[:, a:b].mean()))
+            out[name] = {
+                "tasks": [float(b) for b in edges[1:]],
+                "success_rate": succ,
+                "usd_per_success": per,
+                "invalid_calls": inv,
+            }
+        return out
+
+
+Stream = Literal["once", "zipf", "sessions"]
+STREAMS: tuple[Stream, ...] = get_args(Stream)
+
+
+def task_stream(count: int, stream: Stream, seed: int, tasks: int | None = None) -> list[int]:
+    """The order in which the agent meets the ``count`` tasks, drawn from ``seed`` alone:
+
+    once       each task once, in file order (``tasks`` may cut it)
+    zipf       ``tasks`` draws with P(rank k) ∝ 1/k over a seeded ranking of the tasks:
+               the same jobs recur, a few very often (real agents' workloads)
+    sessions   sessions of Geometric(1/5) tasks, each session drawing from 3 tasks
+               picked by the Zipf law: bursts of related, repeated work
+    """
+    if count < 1:
+        raise ConfigError("a stream needs at least one task")
+    if stream not in STREAMS:
+        raise ConfigError(f"unknown stream {stream!r}; choose from: {', '.join(STREAMS)}")
+    if stream == "once":
+        return list(range(count if tasks is None else min(tasks, count)))
+    n = tasks if tasks is not None else 2000
+    if n < 1:
+        raise ConfigError(f"tasks must be at least 1, got {n}")
+    rng = np.random.default_rng([seed, 7_919])  # its own stream: the world's draws never move
+    ranking = rng.permutation(count)
+    weights = 1.0 / np.arange(1, count + 1)
+    weights /= weights.sum()
+    if stream == "zipf":
+        return [int(ranking[k]) for k in rng.choice(count, size=n, p=weights)]
+    out: list[int] = []
+    while len(out) < n:
+        pool = ranking[rng.choice(count, size=min(3, count), replace=False, p=weights)]
+        length = int(rng.geometric(0.2))
+        out.extend(int(pool[i]) for i in rng.integers(len(pool), size=length))
+    return out[:n]
 
 
 class _MemoEmbedder:
@@ -251,6 +322,11 @@ def run_simulation(
     planner: Planner = "oracle",
     attempts: int = 2,
     price_quality: PriceQuality = "independent",
+    stream: Stream = "once",
+    tasks: int | None = None,
+    window: tuple[int, int] | None = None,
+    noise: float = 0.0,
+    servers_k: int | None = None,
 ) -> Simulation:
     """Run every strategy over the query stream in each seed's world (seeds ``0 … seeds−1``, or
     the given seeds). ``providers`` > 1 routes over a :class:`Market` of the router's catalog,
@@ -258,7 +334,16 @@ def run_simulation(
     there); otherwise strategies route through ``router.with_catalog(world catalog)``: the same
     index, re-priced with the world's declared prices. ``planner="whole"`` is today's agent;
     any other planner runs the per-step agent with ``attempts`` calls per step, and the oracle
-    router beside the strategies."""
+    router beside the strategies.
+
+    ``stream`` orders the tasks (:func:`task_stream`: ``once`` is today's single pass), drawn
+    per seed before any policy runs; ``window`` = (A, B) reports tasks A … B−1 of it (every
+    task is still run, so strategies learn from the whole prefix); ``noise`` is the noisy
+    agent's error rate (per-step agent only). ``servers_k`` sets the server shortlist of
+    ``cascade`` and EHRR; None scales it with the vendor count (5 × providers, the same
+    share of the market as 5 of the catalog's servers)."""
+    if not 0.0 <= noise < 1.0:
+        raise ConfigError(f"noise must be in [0, 1), got {noise}")
     for s in strategies:
         resolve_strategy(s)  # fail before any work on a typo
     if n < 1:
@@ -271,6 +356,13 @@ def run_simulation(
     if not seed_list or not strategies or not queries:
         raise ConfigError("simulate needs at least one seed, one strategy and one query")
     market = Market.build(router.catalog, providers)
+    k = servers_k if servers_k is not None else 5 * providers
+    if k != router.params.servers_k or k != router.params.ehrr.servers_k:
+        params_k = replace(
+            router.params, servers_k=k, ehrr=replace(router.params.ehrr, servers_k=k)
+        )
+        router = copy.copy(router)
+        router.params = params_k
     params = WorldParams(price_quality=price_quality)
     count = SchemaTokenCounter()
     inner = router.embedder
@@ -298,16 +390,19 @@ def run_simulation(
                 correlation.append(rho)
             catalog = world.catalog(market.catalog)
             seen = base.with_catalog(catalog, embedder=memo)  # same index, the world's prices
+            order = task_stream(len(queries), stream, seed, tasks)  # fixed before any policy
+            seed_queries = [market_queries[i] for i in order]
+            seed_steps = [steps[i] for i in order]
             for s in strategies:
                 if planner == "whole":
                     run = run_agent(
-                        seen, world, catalog, market_queries, s, n=n, tokens=count,
+                        seen, world, catalog, seed_queries, s, n=n, tokens=count,
                         progress=progress,
                     )  # fmt: skip
                 else:
                     run = run_step_agent(
-                        strategy_routes(seen, s), s, world, catalog, market_queries, steps,
-                        n=n, attempts=attempts, tokens=count, progress=progress,
+                        strategy_routes(seen, s), s, world, catalog, seed_queries, seed_steps,
+                        n=n, attempts=attempts, tokens=count, progress=progress, noise=noise,
                     )  # fmt: skip
                 runs.append(run)
             if planner != "whole":
@@ -317,12 +412,13 @@ def run_simulation(
                         ORACLE_ROUTER,
                         world,
                         catalog,
-                        market_queries,
-                        steps,
+                        seed_queries,
+                        seed_steps,
                         n=n,
                         attempts=attempts,
                         tokens=count,
                         progress=progress,
+                        noise=noise,
                     )  # fmt: skip
                 )
     finally:
@@ -337,7 +433,11 @@ def run_simulation(
         "seeds": seed_list,
         "price_quality_spearman": float(np.mean(correlation)) if correlation else None,
     }
-    return Simulation(tuple(runs), setting)
+    if stream != "once" or tasks is not None or window is not None or noise:
+        setting.update(stream=stream, tasks=tasks, window=window, noise=noise)
+    if k != 5:
+        setting["servers_k"] = k
+    return Simulation(tuple(runs), setting, window)
 
 
 def simulate(
@@ -432,3 +532,56 @@ def write_simulation_outputs(
     fig.savefig(png, dpi=120)
     plt.close(fig)
     return [js, md, png]
+
+
+def write_learning_outputs(sim: Simulation, out_dir: str | Path, bins: int = 20) -> list[Path]:
+    """Write curves.json and learning.png (success, USD per successful task and invalid calls
+    against tasks seen, one figure) and pareto.png (success against cost per query, mean ±
+    95 % over seeds, per strategy) into ``out_dir``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    curves = sim.curves(bins)
+    js, learning, pareto = out / "curves.json", out / "learning.png", out / "pareto.png"
+    js.write_text(json.dumps(curves, indent=2) + "\n", encoding="utf-8")
+    fig, axes = plt.subplots(1, 3, figsize=(15.0, 4.2))
+    panels = (
+        ("success_rate", "success rate"),
+        ("usd_per_success", "USD per successful task"),
+        ("invalid_calls", "invalid calls per task"),
+    )
+    for ax, (metric, label) in zip(axes, panels, strict=True):
+        for name, c in curves.items():
+            ax.plot(c["tasks"], c[metric], marker=".", label=name)
+        ax.set(xlabel="tasks seen", ylabel=label)
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7)
+    fig.suptitle("Learning curves (mean over seeds, per block of tasks)")
+    fig.tight_layout()
+    fig.savefig(learning, dpi=120)
+    plt.close(fig)
+
+    summary = sim.summary
+    fig, ax = plt.subplots(figsize=(7.0, 5.0))
+    for name, r in summary.items():
+        x, y = r["cost_usd"], r["success_rate"]
+        ax.errorbar(
+            x["mean"] or 0.0,
+            y["mean"] or 0.0,
+            xerr=x["ci95"] or 0.0,
+            yerr=y["ci95"] or 0.0,
+            fmt="o",
+            capsize=3,
+        )
+        ax.annotate(name, (x["mean"] or 0.0, y["mean"] or 0.0), fontsize=7,
+                    xytext=(4, 4), textcoords="offset points")  # fmt: skip
+    ax.set(xlabel="cost USD per task", ylabel="success rate", title="Success against cost")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(pareto, dpi=120)
+    plt.close(fig)
+    return [js, learning, pareto]

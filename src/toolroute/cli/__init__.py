@@ -13,7 +13,7 @@ package registers every command on ``main``.
 
 from __future__ import annotations
 
-from toolroute.cli import catalog, connect, gateway, measure  # noqa: F401  (registers them)
+from toolroute.cli import catalog, connect, gateway, measure, memory  # noqa: F401  (registers them)
 from toolroute.cli.app import main
 
 __all__ = ["main"]

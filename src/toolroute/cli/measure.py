@@ -23,6 +23,7 @@ from toolroute.cli.common import (
     store_option,
     synced_option,
 )
+from toolroute.errors import ConfigError
 
 
 @main.command()
@@ -104,6 +105,20 @@ def bench(
         click.echo(markdown_table(results, title))
 
 
+def _window(text: str | None) -> tuple[int, int] | None:
+    """``A:B`` as (A, B); a user mistake is a ConfigError (one line, exit 2)."""
+    if text is None:
+        return None
+    a, sep, b = text.partition(":")
+    try:
+        span = (int(a), int(b))
+    except ValueError:
+        span = None
+    if not sep or span is None or not 0 <= span[0] < span[1]:
+        raise ConfigError(f"--window must be A:B with 0 <= A < B, got {text!r}")
+    return span
+
+
 @main.command()
 @catalog_option
 @synced_option
@@ -162,6 +177,24 @@ def bench(
     help="Vendor prices independent of hidden quality, or rising with it.",
 )
 @click.option(
+    "--stream",
+    type=click.Choice(["once", "zipf", "sessions"]),
+    default="once",
+    show_default=True,
+    help="Task order: each once, a Zipf-recurring stream, or sessions of repeated work.",
+)
+@click.option("--tasks", type=click.IntRange(min=1), default=None, help="Stream length.")
+@click.option("--window", default=None, help="A:B — report tasks A..B-1 of the stream only.")
+@click.option(
+    "--noise", type=click.FloatRange(0.0, 0.99), default=0.0, help="Noisy agent's error rate."
+)
+@click.option(
+    "--servers-k",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Server shortlist of cascade/EHRR (default: 5 per vendor).",
+)
+@click.option(
     "--baseline",
     default="cascade",
     show_default=True,
@@ -188,6 +221,11 @@ def simulate(
     planner: str,
     attempts: int,
     prices: str,
+    stream: str,
+    tasks: int | None,
+    window: str | None,
+    noise: float,
+    servers_k: int | None,
     baseline: str,
     out: Path | None,
     as_json: bool,
@@ -207,6 +245,7 @@ def simulate(
     from toolroute.route.strategy import resolve_strategy
 
     names = list(strategies) or ["cascade", "ehrr"]
+    span = _window(window)
     for name in names:
         resolve_strategy(name)
     with _router(catalog, store, documents, config=config_path) as router:
@@ -224,11 +263,21 @@ def simulate(
                 planner=planner,  # type: ignore[arg-type]  # click.Choice checked it
                 attempts=attempts,
                 price_quality=prices,  # type: ignore[arg-type]
+                stream=stream,  # type: ignore[arg-type]
+                tasks=tasks,
+                window=span,
+                noise=noise,
+                servers_k=servers_k,
             )
     paired = sim.paired_table(baseline) if baseline in names and len(names) > 1 else ""
     if out is not None:
         for p in write_simulation_outputs(sim.summary, sim.series, out, setting=sim.setting):
             click.echo(f"wrote {p}", err=True)
+        if stream != "once":
+            from toolroute.bench.simulate import write_learning_outputs
+
+            for p in write_learning_outputs(sim, out):
+                click.echo(f"wrote {p}", err=True)
         if paired:
             (out / "paired.md").write_text(paired, encoding="utf-8")
             click.echo(f"wrote {out / 'paired.md'}", err=True)

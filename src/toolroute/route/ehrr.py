@@ -14,6 +14,7 @@ similarity alone; the auction still prices from C_i^s, as it needs a cost), ``hi
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -65,6 +66,19 @@ class EhrrParams:
     the mean of those observed (L0 before any call), so a provider that failed is not kept
     merely because an unseen one's prior latency looks slow. The
     auction runs unchanged on the resulting C_i^s."""
+    unseen_cost: Literal["prior", "optimistic"] = "prior"
+    """``prior`` (the paper): a server or tool never called keeps the cost of its priors.
+    ``optimistic`` (ehrr-fixed, issue 24): costs are compared among the observed; one never
+    called costs the *lowest* observed cost when it is relevant (similarity within
+    ``relevant_band`` of the best), the *mean* observed cost otherwise. Under the prior, an
+    irrelevant tool never called keeps a prior cost far below a relevant tool's observed
+    one, so it outranks it, is never called, and is never corrected."""
+    relevant_band: float = 0.1
+    """Similarity below the best within which an unseen tool or server counts as relevant."""
+    servers_share: float | None = None
+    """ehrr-fixed: the shortlist keeps at least this share of the servers (⌈share · m⌉), so
+    it grows with the catalog (5/70 keeps 5 of livemcpbench's 70 servers, 15 of a 3-vendor
+    market's 210); None: ``servers_k`` whatever the catalog's size (the paper)."""
 
 
 @dataclass(slots=True)
@@ -131,6 +145,19 @@ def _observed_latency(latency: Floats, calls: Floats, lam: float) -> Floats:
     return out
 
 
+def _unseen_optimistic(
+    cost: Floats, sim: Floats, seen: npt.NDArray[np.bool_], band: float
+) -> Floats:
+    """Costs with the never-called replaced: the lowest observed cost where ``sim`` is within
+    ``band`` of the best, the mean observed cost elsewhere (unchanged when none is observed)."""
+    if not seen.any() or seen.all():
+        return cost
+    relevant = sim >= float(sim.max()) - band
+    fill = np.where(relevant, float(cost[seen].min()), float(cost[seen].mean()))
+    out: Floats = np.where(seen, cost, fill)
+    return out
+
+
 def ehrr_route(
     ix: ToolIndex,
     server_sim: npt.NDArray[np.floating],
@@ -180,6 +207,13 @@ def ehrr_route(
     t.tool_cost = (overhead[ix.server_of] + tool_latency) / _attempt_success(
         tool_success, fail_of_tool, p.eps
     ) + p.kappa * ix.prices
+    if p.unseen_cost == "optimistic":
+        t.server_cost = _unseen_optimistic(
+            t.server_cost, t.server_sim, stats.server_counts.sum(axis=1) > 0, p.relevant_band
+        )
+        t.tool_cost = _unseen_optimistic(
+            t.tool_cost, t.tool_sim, stats.tool_counts.sum(axis=1) > 0, p.relevant_band
+        )
     # eq. 3: server utility; ehrr-no-exec ranks on similarity alone.
     alpha_s = p.alpha_server if p.execution else 0.0
     alpha_t = p.alpha_tool if p.execution else 0.0
@@ -193,7 +227,10 @@ def ehrr_route(
     # eq. 7: tool utility.
     utility = t.tool_sim - alpha_t * t.tool_cost
     if p.hierarchy:
-        k = min(p.servers_k, len(t.server_utility))
+        k = p.servers_k
+        if p.servers_share is not None:
+            k = max(k, math.ceil(p.servers_share * len(t.server_utility)))
+        k = min(k, len(t.server_utility))
         t.shortlisted = np.argsort(-t.server_utility, kind="stable")[:k]
     else:  # ehrr-flat: no server shortlist; the auction still filters every server
         t.shortlisted = np.arange(len(t.server_utility))

@@ -29,6 +29,7 @@ from toolroute.catalog.models import Catalog, Server, Tool, ToolKey
 from toolroute.economics import DEFAULT_SMOOTHING, ServerStats, Smoothing, ToolStats
 from toolroute.embed.base import Matrix
 from toolroute.errors import StoreError
+from toolroute.memory import MemoryRow
 from toolroute.stats import Outcome
 from toolroute.store import sql
 from toolroute.store.base import (
@@ -433,6 +434,56 @@ class Store:
     def is_promoted(self, client: str, name: str) -> bool:
         """Whether find_tools returned ``name`` to ``client`` and the promotion is still valid."""
         return bool(self._rows(sql.IS_PROMOTED, (client, name, time.time())))
+
+    # -- usage memory (toolroute/memory.py): shared by replicas, bounded --------------------
+    def remember_use(
+        self,
+        client: str,
+        query_hash: str,
+        key: ToolKey,
+        vector: Matrix,
+        success: bool,
+        at: float,
+        *,
+        skipped: bool = False,
+        capacity: int = 20_000,
+    ) -> None:
+        """Add one call (or, ``skipped``, one abandoned showing) to its (client, query, tool)
+        row, then drop rows beyond ``capacity``."""
+        blob = np.asarray(vector, dtype=np.float32).tobytes()
+        ok = 1.0 if success and not skipped else 0.0
+        bad = 0.0 if success or skipped else 1.0
+        skip = 1.0 if skipped else 0.0
+        with self._tx():
+            self._rows(sql.REMEMBER_USE, (client, query_hash, *key, blob, ok, bad, skip, at))
+            self._rows(sql.PRUNE_MEMORY, (capacity - 1,))
+
+    def load_memory(self) -> list[MemoryRow]:
+        return [
+            MemoryRow(
+                client,
+                query,
+                server,
+                tool,
+                np.frombuffer(bytes(vec), dtype=np.float32).astype(np.float64),
+                float(ok),
+                float(bad),
+                float(at),
+                float(skips),
+            )
+            for client, query, server, tool, vec, ok, bad, skips, at in self._rows(sql.LOAD_MEMORY)
+        ]
+
+    def clear_memory(self, client: str | None = None) -> int:
+        """Forget every client's rows (or one's); returns how many went."""
+        with self._tx():
+            before = int(self._rows(sql.COUNT_MEMORY)[0][0])
+            if client is None:
+                self._rows(sql.CLEAR_MEMORY)
+            else:
+                self._rows(sql.CLEAR_CLIENT_MEMORY, (client,))
+            after = int(self._rows(sql.COUNT_MEMORY)[0][0])
+        return before - after
 
 
 def replica_name() -> str:

@@ -79,7 +79,17 @@ CREATE TABLE IF NOT EXISTS promotions (
 ) {without_rowid}
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)
+_V4 = """
+CREATE TABLE IF NOT EXISTS usage_memory (
+    client TEXT NOT NULL, query_hash TEXT NOT NULL, server TEXT NOT NULL, tool TEXT NOT NULL,
+    vector {blob} NOT NULL, successes {real} NOT NULL, failures {real} NOT NULL,
+    skips {real} NOT NULL, at {real} NOT NULL, PRIMARY KEY (client, query_hash, server, tool)
+);
+CREATE INDEX IF NOT EXISTS usage_memory_at ON usage_memory (at)
+"""
+"""The usage memory (toolroute/memory.py): calls made after a find_tools query, per client."""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4)
 """Forward migrations; the schema version of a store is how many it has applied."""
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -182,3 +192,25 @@ RECORD_OUTCOME_CHAINED = (
     + INSERT_OUTCOME.replace("VALUES (?, ?, ?, ?, ?, ?, ?)", "SELECT ?, ?, ?, ?, ?, ?, ? FROM tl")
     + ") SELECT srv.*, tl.* FROM srv, tl"
 )  # fmt: skip
+
+REMEMBER_USE = (
+    "INSERT INTO usage_memory AS m"
+    " (client, query_hash, server, tool, vector, successes, failures, skips, at)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (client, query_hash, server, tool) DO UPDATE"
+    " SET successes = m.successes + excluded.successes,"
+    " failures = m.failures + excluded.failures, skips = m.skips + excluded.skips,"
+    " vector = excluded.vector,"
+    " at = CASE WHEN excluded.at > m.at THEN excluded.at ELSE m.at END"
+)
+# Bounded: everything older than the capacity-th newest row goes (ties at that age stay).
+PRUNE_MEMORY = (
+    "DELETE FROM usage_memory WHERE at < ("
+    "SELECT at FROM usage_memory ORDER BY at DESC LIMIT 1 OFFSET ?)"
+)
+LOAD_MEMORY = (
+    "SELECT client, query_hash, server, tool, vector, successes, failures, skips, at"
+    " FROM usage_memory"
+)
+CLEAR_MEMORY = "DELETE FROM usage_memory"
+CLEAR_CLIENT_MEMORY = "DELETE FROM usage_memory WHERE client = ?"
+COUNT_MEMORY = "SELECT count(*) FROM usage_memory"

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Issue 24: the learning router (adaptive) against hybrid, default and EHRR on the 3-vendor
+# livemcpbench market; EHRR's failure modes as ablations.    bash benchmarks/adaptive.sh
+# Needs ../shared beside the repo; embeddings cached in .toolroute/bench-store (the market's in
+# .toolroute/bench-store/market-3). Every figure of benchmarks/results/adaptive comes from here.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TR="nice -n 10 .venv/bin/toolroute"
+PY="nice -n 10 .venv/bin/python"
+B=../shared/benchmarks
+R=benchmarks/results/adaptive
+STORE=.toolroute/bench-store
+L="--catalog $B/livemcpbench/catalog.json --queries $B/livemcpbench/queries.jsonl --store $STORE"
+M="--providers 3 -n 3 --attempts 2 --seeds 10 --baseline hybrid"
+
+# Recurring work: 2,000 tasks of a Zipf stream, tasks 1,500-2,000 reported; curves over all.
+$TR simulate $L $M --planner oracle --stream zipf --tasks 2000 --window 1500:2000 \
+    -s hybrid -s default -s adaptive -s adaptive-2 -s adaptive-no-memory -s adaptive-budget \
+    -s ehrr -s ehrr-fixed --out "$R/zipf"
+# The same with the noisy agent (wrong tool or bad arguments 10 % of the time).
+$TR simulate $L $M --planner oracle --stream zipf --tasks 2000 --window 1500:2000 --noise 0.1 \
+    -s hybrid -s adaptive -s adaptive-2 --out "$R/noisy"
+# Today's setting: each of the 95 tasks once.
+$TR simulate $L $M --planner oracle --stream once \
+    -s hybrid -s default -s adaptive -s adaptive-2 -s ehrr -s ehrr-fixed --out "$R/once"
+# The offline clause planner (retrieval decides): Zipf stream.
+$TR simulate $L $M --planner clauses --stream zipf --tasks 2000 --window 1500:2000 \
+    -s hybrid -s default -s adaptive -s adaptive-2 --out "$R/clauses"
+# EHRR's failure modes on recurring work, at the paper's shortlist (5 servers of 210).
+$TR simulate $L --providers 3 -n 3 --attempts 2 --seeds 5 --baseline ehrr --planner oracle \
+    --stream zipf --tasks 2000 --window 1500:2000 --servers-k 5 \
+    -s ehrr -s ehrr-cos -s ehrr-optimistic -s ehrr-flat -s ehrr-fixed -s cascade \
+    --out "$R/ehrr-ablation"
+# Cold retrieval: grouping must not cost coverage, and recall must not drop.
+$PY benchmarks/capability_coverage.py --store "$STORE" --cosine 0.9 --cosine 0.8 \
+    --cosine 1.5 -s hybrid -s default -s adaptive-hybrid -s adaptive --out "$R/coverage.md"
+for set in livemcpbench mcpbench; do
+    $TR bench --catalog "$B/$set/catalog.json" --queries "$B/$set/queries.jsonl" \
+        --store "$STORE" -s default -s adaptive --json > "$R/bench-$set.json"
+done
+$TR bench --catalog "$B/union/catalog.json" --queries benchmarks/union_queries.jsonl \
+    --store "$STORE" -s default -s adaptive --json > "$R/bench-union.json"
+# The reproduction: today's table, figure for figure.
+$TR simulate $L -s cascade -s ehrr -s ehrr-no-auction -s ehrr-no-exec -s ehrr-flat -s ehrr-cos \
+    -s ehrr-beta -s ehrr-ts --providers 1 --planner whole --stream once -n 3 --seeds 10 \
+    --out "$R/reproduce-simulate"
+diff <(head -12 "$R/reproduce-simulate/simulate.md") <(head -12 benchmarks/results/simulate/simulate.md)
