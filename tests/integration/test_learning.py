@@ -160,3 +160,55 @@ def test_ehrr_ucb_switches_to_the_reliable_provider_when_the_agent_follows_its_r
     # Real latencies are noisy (the machine is shared), so the ranking may waver on a close
     # call; the loop ends only once the reliable provider has ranked first 5 times in a row.
     assert set(firsts[-5:]) == {"clock-b"} and len(calls) < MAX_CALLS
+
+
+def test_the_usage_memory_ranks_what_a_client_keeps_calling_first_for_it_alone(
+    tmp_path: Path,
+) -> None:
+    """Two real time servers (``clock-a``, ``clock-b``: one capability per tool, two vendors
+    each). For "the time in a timezone" the current-time tool ranks first; client alice's
+    agent keeps calling ``convert_time`` for that need instead. After a few find -> call
+    rounds a paraphrase of the need ranks ``convert_time`` first for alice only (bob, who
+    called nothing, still gets ``get_current_time``), also in a new gateway over the same
+    store (a restart)."""
+    time_server = {"command": sys.executable, "args": ["-c", TIME_MAIN]}
+    path = tmp_path / "servers.json"
+    path.write_text(json.dumps({"mcpServers": {"clock-a": time_server, "clock-b": time_server}}))
+    (tmp_path / "toolroute.toml").write_text(
+        f'[toolroute]\nstore = "{tmp_path / "store"}"\ncall_timeout_s = 20\ncall_gate = false\n'
+    )
+    cfg = load_config(path)
+    paraphrase = "what time is it now in a given time zone"  # cosine 0.87 to QUERY
+    convert = {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"}
+    embedder = OnnxEmbedder()
+
+    def first(found: dict[str, Any]) -> str:
+        return str(found["candidates"][0]["tool"])
+
+    async def main() -> None:
+        with anyio.fail_after(120):
+            await rounds()
+
+    async def rounds() -> None:
+        async with running_pool(cfg) as pool:
+            router, _ = await sync_router(cfg, pool, embedder=embedder)
+            gw = Gateway(router, pool, call_timeout_s=20, call_gate=False)
+            assert first(await gw.find_async(paraphrase, 3, client="alice")) == TOOL
+            state = gw.sessions.for_client("token:alice")
+            for _ in range(4):
+                await gw.find_async(QUERY, 3, state, client="alice")
+                called = await gw.gated_call(
+                    "clock-b__convert_time", convert, state, client="alice"
+                )
+                assert not called.is_error  # type: ignore[union-attr]
+            assert first(await gw.find_async(paraphrase, 3, client="alice")) == "convert_time"
+            assert first(await gw.find_async(paraphrase, 3, client="bob")) == TOOL
+            router.close()
+        async with running_pool(cfg) as pool:  # a restart: a new gateway over the same store
+            router, _ = await sync_router(cfg, pool, embedder=embedder)
+            gw = Gateway(router, pool, call_timeout_s=20, call_gate=False)
+            assert first(await gw.find_async(paraphrase, 3, client="alice")) == "convert_time"
+            assert first(await gw.find_async(paraphrase, 3, client="bob")) == TOOL
+            router.close()
+
+    anyio.run(main)

@@ -30,6 +30,7 @@ from toolroute.gateway.quarantine import Held, Quarantine, revision
 from toolroute.gateway.status import snapshot, write_status
 from toolroute.heap import freeze_heap, trim_heap
 from toolroute.llm.client import ChatLLM, llm_cache_path
+from toolroute.route.adaptive import AdaptiveParams
 from toolroute.route.strategy import RouteParams
 from toolroute.router import IndexReport, Router
 from toolroute.sources.pool import Downstream, DownstreamPool
@@ -143,7 +144,10 @@ def build_router(config: GatewayConfig, catalog: Catalog, embedder: Any = None) 
     if config.llm:
         with Store(target) as store:  # the LLM cache is a local file, even beside PostgreSQL
             llm = ChatLLM(config.llm, cache_path=llm_cache_path(store.directory))
-    return Router(catalog, store=target, embedder=embedder, params=RouteParams(llm=llm))
+    adaptive = AdaptiveParams(value_usd=config.value_usd, values=config.values)
+    return Router(
+        catalog, store=target, embedder=embedder, params=RouteParams(llm=llm, adaptive=adaptive)
+    )
 
 
 async def sync_router(

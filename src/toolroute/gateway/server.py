@@ -316,7 +316,9 @@ class Gateway:
         if self.expose == "all":
             name = await self.passthrough.resolve(params.name)
             if name is not None:
-                return await self.gated_call(name, args, state, allowed)
+                return await self.gated_call(
+                    name, args, state, allowed, client=authenticated_client(ctx) or ""
+                )
         if params.name == FIND_TOOLS.name:
             problem = check_find_args(args)
             if problem:
@@ -334,7 +336,9 @@ class Gateway:
                     },
                     error=True,
                 )
-            found = await self.find_async(query, k, state, may_use=allowed)
+            found = await self.find_async(
+                query, k, state, may_use=allowed, client=authenticated_client(ctx) or ""
+            )
             if self.expose == "bind":
                 await self._bind(ctx, found["candidates"])
             return _json_result(found)
@@ -350,7 +354,9 @@ class Gateway:
                     },
                     error=True,
                 )
-            return await self.gated_call(name, arguments, state, allowed=allowed)
+            return await self.gated_call(
+                name, arguments, state, allowed=allowed, client=authenticated_client(ctx) or ""
+            )
         if params.name == REQUEST_CAPABILITY.name:
             need = args.get("need")
             if not isinstance(need, str) or not need.strip():
@@ -373,7 +379,9 @@ class Gateway:
             state.milestones.add(milestone)
             return _json_result({"milestones": sorted(state.milestones)})
         if params.name in self.bound:
-            return await self.gated_call(params.name, args, state, allowed=allowed)
+            return await self.gated_call(
+                params.name, args, state, allowed=allowed, client=authenticated_client(ctx) or ""
+            )
         return _json_result(
             {
                 "error": "unknown_tool",
@@ -389,9 +397,11 @@ class Gateway:
         arguments: dict[str, Any],
         state: SessionState,
         allowed: Callable[[str], bool] | None = None,
+        client: str = "",
     ) -> types.CallToolResult | types.InputRequiredResult:
         """call_tool behind the client's allow-list, the call gate (seed 002 Alg. 1 line 8)
-        and the preconditions."""
+        and the preconditions; a completed call of a found tool feeds ``client``'s usage
+        memory (what it called after which find_tools query, and whether it worked)."""
         server, _, tool = name.partition(SEPARATOR)
         known = name in self.presenter.tools_by_name
         if allowed is not None and not (known and allowed(name)):
@@ -421,9 +431,18 @@ class Gateway:
                     {"error": "precondition_failed", "tool": name, "message": reason}, error=True
                 )
         result = await self.call(name, arguments)
-        if known and isinstance(result, types.CallToolResult) and not result.is_error:
-            state.succeeded.append(name)
+        if known and isinstance(result, types.CallToolResult):
+            if not result.is_error:
+                state.succeeded.append(name)
+            if state.last_query:
+                self._remember(state.last_query, server, tool, not result.is_error, client)
         return result
+
+    def _remember(self, query: str, server: str, tool: str, ok: bool, client: str) -> None:
+        try:  # the usage memory must never break a call
+            self.router.remember_use(query, server, tool, ok, client=client)
+        except Exception:
+            log.exception("cannot remember the use of %s/%s", server, tool)
 
     def _not_promoted(
         self,
@@ -530,21 +549,23 @@ class Gateway:
         state: SessionState | None = None,
         remember: bool = True,
         may_use: Callable[[str], bool] | None = None,
+        client: str = "",
     ) -> dict[str, Any]:
-        """:meth:`find` with the routing in a worker thread (the event loop stays free)."""
+        """:meth:`find` with the routing in a worker thread (the event loop stays free);
+        ``client``: whose usage memory counts (the token's client id; "" without tokens)."""
         start = time.perf_counter()
         router = self.router
         if router.catalog.tool_count:
             router.stats  # noqa: B018 -- loaded here: the store stays on the event loop's thread
         ranked = await anyio.to_thread.run_sync(
-            functools.partial(self._rank, router, query, k), limiter=self._route_limiter
+            functools.partial(self._rank, router, query, k, client), limiter=self._route_limiter
         )
         return self._shortlist(query, k, state, remember, ranked, start, may_use)
 
-    def _rank(self, router: Router, query: str, k: int) -> list[Any]:
+    def _rank(self, router: Router, query: str, k: int, client: str = "") -> list[Any]:
         if not router.catalog.tool_count:  # no server has answered yet
             return []
-        return router.route(query, k=max(4 * k, 20), strategy=self.strategy)
+        return router.route(query, k=max(4 * k, 20), strategy=self.strategy, client=client)
 
     def _shortlist(
         self,
