@@ -44,7 +44,12 @@ from pydantic import ValidationError
 
 from toolroute.config import HttpSpec, StdioSpec
 from toolroute.errors import ToolrouteError
-from toolroute.sdk import as_caller, create_mcp_http_client, forward_caller_capabilities
+from toolroute.sdk import (
+    as_caller,
+    create_mcp_http_client,
+    forward_caller_capabilities,
+    list_tools_leniently,
+)
 from toolroute.sources.stdio import RESULT_TOO_LARGE, ProcessInfo, bounded_stdio_client
 
 __all__ = ["CallContext", "Downstream", "DownstreamError", "DownstreamPool", "ListedServer"]
@@ -150,6 +155,8 @@ class Downstream:
         """Tools listed at the last sync (None before the first)."""
         self.changed_at = time.time()
         self._logged: tuple[str, str | None] = ("starting", None)
+        self._skipped: dict[str, str] = {}
+        """Tools left out of the last listing (their schema is malformed), and why."""
         self._process = ProcessInfo()
         self.tools_changed = anyio.Event()
         self.on_notification: NotificationHook | None = None
@@ -342,14 +349,20 @@ class Downstream:
         return self._client.server_capabilities if self._client is not None else None
 
     async def list_tools(self) -> ListedServer:
-        """Every tool, following ``next_cursor`` (a repeated cursor or MAX_PAGES ends it)."""
+        """Every tool, following ``next_cursor`` (a repeated cursor or MAX_PAGES ends it); a
+        tool the SDK cannot read (a malformed ``inputSchema``) is left out with a warning."""
         c = await self.client()
         tools: list[types.Tool] = []
         cursor: str | None = None
         seen: set[str] = set()
+        skipped: dict[str, str] = {}
         try:
             for _ in range(MAX_PAGES):
-                page = await c.list_tools(cursor=cursor)
+                try:
+                    page = await c.list_tools(cursor=cursor)
+                except ValidationError:  # maybe one bad tool: check them one by one
+                    page, bad = await list_tools_leniently(c, cursor)
+                    skipped.update(bad)
                 names = {t.name for t in tools}
                 for t in page.tools:  # a repeated page, or a name listed twice, counts once
                     if t.name not in names:
@@ -363,6 +376,10 @@ class Downstream:
             raise self._error(None, e) from None
         except ValidationError as e:  # a malformed tools/list reply
             raise DownstreamError(self.name, None, "protocol", _first_line(e)) from None
+        for tool, why in skipped.items():
+            if self._skipped.get(tool) != why:  # once per tool and reason, not every re-list
+                log.warning("server %s: tool %r skipped: %s", self.name, tool, why)
+        self._skipped = skipped
         info = c.server_info
         return ListedServer(
             name=self.name,
