@@ -63,6 +63,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from toolroute.catalog.loader import TOO_DEEP
 from toolroute.errors import ConfigError, StoreError
 from toolroute.llm.client import LLMConfig
 from toolroute.route.gate import Preconditions
@@ -294,12 +295,14 @@ def read_json(path: Path) -> Any:
         raise ConfigError(f"{path}: cannot read: {e}") from None
     try:
         return json.loads(text)
+    except RecursionError:
+        raise ConfigError(f"{path}: {TOO_DEEP}") from None
     except json.JSONDecodeError as e:
         import json5
 
         try:  # JSON with comments: read as JSON5 (its superset); its errors are JSON's
             return json5.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise ConfigError(
                 f"{path}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}"
             ) from None
@@ -448,6 +451,8 @@ def load_config(
             raise ConfigError(f"{toml_path}: no such file") from None
         except tomllib.TOMLDecodeError as e:
             raise ConfigError(f"{toml_path}: invalid TOML: {e}") from None
+        except RecursionError:
+            raise ConfigError(f"{toml_path}: {TOO_DEEP}") from None
         except (OSError, UnicodeDecodeError) as e:
             raise ConfigError(f"{toml_path}: cannot read: {e}") from None
     try:
