@@ -35,14 +35,54 @@ class _Denying(BaseHTTPRequestHandler):
 
     do_GET = do_POST = do_DELETE = _deny
 
+
+class _ExpiringToken(_Denying):
+    """Speaks just enough MCP (JSON replies) to connect and list one tool, then answers
+    tools/call with 401: a token that expired after the session opened."""
+
+    def do_POST(self) -> None:
+        msg = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)))
+        if "id" not in msg:  # a notification
+            self.send_response(202)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        if msg["method"] == "tools/call":
+            self.headers.replace_header("content-length", "0")
+            return self._deny()
+        result: dict[str, Any] = {}
+        if msg["method"] == "initialize":
+            result = {
+                "protocolVersion": msg["params"]["protocolVersion"],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "expiring", "version": "1"},
+            }
+        elif msg["method"] == "tools/list":
+            result = {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}
+        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": msg["id"], "result": result}
+        if msg["method"] not in ("initialize", "tools/list", "ping"):
+            reply = {"jsonrpc": "2.0", "id": msg["id"]}
+            reply["error"] = {"code": -32601, "message": "Method not found"}
+        body = json.dumps(reply).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:  # no server-to-client stream
+        self.send_response(405)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
     def log_message(self, *args: Any) -> None:  # the test reads statuses, not access logs
         pass
 
 
 @contextmanager
-def denying_server() -> Iterator[str]:
-    """A loopback HTTP server answering 401 to every request; its MCP URL."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Denying)
+def denying_server(handler: type[BaseHTTPRequestHandler] = _Denying) -> Iterator[str]:
+    """A loopback HTTP server answering 401 to every request (or as ``handler`` does)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -78,5 +118,21 @@ def test_a_url_server_answering_401_is_reported_as_needing_credentials(
                     if headers:
                         assert "refused the credentials" in why
                     assert why in str(got.detail)
+
+        anyio.run(main)
+
+
+def test_a_call_refused_with_401_after_connecting_names_the_credentials(tmp_path: Path) -> None:
+    with denying_server(_ExpiringToken) as url:
+        cfg = config(tmp_path, {"expiring": {"url": url, "headers": {"Authorization": "B t"}}})
+
+        async def main() -> None:
+            with anyio.fail_after(30):
+                async with running_pool(cfg) as pool:
+                    d = pool["expiring"]
+                    assert d.status == "up", d.error
+                    with pytest.raises(DownstreamError) as refused:
+                        await d.call_tool("echo", {})
+                    assert str(refused.value.detail).startswith("unauthorized (HTTP 401): ")
 
         anyio.run(main)
