@@ -8,7 +8,9 @@ Accepted as written by Claude Desktop and Cursor (``mcpServers``), Claude Code's
 and ``~/.claude.json`` (``mcpServers``, entries with ``"type": "stdio" | "http" | "sse"``) and
 VS Code's ``mcp.json`` (top-level ``servers``, the same ``type``; its ``inputs`` are prompts
 toolroute cannot show, so a server that refers to one gets a warning). Comments and trailing
-commas (VS Code writes JSON with comments) are accepted.
+commas (VS Code writes JSON with comments) are accepted. ``${VAR}``, ``${VAR:-default}``,
+``${env:VAR}``, ``${userHome}`` and ``${workspaceFolder}`` in an entry's command, args, env,
+cwd, url and headers are expanded from the environment; an unset variable is refused.
 
     # toolroute.toml (optional; next to the JSON, or --settings FILE)
     [toolroute]
@@ -63,6 +65,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from toolroute.catalog.loader import TOO_DEEP
 from toolroute.errors import ConfigError, StoreError
 from toolroute.llm.client import LLMConfig
 from toolroute.route.gate import Preconditions
@@ -302,12 +305,14 @@ def read_json(path: Path) -> Any:
         raise ConfigError(f"{path}: cannot read: {e}") from None
     try:
         return json.loads(text)
+    except RecursionError:
+        raise ConfigError(f"{path}: {TOO_DEEP}") from None
     except json.JSONDecodeError as e:
         import json5
 
         try:  # JSON with comments: read as JSON5 (its superset); its errors are JSON's
             return json5.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise ConfigError(
                 f"{path}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}"
             ) from None
@@ -323,6 +328,75 @@ def servers_key(data: Any) -> str | None:
 
 
 _INPUT = re.compile(r"\$\{input:([^}]*)\}")
+_VARIABLE = re.compile(r"\$\{([^}]*)\}")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_EXPANDED = ("command", "args", "env", "cwd", "url", "headers")
+"""The fields whose strings are expanded: Claude Code's five, VS Code's and Cursor's, and cwd."""
+
+
+def _expand(text: str, where: str, home: Path, strict: bool) -> str:
+    """``${VAR}``, ``${VAR:-default}`` (Claude Code), ``${env:VAR}``, ``${userHome}`` and
+    ``${workspaceFolder}`` (VS Code, Cursor) from the environment; ``${input:ID}`` is left for
+    the warning. An unset variable is refused naming ``where`` (left as is unless ``strict``)."""
+
+    def one(m: re.Match[str]) -> str:
+        body = m.group(1)
+        if body.startswith("input:"):
+            return m.group(0)
+        if body == "userHome":
+            return str(Path.home())
+        if body == "workspaceFolder":
+            return str(home)
+        if body.startswith("env:"):  # VS Code's form has no default
+            name, has_default, default = body[4:], "", ""
+        else:
+            name, has_default, default = body.partition(":-")
+        if not _NAME.fullmatch(name):
+            raise ConfigError(
+                f"{where}: cannot expand ${{{body}}}: toolroute reads only "
+                "${VAR}, ${VAR:-default}, ${env:VAR}, ${userHome} and "
+                "${workspaceFolder}"
+            )
+        value = os.environ.get(name)
+        if value is not None:
+            return value
+        if has_default:
+            return default
+        if strict:
+            raise ConfigError(f"{where}: the variable {name} is not set (in ${{{body}}})")
+        return m.group(0)
+
+    return _VARIABLE.sub(one, text)
+
+
+def _expanded(entry: Any, where: str, home: Path, strict: bool) -> Any:
+    """A server entry with its variables expanded in :data:`_EXPANDED`; values of the wrong
+    type are left for validation to name."""
+    if not isinstance(entry, dict):
+        return entry
+    out = dict(entry)
+    for key in _EXPANDED:
+        value = entry.get(key)
+        if isinstance(value, str):
+            out[key] = _expand(value, f"{where}.{key}", home, strict)
+        elif isinstance(value, list):
+            out[key] = [
+                _expand(v, f"{where}.{key}[{i}]", home, strict) if isinstance(v, str) else v
+                for i, v in enumerate(value)
+            ]
+        elif isinstance(value, dict):
+            out[key] = {
+                k: _expand(v, f"{where}.{key}.{k}", home, strict) if isinstance(v, str) else v
+                for k, v in value.items()
+            }
+    return out
+
+
+def _workspace(path: Path) -> Path:
+    """``${workspaceFolder}``: the folder holding ``.vscode/mcp.json`` or ``.cursor/mcp.json``,
+    else the config file's own folder."""
+    folder = path.resolve().parent
+    return folder.parent if folder.name in (".vscode", ".cursor") else folder
 
 
 def _inputs_used(entry: Any) -> list[str]:
@@ -355,6 +429,7 @@ def load_config(
                 f"{p}: {top}.{name}: server names may not be empty, contain "
                 f"{SEPARATOR!r}, or start or end with '_'"
             )
+        entry = _expanded(entry, f"{p}: {top}.{name}", _workspace(p), secrets)
         try:
             parsed = _ServerEntry.model_validate(entry)
             if parsed.disabled:
@@ -386,6 +461,8 @@ def load_config(
             raise ConfigError(f"{toml_path}: no such file") from None
         except tomllib.TOMLDecodeError as e:
             raise ConfigError(f"{toml_path}: invalid TOML: {e}") from None
+        except RecursionError:
+            raise ConfigError(f"{toml_path}: {TOO_DEEP}") from None
         except (OSError, UnicodeDecodeError) as e:
             raise ConfigError(f"{toml_path}: cannot read: {e}") from None
     try:

@@ -12,12 +12,16 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+import mcp_types as types
+from mcp.client.session import _clamp_inbound_ttl, _later_revision_fields
 from mcp.client.stdio import _stop_server_process
 from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.connection import allowed_log_levels
 from mcp.shared._context_streams import create_context_streams
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp_types import CLIENT_CAPABILITIES_META_KEY
+from mcp_types import methods as _methods
+from pydantic import ValidationError
 
 __all__ = [
     "OpenTelemetryMiddleware",
@@ -27,6 +31,7 @@ __all__ = [
     "create_context_streams",
     "create_mcp_http_client",
     "forward_caller_capabilities",
+    "list_tools_leniently",
     "stop_server_process",
 ]
 
@@ -79,3 +84,64 @@ def forward_caller_capabilities(client: Any) -> None:
             meta[CLIENT_CAPABILITIES_META_KEY] = caps
 
     session._stamp = with_caller
+
+
+async def list_tools_leniently(
+    client: Any, cursor: str | None
+) -> tuple[types.ListToolsResult, list[tuple[str, str]]]:
+    """One tools/list page with each tool checked on its own: the tools that fail the
+    negotiated revision's schema are left out and returned as ``(name, why)``; the others are
+    absorbed by the session as a valid page would be (their output schemas, x-mcp-header maps).
+
+    SDK 2.3 validates a page as a whole, so one tool with a malformed ``inputSchema`` would
+    hide all of its server's tools; this sends the request as ``ClientSession.send_request``
+    does but validates the reply tool by tool. Raises :class:`ValidationError` when the page
+    itself is malformed."""
+    session = client.session
+    request = types.ListToolsRequest(params=types.PaginatedRequestParams(cursor=cursor))
+    data = request.model_dump(by_alias=True, mode="json", exclude_none=True)
+    opts: Any = {}
+    session._stamp(data, opts)
+    if session._session_read_timeout_seconds is not None:
+        opts["timeout"] = session._session_read_timeout_seconds
+    raw: dict[str, Any] = await session._dispatcher.send_raw_request(
+        "tools/list", data.get("params"), opts
+    )
+    _clamp_inbound_ttl(raw)
+    version = session._negotiated_version or "2025-11-25"
+    if not (foreign := _later_revision_fields("tools/list", version)).isdisjoint(raw):
+        raw = {key: value for key, value in raw.items() if key not in foreign}
+    listed = raw.get("tools")
+    kept: list[Any] = []
+    skipped: list[tuple[str, str]] = []
+    for tool in listed if isinstance(listed, list) else []:
+        try:
+            _methods.validate_server_result("tools/list", version, {**raw, "tools": [tool]})
+            types.Tool.model_validate(tool, by_name=False)
+        except ValidationError as e:
+            name = tool.get("name") if isinstance(tool, dict) else None
+            if not isinstance(name, str):  # nothing to name it by: the page is malformed
+                raise
+            skipped.append((name, _why_tool(tool, e)))
+        else:
+            kept.append(tool)
+    page = {**raw, "tools": kept}
+    _methods.validate_server_result("tools/list", version, page)  # the page's own fields
+    result = types.ListToolsResult.model_validate(page, by_name=False)
+    complete = cursor is None and result.next_cursor is None
+    return session._absorb_tool_listing(result, complete=complete), skipped
+
+
+def _why_tool(tool: dict[str, Any], e: ValidationError) -> str:
+    schema = tool.get("inputSchema")
+    if not isinstance(schema, dict):
+        return f"its inputSchema is a {type(schema).__name__}, not a JSON object"
+    if schema.get("type") != "object":
+        return (
+            f"its inputSchema describes {schema.get('type')!r}, not an object "
+            "(tools/call arguments are an object)"
+        )
+    first = e.errors()[0]
+    loc = first["loc"][2:] if first["loc"][:2] == ("tools", 0) else first["loc"]
+    where = ".".join(str(p) for p in loc) or "the tool"
+    return f"{where}: {first['msg']}"[:300]

@@ -238,3 +238,64 @@ def test_reading_without_secrets_leaves_out_clients_whose_token_is_unset(
         load_config(p)
     cfg = load_config(p, secrets=False)
     assert [c.client_id for c in cfg.clients] == ["ci"]
+
+
+def test_variables_in_a_server_entry_are_expanded_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TR_KEY", "k-123")
+    monkeypatch.setenv("TR_HOST", "docs.example")
+    monkeypatch.delenv("TR_UNSET", raising=False)
+    folder = tmp_path / "project" / ".vscode"
+    folder.mkdir(parents=True)
+    p = folder / "mcp.json"
+    p.write_text(
+        json.dumps(
+            {
+                "servers": {
+                    "git": {
+                        "command": "${env:TR_HOST}-bin",
+                        "args": ["--key", "${TR_KEY}", "--level", "${TR_UNSET:-info}"],
+                        "env": {"API_KEY": "${env:TR_KEY}", "ROOT": "${workspaceFolder}/src"},
+                    },
+                    "docs": {
+                        "url": "https://${TR_HOST}/mcp",
+                        "headers": {"Authorization": "Bearer ${env:TR_KEY}"},
+                    },
+                }
+            }
+        )
+    )
+    cfg = load_config(p)
+    git, docs = cfg.servers["git"], cfg.servers["docs"]
+    assert isinstance(git, StdioSpec) and isinstance(docs, HttpSpec)
+    assert git.command == "docs.example-bin"
+    assert git.args == ["--key", "k-123", "--level", "info"]
+    assert git.env == {"API_KEY": "k-123", "ROOT": f"{tmp_path / 'project'}/src"}
+    assert docs.url == "https://docs.example/mcp"
+    assert docs.headers == {"Authorization": "Bearer k-123"}
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        (
+            {"command": "x", "env": {"API_KEY": "${env:TR_UNSET}"}},
+            "a.env.API_KEY: the variable TR_UNSET is not set",
+        ),
+        (
+            {"url": "https://h/mcp", "headers": {"X-Key": "${TR_UNSET}"}},
+            "a.headers.X-Key: the variable TR_UNSET is not set",
+        ),
+        ({"command": "x", "args": ["-v", "${TR_UNSET}"]}, "a.args[1]: the variable TR_UNSET"),
+        ({"command": "x", "args": ["${command:pick}"]}, "a.args[0]: cannot expand ${command:pick}"),
+    ],
+)
+def test_an_unknown_variable_is_refused_naming_server_field_and_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, entry: object, message: str
+) -> None:
+    monkeypatch.delenv("TR_UNSET", raising=False)
+    with pytest.raises(ConfigError, match=re.escape(f"mcpServers.{message}")):
+        load_config(_write(tmp_path, {"a": entry}))
+    if "not set" in message:  # status and approve read the file without its secrets
+        load_config(_write(tmp_path, {"a": entry}), secrets=False)

@@ -21,6 +21,9 @@ from toolroute.errors import CatalogError
 
 __all__ = ["Query", "catalog_from_dict", "demo_catalog", "load_catalog", "load_queries"]
 
+TOO_DEEP = "nested too deeply to read (arrays or objects over about 1,000 levels deep)"
+"""Python's JSON and TOML parsers recurse once per level: deeper ends in a RecursionError."""
+
 
 class _SchemaText(str):
     """A tool's ``input_schema`` already turned into compact JSON text while parsing."""
@@ -190,6 +193,8 @@ def load_catalog(path: str | Path) -> Catalog:
     try:
         data = json.loads(text, object_hook=_compact_schemas)
         del text
+    except RecursionError:
+        raise CatalogError(f"{p}: {TOO_DEEP}") from None
     except json.JSONDecodeError as e:
         raise CatalogError(
             f"{p}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}"
@@ -213,7 +218,7 @@ def _one_document(text: str) -> str:
     pretty-printed object, an array) instead of one query object per line; else ""."""
     try:
         whole = json.loads(text)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return ""  # a broken line of a JSON-lines file: its own error says enough
     if isinstance(whole, dict):
         return (
@@ -273,6 +278,8 @@ def load_queries(path: str | Path, catalog: Catalog | None = None) -> list[Query
             continue
         try:
             raw = json.loads(line)
+        except RecursionError:
+            raise CatalogError(f"{p}:{lineno}: {TOO_DEEP}") from None
         except json.JSONDecodeError as e:
             if whole := _one_document(text):
                 raise CatalogError(f"{p}: {whole}{_EXPECTED}") from None

@@ -9,8 +9,8 @@ the null device and fd 1 goes to stderr, so a handler's or a child's stray outpu
 corrupt the wire; both are restored on exit.
 
 When stdin or stdout is not a pipe, socket or terminal (a regular file, as in
-``serve < requests.jsonl``), the event loop cannot watch it, so :func:`serve_stdio` falls back
-to the SDK's transport.
+``serve < requests.jsonl``, or ``/dev/null``), the event loop cannot watch it, so
+:func:`serve_stdio` falls back to the SDK's transport.
 
 Shutdown (issue 29). The SDK's dispatcher cancels every running handler the moment its read
 stream ends, so a client that writes its last requests and closes stdin would get "Connection
@@ -53,11 +53,13 @@ error."""
 
 
 def _watchable(fd: int) -> bool:
+    """A pipe, socket or terminal: what the event loop can watch. Other character devices
+    (``/dev/null``) are not: epoll refuses them and uvloop aborts the process."""
     try:
         mode = os.fstat(fd).st_mode
     except OSError:
         return False
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or (stat.S_ISCHR(mode) and os.isatty(fd))
 
 
 def _claim(fd: int, diversion: int) -> tuple[int, int]:

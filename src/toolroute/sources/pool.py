@@ -44,7 +44,12 @@ from pydantic import ValidationError
 
 from toolroute.config import HttpSpec, StdioSpec
 from toolroute.errors import ToolrouteError
-from toolroute.sdk import as_caller, create_mcp_http_client, forward_caller_capabilities
+from toolroute.sdk import (
+    as_caller,
+    create_mcp_http_client,
+    forward_caller_capabilities,
+    list_tools_leniently,
+)
 from toolroute.sources.stdio import RESULT_TOO_LARGE, ProcessInfo, bounded_stdio_client
 
 __all__ = ["CallContext", "Downstream", "DownstreamError", "DownstreamPool", "ListedServer"]
@@ -150,6 +155,9 @@ class Downstream:
         """Tools listed at the last sync (None before the first)."""
         self.changed_at = time.time()
         self._logged: tuple[str, str | None] = ("starting", None)
+        self._http_status: int | None = None  # of the last HTTP response (url servers)
+        self._skipped: dict[str, str] = {}
+        """Tools left out of the last listing (their schema is malformed), and why."""
         self._process = ProcessInfo()
         self.tools_changed = anyio.Event()
         self.on_notification: NotificationHook | None = None
@@ -177,14 +185,46 @@ class Downstream:
         if self.spec.type == "sse":  # the older HTTP+SSE transport (VS Code/Claude "sse")
             from mcp.client.sse import sse_client
 
-            return sse_client(self.spec.url, headers=self.spec.headers or None)
-        if self.spec.headers:
-            from mcp.client.streamable_http import streamable_http_client
+            return sse_client(
+                self.spec.url,
+                headers=self.spec.headers or None,
+                httpx_client_factory=self._http_client,
+            )
+        from mcp.client.streamable_http import streamable_http_client
 
-            # the SDK's MCP timeouts (30 s, 300 s read), not httpx's 5 s default
-            http = await stack.enter_async_context(create_mcp_http_client(self.spec.headers))
-            return streamable_http_client(self.spec.url, http_client=http)
-        return self.spec.url
+        # the SDK's MCP timeouts (30 s, 300 s read), not httpx's 5 s default
+        http = await stack.enter_async_context(self._http_client(self.spec.headers or None))
+        return streamable_http_client(self.spec.url, http_client=http)
+
+    def _http_client(self, headers: Any = None, timeout: Any = None, auth: Any = None) -> Any:
+        """The SDK's HTTP client, noting each response's status: the SDK reports a 401 as
+        "Server returned an error response", and :meth:`_denied` says what it meant."""
+        http = create_mcp_http_client(headers, timeout, auth)
+
+        async def note(response: Any) -> None:
+            self._http_status = response.status_code
+
+        http.event_hooks["response"].append(note)
+        return http
+
+    def _denied(self) -> str | None:
+        """Why the last HTTP response refused us, when it was a 401 or a 403."""
+        if not isinstance(self.spec, HttpSpec) or self._http_status not in (401, 403):
+            return None
+        has = {k.lower() for k in self.spec.headers}
+        if self._http_status == 403:
+            return "forbidden (HTTP 403): the server refused access" + (
+                ' with the credentials in its entry\'s "headers"' if has else ""
+            )
+        if "authorization" in has:
+            return (
+                "unauthorized (HTTP 401): the server refused the credentials in its entry's "
+                '"headers" — check the "Authorization" value (an expired or wrong token?)'
+            )
+        return (
+            "unauthorized (HTTP 401): the server needs credentials — set "
+            '"headers": {"Authorization": ...} in its entry'
+        )
 
     async def _on_message(self, msg: Any) -> None:  # the SDK's MessageHandlerFnT
         if isinstance(msg, types.ToolListChangedNotification):
@@ -305,6 +345,8 @@ class Downstream:
         return f"exited with code {rc}" + (f": {tail[-1]}" if tail else "")
 
     def _why(self, e: BaseException) -> str:
+        if denied := self._denied():
+            return denied
         exited = self._exited()
         killed = (self._process.returncode or 0) < 0  # by our shutdown after a timeout
         if exited and not killed and _closed(e):
@@ -342,14 +384,20 @@ class Downstream:
         return self._client.server_capabilities if self._client is not None else None
 
     async def list_tools(self) -> ListedServer:
-        """Every tool, following ``next_cursor`` (a repeated cursor or MAX_PAGES ends it)."""
+        """Every tool, following ``next_cursor`` (a repeated cursor or MAX_PAGES ends it); a
+        tool the SDK cannot read (a malformed ``inputSchema``) is left out with a warning."""
         c = await self.client()
         tools: list[types.Tool] = []
         cursor: str | None = None
         seen: set[str] = set()
+        skipped: dict[str, str] = {}
         try:
             for _ in range(MAX_PAGES):
-                page = await c.list_tools(cursor=cursor)
+                try:
+                    page = await c.list_tools(cursor=cursor)
+                except ValidationError:  # maybe one bad tool: check them one by one
+                    page, bad = await list_tools_leniently(c, cursor)
+                    skipped.update(bad)
                 names = {t.name for t in tools}
                 for t in page.tools:  # a repeated page, or a name listed twice, counts once
                     if t.name not in names:
@@ -363,6 +411,10 @@ class Downstream:
             raise self._error(None, e) from None
         except ValidationError as e:  # a malformed tools/list reply
             raise DownstreamError(self.name, None, "protocol", _first_line(e)) from None
+        for tool, why in skipped.items():
+            if self._skipped.get(tool) != why:  # once per tool and reason, not every re-list
+                log.warning("server %s: tool %r skipped: %s", self.name, tool, why)
+        self._skipped = skipped
         info = c.server_info
         return ListedServer(
             name=self.name,
@@ -453,6 +505,8 @@ class Downstream:
             return DownstreamError(self.name, tool, "timeout", e.error.message)
         if e.error.code == RESULT_TOO_LARGE:
             return DownstreamError(self.name, tool, "too_large", e.error.message)
+        if e.error.code == types.INTERNAL_ERROR and (denied := self._denied()):
+            return DownstreamError(self.name, tool, "protocol", denied)
         return DownstreamError(self.name, tool, "protocol", e.error.message, e.error)
 
 
