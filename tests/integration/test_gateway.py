@@ -584,8 +584,10 @@ def test_malformed_replies_are_contained_to_their_server(tmp_path: Path) -> None
     async def main() -> None:
         async with running_pool(cfg) as pool:
             router, result = await sync_router(cfg, pool, embedder=OnnxEmbedder())
-            status = {s.name: s.status for s in result.servers}
-            assert status == {"time": "ok", "badlist": "error", "badcall": "ok"}
+            status = {s.name: (s.status, s.tools) for s in result.servers}
+            # badlist's one tool has a non-object inputSchema: that tool is skipped (by name,
+            # in the log), the server is not failed for it
+            assert status == {"time": ("ok", 2), "badlist": ("ok", 0), "badcall": ("ok", 1)}
             gw = Gateway(router, pool, call_gate=False)
             r = await gw.call("badcall__oops", {})
             assert r.is_error and r.structured_content["error"] == "protocol"
