@@ -31,6 +31,19 @@ TIME_MAIN = (
 """`python -c TIME_MAIN`: the reference time server (PyPI mcp-server-time) pinned to UTC."""
 
 
+RAW_INITIALIZE: dict[str, Any] = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"},
+    },
+}
+"""A 2025-11-25 ``initialize`` request, for tests that speak raw JSON-RPC to the gateway."""
+
+
 def needs_shared() -> pytest.MarkDecorator:
     return pytest.mark.skipif(
         not (BENCHMARKS / "livemcpbench" / "catalog.json").is_file(),

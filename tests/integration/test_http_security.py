@@ -28,7 +28,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.types import Implementation
 
-from tests.conftest import REPO
+from tests.conftest import RAW_INITIALIZE, REPO
 from tests.integration.gateways import http_gateway
 from tests.integration.test_gateway import INSPECTOR, TIME_MAIN, TOOLROUTE, needs_npm
 from toolroute.config import load_config
@@ -37,16 +37,6 @@ from toolroute.embed.onnx import OnnxEmbedder
 pytestmark = pytest.mark.integration
 
 HEADER_SERVER = REPO / "tests" / "fixtures" / "header_server.py"
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "0"},
-    },
-}
 NOW_IN_TOKYO = {"name": "time__get_current_time", "arguments": {"timezone": "Asia/Tokyo"}}
 
 
@@ -140,7 +130,7 @@ def _post(gw: Gw, headers: dict[str, str], path: str = "/mcp") -> int:
         conn.request(
             "POST",
             path,
-            body=json.dumps(INIT),
+            body=json.dumps(RAW_INITIALIZE),
             headers={
                 "Content-Type": "application/json",
                 "Accept": "application/json, text/event-stream",
@@ -414,7 +404,7 @@ def test_a_session_answers_only_the_token_that_opened_it(gw: Gw) -> None:
     """Bob, with his own valid token and Alice's session id, can neither ping her session, open
     its GET stream, answer a request relayed to her (a JSON-RPC response), nor DELETE it: each
     is 404 as for an unknown session, and her session goes on."""
-    status, headers, _ = _raw(gw, "POST", "alice", body=INIT)
+    status, headers, _ = _raw(gw, "POST", "alice", body=RAW_INITIALIZE)
     assert status == 200
     session = headers["mcp-session-id"]
     note = {"jsonrpc": "2.0", "method": "notifications/initialized"}

@@ -11,20 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import RAW_INITIALIZE
 from tests.integration.test_faults import TOOLROUTE, write_config
 
 pytestmark = pytest.mark.integration
-
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "devnull-test", "version": "1"},
-    },
-}
 
 
 def serve(path: Path, stdin: int | None, stdout: int | None, text: str | None) -> tuple[int, str]:
@@ -50,6 +40,6 @@ def test_serve_with_stdin_on_the_null_device_ends_cleanly_at_its_eof(tmp_path: P
 
 
 def test_serve_with_stdout_on_the_null_device_reads_its_requests_and_ends(tmp_path: Path) -> None:
-    requests = json.dumps(INIT) + "\n"
+    requests = json.dumps(RAW_INITIALIZE) + "\n"
     code, _ = serve(write_config(tmp_path, {}), None, subprocess.DEVNULL, requests)
     assert code == 0

@@ -20,6 +20,7 @@ from urllib.parse import urlencode, urlsplit
 import pytest
 from click.testing import CliRunner
 
+from tests.conftest import RAW_INITIALIZE
 from tests.integration.test_status_page import Served, serving_gateway
 from toolroute import cli
 from toolroute.gateway.login import COOKIE, LOGIN_FILE, LoginBook
@@ -134,22 +135,12 @@ def test_sign_out_ends_the_session_on_the_server_not_only_in_the_browser(served:
 def test_the_status_cookie_never_opens_mcp(served: Served) -> None:
     _, headers, _ = _login(served, {"token": served.tokens["alice"]})
     alice = _session(headers["set-cookie"])
-    init = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "0"},
-        },
-    }
     conn = http.client.HTTPConnection("127.0.0.1", urlsplit(served.base).port, timeout=30)
     try:
         conn.request(
             "POST",
             "/mcp",
-            body=json.dumps(init),
+            body=json.dumps(RAW_INITIALIZE),
             headers={
                 "Cookie": alice,
                 "Content-Type": "application/json",
