@@ -229,11 +229,20 @@ def markdown(report: dict[str, Any], command: str) -> str:
     for mode in modes:
         s = report["summary"][mode]
         lines.append(f"| {mode} | {s['scenarios']} | {s['applicable']} | {s['passed']} |")
-    lines += ["", "| scenario | " + " | ".join(modes) + " |", "|---" * (len(modes) + 1) + "|"]
-    for scenario, row in report["scenarios"].items():
-        cells = [row.get(m, {}).get("cell", "missing") for m in modes]
-        lines.append(f"| {scenario} | " + " | ".join(cells) + " |")
+    lines += scenario_table(modes, report["scenarios"])
     return "\n".join(lines) + "\n"
+
+
+def scenario_table(
+    columns: list[str], scenarios: dict[str, dict[str, Any]], note: Callable[[str], str] = str
+) -> list[str]:
+    """The per-scenario markdown table (a row per scenario, a cell per column), after a blank
+    line; ``note(scenario)`` is the row's label."""
+    lines = ["", "| scenario | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
+    for scenario, row in scenarios.items():
+        cells = [row.get(c, {}).get("cell", "missing") for c in columns]
+        lines.append(f"| {note(scenario)} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def main() -> int:

@@ -32,7 +32,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from conformance import free_port, wait_port
+from conformance import free_port, scenario_table, wait_port
 
 REPO = Path(__file__).resolve().parents[1]
 NODE = REPO / ".toolroute" / "npm" / "node_modules" / ".bin" / "node"
@@ -223,11 +223,10 @@ def markdown(report: dict[str, Any], command: str) -> str:
     for name in names:
         s = report["summary"][name]
         lines.append(f"| {name} | {s['scored']} | {s['applicable']} | {s['passed']} |")
-    lines += ["", "| scenario | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
-    for scenario, row in report["scenarios"].items():
-        label = scenario + (" (not scored)" if scenario in report["unscored"] else "")
-        cells = [row.get(n, {}).get("cell", "missing") for n in names]
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    unscored = set(report["unscored"])
+    lines += scenario_table(
+        names, report["scenarios"], lambda s: s + (" (not scored)" if s in unscored else "")
+    )
     return "\n".join(lines) + "\n"
 
 
