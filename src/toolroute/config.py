@@ -66,6 +66,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from toolroute.catalog.loader import TOO_DEEP
+from toolroute.catalog.name import SEPARATOR, server_of
 from toolroute.errors import ConfigError, StoreError
 from toolroute.llm.client import LLMConfig
 from toolroute.route.gate import Preconditions
@@ -85,10 +86,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-SEPARATOR = "__"
-"""Between server and tool in a namespaced tool name (``time__get_current_time``). Server names
-may not contain it, so the first occurrence always splits a name unambiguously."""
 
 
 class StdioSpec(BaseModel):
@@ -478,9 +475,7 @@ def load_config(
             f"choose from: {', '.join(STRATEGIES)}"
         )
     unknown = [
-        n
-        for n in (*t.tools, *s.pinned)
-        if n.partition(SEPARATOR)[0] not in servers or SEPARATOR not in n
+        n for n in (*t.tools, *s.pinned) if server_of(n) not in servers or SEPARATOR not in n
     ]
     if unknown:
         raise ConfigError(

@@ -8,17 +8,25 @@
     └── ConfigError         a bad option value (unknown strategy, bad weights, k < 1)
 
 Library code raises these; only ``toolroute.cli`` turns them into one line and exit code 2.
+
+What an *agent* reads when the gateway refuses or fails a tool call is not an exception but an
+``isError`` result whose JSON names one :class:`ErrorCode`; :func:`error_payload` builds it.
 """
 
 from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
 
 __all__ = [
     "CatalogError",
     "ConfigError",
     "EmbedError",
+    "ErrorCode",
     "SearchIndexError",
     "StoreError",
     "ToolrouteError",
+    "error_payload",
 ]
 
 
@@ -44,3 +52,35 @@ class SearchIndexError(ToolrouteError):
 
 class ConfigError(ToolrouteError):
     """An option has a value toolroute cannot use."""
+
+
+class ErrorCode(StrEnum):
+    """The ``error`` of an ``isError`` tool result: what went wrong, for the agent to act on."""
+
+    INVALID_ARGUMENTS = "invalid_arguments"
+    UNKNOWN_TOOL = "unknown_tool"
+    TOOL_NOT_AVAILABLE = "tool_not_available"
+    """The call gate: find_tools has not returned the tool to this session."""
+    PRECONDITION_FAILED = "precondition_failed"
+    QUARANTINED = "quarantined"
+    CAPABILITY_LIMIT = "capability_limit"
+    STORE_FAILED = "store_failed"
+    # a downstream call that failed (DownstreamError.code)
+    TIMEOUT = "timeout"
+    CRASHED = "crashed"
+    UNAVAILABLE = "unavailable"
+    PROTOCOL = "protocol"
+    TOO_LARGE = "too_large"
+
+
+def error_payload(
+    code: ErrorCode, message: str, *, tool: str | None = None, **extra: Any
+) -> dict[str, Any]:
+    """``{"error": code, "tool"?: tool, "message": message, **extra}``: the JSON of every
+    ``isError`` result the gateway writes itself (keys in this order)."""
+    out: dict[str, Any] = {"error": code.value}
+    if tool is not None:
+        out["tool"] = tool
+    out["message"] = message
+    out.update(extra)
+    return out

@@ -12,13 +12,14 @@ import copy
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
+from toolroute.catalog.candidate import Candidate
 from toolroute.catalog.loader import load_catalog
 from toolroute.catalog.models import Catalog, Tool
 from toolroute.embed.base import Embedder, SpanEmbedder
@@ -40,28 +41,6 @@ __all__ = ["Candidate", "IndexReport", "Router"]
 
 Progress = Callable[[int, int], None]
 _BLAS = ThreadpoolController()
-
-
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    """A routed tool, ready to bind: identity, score, and the schema the agent needs."""
-
-    server: str
-    tool: str
-    score: float
-    description: str
-    input_schema: dict[str, Any] = field(hash=False, compare=False)
-
-    def to_dict(self, *, full: bool = False) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "server": self.server,
-            "tool": self.tool,
-            "score": round(self.score, 6),
-        }
-        if full:
-            out["description"] = self.description
-            out["input_schema"] = self.input_schema
-        return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,15 +8,11 @@ import pytest
 from tests.conftest import HashingEmbedder
 from toolroute import Router
 from toolroute.catalog import load_catalog
-from toolroute.present.presenter import (
-    PresentConfig,
-    Presenter,
-    ToolAttention,
-    binding_name,
-)
+from toolroute.catalog.candidate import Candidate
+from toolroute.gateway.attention import ToolAttention
+from toolroute.present.presenter import PresentConfig, Presenter, binding_name
 from toolroute.present.tokens import TokenCounter
 from toolroute.route.gate import Preconditions, SessionState, blocked_by
-from toolroute.router import Candidate
 
 
 def _words(texts: list[str]) -> list[int]:

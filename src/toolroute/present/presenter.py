@@ -8,7 +8,8 @@
   first (always visible, as Anthropic and FastMCP offer).
 
 The promoted set exports as ready-to-bind OpenAI and Anthropic tool definitions: the integration
-point of seed 004 §IV ("filter before the tools reach the system prompt").
+point of seed 004 §IV ("filter before the tools reach the system prompt"); a Python agent loop
+gets the whole of seed 002 Alg. 1 from :class:`toolroute.gateway.attention.ToolAttention`.
 """
 
 from __future__ import annotations
@@ -19,13 +20,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from toolroute.catalog.candidate import Candidate
 from toolroute.catalog.models import Catalog
-from toolroute.config import SEPARATOR
+from toolroute.catalog.name import qualified_name
 from toolroute.index.document import _first_sentence
 from toolroute.present.tokens import TokenCounter, tool_json
-from toolroute.router import Candidate, Router
 
-__all__ = ["PresentConfig", "Presentation", "Presenter", "ToolAttention", "binding_name"]
+__all__ = ["PresentConfig", "Presentation", "Presenter", "binding_name"]
 
 _BIND_OK = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -34,7 +35,7 @@ def binding_name(server: str, tool: str) -> str:
     """``server__tool`` made legal for OpenAI / Anthropic tool names (``[A-Za-z0-9_-]{1,64}``);
     a name that had to change or be cut gets a short hash of the original, so two different
     tools never bind to the same name."""
-    raw = f"{server}{SEPARATOR}{tool}"
+    raw = qualified_name(server, tool)
     name = _BIND_OK.sub("_", raw)
     if name != raw or len(name) > 64:  # changed or cut: hash the original to keep names apart
         digest = hashlib.sha256(raw.encode()).hexdigest()[:8]
@@ -73,7 +74,7 @@ class Presentation:
 
     @property
     def names(self) -> tuple[str, ...]:
-        return tuple(f"{c.server}{SEPARATOR}{c.tool}" for c in self.promoted)
+        return tuple(qualified_name(c.server, c.tool) for c in self.promoted)
 
     def prompt(self) -> str:
         """Stable pool first (cacheable prefix), then this turn's schemas."""
@@ -119,7 +120,7 @@ class Presenter:
         self.catalog = catalog
         self.config = config or PresentConfig()
         self.tokens = tokens or TokenCounter()
-        self.tools_by_name = {f"{t.server}{SEPARATOR}{t.name}": t for t in catalog.tools()}
+        self.tools_by_name = {qualified_name(t.server, t.name): t for t in catalog.tools()}
         self.pool = self._render_pool()
         self.pool_tokens = self.tokens(self.pool) if self.pool else 0
 
@@ -157,7 +158,7 @@ class Presenter:
                 seen.add(name)
         budget = cfg.top_k if top_k is None else top_k
         for c in candidates:
-            name = f"{c.server}{SEPARATOR}{c.tool}"
+            name = qualified_name(c.server, c.tool)
             if name in seen:
                 continue
             if cfg.threshold is not None and c.score < cfg.threshold:
@@ -169,7 +170,7 @@ class Presenter:
                 seen.add(name)
                 budget -= 1
         texts = [
-            tool_json(f"{c.server}{SEPARATOR}{c.tool}", c.description, c.input_schema)
+            tool_json(qualified_name(c.server, c.tool), c.description, c.input_schema)
             for c in promoted
         ]
         return Presentation(
@@ -192,35 +193,3 @@ class Presenter:
 def _short(text: str, words: int) -> str:
     first = _first_sentence(text, 300).split()
     return " ".join(first[:words]) + ("…" if len(first) > words else "")
-
-
-class ToolAttention:
-    """Seed 002 Alg. 1 for a Python agent loop: route, gate, present, and refuse unpromoted
-    calls (``check_call``), e.g. inside a framework's before-model / after-model hooks.
-
-        ta = ToolAttention(router)
-        turn = ta.turn("file a GitHub issue about the failing build")
-        client.messages.create(..., system=turn.pool, tools=turn.to_anthropic())
-    """
-
-    def __init__(
-        self, router: Router, config: PresentConfig | None = None, strategy: str = "default"
-    ) -> None:
-        self.router = router
-        self.strategy = strategy
-        self.presenter = Presenter(router.catalog, config)
-        self.active: tuple[str, ...] = ()
-
-    def turn(self, query: str) -> Presentation:
-        k = self.presenter.config.top_k
-        shown = self.presenter.present(
-            self.router.route(query, k=max(4 * k, 20), strategy=self.strategy)
-        )
-        self.active = tuple(binding_name(c.server, c.tool) for c in shown.promoted)
-        return shown
-
-    def check_call(self, name: str) -> str | None:
-        """None when ``name`` (a bound name) was promoted this turn, else the rejection text."""
-        if name in self.active:
-            return None
-        return f"tool_not_available: {name!r}. Available this turn: {list(self.active)}"
