@@ -70,6 +70,7 @@ from toolroute.catalog.name import SEPARATOR, server_of
 from toolroute.errors import ConfigError, StoreError
 from toolroute.llm.client import LLMConfig
 from toolroute.route.gate import Preconditions
+from toolroute.sources.memory import MemorySpec
 from toolroute.store.base import StoreTarget, parse_store_target
 
 if TYPE_CHECKING:
@@ -220,7 +221,8 @@ class _Toml(BaseModel):
 class GatewayConfig:
     """Downstream servers and toolroute's settings."""
 
-    servers: dict[str, StdioSpec | HttpSpec]
+    servers: dict[str, StdioSpec | HttpSpec | MemorySpec]
+    """By name; a :class:`MemorySpec` (an SDK server object in this process) only from code."""
     store: StoreTarget | None = None
     """A directory (SQLite) or a ``postgresql://`` URL shared by gateway replicas."""
     strategy: str = "default"
@@ -419,7 +421,7 @@ def load_config(
             f"{p}: mcpServers: expected an object with at least one server "
             '(or "servers", as VS Code writes it)'
         )
-    servers: dict[str, StdioSpec | HttpSpec] = {}
+    servers: dict[str, StdioSpec | HttpSpec | MemorySpec] = {}
     for name, entry in raw.items():
         if SEPARATOR in name or not name or name.startswith("_") or name.endswith("_"):
             raise ConfigError(

@@ -50,6 +50,7 @@ from toolroute.sdk import (
     forward_caller_capabilities,
     list_tools_leniently,
 )
+from toolroute.sources.memory import MemorySpec
 from toolroute.sources.stdio import RESULT_TOO_LARGE, ProcessInfo, bounded_stdio_client
 
 __all__ = ["CallContext", "Downstream", "DownstreamError", "DownstreamPool", "ListedServer"]
@@ -129,7 +130,7 @@ class Downstream:
     def __init__(
         self,
         name: str,
-        spec: StdioSpec | HttpSpec,
+        spec: StdioSpec | HttpSpec | MemorySpec,
         *,
         connect_timeout_s: float = 20.0,
         call_timeout_s: float = 30.0,
@@ -170,6 +171,8 @@ class Downstream:
 
     async def _target(self, stack: AsyncExitStack) -> Any:
         """What the SDK client connects to; an HTTP client made here is closed with ``stack``."""
+        if isinstance(self.spec, MemorySpec):  # an SDK server object in this process
+            return self.spec.server
         if isinstance(self.spec, StdioSpec):
             # a server that dies while idle is restarted now, not at the next call
             self._process = ProcessInfo(on_eof=lambda: self._dead.set())
@@ -281,7 +284,8 @@ class Downstream:
                     AsyncExitStack() as stack,
                     Client(
                         await self._target(stack),
-                        mode="auto",  # 2026-07-28 where the server speaks it
+                        # 2026-07-28 where the server speaks it (an in-process one: its era)
+                        mode=self.spec.mode if isinstance(self.spec, MemorySpec) else "auto",
                         read_timeout_seconds=self.connect_timeout_s,
                         message_handler=self._on_message,  # type: ignore[arg-type]
                         logging_callback=self._on_log,

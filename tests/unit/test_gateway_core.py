@@ -1,0 +1,331 @@
+"""The gateway core (route → gate → present → refuse unpromoted calls, execution, recording)
+driven through in-memory downstreams: real SDK servers in this process (the reference time
+server, PyPI mcp-server-time, and a small notes server), reached through the same pool and
+SDK client as a stdio or HTTP server, with no process. Routing uses a deterministic embedder.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp.types as types
+import pytest
+from mcp import Client
+from mcp.server.mcpserver import MCPServer
+from mcp_server_time.server import create_server
+
+from tests.conftest import HashingEmbedder
+from toolroute.catalog.name import SEPARATOR, qualified_name, split_name
+from toolroute.config import GatewayConfig
+from toolroute.economics import PRIOR_SUCCESS
+from toolroute.errors import ErrorCode, error_payload
+from toolroute.gateway.app import make_gateway, running_pool, sync_router
+from toolroute.gateway.attention import ToolAttention
+from toolroute.gateway.core import MAX_CAPABILITY_REQUESTS, GatewayCore, route_depth
+from toolroute.gateway.server import Gateway
+from toolroute.present.presenter import PresentConfig
+from toolroute.route.gate import Preconditions, SessionState
+from toolroute.router import Router
+from toolroute.sources.memory import MemorySpec, memory_specs
+
+TOKYO = {"name": "time__get_current_time", "arguments": {"timezone": "Asia/Tokyo"}}
+
+
+def _notes_server() -> MCPServer:
+    """A knowledge-graph-like server whose tools do real work on an in-memory dict."""
+    server = MCPServer("notes")
+    facts: dict[str, list[str]] = {}
+    hang = anyio.Event()
+
+    @server.tool(description="Remember a fact about a person in the knowledge graph")
+    def remember_fact(person: str, fact: str) -> str:
+        facts.setdefault(person, []).append(fact)
+        return f"{person}: {len(facts[person])} facts"
+
+    @server.tool(description="Recall every fact remembered about a person")
+    def recall_facts(person: str) -> str:
+        return "; ".join(facts.get(person, [])) or "nothing"
+
+    @server.tool(description="Wait for an event that never comes")
+    async def wait_forever() -> str:
+        await hang.wait()
+        return "never"
+
+    return server
+
+
+def _config(tmp_path: Path, era: Any = "2026-07-28", **settings: Any) -> GatewayConfig:
+    servers = {"time": create_server("UTC"), "notes": _notes_server()}
+    return GatewayConfig(servers=memory_specs(servers, era), store=tmp_path / "store", **settings)
+
+
+@asynccontextmanager
+async def _gateway(cfg: GatewayConfig) -> AsyncIterator[Gateway]:
+    async with running_pool(cfg) as pool:
+        router, _ = await sync_router(cfg, pool, embedder=HashingEmbedder())
+        try:
+            yield make_gateway(cfg, router, pool)
+        finally:
+            router.close()
+
+
+def _text(result: Any) -> str:
+    return "\n".join(getattr(c, "text", "") for c in result.content)
+
+
+def _names(result: Any) -> list[str]:
+    return [c["name"] for c in result.structured_content["candidates"]]
+
+
+def test_names_are_built_and_split_at_the_first_separator() -> None:
+    assert qualified_name("time", "get__current") == f"time{SEPARATOR}get__current"
+    assert split_name("time__get__current") == ("time", "get__current")
+    assert split_name("time") == ("time", "")
+
+
+def test_route_depth_leaves_room_for_the_gates() -> None:
+    assert route_depth(1) == 20 and route_depth(10) == 40
+
+
+def test_error_payloads_name_the_code_first_and_the_tool_before_the_message() -> None:
+    payload = error_payload(ErrorCode.PRECONDITION_FAILED, "why", tool="a__b", hint="h")
+    assert list(payload) == ["error", "tool", "message", "hint"]
+    assert json.dumps(payload).startswith('{"error": "precondition_failed"')
+
+
+@pytest.mark.parametrize("era", ["2026-07-28", "2025-11-25"])
+def test_find_then_call_runs_an_in_memory_server_and_records_the_outcome(
+    tmp_path: Path, era: str
+) -> None:
+    cfg = _config(tmp_path, era, call_gate="off")
+
+    async def main() -> None:
+        async with _gateway(cfg) as gw, Client(gw.server, raise_exceptions=True) as c:
+            assert gw.pool["time"].stateless is (era == "2026-07-28")
+            tools = [t.name for t in (await c.list_tools()).tools]
+            assert tools == ["find_tools", "call_tool", "request_capability"]
+            r = await c.call_tool("find_tools", {"query": "current time in Tokyo", "k": 3})
+            assert "time__get_current_time" in _names(r)
+            assert json.loads(_text(r)) == r.structured_content
+            with anyio.fail_after(5):
+                r = await c.call_tool("call_tool", TOKYO)
+            assert not r.is_error and "Asia/Tokyo" in _text(r)
+            r = await c.call_tool("call_tool", {"name": "time__get_curent_time", "arguments": {}})
+            assert r.structured_content["error"] == "unknown_tool"
+            assert "time__get_current_time" in r.structured_content["closest"]
+            r = await c.call_tool(
+                "call_tool", {"name": "time__get_current_time", "arguments": {"tz": 1}}
+            )
+            assert r.structured_content["error"] == "invalid_arguments"
+            assert gw.router.store.outcome_count() == 1  # executed calls, not refused ones
+            assert gw.router.stats.tool(("time", "get_current_time")).calls == 1
+
+    anyio.run(main)
+
+
+def test_call_gate_refuses_a_tool_until_find_tools_promotes_it(tmp_path: Path) -> None:
+    events = tmp_path / "events.jsonl"
+    cfg = _config(tmp_path, events_log=events)
+
+    async def main() -> None:
+        async with (
+            _gateway(cfg) as gw,
+            Client(gw.server, mode="legacy", raise_exceptions=True) as c,
+        ):
+            r = await c.call_tool("call_tool", TOKYO)
+            assert r.is_error and r.structured_content["error"] == "tool_not_available"
+            assert r.structured_content["available"] == []
+            await c.call_tool("find_tools", {"query": "current time in Tokyo", "k": 1})
+            r = await c.call_tool("call_tool", TOKYO)
+            assert not r.is_error and "Asia/Tokyo" in _text(r)
+            # another connection has its own session: nothing promoted there yet
+            async with Client(gw.server, mode="legacy", raise_exceptions=True) as other:
+                r = await other.call_tool("call_tool", TOKYO)
+                assert r.structured_content["error"] == "tool_not_available"
+            stored = [json.loads(e) for e in gw.router.store.events()]
+        logged = [json.loads(line) for line in events.read_text().splitlines()]
+        assert stored == logged and len(stored) == 1
+        ev = stored[0]
+        assert ev["active"] == ["time__get_current_time"]
+        assert ev["phase1_tokens"] > 0 and ev["phase2_tokens"] > 0
+        assert {"turn_id", "query_hash", "candidates", "gated_out", "latency_ms"} <= set(ev)
+
+    anyio.run(main)
+
+
+def test_a_milestone_precondition_hides_a_tool_until_it_is_set(tmp_path: Path) -> None:
+    gate = {"time__convert_time": Preconditions(milestone="plan_confirmed")}
+    cfg = _config(tmp_path, tool_gates=gate)
+    find = {"query": "convert 9:00 from Tokyo time to Paris time", "k": 2}
+    convert = {
+        "name": "time__convert_time",
+        "arguments": {
+            "source_timezone": "Asia/Tokyo",
+            "time": "09:00",
+            "target_timezone": "Europe/Paris",
+        },
+    }
+
+    async def main() -> None:
+        async with _gateway(cfg) as gw, Client(gw.server, raise_exceptions=True) as c:
+            assert "set_milestone" in [t.name for t in (await c.list_tools()).tools]
+            r = await c.call_tool("find_tools", find)
+            assert "time__convert_time" not in _names(r)
+            gated = {g["name"]: g["reason"] for g in r.structured_content["gated_out"]}
+            assert "plan_confirmed" in gated["time__convert_time"]
+            r = await c.call_tool("call_tool", convert)
+            assert r.structured_content["error"] == "tool_not_available"
+            await c.call_tool("set_milestone", {"name": "plan_confirmed"})
+            r = await c.call_tool("find_tools", find)
+            assert "time__convert_time" in _names(r)
+            r = await c.call_tool("call_tool", convert)
+            assert not r.is_error and "Europe/Paris" in _text(r)
+
+    anyio.run(main)
+
+
+def test_bind_mode_adds_found_tools_to_tools_list(tmp_path: Path) -> None:
+    cfg = _config(tmp_path, expose="bind")
+    changed = anyio.Event()
+
+    async def on_message(msg: Any) -> None:
+        if isinstance(msg, types.ToolListChangedNotification):
+            changed.set()
+
+    async def main() -> None:
+        async with (
+            _gateway(cfg) as gw,
+            Client(gw.server, mode="legacy", message_handler=on_message) as c,
+        ):
+            await c.call_tool("find_tools", {"query": "current time in a timezone", "k": 2})
+            with anyio.fail_after(5):
+                await changed.wait()
+            names = {t.name for t in (await c.list_tools()).tools}
+            assert {"find_tools", "call_tool", "time__get_current_time"} <= names
+            r = await c.call_tool("time__get_current_time", {"timezone": "Asia/Tokyo"})
+            assert not r.is_error and "Asia/Tokyo" in _text(r)
+
+    anyio.run(main)
+
+
+def test_request_capability_reroutes_to_new_tools_and_stops_loops(tmp_path: Path) -> None:
+    cfg = _config(tmp_path)  # call gate on: new tools must become callable
+
+    async def main() -> None:
+        async with _gateway(cfg) as gw, Client(gw.server, raise_exceptions=True) as c:
+            r = await c.call_tool("find_tools", {"query": "what time is it in Tokyo", "k": 2})
+            first = set(_names(r))
+            r = await c.call_tool(
+                "request_capability",
+                {"need": "remember a fact about a person in the knowledge graph", "k": 1},
+            )
+            fresh = _names(r)
+            assert fresh == ["notes__remember_fact"] and not set(fresh) & first
+            assert r.structured_content["attempts_left"] == MAX_CAPABILITY_REQUESTS - 1
+            arguments = {"person": "Ada", "fact": "wrote code"}
+            r = await c.call_tool("call_tool", {"name": fresh[0], "arguments": arguments})
+            assert not r.is_error and "Ada: 1 facts" in _text(r)
+            for _ in range(MAX_CAPABILITY_REQUESTS - 1):
+                await c.call_tool("request_capability", {"need": "something else"})
+            r = await c.call_tool("request_capability", {"need": "yet another thing"})
+            assert r.is_error and r.structured_content["error"] == "capability_limit"
+
+    anyio.run(main)
+
+
+def test_a_meta_tool_name_the_gateway_does_not_have_is_refused(tmp_path: Path) -> None:
+    cfg = _config(tmp_path)
+
+    async def main() -> None:
+        async with _gateway(cfg) as gw, Client(gw.server, raise_exceptions=True) as c:
+            r = await c.call_tool("time__get_current_time", {"timezone": "UTC"})
+            assert r.is_error and r.structured_content["error"] == "unknown_tool"
+            r = await c.call_tool("find_tools", {"k": 2})
+            assert r.structured_content["error"] == "invalid_arguments"
+            r = await c.call_tool("set_milestone", {})
+            assert r.structured_content["error"] == "invalid_arguments"
+
+    anyio.run(main)
+
+
+def test_a_call_past_its_deadline_is_a_recorded_timeout_with_a_hint(tmp_path: Path) -> None:
+    cfg = _config(tmp_path, call_gate="off", call_timeout_s=0.5)
+
+    async def main() -> None:
+        async with _gateway(cfg) as gw:
+            with anyio.fail_after(10):
+                r = await gw.call("notes__wait_forever", {})
+            assert isinstance(r, types.CallToolResult) and r.structured_content is not None
+            assert r.structured_content["error"] == "timeout"
+            assert "try again" in r.structured_content["hint"]
+            stats = gw.router.stats.tool(("notes", "wait_forever"))
+            assert stats.calls == 1 and stats.success < PRIOR_SUCCESS  # a failure
+
+    anyio.run(main)
+
+
+def test_quarantined_tools_are_refused_before_any_call(tmp_path: Path) -> None:
+    from toolroute.gateway.quarantine import Held
+
+    cfg = _config(tmp_path, call_gate="off")
+
+    async def main() -> None:
+        async with _gateway(cfg) as gw:
+            held = Held("time__get_current_time", "changed", "v2", "hash", ("input_schema",))
+            gw.quarantined = {held.name: held}
+            r = await gw.call("time__get_current_time", {"timezone": "UTC"})
+            assert isinstance(r, types.CallToolResult) and r.structured_content is not None
+            assert r.structured_content["error"] == "quarantined"
+            assert gw.router.store.outcome_count() == 0
+
+    anyio.run(main)
+
+
+def test_tool_attention_and_the_gateway_promote_the_same_tools(tmp_path: Path) -> None:
+    cfg = _config(tmp_path)
+    query = "current time in Tokyo"
+
+    async def main() -> None:
+        async with _gateway(cfg) as gw:
+            found = await gw.find_async(query, 2)
+            ta = ToolAttention(gw.router, PresentConfig(top_k=2))
+            turn = ta.turn(query)
+            assert list(turn.names) == [c["name"] for c in found["candidates"]]
+            bound = turn.to_anthropic()[0]["name"]
+            assert ta.check_call(bound) is None
+            assert "tool_not_available" in (ta.check_call("notes__recall_facts") or "")
+            ta.turn("remember a fact about a person")  # a promotion lasts one turn
+            assert ta.check_call(bound) is not None
+
+    anyio.run(main)
+
+
+def test_the_core_alone_routes_and_gates_without_a_transport(tmp_path: Path) -> None:
+    from tests.conftest import SMALL_CATALOG
+    from toolroute.catalog import catalog_from_dict
+
+    with Router(
+        catalog_from_dict(SMALL_CATALOG), store=tmp_path, embedder=HashingEmbedder()
+    ) as router:
+        router.index()
+        core = GatewayCore(router, k=1)
+        state = core.state()
+        found = core.find("what time is it", 1, state)
+        name = found["candidates"][0]["name"]
+        assert core.admits(state, name)
+        other = SessionState()  # another connection's
+        assert not core.admits(other, name)
+        result = anyio.run(core.gated_call, name, {}, other)
+        assert isinstance(result, types.CallToolResult) and result.structured_content is not None
+        assert result.structured_content["error"] == "tool_not_available"
+
+
+def test_memory_specs_keep_one_era_for_every_server() -> None:
+    specs = memory_specs({"a": MCPServer("a"), "b": MCPServer("b")}, "2025-11-25")
+    assert {s.era for s in specs.values()} == {"2025-11-25"}
+    assert isinstance(specs["a"], MemorySpec)
