@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
+import sys
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -24,6 +26,20 @@ BENCHMARKS = SHARED / "benchmarks"
 NPM_MODULES = REPO / ".toolroute" / "npm" / "node_modules"
 """Where `.ci/run` installs the npm reference MCP servers."""
 MEMORY_JS = NPM_MODULES / "@modelcontextprotocol" / "server-memory" / "dist" / "index.js"
+NPM_SERVERS = {
+    "memory": MEMORY_JS,
+    "filesystem": NPM_MODULES / "@modelcontextprotocol" / "server-filesystem" / "dist" / "index.js",
+    "everything": NPM_MODULES / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js",
+}
+"""The npm reference servers' entry points (run with ``node``)."""
+INSPECTOR = NPM_MODULES / ".bin" / "mcp-inspector"
+"""The MCP Inspector CLI."""
+TOOLROUTE = Path(sys.executable).with_name("toolroute")
+"""The ``toolroute`` console script of the running venv."""
+needs_npm = pytest.mark.skipif(
+    shutil.which("node") is None or not all(p.is_file() for p in NPM_SERVERS.values()),
+    reason="node or the npm reference servers are missing (bash .ci/run installs them)",
+)
 TIME_MAIN = (
     "import sys; sys.argv[1:] = ['--local-timezone', 'UTC']; "
     "from mcp_server_time import main; main()"

@@ -16,12 +16,15 @@ from typing import Any
 
 import anyio
 import uvicorn
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.types import Implementation
 
-from tests.conftest import REPO, TIME_MAIN
+from tests.conftest import REPO, TIME_MAIN, TOOLROUTE
+from tests.helpers.net import free_port, stop, wait_for_port
 from toolroute.embed.base import Embedder
 from toolroute.gateway.app import http_app, make_gateway, running_pool, sync_router
-
-TOOLROUTE = Path(sys.executable).with_name("toolroute")
 
 
 def write_config(directory: Path, store: str, *, changing: bool = False, **settings: Any) -> Path:
@@ -60,12 +63,6 @@ async def http_gateway(cfg: Any, embedder: Embedder) -> AsyncIterator[tuple[str,
         router.close()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class GatewayProcess:
     """One gateway replica over streamable HTTP on a free loopback port."""
 
@@ -88,22 +85,19 @@ class GatewayProcess:
 
     async def ready(self, timeout_s: float = 180) -> None:
         """Until the port accepts (model load + sync first); fails if the process exits."""
-        with anyio.fail_after(timeout_s):
-            while True:
-                try:
-                    stream = await anyio.connect_tcp("127.0.0.1", self.port)
-                    await stream.aclose()
-                    return
-                except OSError:
-                    if self.proc.poll() is not None:
-                        raise RuntimeError(f"serve exited: {self.log.read_text()}") from None
-                    await anyio.sleep(0.2)
+        await wait_for_port(self.port, self.proc, timeout_s, self.log)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=20)
+        stop(self.proc)
+
+
+@asynccontextmanager
+async def client_as(
+    url: str, headers: dict[str, str], name: str = "test", **kw: Any
+) -> AsyncIterator[Client]:
+    """An official SDK client (legacy mode) at ``url`` sending ``headers``, named ``name``."""
+    async with create_mcp_http_client(headers) as http:
+        transport = streamable_http_client(url, http_client=http)
+        info = Implementation(name=name, version="1")
+        async with Client(transport, mode="legacy", client_info=info, **kw) as c:
+            yield c

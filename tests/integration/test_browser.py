@@ -30,7 +30,7 @@ import pytest
 from click.testing import CliRunner
 
 from tests.conftest import HashingEmbedder
-from tests.integration.test_status_page import Served, serving_gateway
+from tests.helpers.status import Served, serving_gateway
 from toolroute import cli
 
 pytestmark = [

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_faults import TOOLROUTE
+from tests.conftest import TOOLROUTE
 
 pytestmark = pytest.mark.integration
 

@@ -19,9 +19,8 @@ import pytest
 from click.testing import CliRunner
 from mcp import Client
 
-from tests.conftest import HashingEmbedder
-from tests.integration.test_faults import (
-    TIME_MAIN,
+from tests.conftest import NPM_SERVERS, TIME_MAIN, HashingEmbedder
+from tests.helpers.faults import (
     assert_others_fine,
     config,
     run_gateway,
@@ -134,8 +133,6 @@ def test_a_poisoned_description_is_flagged_per_tool_on_sync_and_held(tmp_path: P
     reason="the npm reference servers are missing (bash .ci/run installs them)",
 )
 def test_no_reference_server_tool_is_flagged_as_poisoned(tmp_path: Path) -> None:
-    from tests.integration.test_gateway import NPM_SERVERS
-
     servers = {
         "git": {"command": sys.executable, "args": ["-m", "mcp_server_git"]},
         "filesystem": {"command": "node", "args": [str(NPM_SERVERS["filesystem"]), str(tmp_path)]},

@@ -15,11 +15,10 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO, TIME_MAIN
+from tests.conftest import REPO, TIME_MAIN, TOOLROUTE
 
 pytestmark = pytest.mark.integration
 
-TOOLROUTE = Path(sys.executable).with_name("toolroute")
 SLOW = REPO / "tests" / "fixtures" / "slow_server.py"
 HELLO = [
     {

@@ -20,7 +20,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from tests.integration.test_faults import TOOLROUTE, sdk, text, write_config
+from tests.conftest import TOOLROUTE
+from tests.helpers.faults import sdk, text, write_config
 from toolroute.gateway.validate import argument_errors, schema_problem
 
 pytestmark = pytest.mark.integration

@@ -16,7 +16,8 @@ import pytest
 from anyio.abc import SocketStream
 
 from tests.conftest import HashingEmbedder
-from tests.integration.gateways import free_port, write_config
+from tests.helpers.net import free_port
+from tests.integration.gateways import write_config
 from toolroute.config import load_config
 from toolroute.gateway.app import make_gateway, running_pool, serve_http, sync_router
 from toolroute.gateway.connection import HttpLimits

@@ -26,11 +26,9 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
-from mcp.types import Implementation
 
-from tests.conftest import RAW_INITIALIZE, REPO
-from tests.integration.gateways import http_gateway
-from tests.integration.test_gateway import INSPECTOR, TIME_MAIN, TOOLROUTE, needs_npm
+from tests.conftest import INSPECTOR, RAW_INITIALIZE, REPO, TIME_MAIN, TOOLROUTE, needs_npm
+from tests.integration.gateways import client_as, http_gateway
 from toolroute.config import load_config
 from toolroute.embed.onnx import OnnxEmbedder
 
@@ -287,17 +285,6 @@ def test_client_scope_keeps_promotions_across_inspector_cli_processes(gw: Gw) ->
     assert not done.get("isError") and "Asia/Tokyo" in done["content"][0]["text"]
 
 
-@asynccontextmanager
-async def _as(
-    url: str, headers: dict[str, str], name: str = "test", **kw: Any
-) -> AsyncIterator[Client]:
-    async with create_mcp_http_client(headers) as http:
-        transport = streamable_http_client(url, http_client=http)
-        info = Implementation(name=name, version="1")
-        async with Client(transport, mode="legacy", client_info=info, **kw) as c:
-            yield c
-
-
 def _time_only(tmp_path: Path, toml: str, **more: Any) -> Any:
     servers = {"time": {"command": sys.executable, "args": ["-c", TIME_MAIN, "y"]}, **more}
     (tmp_path / "servers.json").write_text(json.dumps({"mcpServers": servers}))
@@ -317,7 +304,7 @@ def test_client_scope_without_tokens_keys_on_the_header_else_the_client_name(
         async with http_gateway(cfg, onnx) as (url, _):
 
             def client(header: str | None, name: str) -> Any:
-                return _as(url, {"X-Toolroute-Client": header} if header else {}, name)
+                return client_as(url, {"X-Toolroute-Client": header} if header else {}, name)
 
             async def call(header: str | None, name: str) -> str | None:
                 async with client(header, name) as c:
@@ -359,8 +346,8 @@ def test_bound_tools_follow_each_clients_allow_list(
     async def main() -> None:
         async with http_gateway(cfg, onnx) as (url, _):
             with anyio.fail_after(60):
-                carol = _as(url, {"Authorization": f"Bearer {tokens['carol']}"})
-                alice = _as(url, {"Authorization": f"Bearer {tokens['alice']}"})
+                carol = client_as(url, {"Authorization": f"Bearer {tokens['carol']}"})
+                alice = client_as(url, {"Authorization": f"Bearer {tokens['alice']}"})
                 async with carol as c, alice as a:
                     r = await c.call_tool("find_tools", {"query": "stamp a label on a parcel"})
                     assert "rec__stamp" in _names(r)

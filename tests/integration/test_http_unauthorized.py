@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.integration.test_faults import config
+from tests.helpers.faults import config
 from toolroute.gateway.app import running_pool
 from toolroute.sources.pool import DownstreamError
 from toolroute.sources.sync import list_all

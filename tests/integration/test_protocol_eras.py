@@ -18,8 +18,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.types import Implementation
 
-from tests.conftest import REPO, TIME_MAIN, HashingEmbedder
-from tests.integration.gateways import TOOLROUTE, GatewayProcess
+from tests.conftest import REPO, TIME_MAIN, TOOLROUTE, HashingEmbedder
+from tests.integration.gateways import GatewayProcess
 from toolroute.config import load_config
 from toolroute.embed.onnx import OnnxEmbedder
 from toolroute.gateway.app import make_gateway, running_pool, sync_router

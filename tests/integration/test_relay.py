@@ -437,8 +437,8 @@ def test_allow_lists_hold_for_pass_through_tools_resources_and_prompts(
     tmp_path: Path, onnx: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A client allowed only the time server sees and reaches nothing of the other server."""
-    from tests.integration.gateways import http_gateway
-    from tests.integration.test_http_security import TIME_MAIN, _as
+    from tests.conftest import TIME_MAIN
+    from tests.integration.gateways import client_as, http_gateway
 
     tokens = {c: secrets.token_urlsafe(24) for c in ("alice", "carol")}
     for c, t in tokens.items():
@@ -455,8 +455,8 @@ def test_allow_lists_hold_for_pass_through_tools_resources_and_prompts(
     async def main() -> None:
         async with http_gateway(cfg, onnx) as (url, _):
             with anyio.fail_after(60):
-                carol = _as(url, {"Authorization": f"Bearer {tokens['carol']}"})
-                alice = _as(url, {"Authorization": f"Bearer {tokens['alice']}"})
+                carol = client_as(url, {"Authorization": f"Bearer {tokens['carol']}"})
+                alice = client_as(url, {"Authorization": f"Bearer {tokens['alice']}"})
                 async with carol as c, alice as a:
                     assert "test_simple_text" in {t.name for t in (await c.list_tools()).tools}
                     names = {t.name for t in (await a.list_tools()).tools}

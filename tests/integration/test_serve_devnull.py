@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import RAW_INITIALIZE
-from tests.integration.test_faults import TOOLROUTE, write_config
+from tests.conftest import RAW_INITIALIZE, TOOLROUTE
+from tests.helpers.faults import write_config
 
 pytestmark = pytest.mark.integration
 

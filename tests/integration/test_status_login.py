@@ -21,7 +21,7 @@ import pytest
 from click.testing import CliRunner
 
 from tests.conftest import RAW_INITIALIZE
-from tests.integration.test_status_page import Served, serving_gateway
+from tests.helpers.status import Served, serving_gateway
 from toolroute import cli
 from toolroute.gateway.login import COOKIE, LOGIN_FILE, LoginBook
 

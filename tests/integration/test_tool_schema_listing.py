@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_faults import assert_others_fine, config, raw, run_gateway, text
+from tests.helpers.faults import assert_others_fine, config, raw, run_gateway, text
 from toolroute.gateway.server import Gateway
 from toolroute.sources.pool import DownstreamPool
 

@@ -401,16 +401,19 @@ def test_route_and_bench_with_config_use_the_synced_tools_not_the_demo_catalog(
 ) -> None:
     config = _servers_file(tmp_path, {"time": {"command": "uvx", "args": ["mcp-server-time"]}})
     _as_if_synced(config)
-    code, out, err = _run("route", "what time is it in Tokyo", "--config", str(config), "--json")
+    args = ("what time is it in Tokyo", "--config", str(config), "-k", "20", "--json")
+    code, out, err = _run("route", *args)
     assert code == 0, err
     rows = json.loads(out)
     assert rows[0] == {**rows[0], "server": "time", "tool": "get_current_time"}
-    synced = {s["id"] for s in SMALL_CATALOG["servers"]}
-    assert {r["server"] for r in rows} <= synced  # never the demo catalog's servers
+    # all 7 synced tools and nothing else (the demo catalog has 77, none on a server "fs")
+    synced = {(s["id"], t["name"]) for s in SMALL_CATALOG["servers"] for t in s["tools"]}
+    assert {(r["server"], r["tool"]) for r in rows} == synced and len(rows) == len(synced)
     code, out, err = _run(
         "bench", "--config", str(config), "--queries", str(queries_file), "-s", "bm25", "--json"
     )
-    assert code == 0, err and "bm25" in json.loads(out)
+    assert code == 0, err
+    assert json.loads(out)["bm25"]["queries"] == 3  # the queries file's, over the synced tools
     code, _, err = _run("route", "x", "--config", str(config), "--catalog", str(config))
     assert code == 2 and "either --catalog or --config" in err
 

@@ -23,17 +23,74 @@ def test_a_threshold_the_user_set_is_left_alone(monkeypatch: pytest.MonkeyPatch)
     assert heap.fix_mmap_threshold() is False
 
 
-def test_freeze_heap_moves_what_start_up_built_out_of_the_collectors_scans() -> None:
-    import gc
+class _Node:
+    """A weak-referenceable object that can sit in a reference cycle."""
 
+    def __init__(self) -> None:
+        self.me = self
+
+
+def test_freeze_heap_collects_garbage_first_then_keeps_start_up_objects_out_of_collections() -> (
+    None
+):
+    import gc
+    import weakref
+
+    garbage = _Node()
+    dead = weakref.ref(garbage)
+    del garbage  # a cycle only the cyclic collector frees
+    kept = _Node()
+    frozen = weakref.ref(kept)
     gc.unfreeze()
     try:
         heap.freeze_heap()
+        assert dead() is None  # collected before the freeze, not made permanent
         assert gc.get_freeze_count() > 0
-        assert gc.collect() >= 0  # a collection after the freeze still works
+        del kept  # garbage now, but frozen: the collector no longer scans it
+        gc.collect()
+        assert frozen() is not None
     finally:
         gc.unfreeze()
+    gc.collect()
+    assert frozen() is None  # unfrozen, it is an ordinary cycle again
 
 
-def test_trim_heap_runs_anywhere() -> None:
-    heap.trim_heap()  # glibc: malloc_trim; elsewhere a no-op, never an error
+class _Libc:
+    def __init__(self) -> None:
+        self.trims: list[int] = []
+
+    def malloc_trim(self, pad: int) -> int:
+        self.trims.append(pad)
+        return 1
+
+
+def test_trim_heap_calls_malloc_trim_through_one_loaded_libc(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    libc = _Libc()
+    loads: list[str] = []
+    monkeypatch.setattr(heap, "_libc", None)
+    monkeypatch.setattr(heap.platform, "system", lambda: "Linux")
+    monkeypatch.setattr(heap.ctypes, "CDLL", lambda name: loads.append(name) or libc)
+    heap.trim_heap()
+    heap.trim_heap()
+    assert loads == ["libc.so.6"] and libc.trims == [0, 0]
+
+
+def test_trim_heap_without_a_glibc_is_a_no_op_tried_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    loads: list[str] = []
+
+    def no_glibc(name: str) -> None:  # musl and the like
+        loads.append(name)
+        raise OSError(f"{name}: cannot open shared object file")
+
+    monkeypatch.setattr(heap, "_libc", None)
+    monkeypatch.setattr(heap.platform, "system", lambda: "Linux")
+    monkeypatch.setattr(heap.ctypes, "CDLL", no_glibc)
+    heap.trim_heap()
+    heap.trim_heap()
+    assert loads == ["libc.so.6"]
+    monkeypatch.setattr(heap, "_libc", None)
+    monkeypatch.setattr(heap.platform, "system", lambda: "Darwin")
+    heap.trim_heap()
+    assert loads == ["libc.so.6"]  # not Linux: no libc.so.6 to look for

@@ -1,0 +1,8 @@
+"""Helpers shared by test modules (test modules never import each other):
+
+- :mod:`tests.helpers.net`: a free loopback port, waiting for a process to listen on one;
+- :mod:`tests.helpers.faults`: the fault suite's configs and in-process gateway runner;
+- :mod:`tests.helpers.status`: a real ``toolroute serve --transport http`` after one agent turn.
+
+Constants (paths, the time server's entry, npm servers) are in ``tests/conftest.py``.
+"""
