@@ -30,6 +30,7 @@ from toolroute.index.document import QuestionGenerator, TemplateQuestions
 from toolroute.index.snapshot import load_snapshot, save_snapshot, snapshot_key
 from toolroute.index.tdwa import PRESETS, DocConfig
 from toolroute.memory import query_key
+from toolroute.route.derived import DERIVATIONS
 from toolroute.route.ehrr import EhrrTrace
 from toolroute.route.intent import intent_spans
 from toolroute.route.strategy import Embeds, QueryContext, RouteParams, Scores, resolve_strategy
@@ -167,7 +168,7 @@ class Router:
             index = load_snapshot(directory, key, self._catalog, self.documents)
             if index is None:
                 index = build_index(self._catalog, cached, self.documents, self.questions, progress)
-                save_snapshot(index, directory, key)
+                save_snapshot(index, directory, key, DERIVATIONS)
             sync = self.store.sync_catalog(self._catalog, digest=digest)
         self._index = index
         self.store.set_meta(
