@@ -284,9 +284,6 @@ async def _breakdown(args: argparse.Namespace, tmp: Path) -> dict[str, list[floa
         async def record_wait() -> None:
             router.record(outcome)
 
-        async def record_queued() -> None:
-            router.record(outcome, wait=False)
-
         traced = make_gateway(cfg, router, pool)
         traced.server.middleware = [OpenTelemetryMiddleware()]  # the SDK's default
         try:
@@ -305,7 +302,6 @@ async def _breakdown(args: argparse.Namespace, tmp: Path) -> dict[str, list[floa
                     ),
                     "argument validation": validate,
                     "record outcome, waiting for the store write": record_wait,
-                    "record outcome, store write queued": record_queued,
                 }
                 return await _timed_blocks(paths, args.calls, args.warmup, args.batch)
         finally:

@@ -79,7 +79,10 @@ def child_bare(catalog_path: Path) -> dict[str, Any]:
 
 
 def child_index(catalog_path: Path) -> dict[str, Any]:
+    from toolroute.heap import fix_mmap_threshold
     from toolroute.router import Router
+
+    fix_mmap_threshold()  # as the toolroute command does
 
     with tempfile.TemporaryDirectory(prefix="toolroute-index-mem-") as store:
         router = Router(catalog_path, store=store)

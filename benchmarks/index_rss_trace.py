@@ -35,11 +35,11 @@ def _status_mb(field: str) -> float:
 
 
 def child(catalog: Path, dynamic: bool) -> dict[str, Any]:
-    import toolroute.router
+    from toolroute.heap import fix_mmap_threshold
     from toolroute.router import Router
 
-    if dynamic:  # glibc's default: the threshold follows the largest freed block
-        toolroute.router.fix_mmap_threshold = lambda: False  # type: ignore[assignment]
+    if not dynamic:  # as the toolroute command does; else glibc's default, the threshold
+        fix_mmap_threshold()  # following the largest freed block
     phase = ["setup"]
     peaks: dict[str, float] = {}
     stop = threading.Event()

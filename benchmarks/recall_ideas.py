@@ -59,7 +59,8 @@ def _register() -> list[Row]:
     from toolroute.index.lexical import LexicalIndex
     from toolroute.route import strategy as st
     from toolroute.route.action import query_actions, tool_actions
-    from toolroute.route.expand import _CREATORS, expand, provider_graph
+    from toolroute.route.derived import index_providers
+    from toolroute.route.expand import _CREATORS, expand
 
     off = {
         "action_penalty": 0.0,
@@ -93,7 +94,7 @@ def _register() -> list[Row]:
         return st._action_prior(ix, q, p, s)
 
     def implied(ix: Any, q: Any, p: Any, s: Any) -> Any:
-        return expand(s, provider_graph(ix.tools), p.expand_pool, p.expand_weight)
+        return expand(s, index_providers(ix), p.expand_pool, p.expand_weight)
 
     def files(ix: Any, q: Any, p: Any, s: Any) -> Any:
         return st._named_files(ix, q, p, s)
@@ -229,7 +230,7 @@ def _register() -> list[Row]:
         fill = {"add", "write", "insert", "append", "put", "populate", "fill", "set", "update"}
 
         def edges() -> list[tuple[int, int]]:
-            prov, served = provider_graph(ix.tools)
+            prov, served = index_providers(ix)
             first = [(humanise(t.name).split() or [""])[0] for t in ix.tools]
             return [
                 (int(a), int(b))

@@ -52,7 +52,8 @@ def _time_stages(ix: Any, ctxs: list[Any], prm: Any) -> dict[str, list[float]]:
     from threadpoolctl import threadpool_limits
 
     from toolroute.route import strategy as st
-    from toolroute.route.expand import expand, provider_graph
+    from toolroute.route.derived import index_providers
+    from toolroute.route.expand import expand
 
     base = [st.multi(ix, c, prm) for c in ctxs]
     stages: dict[str, Callable[[int], Any]] = {
@@ -61,7 +62,7 @@ def _time_stages(ix: Any, ctxs: list[Any], prm: Any) -> dict[str, list[float]]:
         "action": lambda i: st._action_prior(ix, ctxs[i], prm, base[i]),
         "destination": lambda i: st._named_files(ix, ctxs[i], prm, base[i]),
         "expand": lambda i: expand(
-            base[i], provider_graph(ix.tools), prm.expand_pool, prm.expand_weight
+            base[i], index_providers(ix), prm.expand_pool, prm.expand_weight
         ),
     }
     timings: dict[str, list[float]] = {k: [] for k in stages}

@@ -25,16 +25,17 @@ from toolroute.catalog.models import Catalog, Tool
 from toolroute.embed.base import Embedder, SpanEmbedder
 from toolroute.embed.cache import CachedEmbedder
 from toolroute.errors import ConfigError
-from toolroute.heap import fix_mmap_threshold
 from toolroute.index.build import ToolIndex, build_index, economics_arrays
 from toolroute.index.document import QuestionGenerator, TemplateQuestions
 from toolroute.index.snapshot import load_snapshot, save_snapshot, snapshot_key
 from toolroute.index.tdwa import PRESETS, DocConfig
+from toolroute.llm.client import ChatLLM
 from toolroute.memory import query_key
+from toolroute.route.derived import DERIVATIONS
 from toolroute.route.ehrr import EhrrTrace
 from toolroute.route.intent import intent_spans
 from toolroute.route.strategy import Embeds, QueryContext, RouteParams, Scores, resolve_strategy
-from toolroute.stats import Outcome, OutcomeWriter, StatsBook
+from toolroute.stats import Outcome, StatsBook
 from toolroute.store import Store, StoreTarget, catalog_digest, default_store_target
 
 __all__ = ["Candidate", "IndexReport", "Router"]
@@ -72,13 +73,17 @@ class Router:
         *,
         store: StoreTarget | None = None,
         embedder: Embedder | None = None,
+        llm: ChatLLM | None = None,
         documents: str | DocConfig = "toolroute",
         questions: QuestionGenerator | None = None,
         params: RouteParams | None = None,
     ) -> None:
-        # Freed onnxruntime buffers go back to the OS instead of growing the heap (heap.py,
-        # benchmarks/index_rss_trace.py).
-        fix_mmap_threshold()
+        """``embedder``: the model that embeds tools and queries (default: the bundled
+        all-MiniLM-L6-v2, embed/onnx.py). ``llm``: the chat endpoint of the LLM stages (None:
+        their offline fallbacks); it replaces ``params.llm`` when both are given. Nothing is
+        read from the environment here: entry points build both from their configuration
+        (``LLMConfig.from_env()``, ``toolroute.toml``) and tune the process
+        (``heap.fix_mmap_threshold``)."""
         self._catalog = catalog if isinstance(catalog, Catalog) else load_catalog(catalog)
         self._store_target = store if store is not None else default_store_target()
         self.store = Store(self._store_target)
@@ -96,29 +101,15 @@ class Router:
         self.documents = documents
         self.questions = questions if questions is not None else TemplateQuestions()
         if params is None:
-            from toolroute.llm.client import ChatLLM, LLMConfig, llm_cache_path
-
-            llm_config = LLMConfig.from_env()
-            llm = (
-                ChatLLM(llm_config, cache_path=llm_cache_path(self.store.directory))
-                if llm_config
-                else None
-            )
             params = RouteParams(llm=llm)
+        elif llm is not None:
+            params = replace(params, llm=llm)
         self.params = params
         self._index: ToolIndex | None = None
         self._stats: StatsBook | None = None
-        self._writer: OutcomeWriter | None = None
 
     def close(self) -> None:
-        if self._writer is not None:
-            self._writer.close()  # drains: a clean stop loses no outcome
         self.store.close()
-
-    def flush(self) -> None:
-        """Wait until every outcome recorded with ``wait=False`` is in the store."""
-        if self._writer is not None:
-            self._writer.flush()
 
     def __enter__(self) -> Router:
         return self
@@ -146,7 +137,7 @@ class Router:
             index = load_snapshot(directory, key, self._catalog, self.documents)
             if index is None:
                 index = build_index(self._catalog, cached, self.documents, self.questions, progress)
-                save_snapshot(index, directory, key)
+                save_snapshot(index, directory, key, DERIVATIONS)
             sync = self.store.sync_catalog(self._catalog, digest=digest)
         self._index = index
         self.store.set_meta(
@@ -263,18 +254,9 @@ class Router:
             self._stats.memory.clear(client)
         return dropped
 
-    def record(self, outcome: Outcome, *, wait: bool = True) -> None:
-        """Feed one executed call back into the statistics (and the store, atomically).
-
-        ``wait=False`` (the gateway's call path) updates the statistics at once and leaves the
-        store write to a background thread: :meth:`flush` and :meth:`close` wait for it."""
-        if wait:
-            self.stats.record(outcome)
-            return
-        if self._writer is None:
-            target = self._store_target
-            self._writer = OutcomeWriter(lambda: Store(target))
-        self.stats.record(outcome, sink=self._writer)
+    def record(self, outcome: Outcome) -> None:
+        """Feed one executed call back into the statistics (and the store, atomically)."""
+        self.stats.record(outcome)
 
     @property
     def built(self) -> ToolIndex:

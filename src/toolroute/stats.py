@@ -5,9 +5,6 @@ tool, r and l, as arrays aligned with a :class:`toolroute.index.ToolIndex` so ro
 them without a loop. Each :class:`Outcome` is folded in by the pure updates of
 :mod:`toolroute.economics` (``ServerStats.update`` / ``ToolStats.update``). With a store, every
 outcome and the new statistics are written in one transaction, so nothing is lost on a crash.
-On a serving path the same writes can go through an :class:`OutcomeWriter` instead: a thread
-with its own store connection persists them after the answer has gone out (nothing lost on a
-clean stop, at most the queued outcomes on a crash).
 
 Priors for an unseen server or tool are the documented ``PRIOR_*`` of :mod:`toolroute.economics`,
 replaced by catalog hints where given (tool ``success_rate`` / ``latency_s``, server
@@ -18,9 +15,6 @@ replaced by catalog hints where given (tool ``success_rate`` / ``latency_s``, se
 from __future__ import annotations
 
 import logging
-import queue
-import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -33,7 +27,6 @@ from toolroute.memory import UsageMemory
 
 __all__ = [
     "DEFAULT_CONNECT_S",
-    "OutcomeWriter",
     "PRIOR_SUCCESS_MEAN",
     "PSEUDO_CALLS",
     "Outcome",
@@ -88,75 +81,6 @@ class ClosableSink(StatsSink, Protocol):
 
 
 _Item = tuple[Outcome, ServerStats, ToolStats, Smoothing | None] | None
-
-
-class OutcomeWriter:
-    """A :class:`StatsSink` that persists off the caller's path.
-
-    ``record_outcome`` only queues; one daemon thread opens its own sink (``open_sink`` runs
-    on that thread: an SQLite connection belongs to the thread that made it) and writes the
-    queue in order. :meth:`flush` waits for what is queued, :meth:`close` drains and stops, so
-    a clean stop loses nothing; a crash loses at most ``capacity`` outcomes (a full queue makes
-    the caller wait rather than grow without bound).
-    """
-
-    def __init__(self, open_sink: Callable[[], ClosableSink], *, capacity: int = 1024) -> None:
-        self._queue: queue.Queue[_Item] = queue.Queue(maxsize=capacity)
-        self._ready = threading.Event()
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(
-            target=self._run, args=(open_sink,), name="toolroute-outcomes", daemon=True
-        )
-        self._thread.start()
-        self._ready.wait()
-        if self._error is not None:
-            raise self._error
-
-    def record_outcome(
-        self,
-        outcome: Outcome,
-        server: ServerStats,
-        tool: ToolStats,
-        smoothing: Smoothing | None = None,
-    ) -> None:
-        """Queue the write; the caller keeps its own states (a shared store's are read back by
-        the replica's periodic statistics refresh)."""
-        if not self._thread.is_alive():
-            raise RuntimeError("the outcome writer is closed")
-        self._queue.put((outcome, server, tool, smoothing))
-
-    def flush(self) -> None:
-        """Return once every outcome queued so far is written."""
-        self._queue.join()
-
-    def close(self) -> None:
-        """Write what is queued, then stop the thread."""
-        if self._thread.is_alive():
-            self._queue.put(None)
-            self._thread.join()
-
-    def _run(self, open_sink: Callable[[], ClosableSink]) -> None:
-        try:
-            sink = open_sink()
-        except BaseException as e:  # reported to the constructor's caller
-            self._error = e
-            self._ready.set()
-            return
-        self._ready.set()
-        try:
-            while True:
-                item = self._queue.get()
-                try:
-                    if item is None:
-                        return
-                    try:
-                        sink.record_outcome(*item)
-                    except Exception:  # statistics must never break serving
-                        log.exception("cannot persist the outcome of %s/%s", *item[0].key)
-                finally:
-                    self._queue.task_done()
-        finally:
-            sink.close()
 
 
 class StatsBook:
@@ -259,7 +183,7 @@ class StatsBook:
 
     def record(self, outcome: Outcome, sink: StatsSink | None = None) -> None:
         """Fold one executed call into the server's and the tool's statistics (EHRR eq. 8);
-        ``sink`` overrides where it is persisted (e.g. an :class:`OutcomeWriter`)."""
+        ``sink`` overrides where it is persisted."""
         i = self._server_pos[outcome.server]
         j = self._tool_pos[(outcome.server, outcome.tool)]
         server = self._servers[i].update(

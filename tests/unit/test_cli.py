@@ -511,3 +511,31 @@ def test_sync_and_route_show_a_progress_bar_on_a_terminal_while_embedding(
     )
     assert code == 0, err
     assert "embedding" in screen.getvalue()
+
+
+def test_local_llm_hands_its_endpoint_to_the_router_without_touching_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import os
+
+    import toolroute.llm.local
+    from toolroute.cli.common import _local_llm
+
+    class FakeServer:
+        base_url, model = "http://127.0.0.1:9/v1", "qwen"
+
+        def __enter__(self) -> FakeServer:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            pass
+
+    monkeypatch.setattr(toolroute.llm.local, "LocalLLMServer", FakeServer)
+    monkeypatch.delenv("TOOLROUTE_LLM_BASE_URL", raising=False)
+    before = dict(os.environ)
+    with _local_llm(True, show=False) as config:
+        assert config is not None and config.base_url == FakeServer.base_url
+        assert config.model == "qwen" and config.timeout_s == 90.0
+        assert dict(os.environ) == before
+    with _local_llm(False) as config:
+        assert config is None  # nothing configured: offline fallbacks

@@ -167,3 +167,37 @@ def test_multi_top_tools_equal_scoring_every_sub_intent(
         assert top_k(bounded, 20) == top
         assert np.allclose(bounded[top], full[top], atol=1e-6)
         assert (bounded <= full + 1e-6).all()  # elsewhere a lower bound
+
+
+def test_a_router_reads_no_llm_from_the_environment(
+    tmp_path: Path, catalog_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TOOLROUTE_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    with _router(tmp_path, catalog_file, HashingEmbedder()) as r:
+        assert r.params.llm is None  # entry points build it from their configuration
+
+
+def test_the_llm_given_to_a_router_reaches_its_strategies(
+    tmp_path: Path, catalog_file: Path
+) -> None:
+    from toolroute.llm.client import ChatLLM, LLMConfig
+    from toolroute.route.strategy import RouteParams
+
+    chat = ChatLLM(LLMConfig(base_url="http://127.0.0.1:9/v1", model="m"))
+    with _router(tmp_path, catalog_file, HashingEmbedder(), llm=chat) as r:
+        assert r.params.llm is chat
+    params = RouteParams(servers_k=2)
+    with _router(tmp_path, catalog_file, HashingEmbedder(), llm=chat, params=params) as r:
+        assert r.params.llm is chat and r.params.servers_k == 2
+
+
+def test_making_a_router_leaves_the_process_malloc_settings_alone(
+    tmp_path: Path, catalog_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from toolroute import heap
+
+    monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
+    monkeypatch.setattr(heap, "_done", False)
+    with _router(tmp_path, catalog_file, HashingEmbedder()) as r:
+        r.index()
+    assert heap._done is False  # the entry point (CLI, gateway) tunes the process

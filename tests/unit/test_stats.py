@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -9,8 +8,8 @@ import pytest
 from tests.conftest import SMALL_CATALOG, HashingEmbedder
 from toolroute import Router
 from toolroute.catalog import catalog_from_dict
-from toolroute.economics import PRIOR_SUCCESS, ServerStats, ToolStats
-from toolroute.stats import DEFAULT_CONNECT_S, Outcome, OutcomeWriter, StatsBook
+from toolroute.economics import PRIOR_SUCCESS, ServerStats
+from toolroute.stats import DEFAULT_CONNECT_S, Outcome, StatsBook
 
 
 def _book() -> StatsBook:
@@ -69,51 +68,3 @@ def test_beta_posteriors_are_rebuilt_after_a_restart(tmp_path: Path, catalog_fil
     with Router(catalog_file, store=tmp_path, embedder=HashingEmbedder()) as r:
         assert (r.stats.tool_beta == before[0]).all()
         assert (r.stats.server_fail_beta == before[1]).all()
-
-
-def test_outcomes_recorded_without_waiting_are_all_in_the_store_after_a_clean_stop(
-    tmp_path: Path, catalog_file: Path
-) -> None:
-    with Router(catalog_file, store=tmp_path, embedder=HashingEmbedder()) as r:
-        r.index()
-        for i in range(50):
-            r.record(
-                Outcome("weather", "get_alerts", success=i % 2 == 0, latency_s=1.0), wait=False
-            )
-        assert r.stats.tool(("weather", "get_alerts")).calls == 50  # routing sees them at once
-        expected = r.stats.server("weather")
-    with Router(catalog_file, store=tmp_path, embedder=HashingEmbedder()) as r:
-        assert r.store.outcome_count() == 50
-        assert r.stats.server("weather") == expected
-
-
-def test_flush_waits_for_outcomes_queued_for_the_store(tmp_path: Path, catalog_file: Path) -> None:
-    with Router(catalog_file, store=tmp_path, embedder=HashingEmbedder()) as r:
-        r.index()
-        r.record(Outcome("fs", "read_file", success=True, latency_s=0.5), wait=False)
-        r.flush()
-        assert r.store.outcome_count() == 1
-
-
-def test_a_failing_store_write_is_logged_and_later_outcomes_still_persist(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    written: list[Outcome] = []
-
-    class FlakySink:
-        def record_outcome(
-            self, outcome: Outcome, server: ServerStats, tool: ToolStats, smoothing: object = None
-        ) -> None:
-            if outcome.tool == "bad":
-                raise sqlite3.OperationalError("disk I/O error")
-            written.append(outcome)
-
-        def close(self) -> None:
-            pass
-
-    writer = OutcomeWriter(FlakySink)
-    for name in ("bad", "good"):
-        writer.record_outcome(Outcome("fs", name, True, 0.1), ServerStats(), ToolStats())
-    writer.close()
-    assert [o.tool for o in written] == ["good"]
-    assert "cannot persist the outcome of fs/bad" in caplog.text

@@ -20,6 +20,10 @@ def main(verbose: int) -> None:
       toolroute route "convert a docx to pdf" --catalog catalog.json -k 5
       toolroute bench --catalog catalog.json --queries queries.jsonl --strategy default
     """
+    from toolroute.heap import fix_mmap_threshold
+
+    # process tuning belongs to the entry point, not to a library object (heap.py)
+    fix_mmap_threshold()
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(
         level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"

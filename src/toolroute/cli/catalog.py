@@ -54,7 +54,10 @@ def index(
     texts never seen before are embedded. Prints added / updated / removed / unchanged /
     embedded counts.
     """
-    with _local_llm(local_llm, not as_json), _router(catalog, store, documents, questions) as r:
+    with (
+        _local_llm(local_llm, not as_json) as llm,
+        _router(catalog, store, documents, questions, llm=llm) as r,
+    ):
         report = _index(r, not as_json)
         if as_json:
             click.echo(json.dumps(report.to_dict()))
@@ -135,8 +138,8 @@ def route(
     text = _query_text(query, query_file)
     resolve_strategy(strategy)
     with (
-        _local_llm(local_llm, not as_json),
-        _router(catalog, store, documents, config=config_path) as router,
+        _local_llm(local_llm, not as_json) as llm,
+        _router(catalog, store, documents, config=config_path, llm=llm) as router,
     ):
         _index(router, not as_json)
         rows = router.explain(text, k=k, strategy=strategy)

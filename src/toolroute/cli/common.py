@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import functools
-import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from toolroute.errors import ToolrouteError
+
+if TYPE_CHECKING:
+    from toolroute.llm.client import LLMConfig
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -157,11 +159,14 @@ local_llm_option = click.option(
 
 
 @contextmanager
-def _local_llm(enabled: bool, show: bool = True) -> Iterator[None]:
-    """With ``enabled``, the bundled model answers on loopback while the block runs: the
-    ``TOOLROUTE_LLM_*`` variables point at it (every Router made inside picks it up)."""
+def _local_llm(enabled: bool, show: bool = True) -> Iterator[LLMConfig | None]:
+    """The chat endpoint of this command's LLM stages: with ``enabled``, the bundled model
+    answering on loopback while the block runs; else the ``TOOLROUTE_LLM_*`` environment's
+    (None: offline fallbacks). Handed to :func:`_router`; the environment is left as it is."""
+    from toolroute.llm.client import LLMConfig
+
     if not enabled:
-        yield
+        yield LLMConfig.from_env()
         return
     from toolroute.llm.local import LocalLLMServer
 
@@ -169,17 +174,7 @@ def _local_llm(enabled: bool, show: bool = True) -> Iterator[None]:
         stderr.print("starting the local model…")
     with LocalLLMServer() as server:
         # a CPU model answers in seconds: a longer deadline than a hosted endpoint's
-        env = {"TOOLROUTE_LLM_TIMEOUT_S": "90", **server.env}
-        saved = {k: os.environ.get(k) for k in env}
-        os.environ.update(env)
-        try:
-            yield
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+        yield LLMConfig(base_url=server.base_url, model=server.model, timeout_s=90.0)
 
 
 def _router(
@@ -188,9 +183,16 @@ def _router(
     documents: str,
     questions: str = "template",
     config: Path | None = None,
+    llm: LLMConfig | None | Literal["env"] = "env",
 ) -> Any:
+    """The command's Router; ``llm``: its chat endpoint (``"env"``: ``TOOLROUTE_LLM_*``)."""
+    from dataclasses import replace
+
+    from toolroute.llm.client import ChatLLM, LLMConfig, llm_cache_path
     from toolroute.router import Router
 
+    if llm == "env":
+        llm = LLMConfig.from_env()
     if config is not None:
         if catalog is not None:
             from toolroute.errors import ConfigError
@@ -200,6 +202,9 @@ def _router(
         router = Router(synced, store=store, documents=documents)
     else:
         router = Router(catalog or demo_catalog_path(), store=store, documents=documents)
+    if llm is not None:  # its answer cache lives beside the store's database
+        chat = ChatLLM(llm, cache_path=llm_cache_path(router.store.directory))
+        router.params = replace(router.params, llm=chat)
     if questions == "llm":
         from toolroute.errors import ConfigError
         from toolroute.index.document import LLMQuestions

@@ -83,8 +83,8 @@ def bench(
     for n in names:
         resolve_strategy(n)
     with (
-        _local_llm(local_llm, not as_json),
-        _router(catalog, store, documents, config=config_path) as router,
+        _local_llm(local_llm, not as_json) as llm,
+        _router(catalog, store, documents, config=config_path, llm=llm) as router,
     ):
         qs = load_queries(queries, router.catalog)
         _index(router, not as_json)

@@ -7,7 +7,7 @@ content-addressed embedding cache, so rebuilding after a sync embeds only new te
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -16,6 +16,7 @@ from toolroute.catalog.models import Catalog, Tool, ToolKey
 from toolroute.embed.base import Matrix
 from toolroute.embed.cache import CachedEmbedder
 from toolroute.errors import SearchIndexError
+from toolroute.index.derived import DerivedData
 from toolroute.index.document import QuestionGenerator, ToolDoc, build_docs, server_profile
 from toolroute.index.lexical import LexicalIndex
 from toolroute.index.tdwa import Component, DocConfig, tdwa
@@ -53,6 +54,9 @@ class ToolIndex:
     """Per-call price (USD) of each tool; 0 where the catalog gives none."""
     ask_costs: npt.NDArray[np.float64]
     """Ask cost of each server: the catalog's, else the mean price of its tools (EHRR §V)."""
+    derived: DerivedData = field(default_factory=DerivedData, repr=False)
+    """What routing derives from these tools once (route/derived.py), kept with the index
+    and saved with its snapshot."""
 
     @property
     def size(self) -> int:

@@ -13,8 +13,10 @@ arrays depend on: the catalog's digest (servers, tools and their hashes, in orde
 document preset and weights, the question generator, the embedder's model id and this
 module's format. A changed catalog, preset or model never reads a stale snapshot; it builds
 and writes a new one (older ones are removed). Files: ``.npy`` arrays, bm25s's own files,
-``meta.json``; no pickle. The catalog itself (names, descriptions, schemas) always comes from
-the caller, so a snapshot holds nothing the store is the source of truth for.
+``meta.json``, and ``derived/`` (what routing derives from the index: the provider graph,
+action classes, schema keys, each keyed by its code's fingerprint); no pickle. The catalog
+itself (names, descriptions, schemas) always comes from the caller, so a snapshot holds
+nothing the store is the source of truth for.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import numpy as np
 
 from toolroute.catalog.models import Catalog
 from toolroute.index.build import ToolIndex, economics_arrays
+from toolroute.index.derived import Derivation, DerivedData
 from toolroute.index.lexical import LexicalIndex
 from toolroute.index.tdwa import DocConfig
 
@@ -42,6 +45,9 @@ FORMAT = 1
 """Bumped whenever the files or what they mean change: an old snapshot is then rebuilt."""
 _ARRAYS = ("tool_vectors", "flat_vectors", "server_vectors", "server_of")
 _LEXICAL = ("tool_lexical", "name_desc_lexical", "server_lexical")
+DERIVED = "derived"
+"""Folder of the data routing derives from the index (index/derived.py): missing in an older
+snapshot, it is computed on first use and written there."""
 
 
 def snapshot_key(catalog_digest: str, doc_config: DocConfig, questions: str, model_id: str) -> str:
@@ -63,13 +69,17 @@ def _root(store_dir: Path) -> Path:
     return store_dir / "index"
 
 
-def save_snapshot(ix: ToolIndex, store_dir: Path, key: str) -> Path | None:
+def save_snapshot(
+    ix: ToolIndex, store_dir: Path, key: str, derivations: tuple[Derivation, ...] = ()
+) -> Path | None:
     """Write ``ix`` as the snapshot ``key`` (atomically: a temporary directory renamed into
-    place) and remove older snapshots. A snapshot is an optimisation: when it cannot be
-    written (read-only or full disk) the error is logged and None returned."""
+    place), with ``derivations`` computed and saved beside its arrays (index/derived.py), and
+    remove older snapshots. A snapshot is an optimisation: when it cannot be written
+    (read-only or full disk) the error is logged and None returned."""
     root = _root(store_dir)
     final = root / key
     if (final / "meta.json").is_file():
+        ix.derived.directory = final / DERIVED
         return final
     try:
         root.mkdir(parents=True, exist_ok=True)
@@ -79,6 +89,7 @@ def save_snapshot(ix: ToolIndex, store_dir: Path, key: str) -> Path | None:
                 np.save(tmp / f"{name}.npy", np.ascontiguousarray(getattr(ix, name)))
             for name in _LEXICAL:
                 getattr(ix, name).save(tmp / name)
+            ix.derived.save(derivations, ix, tmp / DERIVED)
             meta = {"format": FORMAT, "key": key, "tools": ix.size, "model_id": ix.model_id}
             (tmp / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
             os.replace(tmp, final)
@@ -93,6 +104,7 @@ def save_snapshot(ix: ToolIndex, store_dir: Path, key: str) -> Path | None:
     for old in root.iterdir():
         if old.name != key and not old.name.startswith(".building-"):
             shutil.rmtree(old, ignore_errors=True)
+    ix.derived.directory = final / DERIVED  # what later routes derive is saved there too
     return final
 
 
@@ -136,4 +148,5 @@ def load_snapshot(
         model_id=str(meta["model_id"]),
         prices=prices,
         ask_costs=ask_costs,
+        derived=DerivedData(where / DERIVED),
     )

@@ -33,7 +33,8 @@ import numpy.typing as npt
 from toolroute.errors import ConfigError
 from toolroute.index.build import ToolIndex
 from toolroute.memory import memory_boost
-from toolroute.route.capability import SchemaKeys, group_pool, schema_keys
+from toolroute.route.capability import group_pool
+from toolroute.route.derived import index_schema_keys
 from toolroute.stats import PRIOR_SUCCESS_MEAN, PSEUDO_CALLS, StatsBook
 
 __all__ = [
@@ -145,28 +146,13 @@ def value_table(ix: ToolIndex, default: float, values: tuple[tuple[str, float], 
     return out
 
 
-_KEYS: dict[int, tuple[object, SchemaKeys]] = {}
-
-
-def _schema_keys(ix: ToolIndex) -> SchemaKeys:
-    """Schema keys of an index's tools, computed once per tools tuple."""
-    hit = _KEYS.get(id(ix.tools))
-    if hit is not None and hit[0] is ix.tools:
-        return hit[1]
-    keys = schema_keys(ix.tools)
-    if len(_KEYS) > 16:
-        _KEYS.clear()
-    _KEYS[id(ix.tools)] = (ix.tools, keys)
-    return keys
-
-
 def _pool(ix: ToolIndex, rel: Floats, size: int, extra: Ints) -> Ints:
     """The ``size`` best finite rows, the rows in ``extra``, and every schema sibling of them."""
     finite = np.flatnonzero(np.isfinite(rel))
     top = finite
     if finite.size > size:
         top = finite[np.argpartition(-rel[finite], size - 1)[:size]]
-    keys = _schema_keys(ix)
+    keys = index_schema_keys(ix)
     rows = set(top.tolist()) | set(extra.tolist())
     for k in {int(keys.key[j]) for j in rows}:
         rows.update(keys.members[k].tolist())
@@ -195,7 +181,7 @@ def adaptive_route(
         return out.astype(np.float32)
     labels = group_pool(
         rows,
-        _schema_keys(ix).key[rows],
+        index_schema_keys(ix).key[rows],
         ix.tool_vectors[rows],
         ix.server_of,
         p.capability_cosine,

@@ -20,7 +20,6 @@ tools it serves in the top ``pool``.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -156,22 +155,10 @@ def _graph(tools: Sequence[Tool]) -> ProviderGraph:
     return np.asarray(prov, dtype=np.int32), np.asarray(served, dtype=np.int32)
 
 
-_GRAPHS: OrderedDict[int, tuple[Sequence[Tool], ProviderGraph]] = OrderedDict()
-_KEEP = 8
-
-
 def provider_graph(tools: Sequence[Tool]) -> ProviderGraph:
-    """The provider relation of ``tools`` (an index's tuple), computed once per tuple: a
-    rebuilt index brings a new tuple, so a changed catalog never reads a stale graph."""
-    hit = _GRAPHS.get(id(tools))
-    if hit is not None and hit[0] is tools:
-        _GRAPHS.move_to_end(id(tools))
-        return hit[1]
-    graph = _graph(tools)
-    _GRAPHS[id(tools)] = (tools, graph)
-    while len(_GRAPHS) > _KEEP:
-        _GRAPHS.popitem(last=False)
-    return graph
+    """The provider relation of ``tools`` (computed each call: an index keeps its own in
+    ``route/derived.py``, saved with its snapshot)."""
+    return _graph(tools)
 
 
 def expand(

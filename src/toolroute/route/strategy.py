@@ -32,10 +32,11 @@ from toolroute.errors import ConfigError
 from toolroute.index.build import ToolIndex
 from toolroute.llm.client import ChatLLM
 from toolroute.route import llm_stages
-from toolroute.route.action import query_actions, tool_actions
+from toolroute.route.action import query_actions
 from toolroute.route.adaptive import AdaptiveParams, adaptive_route
+from toolroute.route.derived import index_actions, index_providers
 from toolroute.route.ehrr import EhrrParams, EhrrTrace, ehrr_route
-from toolroute.route.expand import expand, provider_graph
+from toolroute.route.expand import expand
 from toolroute.route.intent import READ_FILE_INTENT, WRITE_FILE_INTENT, named_files
 from toolroute.stats import StatsBook
 
@@ -189,7 +190,7 @@ def _action_prior(ix: ToolIndex, q: QueryContext, p: RouteParams, s: Scores) -> 
     asked = query_actions(q.text)
     if not asked or p.action_penalty <= 0:
         return s
-    acts, order = _cached(ix, "actions", lambda: tool_actions([t.name for t in ix.tools]))
+    acts, order = index_actions(ix)
     wanted = np.array([c in asked for c in order] + [True])  # index -1: no known verb
     out: Scores = (s - p.action_penalty / len(asked) * ~wanted[acts]).astype(np.float32)
     return out
@@ -269,25 +270,14 @@ def steps(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
     """``multi``, then action words, implied steps, the files the request names, and near
     duplicates demoted."""
     s = _action_prior(ix, q, p, multi(ix, q, p))
-    s = expand(s, provider_graph(ix.tools), p.expand_pool, p.expand_weight)
+    s = expand(s, index_providers(ix), p.expand_pool, p.expand_weight)
     return _near_duplicates(ix, q, p, _named_files(ix, q, p, s))
 
 
-_DERIVED: dict[tuple[int, str], tuple[object, Any]] = {}
-
-
 def _cached(ix: ToolIndex, what: str, make: Callable[[], Any]) -> Any:
-    """Per-index derived data (tool action classes, the best file writer), computed once per
-    index; keyed by the index's tools tuple, so a rebuilt index recomputes."""
-    key = (id(ix.tools), what)
-    hit = _DERIVED.get(key)
-    if hit is not None and hit[0] is ix.tools:
-        return hit[1]
-    value = make()
-    if len(_DERIVED) > 64:
-        _DERIVED.clear()
-    _DERIVED[key] = (ix.tools, value)
-    return value
+    """Per-index derived data kept in memory (the best file writer), computed once per index:
+    the index owns it, so a rebuilt index recomputes."""
+    return ix.derived.memo(what, make)
 
 
 def server_scores(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
