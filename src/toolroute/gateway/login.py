@@ -27,10 +27,11 @@ import base64
 import hashlib
 import hmac
 import json
+import logging
 import os
 import secrets
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from http.cookies import CookieError, SimpleCookie
@@ -47,11 +48,16 @@ __all__ = [
     "LOGIN_SCOPE_KEY",
     "OPEN_ROUTES",
     "SESSION_TTL_S",
+    "LOGIN_FAILURES",
+    "LOGIN_WINDOW_S",
+    "FailedLogins",
     "Login",
     "LoginBook",
     "mint_code",
     "read_login_file",
 ]
+
+log = logging.getLogger(__name__)
 
 COOKIE = "toolroute_status"
 SESSION_TTL_S = 8 * 3600.0
@@ -62,6 +68,12 @@ CODE_TTL_S = 120.0
 """How long a one-time code from ``toolroute status --open`` stays valid."""
 LOGIN_FILE = "status-login.json"
 """In the gateway's store directory: its address and the key that signs one-time codes."""
+LOGIN_FAILURES = 10
+"""Wrong tokens or codes one client address may send within :data:`LOGIN_WINDOW_S`."""
+LOGIN_WINDOW_S = 300.0
+"""The window over which :data:`LOGIN_FAILURES` counts (seconds)."""
+MAX_ADDRESSES = 10_000
+"""Addresses whose failures are kept at once (the least recent dropped first)."""
 LOGIN_SCOPE_KEY = "toolroute.status_login"
 """Key of the request's :class:`Login` in the ASGI scope, for a request admitted by cookie."""
 
@@ -121,12 +133,61 @@ def read_login_file(store_dir: Path) -> dict[str, Any] | None:
     return data
 
 
+class FailedLogins:
+    """Recent failed sign-ins per client address: a sliding window of at most ``limit``
+    failures per ``window_s`` seconds, over at most :data:`MAX_ADDRESSES` addresses."""
+
+    def __init__(self, limit: int = LOGIN_FAILURES, window_s: float = LOGIN_WINDOW_S) -> None:
+        self.limit = limit
+        self.window_s = window_s
+        self._failures: OrderedDict[str, deque[float]] = OrderedDict()
+
+    def retry_after(self, address: str, now: float | None = None) -> float | None:
+        """Seconds until ``address`` may try again, or None: it may try now."""
+        now = time.monotonic() if now is None else now
+        times = self._recent(address, now)
+        if times is None or len(times) < self.limit:
+            return None
+        return times[0] + self.window_s - now
+
+    def failed(self, address: str, now: float | None = None) -> None:
+        """Count one failed sign-in from ``address``."""
+        now = time.monotonic() if now is None else now
+        times = self._recent(address, now)
+        if times is None:
+            times = self._failures[address] = deque(maxlen=self.limit)
+            while len(self._failures) > MAX_ADDRESSES:
+                self._failures.popitem(last=False)
+        times.append(now)
+        self._failures.move_to_end(address)
+        if len(times) == self.limit:
+            log.warning(
+                "status page: %d failed sign-ins from %s within %ss; refusing it for a while",
+                self.limit,
+                address,
+                self.window_s,
+            )
+
+    def _recent(self, address: str, now: float) -> deque[float] | None:
+        times = self._failures.get(address)
+        if times is None:
+            return None
+        while times and times[0] <= now - self.window_s:
+            times.popleft()
+        if not times:
+            del self._failures[address]
+            return None
+        return times
+
+
 class LoginBook:
     """Browser sessions on the status page and the one-time codes of the running gateway."""
 
     def __init__(self, tokens: Mapping[str, str]) -> None:
         """``tokens``: each client id's bearer token (empty: the gateway has no ``[auth]``)."""
         self._tokens = [(_digest(t), c) for c, t in tokens.items()]
+        self.failures = FailedLogins()
+        """Wrong tokens and codes per client address (the login route asks and counts)."""
         self._sessions: OrderedDict[str, Login] = OrderedDict()
         self._key = secrets.token_bytes(32)
         self._spent: dict[str, float] = {}  # nonce of each code used, until it would expire

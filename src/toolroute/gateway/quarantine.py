@@ -6,7 +6,8 @@ puts the tool in quarantine: it is left out of the index (so ``find_tools`` neve
 and ``call_tool`` refuses it, until someone approves the new version (``toolroute approve``, or
 ``approved = ["server__tool@<hash prefix>"]`` in toolroute.toml). A description that reads like
 instructions aimed at the model (tool poisoning: "ignore previous instructions", "do not tell
-the user", reading ``~/.ssh`` or sending secrets somewhere) is flagged and held the same way.
+the user", reading ``~/.ssh`` or sending secrets somewhere; :mod:`toolroute.gateway.poison`) is
+flagged and held the same way.
 
 Every decision is a :class:`QuarantineEvent` (logged as one JSON line on the
 ``toolroute.quarantine`` logger, returned by sync). State lives in the store's ``meta`` table:
@@ -20,14 +21,14 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import re
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 from toolroute.catalog.models import Catalog, Tool
 from toolroute.config import SEPARATOR
+from toolroute.gateway.poison import suspicious
 
 __all__ = [
     "Held",
@@ -56,66 +57,6 @@ class MetaStore(Protocol):
 
     def get_meta(self, key: str) -> str | None: ...
     def set_meta(self, items: Mapping[str, str]) -> None: ...
-
-
-# Instructions aimed at the model rather than a description of what the tool does.
-_POISON: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (label, re.compile(rx, re.IGNORECASE | re.DOTALL))
-    for label, rx in (
-        (
-            "overrides earlier instructions",
-            r"\b(ignore|disregard|forget|override)\b.{0,30}\b(previous|prior|above|earlier|"
-            r"system|all other)\b.{0,20}\b(instructions?|prompts?|rules|directions)\b",
-        ),
-        (
-            "hides something from the user",
-            r"\b(do not|don't|never|without)\b.{0,15}\b(tell|telling|inform|informing|mention|"
-            r"mentioning|reveal|revealing|show|showing|notify|notifying|alert|alerting)\b"
-            r".{0,25}\b(the )?(user|human|operator)\b",
-        ),
-        ("hidden instruction tag", r"<\s*/?\s*(important|system|instructions?|secret)\s*>"),
-        (
-            "reads secrets or private files",
-            r"(~/\.ssh|\bid_(rsa|ed25519|ecdsa)\b|\.aws/credentials|/etc/(passwd|shadow)|"
-            r"\.netrc\b|\bmcp\.json\b|\.env\b|private[ _-]key|\bcredentials?\s+file)",
-        ),
-        (
-            "sends data elsewhere",
-            r"\b(send|upload|post|forward|exfiltrate|leak|transmit|include|append|pass)\b.{0,60}"
-            r"\b(api[ _-]?keys?|passwords?|secrets?|tokens?|credentials|conversation|"
-            r"chat history|system prompt)\b",
-        ),
-        (
-            "orders the model to act first",
-            r"\b(before|prior to)\b.{0,40}\b(using|calling|running)\b.{0,40}\b(you must|you "
-            r"need to|always|first)\b.{0,20}\b(read|call|run|send|include)\b",
-        ),
-    )
-)
-
-
-def _texts(tool: Tool) -> Iterable[str]:
-    """The tool's description and every description inside its input schema."""
-    yield tool.description
-    stack: list[Any] = [tool.input_schema]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            for k, v in node.items():
-                if k in ("description", "title") and isinstance(v, str):
-                    yield v
-                else:
-                    stack.append(v)
-        elif isinstance(node, list):
-            stack.extend(node)
-
-
-def suspicious(tool: Tool) -> list[str]:
-    """Why the tool's text reads like instructions aimed at the model (empty: it does not)."""
-    found: list[str] = []
-    for text in _texts(tool):
-        found.extend(label for label, rx in _POISON if label not in found and rx.search(text))
-    return found
 
 
 def _sha(text: str) -> str:

@@ -180,6 +180,16 @@ class Caller:
         return answer
 
 
+def _no_resource(uri: str) -> MCPError:
+    """What an unknown resource gets, and one another server holds for a restricted client."""
+    return MCPError(code=RESOURCE_NOT_FOUND, message=f"Resource not found: {uri}")
+
+
+def _no_prompt(name: str) -> MCPError:
+    """What an unknown prompt gets, and one another server holds for a restricted client."""
+    return MCPError(code=types.INVALID_PARAMS, message=f"Unknown prompt: {name}")
+
+
 def _unsupported(what: str) -> types.ErrorData:
     return types.ErrorData(
         code=types.INVALID_REQUEST,
@@ -378,7 +388,7 @@ class Relay:
         serving = self._serving("resources")
         if len(serving) == 1:  # unlisted but only one server could have it
             return serving[0], uri
-        raise MCPError(code=RESOURCE_NOT_FOUND, message=f"Resource not found: {uri}")
+        raise _no_resource(uri)
 
     async def prompt_owner(self, name: str) -> tuple[str, str]:
         for attempt in range(2):
@@ -389,7 +399,7 @@ class Relay:
                 return self._prompts[name]
             if split := self._split(name):
                 return split
-        raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown prompt: {name}")
+        raise _no_prompt(name)
 
     async def template_owner(self, template: str) -> tuple[str, str]:
         if self._templates is None or template not in self._templates:
@@ -401,10 +411,11 @@ class Relay:
             return split
         return await self.resource_owner(template)
 
-    def _check(self, ctx: Any, owner: tuple[str, str]) -> tuple[str, str]:
-        """``owner`` if the client may use its server, else the same error as an unknown name."""
+    def _check(self, ctx: Any, owner: tuple[str, str], missing: MCPError) -> tuple[str, str]:
+        """``owner`` if the client may use its server, else ``missing``: the error an unknown
+        name gets, so a restricted client cannot tell another server's name from none."""
         if not self.may_use(ctx, owner[0]):
-            raise MCPError(code=types.INVALID_PARAMS, message="not available to this client")
+            raise missing
         return owner
 
     # --- requests -------------------------------------------------------------------------
@@ -415,7 +426,8 @@ class Relay:
         self.seen(ctx)
         if str(params.uri) == STATUS_URI and self.status is not None:
             return self._read_status(ctx)
-        server, uri = self._check(ctx, await self.resource_owner(str(params.uri)))
+        uri = str(params.uri)
+        server, uri = self._check(ctx, await self.resource_owner(uri), _no_resource(uri))
         async with self.serving(ctx, params) as caller:
 
             async def send(c: Client) -> types.ReadResourceResult | types.InputRequiredResult:
@@ -449,7 +461,8 @@ class Relay:
 
     async def subscribe(self, ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
         self.seen(ctx)
-        server, uri = self._check(ctx, await self.resource_owner(str(params.uri)))
+        uri = str(params.uri)
+        server, uri = self._check(ctx, await self.resource_owner(uri), _no_resource(uri))
         first = (server, uri) not in self.subscribers
         self.subscribers.setdefault((server, uri), set()).add(_key(ctx))
         if first:
@@ -465,7 +478,8 @@ class Relay:
         self, ctx: Any, params: types.UnsubscribeRequestParams
     ) -> types.EmptyResult:
         self.seen(ctx)
-        server, uri = await self.resource_owner(str(params.uri))
+        uri = str(params.uri)
+        server, uri = self._check(ctx, await self.resource_owner(uri), _no_resource(uri))
         keys = self.subscribers.get((server, uri), set())
         keys.discard(_key(ctx))
         if not keys and self.subscribers.pop((server, uri), None) is not None:
@@ -481,7 +495,9 @@ class Relay:
         self, ctx: Any, params: types.GetPromptRequestParams
     ) -> types.GetPromptResult | types.InputRequiredResult:
         self.seen(ctx)
-        server, name = self._check(ctx, await self.prompt_owner(params.name))
+        server, name = self._check(
+            ctx, await self.prompt_owner(params.name), _no_prompt(params.name)
+        )
         async with self.serving(ctx, params) as caller:
 
             async def send(c: Client) -> types.GetPromptResult | types.InputRequiredResult:
@@ -501,12 +517,13 @@ class Relay:
         self.seen(ctx)
         ref = params.ref
         if isinstance(ref, types.PromptReference):
-            server, name = await self.prompt_owner(ref.name)
+            missing = _no_prompt(ref.name)
+            server, name = self._check(ctx, await self.prompt_owner(ref.name), missing)
             ref = ref.model_copy(update={"name": name})
         else:
-            server, uri = await self.template_owner(ref.uri)
+            missing = _no_resource(ref.uri)
+            server, uri = self._check(ctx, await self.template_owner(ref.uri), missing)
             ref = ref.model_copy(update={"uri": uri})
-        self._check(ctx, (server, ""))
         if server not in self._serving("completions"):  # nothing to complete with: no values
             return types.CompleteResult(completion=types.Completion(values=[]))
         result: types.CompleteResult = await self.pool[server].request(

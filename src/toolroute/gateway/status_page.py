@@ -29,6 +29,7 @@ from __future__ import annotations
 import html
 import json
 import logging
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -168,16 +169,21 @@ def mount_status_page(app: Starlette, gateway: Any, url: str | None = None) -> L
     async def login(request: Request) -> Response:
         if not logins.required:
             return RedirectResponse("/status", status_code=303, headers=_HEADERS)
+        address = request.client.host if request.client is not None else ""
+        if (wait := logins.failures.retry_after(address)) is not None:  # guessing: throttled
+            return _throttled(wait)
         form = await _form(request)
         if form is None:
             return _login_page(400, "Send the form as application/x-www-form-urlencoded.")
         if "once" in form:
             if not logins.redeem(form["once"]):
+                logins.failures.failed(address)
                 return _login_page(401, _SPENT, once="")
             client: str | None = None
         else:
             client = logins.client_of(form.get("token", ""))
             if client is None:
+                logins.failures.failed(address)
                 return _login_page(401, "That is not a token of this gateway.")
         log.info("status page: browser login for %s", client or "the operator (one-time link)")
         response = RedirectResponse("/status", status_code=303, headers=_HEADERS)
@@ -260,6 +266,14 @@ async def _form(request: Request) -> dict[str, str] | None:
     except (UnicodeDecodeError, ValueError):
         return None
     return {k: v[0] for k, v in fields.items()}
+
+
+def _throttled(wait_s: float) -> Response:
+    """429 for an address that sent too many wrong tokens (RFC 6585), with when to retry."""
+    seconds = max(1, math.ceil(wait_s))
+    page = _login_page(429, f"Too many failed sign-ins from this address: retry in {seconds} s.")
+    page.headers["Retry-After"] = str(seconds)
+    return page
 
 
 def _login_page(status_code: int, message: str | None = None, once: str | None = None) -> Response:

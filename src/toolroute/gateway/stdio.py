@@ -6,7 +6,9 @@ budget is about one direct stdio call (issue 13). Here the event loop reads and 
 pipes itself (``connect_read_pipe`` / ``connect_write_pipe``); messages are parsed and
 serialised as the SDK does. Like the SDK, it claims the descriptors while serving: fd 0 reads
 the null device and fd 1 goes to stderr, so a handler's or a child's stray output can never
-corrupt the wire; both are restored on exit.
+corrupt the wire; both are restored on exit. A line that is no JSON-RPC message is answered
+here (``-32700 Parse error``, id null, or ``-32600 Invalid Request``), as JSON-RPC 2.0 asks;
+the SDK would drop it silently.
 
 When stdin or stdout is not a pipe, socket or terminal (a regular file, as in
 ``serve < requests.jsonl``, or ``/dev/null``), the event loop cannot watch it, so
@@ -23,6 +25,7 @@ JSON-RPC error. SIGTERM stops reading at once and does the same within a few sec
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import signal
@@ -60,6 +63,27 @@ def _watchable(fd: int) -> bool:
     except OSError:
         return False
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or (stat.S_ISCHR(mode) and os.isatty(fd))
+
+
+def _refusal(line: bytes | None) -> types.JSONRPCError:
+    """The JSON-RPC 2.0 answer to a frame that is no message: ``-32700 Parse error`` (id null)
+    when it is not JSON (or too long to read), ``-32600 Invalid Request`` when it is JSON but
+    no JSON-RPC message (with its id when it carries a usable one)."""
+    code, message, request_id = types.PARSE_ERROR, "Parse error", None
+    if line is not None:
+        try:
+            frame = json.loads(line)
+        except ValueError:  # not JSON, or not UTF-8
+            pass
+        else:
+            code, message = types.INVALID_REQUEST, "Invalid Request"
+            if isinstance(frame, dict):
+                found = frame.get("id")
+                if isinstance(found, str) or (type(found) is int):
+                    request_id = found
+    return types.JSONRPCError(
+        jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message)
+    )
 
 
 def _claim(fd: int, diversion: int) -> tuple[int, int]:
@@ -110,6 +134,7 @@ async def stdio_pipes() -> AsyncIterator[tuple[Any, Any]]:
                     try:
                         line = await reader.readline()
                     except ValueError as e:  # longer than MAX_LINE_BYTES: dropped by asyncio
+                        await reply(_refusal(None))
                         await read_writer.send(e)
                         continue
                     if not line:
@@ -118,10 +143,17 @@ async def stdio_pipes() -> AsyncIterator[tuple[Any, Any]]:
                         continue
                     try:
                         message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-                    except Exception as e:  # the session answers a bad frame, as the SDK does
-                        await read_writer.send(e)
+                    except Exception as e:  # JSON-RPC 2.0 §5.1: the client hears why
+                        await reply(_refusal(line))
+                        await read_writer.send(e)  # the SDK's observer still sees it
                         continue
                     await read_writer.send(SessionMessage(message))
+
+        async def reply(error: types.JSONRPCError) -> None:
+            """An answer the transport writes itself (the SDK never sees the bad frame's id)."""
+            data = error.model_dump_json(by_alias=True, exclude_unset=True)
+            writer.write(data.encode("utf-8") + b"\n")  # one whole line: never interleaved
+            await writer.drain()
 
         async def write_lines() -> None:
             async with write_reader:
