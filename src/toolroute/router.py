@@ -33,6 +33,7 @@ from toolroute.llm.client import ChatLLM
 from toolroute.memory import query_key
 from toolroute.route.derived import DERIVATIONS
 from toolroute.route.ehrr import EhrrTrace
+from toolroute.route.exact import prerank_index
 from toolroute.route.intent import intent_spans
 from toolroute.route.strategy import Embeds, QueryContext, RouteParams, Scores, resolve_strategy
 from toolroute.stats import Outcome, StatsBook
@@ -311,7 +312,9 @@ class Router:
         # threads left spinning would starve onnxruntime's on the next query (2x latency on
         # 2 cores, benchmarks/scale.py).
         with _BLAS.limit(limits=1, user_api="blas"):
-            return strat.score(ix, ctx, self.params)
+            scores = strat.score(ix, ctx, self.params)
+        # a tool the query names ranks first whatever the strategy (route/exact.py)
+        return prerank_index(ix, query, scores) if self.params.exact_names else scores
 
     def route(
         self,

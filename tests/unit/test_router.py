@@ -201,3 +201,24 @@ def test_making_a_router_leaves_the_process_malloc_settings_alone(
     with _router(tmp_path, catalog_file, HashingEmbedder()) as r:
         r.index()
     assert heap._done is False  # the entry point (CLI, gateway) tunes the process
+
+
+def test_register_strategy_adds_a_named_strategy_and_refuses_a_silent_overwrite(
+    tmp_path: Path, catalog_file: Path, embedder: HashingEmbedder
+) -> None:
+    from toolroute.route.strategy import register_strategy, resolve_strategy
+
+    def reverse_bm25(ix, q, p):  # type: ignore[no-untyped-def]
+        return -ix.tool_lexical.scores(q.text)
+
+    made = register_strategy(
+        "test-reverse", lambda: STRATEGIES["bm25"].__class__("x", reverse_bm25, "none", "test")
+    )
+    try:
+        assert resolve_strategy("test-reverse") is made and made.name == "test-reverse"
+        with pytest.raises(ConfigError, match="already registered"):
+            register_strategy("bm25", lambda: made)
+        with _router(tmp_path, catalog_file, embedder) as r:
+            assert r.route("read a file", k=1, strategy="test-reverse")[0].tool != "read_file"
+    finally:
+        del STRATEGIES["test-reverse"]

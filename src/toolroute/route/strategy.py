@@ -40,7 +40,16 @@ from toolroute.route.expand import expand
 from toolroute.route.intent import READ_FILE_INTENT, WRITE_FILE_INTENT, named_files
 from toolroute.stats import StatsBook
 
-__all__ = ["STRATEGIES", "Embeds", "QueryContext", "RouteParams", "Scores", "resolve_strategy"]
+__all__ = [
+    "STRATEGIES",
+    "Embeds",
+    "QueryContext",
+    "RouteParams",
+    "Scores",
+    "Strategy",
+    "register_strategy",
+    "resolve_strategy",
+]
 
 Scores = npt.NDArray[np.float32]
 
@@ -116,6 +125,9 @@ class RouteParams:
     ``duplicate_cosine`` (0: no demotion)."""
     duplicate_window: int = 15
     """``steps``: the top this many are checked for near duplicates."""
+    exact_names: bool = True
+    """Every strategy: a tool the query names ranks first, a named server's tools are first
+    among equals (route/exact.py; off: the ablation without it)."""
 
 
 def _normalised(s: Scores) -> Scores:
@@ -628,6 +640,25 @@ STRATEGIES: dict[str, Strategy] = {
         Strategy("baseline-hier5", baseline_hier5, "query", "BASELINES.md hier5"),
     )
 }
+
+
+def register_strategy(
+    name: str, factory: Callable[[], Strategy], *, overwrite: bool = False
+) -> Strategy:
+    """Add a strategy under ``name`` (``factory()`` builds it, renamed to ``name``); an
+    existing name is an error unless ``overwrite``. Returns what was registered."""
+    if name in STRATEGIES and not overwrite:
+        raise ConfigError(f"strategy {name!r} is already registered")
+    made = factory()
+    strat = (
+        made
+        if made.name == name
+        else Strategy(
+            name, made.score, made.embeds, made.summary, made.uses_stats, made.presentation
+        )
+    )
+    STRATEGIES[name] = strat
+    return strat
 
 
 def resolve_strategy(name: str) -> Strategy:

@@ -1,0 +1,256 @@
+"""Every strategy on every query set, with paired bootstrap intervals against a baseline.
+
+    python benchmarks/recall_suite.py [--strategy S]... [--baseline default] [--sets a,b]
+        [--steps 300] [--store DIR] [--out benchmarks/results/recall_suite.md] [--json FILE]
+
+Sets: the five folders of ../shared/benchmarks with queries (livemcpbench, mcpbench,
+tool_attention, sealtools, metatool), the union catalog with our own 60 queries, and the
+exact-name queries generated from every catalog (route/exact.py's measure). Per set and
+strategy: R@1/5/10, MRR, nDCG@10, Full@10 of the whole request, and the paired bootstrap 95 %
+interval (2,000 resamples of the queries, seed 0) of R@5 and MRR against ``--baseline``.
+
+Per-step evaluation (issue 25 item 6): agents call ``find_tools`` once per step with a short
+need, so each required group of a query is also asked on its own, with one group as the
+answer, from two texts: the oracle planner's functional description of the step
+(bench/planner.py) and the offline clause split matched to the step. Up to ``--steps`` steps
+per set, sampled with a fixed seed.
+
+Strategies built for one experiment register themselves here through
+``toolroute.route.strategy.register_strategy``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared" / "benchmarks"
+SETS: dict[str, tuple[Path, Path]] = {
+    name: (SHARED / name / "catalog.json", SHARED / name / "queries.jsonl")
+    for name in ("livemcpbench", "mcpbench", "tool_attention", "sealtools", "metatool")
+}
+SETS["union"] = (SHARED / "union" / "catalog.json", REPO / "benchmarks" / "union_queries.jsonl")
+
+DEVELOPED_ON: dict[str, tuple[str, ...]] = {
+    # which query sets an idea was tuned or chosen on (the keep-rule's "not developed on")
+    "hybrid": ("livemcpbench", "mcpbench"),
+    "multi": ("livemcpbench", "mcpbench"),
+    "steps": ("livemcpbench", "mcpbench", "union"),
+    "default": ("livemcpbench", "mcpbench", "union"),
+    "adaptive": ("livemcpbench", "mcpbench", "union"),
+    "bm25": (),
+    "dense": (),
+}
+
+Case = tuple[str, list[frozenset[tuple[str, str]]]]
+
+
+def step_cases(
+    queries: Sequence[Any], catalog: Any, planner: str, embed: Any, cap: int
+) -> list[Case]:
+    """One case per required group: the planner's text for it, that group as the answer."""
+    from toolroute.bench.planner import plan_steps
+
+    texts = plan_steps(queries, catalog, planner, embed=embed)  # type: ignore[arg-type]
+    cases = [
+        (t, [g])
+        for q, ts in zip(queries, texts, strict=True)
+        for t, g in zip(ts, q.groups, strict=True)
+    ]
+    if len(cases) > cap:
+        pick = np.sort(np.random.default_rng(0).choice(len(cases), cap, replace=False))
+        cases = [cases[i] for i in pick]
+    return cases
+
+
+def run_set(
+    router: Any, cases: dict[str, list[Case]], strategies: Sequence[str]
+) -> dict[str, dict[str, Any]]:
+    """Per view (whole/oracle/clauses/exact) and strategy: per-query metric arrays and p50."""
+    from toolroute.bench.paired import per_query_metrics
+    from toolroute.router import top_k
+
+    ix = router.built
+    base = router.params
+    out: dict[str, dict[str, Any]] = {}
+    for view, qs in cases.items():
+        if not qs:
+            continue
+        out[view] = {}
+        for s in strategies:
+            # "<strategy>/raw": the strategy without the exact-name pre-ranking (its ablation)
+            name, _, variant = s.partition("/")
+            router.params = replace(base, exact_names=variant != "raw")
+            lat: list[float] = []
+
+            def rank(text: str, name: str = name, lat: list[float] = lat) -> list[tuple[str, str]]:
+                t0 = time.perf_counter()
+                rows = top_k(router.scores(text, name), 10)
+                lat.append((time.perf_counter() - t0) * 1000)
+                return [ix.keys[j] for j in rows]
+
+            router.scores(qs[0][0], name)  # warm-up
+            per = per_query_metrics(rank, qs)
+            out[view][s] = {"per_query": per, "p50_ms": float(np.percentile(lat, 50))}
+    router.params = base
+    return out
+
+
+def render(
+    results: dict[str, dict[str, dict[str, Any]]], strategies: Sequence[str], baseline: str
+) -> tuple[str, dict[str, Any]]:
+    from toolroute.bench.paired import REPORT_METRICS, keep_verdict, mean_metrics, paired_bootstrap
+
+    lines: list[str] = []
+    summary: dict[str, Any] = {}
+    views = ("whole", "oracle", "clauses", "exact")
+    for view in views:
+        sets = [s for s in results if view in results[s]]
+        if not sets:
+            continue
+        lines += [
+            f"### {view} queries" if view != "whole" else "### whole requests",
+            "",
+            "| set (queries) | strategy | R@1 | R@5 | R@10 | MRR | nDCG@10 | Full@10 | "
+            f"ΔR@5 vs {baseline} [95 % CI] | ΔMRR vs {baseline} [95 % CI] | p50 ms |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---|---|---:|",
+        ]
+        for name in sets:
+            per_s = results[name][view]
+            n = len(next(iter(per_s.values()))["per_query"]["mrr"])
+            for s in strategies:
+                if s not in per_s:
+                    continue
+                pq = per_s[s]["per_query"]
+                m = mean_metrics(pq)
+                cells = " | ".join(f"{m[k]:.3f}" for k in REPORT_METRICS)
+                if s == baseline or baseline not in per_s:
+                    d5 = dm = "—"
+                    ivs = []
+                else:
+                    base = per_s[baseline]["per_query"]
+                    i5 = paired_bootstrap(pq["recall@5"], base["recall@5"])
+                    im = paired_bootstrap(pq["mrr"], base["mrr"])
+                    d5, dm, ivs = f"{i5} {i5.verdict}", f"{im} {im.verdict}", [i5, im]
+                lines.append(
+                    f"| {name} ({n}) | {s} | {cells} | {d5} | {dm} | {per_s[s]['p50_ms']:.1f} |"
+                )
+                summary.setdefault(view, {}).setdefault(s, {})[name] = {
+                    **{k: round(v, 4) for k, v in m.items()},
+                    "queries": n,
+                    "p50_ms": round(per_s[s]["p50_ms"], 2),
+                    **(
+                        {
+                            "d_recall@5": [
+                                round(ivs[0].diff, 4),
+                                round(ivs[0].low, 4),
+                                round(ivs[0].high, 4),
+                            ],
+                            "d_mrr": [
+                                round(ivs[1].diff, 4),
+                                round(ivs[1].low, 4),
+                                round(ivs[1].high, 4),
+                            ],
+                        }
+                        if ivs
+                        else {}
+                    ),
+                }
+        lines.append("")
+    # the keep-rule over the whole requests
+    whole = {s: results[s]["whole"] for s in results if "whole" in results[s]}
+    lines += [
+        f"### keep-rule against {baseline} (whole requests, R@5 and MRR)",
+        "",
+        "| strategy | developed on | verdict | deciding set |",
+        "|---|---|---|---|",
+    ]
+    for s in strategies:
+        if s == baseline:
+            continue
+        ivs = {
+            name: [
+                paired_bootstrap(per[s]["per_query"][k], per[baseline]["per_query"][k])
+                for k in ("recall@5", "mrr")
+            ]
+            for name, per in whole.items()
+            if s in per and baseline in per
+        }
+        dev = DEVELOPED_ON.get(s.split(":")[0], ())
+        kept, why = keep_verdict(ivs, dev)
+        lines.append(f"| {s} | {', '.join(dev) or '—'} | {'keep' if kept else 'drop'} | {why} |")
+    return "\n".join(lines) + "\n", summary
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--strategy", action="append", default=None)
+    ap.add_argument("--baseline", default="default")
+    ap.add_argument("--sets", default=",".join(SETS))
+    ap.add_argument("--steps", type=int, default=300, help="per-step cases per set (0: none)")
+    ap.add_argument("--exact", type=int, default=300, help="exact-name cases per set (0: none)")
+    ap.add_argument("--store", type=Path, default=REPO / ".toolroute" / "bench-store")
+    ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args()
+    if not SHARED.is_dir():
+        print(f"error: {SHARED} not found (../shared missing)", file=sys.stderr)
+        return 2
+
+    from toolroute.catalog import load_queries
+    from toolroute.embed.onnx import OnnxEmbedder
+    from toolroute.route.exact import exact_name_cases
+    from toolroute.route.strategy import RouteParams
+    from toolroute.router import Router
+
+    strategies = args.strategy or ["default", "steps", "hybrid"]
+    if args.baseline not in strategies:
+        strategies.insert(0, args.baseline)
+    embedder = OnnxEmbedder()
+    results: dict[str, dict[str, dict[str, Any]]] = {}
+    t_start = time.perf_counter()
+    for name in args.sets.split(","):
+        cat, qf = SETS[name]
+        with Router(cat, store=args.store, embedder=embedder, params=RouteParams()) as r:
+            r.index()
+            queries = load_queries(qf, r.catalog)
+            cases: dict[str, list[Case]] = {"whole": [(q.text, list(q.groups)) for q in queries]}
+            if args.steps:
+                for planner in ("oracle", "clauses"):
+                    cases[planner] = step_cases(
+                        queries, r.catalog, planner, embedder.embed, args.steps
+                    )
+            if args.exact:
+                cases["exact"] = [
+                    (t, [frozenset([k])]) for t, k in exact_name_cases(r.catalog, args.exact)
+                ]
+            results[name] = run_set(r, cases, strategies)
+        print(f"{name}: done at {time.perf_counter() - t_start:.0f} s", file=sys.stderr)
+    table, summary = render(results, strategies, args.baseline)
+    took = time.perf_counter() - t_start
+    head = (
+        f"`python benchmarks/recall_suite.py {' '.join(sys.argv[1:])}` "
+        f"({took:.0f} s, MiniLM int8, no LLM)\n\n"
+    )
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(head + table, encoding="utf-8")
+    if args.json:
+        args.json.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    print(head + table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

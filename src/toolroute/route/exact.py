@@ -1,0 +1,207 @@
+"""Exact names: a request that names a tool gets that tool first, whatever the strategy.
+
+Embeddings and BM25 both blur identifiers: ``git_status`` is three tokens to BM25 and a
+neighbourhood to MiniLM, so "run git_status" can rank ``git_diff`` first. This pre-ranking
+step runs after every strategy (the router calls :func:`prerank`):
+
+- a **tool mention**: the query holds an identifier that is a tool's name as written
+  (``git_status``, ``createEntities``, ``read-file``), ``server__tool`` / ``server.tool`` /
+  ``server/tool``, or a tool's name in words inside quotes or backticks (``"create
+  entities"``, a title). A one-word name with no ``_``/``-``/camel case/digit (``fetch``,
+  ``search``) is English as often as a name, so it counts only quoted, or qualified by its
+  server. Mentioned tools rank above every other tool, in the strategy's order;
+- a **server mention**: the query names a server by its id (``github``,
+  ``brave-search``), as an identifier token. Its tools are first among equals: a lift of
+  :data:`SERVER_LIFT`, the scale of a near tie in hybrid scores, so a server named in passing
+  cannot carry an unrelated tool over a relevant one.
+
+Nothing here reads a query's answers; the names come from the catalog.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from toolroute.catalog.models import Catalog, ToolKey
+from toolroute.index.build import ToolIndex
+
+__all__ = [
+    "SERVER_LIFT",
+    "NameTable",
+    "exact_name_cases",
+    "mentions",
+    "name_table",
+    "prerank",
+    "prerank_index",
+]
+
+SERVER_LIFT = 0.02
+"""What a named server's tools gain (hybrid scores of near ties differ by about this)."""
+
+_IDENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-.:/]*[A-Za-z0-9]|[A-Za-z0-9]")
+_QUOTED = re.compile(r"[`\"'“‘]([^`\"'”’]{2,80})[`\"'”’]")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_QUALIFIERS = ("__", ".", "/", ":")
+_COMMON_SERVERS = frozenset(
+    # server ids that are everyday words: named in passing far more often than meant
+    {"time", "fetch", "memory", "search", "file", "files", "web", "data", "everything", "mcp"}
+)
+
+
+def _words(name: str) -> str:
+    return " ".join(w.lower() for w in re.findall(r"[^\W_]+", _CAMEL.sub(" ", name)))
+
+
+def _is_identifier(name: str) -> bool:
+    """Looks like code, not English: has ``_``/``-``/``.``, camel case or a digit."""
+    return bool(re.search(r"[_\-.\d]", name) or _CAMEL.search(name))
+
+
+@dataclass(frozen=True, slots=True)
+class NameTable:
+    """Lookups from a written form to the tool rows (or server ids) it names."""
+
+    plain: dict[str, tuple[int, ...]]
+    """Identifier-like tool names (lower case) → rows."""
+    bare: dict[str, tuple[int, ...]]
+    """One-word English tool names → rows (count only quoted or qualified)."""
+    qualified: dict[str, tuple[int, ...]]
+    """``server__tool`` and its ``.``/``/``/``:`` forms (lower case) → row."""
+    phrases: dict[str, tuple[int, ...]]
+    """Tool names in words (``create entities``) → rows (count only quoted)."""
+    servers: dict[str, int]
+    """Server id (and its name when it is one identifier), lower case → server index."""
+
+
+def name_table(catalog: Catalog) -> NameTable:
+    plain: dict[str, list[int]] = {}
+    bare: dict[str, list[int]] = {}
+    qualified: dict[str, list[int]] = {}
+    phrases: dict[str, list[int]] = {}
+    servers: dict[str, int] = {}
+    row = 0
+    for si, server in enumerate(catalog.servers):
+        for form in {server.id.lower(), server.name.lower()}:
+            if form and " " not in form and form not in _COMMON_SERVERS and len(form) > 2:
+                servers.setdefault(form, si)
+        for tool in server.tools:
+            name = tool.name.lower()
+            (plain if _is_identifier(tool.name) else bare).setdefault(name, []).append(row)
+            for sid in {server.id.lower(), server.name.lower()}:
+                for sep in _QUALIFIERS:
+                    qualified.setdefault(f"{sid}{sep}{name}", []).append(row)
+            words = _words(tool.name)
+            if words:
+                phrases.setdefault(words, []).append(row)
+            row += 1
+
+    def frozen(d: dict[str, list[int]]) -> dict[str, tuple[int, ...]]:
+        return {k: tuple(dict.fromkeys(v)) for k, v in d.items()}
+
+    return NameTable(frozen(plain), frozen(bare), frozen(qualified), frozen(phrases), servers)
+
+
+def mentions(table: NameTable, query: str) -> tuple[set[int], set[int]]:
+    """(tool rows, server indices) the query names (module docstring)."""
+    tools: set[int] = set()
+    servers: set[int] = set()
+    quoted = [m.group(1).strip() for m in _QUOTED.finditer(query)]
+    for token in _IDENT.findall(query):
+        low = token.lower().rstrip(".:/")
+        if low in table.qualified:
+            tools.update(table.qualified[low])
+            continue
+        if low in table.plain:
+            tools.update(table.plain[low])
+        if low in table.servers:
+            servers.add(table.servers[low])
+    for text in quoted:
+        low = text.lower()
+        for lookup in (table.plain, table.bare, table.qualified):
+            tools.update(lookup.get(low, ()))
+        tools.update(table.phrases.get(_words(text), ()))
+    return tools, servers
+
+
+def prerank(
+    table: NameTable, server_of: npt.NDArray[np.int32], query: str, scores: npt.NDArray[np.float32]
+) -> npt.NDArray[np.float32]:
+    """``scores`` with the tools the query names above all others (in their own order), and
+    the tools of a server it names lifted by :data:`SERVER_LIFT`. Unchanged when it names
+    nothing; ``-inf`` (a tool the strategy does not return) stays."""
+    tools, servers = mentions(table, query)
+    if not tools and not servers:
+        return scores
+    out = scores.astype(np.float32, copy=True)
+    finite = np.isfinite(out)
+    if servers:
+        lifted = np.isin(server_of, np.fromiter(servers, dtype=np.int64)) & finite
+        out[lifted] += SERVER_LIFT
+    if tools:
+        rows = np.fromiter(tools, dtype=np.int64)
+        rows = rows[finite[rows]]
+        if rows.size:
+            top = float(out[finite].max())
+            floor = float(out[rows].min())
+            out[rows] += (top - floor) + 1.0
+    return out
+
+
+_TEMPLATES = (
+    "call {name}",
+    "use the {name} tool",
+    "run `{name}` on this",
+    "I want {name} with the usual arguments",
+    "{name} please",
+    "invoke {server}__{name}",
+    "can you use {server}.{name} for me",
+    'use "{words}"',
+)
+
+
+def exact_name_cases(catalog: Catalog, limit: int, seed: int = 0) -> list[tuple[str, ToolKey]]:
+    """Generated queries that name one tool, and the tool: a sample of ``limit`` tools, each
+    with one template (its bare name when unambiguous in the catalog and identifier-like,
+    else qualified by its server, or its name in words, quoted)."""
+    rng = np.random.default_rng(seed)
+    tools = list(catalog.tools())
+    counts: dict[str, int] = {}
+    for t in tools:
+        counts[t.name.lower()] = counts.get(t.name.lower(), 0) + 1
+    words_count: dict[str, int] = {}
+    for t in tools:
+        words_count[_words(t.name)] = words_count.get(_words(t.name), 0) + 1
+    pick = rng.permutation(len(tools))[:limit]
+    out: list[tuple[str, ToolKey]] = []
+    for i in pick:
+        t = tools[int(i)]
+        ambiguous = counts[t.name.lower()] > 1 or not _is_identifier(t.name)
+        choices = [
+            k
+            for k, tpl in enumerate(_TEMPLATES)
+            if ("{server}" in tpl or not ambiguous)
+            and ("{words}" not in tpl or words_count[_words(t.name)] == 1)
+        ]
+        tpl = _TEMPLATES[choices[int(rng.integers(len(choices)))]]
+        out.append((tpl.format(name=t.name, server=t.server, words=_words(t.name)), t.key))
+    return out
+
+
+_TABLES: dict[int, tuple[object, NameTable]] = {}
+
+
+def prerank_index(
+    ix: ToolIndex, query: str, scores: npt.NDArray[np.float32]
+) -> npt.NDArray[np.float32]:
+    """:func:`prerank` over an index, its name table built once per tools tuple."""
+    hit = _TABLES.get(id(ix.tools))
+    if hit is None or hit[0] is not ix.tools:
+        if len(_TABLES) > 16:
+            _TABLES.clear()
+        hit = (ix.tools, name_table(ix.catalog))
+        _TABLES[id(ix.tools)] = hit
+    return prerank(hit[1], ix.server_of, query, scores)
