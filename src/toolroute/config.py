@@ -73,6 +73,7 @@ from toolroute.store.base import StoreTarget, parse_store_target
 
 if TYPE_CHECKING:
     from toolroute.gateway.access import CallGateScope, ClientAccess
+    from toolroute.gateway.limit import LimitSettings
 
 __all__ = [
     "SEPARATOR",
@@ -209,8 +210,46 @@ class _ToolMeta(_Gate):
     value_usd: float | None = Field(default=None, ge=0)
 
 
+# -- [limits] and [metrics] (gateway/limit.py, gateway/metrics.py) ---------------------------
+class _ToolLimit(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    calls_per_minute: float | None = Field(default=None, gt=0)
+    burst: int | None = Field(default=None, ge=1)
+    max_concurrent: int | None = Field(default=None, ge=1)
+
+
+class _ClientLimit(_ToolLimit):
+    budget_usd_per_day: float | None = Field(default=None, ge=0)
+
+
+class _Limits(_ClientLimit):
+    clients: dict[str, _ClientLimit] = Field(default_factory=dict)
+    tools: dict[str, _ToolLimit] = Field(default_factory=dict)
+
+
+class _Metrics(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    enabled: bool = True
+
+
+def _limit_settings(t: _Limits | None) -> LimitSettings | None:
+    from toolroute.gateway.limit import Limit, LimitSettings
+
+    def one(v: _ToolLimit) -> Limit:
+        return Limit(**v.model_dump(exclude={"clients", "tools"}))
+
+    if t is None:
+        return None
+    return LimitSettings(
+        one(t), {k: one(v) for k, v in t.clients.items()}, {k: one(v) for k, v in t.tools.items()}
+    )
+
+
+# ---------------------------------------------------------------------------------------------
 class _Toml(BaseModel):
     model_config = ConfigDict(extra="forbid")
+    limits: _Limits | None = None
+    metrics: _Metrics = Field(default_factory=_Metrics)
     toolroute: _Settings = Field(default_factory=_Settings)
     llm: _Llm | None = None
     auth: _Auth | None = None
@@ -279,6 +318,10 @@ class GatewayConfig:
     http_json_response: bool = False
     """Answer each HTTP request with one JSON body, not an SSE stream: less CPU per request,
     but a call's progress, log and sampling messages cannot reach the client."""
+    limits: LimitSettings | None = None
+    """``[limits]``: per-client rate, calls in flight and USD per day (gateway/limit.py)."""
+    metrics: bool = True
+    """``[metrics] enabled``: serve ``/metrics`` over HTTP (gateway/metrics.py)."""
 
 
 _GATE_FIELDS = {"requires_scope", "after", "milestone"}
@@ -479,13 +522,13 @@ def load_config(
         )
     unknown = [
         n
-        for n in (*t.tools, *s.pinned)
+        for n in (*t.tools, *s.pinned, *(t.limits.tools if t.limits else ()))
         if n.partition(SEPARATOR)[0] not in servers or SEPARATOR not in n
     ]
     if unknown:
         raise ConfigError(
             f"{toml_path}: {unknown[0]!r} is not <server>__<tool> of a configured "
-            'server (in [tools."…"] or pinned)'
+            'server (in [tools."…"], [limits.tools."…"] or pinned)'
         )
     llm = LLMConfig.from_env()
     if t.llm is not None:
@@ -504,6 +547,8 @@ def load_config(
         allowed_hosts=tuple(t.http.allowed_hosts),
         allowed_origins=tuple(t.http.allowed_origins),
         http_json_response=t.http.json_response,
+        limits=_limit_settings(t.limits),
+        metrics=t.metrics.enabled,
         llm=llm,
         servers=servers,
         store=_store(toml_path, s.store),

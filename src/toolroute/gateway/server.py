@@ -46,6 +46,8 @@ from toolroute.gateway.access import (
 )
 from toolroute.gateway.checks import MAX_NAME_CHARS, check_arguments, check_find_args, check_k
 from toolroute.gateway.continuation import STATE_PREFIX, Continuations, InvalidState
+from toolroute.gateway.limit import NoLimits  # [limits] (gateway/limit.py)
+from toolroute.gateway.metrics import NoMetrics  # /metrics (gateway/metrics.py)
 from toolroute.gateway.passthrough import PassThrough
 from toolroute.gateway.relay import Caller, Relay, current_caller
 from toolroute.gateway.status import Faults, snapshot, store_failed
@@ -216,6 +218,8 @@ class Gateway:
         """What the gateway cannot write now (store, events log, status file): in status()."""
         """Held tools by name (:class:`toolroute.gateway.quarantine.Held`), set by each sync."""
         self._route_limiter = anyio.CapacityLimiter(ROUTE_THREADS)
+        self.metrics = NoMetrics()  # /metrics and [limits]: make_gateway sets them (app.py)
+        self.limits = NoLimits()
         self.bus = InMemorySubscriptionBus()
         self.sessions = SessionStates(
             self.gate_scope,
@@ -303,7 +307,7 @@ class Gateway:
         # retry's answers and requestState go down with it
         async with self.relay.serving(ctx, params):
             try:
-                return await self._dispatch(ctx, params)
+                return await self.metrics.observed(params, self._dispatch(ctx, params))
             except (sqlite3.Error, StoreError, OSError) as e:  # the gateway's own disk/store
                 return _json_result(store_failed(self.faults, e), error=True)
 
@@ -430,7 +434,7 @@ class Gateway:
                 return _json_result(
                     {"error": "precondition_failed", "tool": name, "message": reason}, error=True
                 )
-        result = await self.call(name, arguments)
+        result = await self.limits.call(self.call, name, arguments)  # [limits]
         if known and isinstance(result, types.CallToolResult):
             if not result.is_error:
                 state.succeeded.append(name)
@@ -613,7 +617,7 @@ class Gateway:
             phase2_tokens=shown.phase2_tokens,
             latency_ms=round((time.perf_counter() - start) * 1000, 3),
         )
-        with self.faults.audit("store"):  # an audit write: skipped, never fails find_tools
+        with self.faults.audit("store"), self.metrics.store("record_event"):  # never fails
             self.router.store.record_event(event.to_json())
         for sink in self.events:
             with self.faults.audit(getattr(sink, "part", "events")):
@@ -746,7 +750,7 @@ class Gateway:
         # committed before the answer goes out: a kill -9 loses only calls in flight (the
         # background writer, router.record(wait=False), saved 0.05 ms of a ~2 ms call in
         # benchmarks/results/gateway_latency_loaded.md: not worth an acked-but-lost outcome)
-        with self.faults.audit("store"):  # statistics must never break a call; logged once
+        with self.faults.audit("store"), self.metrics.store("record_outcome"):  # logged once
             self.router.record(outcome)
         if self._on_outcome is not None:
             self._on_outcome(outcome)
