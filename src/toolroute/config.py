@@ -41,6 +41,12 @@ cwd, url and headers are expanded from the environment; an unset variable is ref
     allowed_hosts = ["gateway.lan:8765"] # Host / Origin accepted besides loopback (DNS rebinding)
     allowed_origins = ["https://app.example"]
     json_response = false                # true: plain JSON replies, no progress/sampling relay
+    [metrics]
+    enabled = true                       # /metrics (Prometheus) over HTTP, behind [auth]
+    [limits]                             # per client (docs/operations.md); [limits.clients.ID]
+    calls_per_minute = 120               # overrides, [limits.tools."srv__tool"] per tool
+    max_concurrent = 8
+    budget_usd_per_day = 5.0             # charged each tool's price
     [servers.time]                       # economics metadata (EHRR), all optional
     ask_cost = 0.0
     connect_latency_s = 0.1

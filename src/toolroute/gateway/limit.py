@@ -251,8 +251,8 @@ class Limits(NoLimits):
                     scope,
                     name,
                     CONCURRENCY_RETRY_S,
-                    f"{most} call(s) of {_whose(scope, name)} already in flight, the most "
-                    "allowed at once",
+                    f"{_whose(scope, name)} are limited to {most} at once, and {most} are in "
+                    "flight",
                 )
         return None
 
@@ -276,7 +276,7 @@ class Limits(NoLimits):
                     scope,
                     name,
                     wait,
-                    f"{_whose(scope, name)} is limited to {per_min:g} calls per minute "
+                    f"{_whose(scope, name)} are limited to {per_min:g} per minute "
                     f"(bursts of {bucket.capacity:g})",
                 )
             buckets.append(bucket)
@@ -333,7 +333,7 @@ def _client_of_request() -> str:
 
 
 def _whose(scope: str, name: str) -> str:
-    return f"this client's calls of {name}" if scope == "tool" else "this client's tool calls"
+    return f"calls of {name} by this client" if scope == "tool" else "this client's tool calls"
 
 
 def _refusal(
