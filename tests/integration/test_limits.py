@@ -87,3 +87,33 @@ def test_a_real_client_hits_its_limits_and_the_budget_survives_a_restart(
             anyio.run(check, gateway.url)
         finally:
             gateway.stop()
+
+
+def test_replicas_charging_one_pg_store_at_once_never_pass_the_budget(pg: Any) -> None:
+    """Eight connections (as eight replicas) charge 0.1 USD each, at once, against a budget of
+    0.25: exactly two charges go through, and the day's total is theirs."""
+    import threading
+    import uuid
+
+    from toolroute.store import Store
+
+    url = pg.create_database(f"t_{uuid.uuid4().hex[:12]}")
+    stores = [Store(url) for _ in range(8)]
+    barrier = threading.Barrier(len(stores), timeout=30)
+    results: list[tuple[bool, float]] = []
+
+    def charge(st: Any) -> None:
+        barrier.wait()
+        results.append(st.charge("token:agent", "2026-03-01", 0.1, 0.25))
+
+    threads = [threading.Thread(target=charge, args=(st,)) for st in stores]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        assert sorted(ok for ok, _ in results) == [False] * 6 + [True] * 2
+        assert stores[0].spent("token:agent", "2026-03-01") == (pytest.approx(0.2), 2)
+    finally:
+        for st in stores:
+            st.close()
