@@ -41,6 +41,12 @@ cwd, url and headers are expanded from the environment; an unset variable is ref
     allowed_hosts = ["gateway.lan:8765"] # Host / Origin accepted besides loopback (DNS rebinding)
     allowed_origins = ["https://app.example"]
     json_response = false                # true: plain JSON replies, no progress/sampling relay
+    [metrics]
+    enabled = true                       # /metrics (Prometheus) over HTTP, behind [auth]
+    [limits]                             # per client (docs/operations.md); [limits.clients.ID]
+    calls_per_minute = 120               # overrides, [limits.tools."srv__tool"] per tool
+    max_concurrent = 8
+    budget_usd_per_day = 5.0             # charged each tool's price
     [servers.time]                       # economics metadata (EHRR), all optional
     ask_cost = 0.0
     connect_latency_s = 0.1
@@ -75,6 +81,7 @@ from toolroute.store.base import StoreTarget, parse_store_target
 
 if TYPE_CHECKING:
     from toolroute.gateway.access import CallGateScope, ClientAccess
+    from toolroute.gateway.limit import LimitSettings
 
 __all__ = [
     "SEPARATOR",
@@ -207,8 +214,46 @@ class _ToolMeta(_Gate):
     value_usd: float | None = Field(default=None, ge=0)
 
 
+# -- [limits] and [metrics] (gateway/limit.py, gateway/metrics.py) ---------------------------
+class _ToolLimit(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    calls_per_minute: float | None = Field(default=None, gt=0)
+    burst: int | None = Field(default=None, ge=1)
+    max_concurrent: int | None = Field(default=None, ge=1)
+
+
+class _ClientLimit(_ToolLimit):
+    budget_usd_per_day: float | None = Field(default=None, ge=0)
+
+
+class _Limits(_ClientLimit):
+    clients: dict[str, _ClientLimit] = Field(default_factory=dict)
+    tools: dict[str, _ToolLimit] = Field(default_factory=dict)
+
+
+class _Metrics(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    enabled: bool = True
+
+
+def _limit_settings(t: _Limits | None) -> LimitSettings | None:
+    from toolroute.gateway.limit import Limit, LimitSettings
+
+    def one(v: _ToolLimit) -> Limit:
+        return Limit(**v.model_dump(exclude={"clients", "tools"}))
+
+    if t is None:
+        return None
+    return LimitSettings(
+        one(t), {k: one(v) for k, v in t.clients.items()}, {k: one(v) for k, v in t.tools.items()}
+    )
+
+
+# ---------------------------------------------------------------------------------------------
 class _Toml(BaseModel):
     model_config = ConfigDict(extra="forbid")
+    limits: _Limits | None = None
+    metrics: _Metrics = Field(default_factory=_Metrics)
     toolroute: _Settings = Field(default_factory=_Settings)
     llm: _Llm | None = None
     auth: _Auth | None = None
@@ -278,6 +323,10 @@ class GatewayConfig:
     http_json_response: bool = False
     """Answer each HTTP request with one JSON body, not an SSE stream: less CPU per request,
     but a call's progress, log and sampling messages cannot reach the client."""
+    limits: LimitSettings | None = None
+    """``[limits]``: per-client rate, calls in flight and USD per day (gateway/limit.py)."""
+    metrics: bool = True
+    """``[metrics] enabled``: serve ``/metrics`` over HTTP (gateway/metrics.py)."""
 
 
 _GATE_FIELDS = {"requires_scope", "after", "milestone"}
@@ -477,12 +526,14 @@ def load_config(
             f"choose from: {', '.join(STRATEGIES)}"
         )
     unknown = [
-        n for n in (*t.tools, *s.pinned) if server_of(n) not in servers or SEPARATOR not in n
+        n
+        for n in (*t.tools, *s.pinned, *(t.limits.tools if t.limits else ()))
+        if server_of(n) not in servers or SEPARATOR not in n
     ]
     if unknown:
         raise ConfigError(
             f"{toml_path}: {unknown[0]!r} is not <server>__<tool> of a configured "
-            'server (in [tools."…"] or pinned)'
+            'server (in [tools."…"], [limits.tools."…"] or pinned)'
         )
     llm = LLMConfig.from_env()
     if t.llm is not None:
@@ -501,6 +552,8 @@ def load_config(
         allowed_hosts=tuple(t.http.allowed_hosts),
         allowed_origins=tuple(t.http.allowed_origins),
         http_json_response=t.http.json_response,
+        limits=_limit_settings(t.limits),
+        metrics=t.metrics.enabled,
         llm=llm,
         servers=servers,
         store=_store(toml_path, s.store),

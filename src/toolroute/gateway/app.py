@@ -26,6 +26,7 @@ import anyio
 from toolroute.catalog.models import Catalog
 from toolroute.config import GatewayConfig
 from toolroute.errors import ConfigError
+from toolroute.gateway.metrics import attach_metrics_and_limits
 from toolroute.gateway.quarantine import Held, Quarantine, revision
 from toolroute.gateway.status import snapshot, write_status
 from toolroute.heap import freeze_heap, trim_heap
@@ -231,6 +232,7 @@ def http_app(config: GatewayConfig, gateway: Any, url: str | None = None) -> Any
     from mcp.server.transport_security import TransportSecuritySettings
 
     from toolroute.gateway.auth import HttpGuard
+    from toolroute.gateway.metrics import mount_metrics
     from toolroute.gateway.status_page import mount_status_page
 
     app = gateway.server.streamable_http_app(
@@ -242,6 +244,7 @@ def http_app(config: GatewayConfig, gateway: Any, url: str | None = None) -> Any
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
     logins = mount_status_page(app, gateway, url)  # /status*: behind the same guard
+    mount_metrics(app, gateway)  # /metrics (gateway/metrics.py): behind the same guard
     return HttpGuard(
         app,
         clients=config.clients,
@@ -305,7 +308,7 @@ def make_gateway(config: GatewayConfig, router: Router, pool: DownstreamPool) ->
         router.catalog,
         PresentConfig(top_k=config.k, threshold=config.threshold, pinned=config.pinned),
     )
-    return Gateway(
+    gateway = Gateway(
         router,
         pool,
         k=config.k,
@@ -325,6 +328,8 @@ def make_gateway(config: GatewayConfig, router: Router, pool: DownstreamPool) ->
         ],
         request_spans=config.otel,
     )
+    attach_metrics_and_limits(gateway, config)  # gateway/metrics.py, gateway/limit.py
+    return gateway
 
 
 async def _watch_changes(

@@ -42,6 +42,8 @@ from toolroute.catalog.name import qualified_name, split_name
 from toolroute.errors import ErrorCode, error_payload
 from toolroute.gateway.access import CallGateScope, SessionStates, gate_scope
 from toolroute.gateway.checks import MAX_NAME_CHARS, check_arguments
+from toolroute.gateway.limit import NoLimits
+from toolroute.gateway.metrics import NoMetrics
 from toolroute.gateway.quarantine import Held
 from toolroute.gateway.status import Faults
 from toolroute.gateway.validate import check_call
@@ -181,6 +183,8 @@ class GatewayCore:
         """What the gateway cannot write now (store, events log, status file): in status()."""
         self._on_outcome = on_outcome
         self._route_limiter = anyio.CapacityLimiter(ROUTE_THREADS)
+        self.metrics = NoMetrics()  # /metrics and [limits]: make_gateway sets them (app.py)
+        self.limits = NoLimits()
         self.sessions = SessionStates(
             self.gate_scope,
             lambda: SessionState(scopes=set(self.scopes), milestones=set(self.milestones)),
@@ -306,7 +310,7 @@ class GatewayCore:
             phase2_tokens=shown.phase2_tokens,
             latency_ms=round((time.perf_counter() - start) * 1000, 3),
         )
-        with self.faults.audit("store"):  # an audit write: skipped, never fails find_tools
+        with self.faults.audit("store"), self.metrics.store("record_event"):  # never fails
             self.router.store.record_event(event.to_json())
         for sink in self.events:
             with self.faults.audit(getattr(sink, "part", "events")):
@@ -377,7 +381,7 @@ class GatewayCore:
             reason = self.blocked(name, server, state)
             if reason:
                 return error_result(ErrorCode.PRECONDITION_FAILED, reason, tool=name)
-        result = await self.call(name, arguments)
+        result = await self.limits.call(self.call, name, arguments)  # [limits]
         if known and isinstance(result, types.CallToolResult):
             if not result.is_error:
                 state.succeeded.append(name)
@@ -488,7 +492,7 @@ class GatewayCore:
         # committed before the answer goes out: a kill -9 loses only calls in flight (the
         # background writer, router.record(wait=False), saved 0.05 ms of a ~2 ms call in
         # benchmarks/results/gateway_latency_loaded.md: not worth an acked-but-lost outcome)
-        with self.faults.audit("store"):  # statistics must never break a call; logged once
+        with self.faults.audit("store"), self.metrics.store("record_outcome"):  # logged once
             self.router.record(outcome)
         if self._on_outcome is not None:
             self._on_outcome(outcome)

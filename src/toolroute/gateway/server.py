@@ -300,7 +300,7 @@ class Gateway(GatewayCore):
         # retry's answers and requestState go down with it
         async with self.relay.serving(ctx, params):
             try:
-                return await self._dispatch(ctx, params)
+                return await self.metrics.observed(params, self._dispatch(ctx, params))
             except (sqlite3.Error, StoreError, OSError) as e:  # the gateway's own disk/store
                 return json_result(store_failed(self.faults, e), error=True)
 

@@ -485,6 +485,31 @@ class Store:
             after = int(self._rows(sql.COUNT_MEMORY)[0][0])
         return before - after
 
+    # -- [limits] budgets (gateway/limit.py): USD spent per client per UTC day ---------------
+    def charge(
+        self, client: str, day: str, usd: float, limit: float | None = None
+    ) -> tuple[bool, float]:
+        """Add ``usd`` (negative: a refund) to ``client``'s spend of ``day``, unless that
+        would take it past ``limit``; one transaction, so concurrent charges (replicas too)
+        never pass it together. Returns whether it was charged and the day's total after."""
+        calls = 1 if usd >= 0 else -1
+        with self._tx():
+            spent = float(self._rows(sql.CHARGE, (client, day, usd, calls))[0][0])
+            if limit is not None and spent > limit + 1e-9:  # over: taken back in the same tx
+                spent = float(self._rows(sql.CHARGE, (client, day, -usd, -calls))[0][0])
+                return False, spent
+        return True, spent
+
+    def spent(self, client: str, day: str) -> tuple[float, int]:
+        """``client``'s spend (USD) and charged calls on ``day`` (``YYYY-MM-DD``, UTC)."""
+        rows = self._rows(sql.SPENT, (client, day))
+        return (float(rows[0][0]), int(rows[0][1])) if rows else (0.0, 0)
+
+    def prune_spend(self, before_day: str) -> None:
+        """Forget the spend of every day before ``before_day``."""
+        with self._tx():
+            self._rows(sql.PRUNE_SPEND, (before_day,))
+
 
 def replica_name() -> str:
     """``host:pid`` of this process: which replica wrote an outcome."""

@@ -89,7 +89,19 @@ CREATE INDEX IF NOT EXISTS usage_memory_at ON usage_memory (at)
 """
 """The usage memory (toolroute/memory.py): calls made after a find_tools query, per client."""
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4)
+_V5 = ""
+"""Placeholder for the ``oauth`` branch's v5 (downstream OAuth tokens): replaced by it on merge;
+here it only keeps the limits' migration at v6."""
+
+_V6 = """
+CREATE TABLE IF NOT EXISTS spend (
+    client TEXT NOT NULL, day TEXT NOT NULL, usd {real} NOT NULL, calls INTEGER NOT NULL,
+    PRIMARY KEY (client, day)
+) {without_rowid}
+"""
+"""What each client spent on priced tool calls per UTC day (gateway/limit.py, [limits])."""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
 """Forward migrations; the schema version of a store is how many it has applied."""
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -214,3 +226,14 @@ LOAD_MEMORY = (
 CLEAR_MEMORY = "DELETE FROM usage_memory"
 CLEAR_CLIENT_MEMORY = "DELETE FROM usage_memory WHERE client = ?"
 COUNT_MEMORY = "SELECT count(*) FROM usage_memory"
+
+# [limits] budgets (gateway/limit.py): one row per client and UTC day; a charge (or, negative,
+# a refund) is added in SQL, so replicas sharing the store serialise on the row and lose none.
+CHARGE = (
+    "INSERT INTO spend AS s (client, day, usd, calls) VALUES (?, ?, ?, ?)"
+    " ON CONFLICT (client, day) DO UPDATE"
+    " SET usd = s.usd + excluded.usd, calls = s.calls + excluded.calls"
+    " RETURNING usd"
+)
+SPENT = "SELECT usd, calls FROM spend WHERE client = ? AND day = ?"
+PRUNE_SPEND = "DELETE FROM spend WHERE day < ?"
