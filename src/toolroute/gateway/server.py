@@ -737,6 +737,8 @@ class Gateway:
             "unavailable": "the server is not connected; try another tool from find_tools",
             "protocol": "the server returned an invalid response",
             "too_large": "ask for less (a narrower query, a page, a smaller range)",
+            "auth_required": "the server needs the operator to sign in again (the message "
+            "says how); tell the user, or try another tool from find_tools",
         }[e.code]
         return _json_result(
             {"error": e.code, "tool": name, "message": e.detail, "hint": hint}, error=True

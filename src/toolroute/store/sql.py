@@ -89,7 +89,16 @@ CREATE INDEX IF NOT EXISTS usage_memory_at ON usage_memory (at)
 """
 """The usage memory (toolroute/memory.py): calls made after a find_tools query, per client."""
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4)
+_V5 = """
+CREATE TABLE IF NOT EXISTS oauth_credentials (
+    server TEXT NOT NULL, url TEXT NOT NULL, client {blob}, tokens {blob},
+    expires_at {real}, changed_at {real} NOT NULL, PRIMARY KEY (server, url)
+)
+"""
+"""OAuth client registrations and tokens of url servers (sources/oauth.py), per server and
+URL (a token is never sent to another URL); ``client`` and ``tokens`` are encrypted blobs."""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5)
 """Forward migrations; the schema version of a store is how many it has applied."""
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -214,3 +223,25 @@ LOAD_MEMORY = (
 CLEAR_MEMORY = "DELETE FROM usage_memory"
 CLEAR_CLIENT_MEMORY = "DELETE FROM usage_memory WHERE client = ?"
 COUNT_MEMORY = "SELECT count(*) FROM usage_memory"
+
+# OAuth credentials (sources/oauth.py): opaque encrypted blobs, never read in clear here.
+GET_OAUTH = (
+    "SELECT client, tokens, expires_at, changed_at FROM oauth_credentials"
+    " WHERE server = ? AND url = ?"
+)
+PUT_OAUTH_CLIENT = (
+    "INSERT INTO oauth_credentials (server, url, client, changed_at) VALUES (?, ?, ?, ?)"
+    " ON CONFLICT (server, url) DO UPDATE"
+    " SET client = excluded.client, changed_at = excluded.changed_at"
+)
+PUT_OAUTH_TOKENS = (
+    "INSERT INTO oauth_credentials (server, url, tokens, expires_at, changed_at)"
+    " VALUES (?, ?, ?, ?, ?) ON CONFLICT (server, url) DO UPDATE"
+    " SET tokens = excluded.tokens, expires_at = excluded.expires_at,"
+    " changed_at = excluded.changed_at"
+)
+CLEAR_OAUTH_TOKENS = (
+    "UPDATE oauth_credentials SET tokens = NULL, expires_at = NULL, changed_at = ?"
+    " WHERE server = ? AND url = ?"
+)
+DELETE_OAUTH = "DELETE FROM oauth_credentials WHERE server = ?"
