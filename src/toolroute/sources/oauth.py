@@ -31,6 +31,7 @@ Configuration, in the server's entry of the servers JSON (all optional)::
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import shlex
@@ -45,7 +46,13 @@ from urllib.parse import urlparse
 import anyio
 import anyio.to_thread
 from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
-from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+from mcp.shared.auth import (
+    OAuthClientInformationFull,
+    OAuthClientMetadata,
+    OAuthMetadata,
+    OAuthToken,
+    ProtectedResourceMetadata,
+)
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from toolroute.config import HttpSpec
@@ -160,6 +167,11 @@ class StoredCredentials:
         self.changed_at: float | None = None
         self.registered = False
         """A client was registered (dynamically) through this storage."""
+        self.metadata: OAuthMetadata | None = None
+        self.resource_metadata: ProtectedResourceMetadata | None = None
+        """What discovery found, kept with the tokens: a gateway that starts with a stored
+        token refreshes it at the authorization server's token endpoint without discovering
+        again (the SDK alone would post to the MCP server's own /token)."""
 
     def _read(self) -> Any:
         with Store(self.target) as st:
@@ -184,12 +196,24 @@ class StoredCredentials:
         if row is None or row.tokens is None:
             return None
         self.expires_at = row.expires_at
-        return OAuthToken.model_validate_json(self._open(row.tokens))
+        saved = json.loads(self._open(row.tokens))
+        if saved.get("metadata"):
+            self.metadata = OAuthMetadata.model_validate(saved["metadata"])
+        if saved.get("resource"):
+            self.resource_metadata = ProtectedResourceMetadata.model_validate(saved["resource"])
+        return OAuthToken.model_validate(saved["token"])
 
     async def set_tokens(self, tokens: OAuthToken) -> None:
         self.fresh = False
         self.expires_at = None if tokens.expires_in is None else time.time() + tokens.expires_in
-        blob = self.box.encrypt(tokens.model_dump_json().encode())
+        saved = {
+            "token": tokens.model_dump(mode="json"),
+            "metadata": self.metadata.model_dump(mode="json") if self.metadata else None,
+            "resource": (
+                self.resource_metadata.model_dump(mode="json") if self.resource_metadata else None
+            ),
+        }
+        blob = self.box.encrypt(json.dumps(saved).encode())
 
         def write() -> None:
             with Store(self.target) as st:
@@ -226,9 +250,20 @@ class _Provider(OAuthClientProvider):
 
     async def _initialize(self) -> None:
         await super()._initialize()
-        tokens, expires_at = self.context.current_tokens, self.storage.expires_at
-        if tokens is not None and expires_at is not None:
-            self.context.token_expiry_time = expires_at - refresh_margin(tokens.expires_in)
+        ctx, storage = self.context, self.storage
+        if ctx.current_tokens is not None and storage.expires_at is not None:
+            margin = refresh_margin(ctx.current_tokens.expires_in)
+            ctx.token_expiry_time = storage.expires_at - margin
+        if ctx.oauth_metadata is None and storage.metadata is not None:
+            ctx.oauth_metadata = storage.metadata
+        if ctx.protected_resource_metadata is None and storage.resource_metadata is not None:
+            ctx.protected_resource_metadata = storage.resource_metadata
+            servers = storage.resource_metadata.authorization_servers
+            ctx.auth_server_url = str(servers[0]) if servers else None
+
+    def _keep_discovery(self) -> None:
+        self.storage.metadata = self.context.oauth_metadata
+        self.storage.resource_metadata = self.context.protected_resource_metadata
 
     def _early(self) -> None:
         tokens = self.context.current_tokens
@@ -236,10 +271,12 @@ class _Provider(OAuthClientProvider):
             self.context.token_expiry_time -= refresh_margin(tokens.expires_in)
 
     async def _handle_token_response(self, response: Any) -> None:
+        self._keep_discovery()
         await super()._handle_token_response(response)
         self._early()
 
     async def _handle_refresh_response(self, response: Any) -> bool:
+        self._keep_discovery()
         ok = await super()._handle_refresh_response(response)
         if ok:
             self._early()
