@@ -222,7 +222,7 @@ def test_a_protected_server_signed_in_with_toolroute_auth_serves_refreshes_and_l
                 # never signed in: down with the exact fix, the other server serves
                 prot = await until_status(tmp_path, "prot", "down")
                 fix = f"toolroute auth prot --config {config}"
-                assert fix in prot["error"], prot
+                assert fix in prot["error"] and prot["fix"].startswith(fix), prot
                 await until_status(tmp_path, "other", "up")
                 async with agent(gateway.url) as client:
                     ok = await client.call_tool(
@@ -264,6 +264,14 @@ def test_a_protected_server_signed_in_with_toolroute_auth_serves_refreshes_and_l
                     assert fix in body["message"], body
                     lapsed = await until_status(tmp_path, "prot", "down")
                     assert fix in lapsed["error"] and "lapsed" in lapsed["error"], lapsed
+                    shown = subprocess.run(
+                        [str(TOOLROUTE), "status", "--config", str(config)],
+                        capture_output=True,
+                        text=True,
+                        timeout=60,
+                    )
+                    assert f"fix: {lapsed['fix']}" in shown.stdout, shown.stdout
+                    seen.append(shown.stdout)
                     ok = await client.call_tool(
                         "call_tool", {"name": "other__whisper", "arguments": {"text": "still"}}
                     )
