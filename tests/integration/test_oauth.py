@@ -379,3 +379,24 @@ def test_toolroute_auth_without_a_secret_key_says_how_to_make_one(tmp_path: Path
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1 and SECRET_KEY_ENV in done.stderr
     assert "Fernet.generate_key()" in done.stderr
+
+
+def test_a_url_server_with_a_header_from_the_environment_sends_it_and_no_oauth(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TR_API_TOKEN", "static-token-from-env")
+    log = tmp_path / "h.jsonl"
+    with header_server(log) as url:
+        entry = {"url": url, "headers": {"Authorization": "Bearer ${TR_API_TOKEN}"}}
+        config = write_config(tmp_path, {"keyed": entry})
+
+        async def main() -> None:
+            with anyio.fail_after(30):
+                async with running_pool(load_config(config)) as pool:
+                    assert pool["keyed"].auth is None  # its own token: no OAuth flow
+                    result, _ = await pool["keyed"].call_tool("whisper", {"text": "psst"})
+                    assert "whispered: psst" in text(result)
+
+        anyio.run(main)
+    sent = [json.loads(line) for line in log.read_text().splitlines()]
+    assert sent and all(h["authorization"] == "Bearer static-token-from-env" for h in sent)
