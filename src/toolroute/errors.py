@@ -71,6 +71,7 @@ class ErrorCode(StrEnum):
     UNAVAILABLE = "unavailable"
     PROTOCOL = "protocol"
     TOO_LARGE = "too_large"
+    AUTH_REQUIRED = "auth_required"
 
 
 def error_payload(

@@ -6,14 +6,15 @@ on stderr with exit code 2; this is the only place that turns exceptions into ex
 One module per concern: :mod:`~toolroute.cli.app` holds the click group ``main``,
 :mod:`~toolroute.cli.common` the shared options and helpers, and the commands live in
 :mod:`~toolroute.cli.catalog` (index, route, strategies, demo), :mod:`~toolroute.cli.measure`
-(bench, simulate, calibrate), :mod:`~toolroute.cli.gateway` (sync, serve, status, approve) and
+(bench, simulate, calibrate), :mod:`~toolroute.cli.gateway` (sync, serve, status, approve),
+:mod:`~toolroute.cli.auth` (auth) and
 :mod:`~toolroute.cli.connect` (connect, disconnect). Importing this
 package registers every command on ``main``.
 """
 
 from __future__ import annotations
 
-from toolroute.cli import catalog, connect, gateway, measure, memory  # noqa: F401  (registers them)
+from toolroute.cli import auth, catalog, connect, gateway, measure, memory  # noqa: F401  (registers them)
 from toolroute.cli.app import main
 
 __all__ = ["main"]

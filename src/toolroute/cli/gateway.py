@@ -199,6 +199,8 @@ def status(
         click.echo(
             f"{name:24s} {s['status']:10s} {tools!s:>5} tools  restarts={s['restarts']}{extra}"
         )
+        if s.get("fix"):  # the operator must act (an OAuth sign-in): the exact command
+            click.echo(f"{'':24s} fix: {s['fix']}")
     for name, h in found.get("quarantined", {}).items():
         why = ", ".join(h["flags"] or h["changed"])
         click.echo(f"quarantined {name}@{h['version']}: {h['reason']} ({why})")

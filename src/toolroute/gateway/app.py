@@ -34,6 +34,7 @@ from toolroute.llm.client import ChatLLM, llm_cache_path
 from toolroute.route.adaptive import AdaptiveParams
 from toolroute.route.strategy import RouteParams
 from toolroute.router import IndexReport, Router
+from toolroute.sources.oauth import downstream_auth
 from toolroute.sources.pool import Downstream, DownstreamPool
 from toolroute.sources.sync import Listings, ServerStatus, catalog_from_listing, list_all
 from toolroute.store import Store, StoreTarget, default_store_target, is_store_url
@@ -94,6 +95,7 @@ def make_pool(config: GatewayConfig) -> DownstreamPool:
                 connect_timeout_s=config.connect_timeout_s,
                 call_timeout_s=config.call_timeout_s,
                 max_result_bytes=config.max_result_bytes,
+                auth=downstream_auth(name, spec, store_dir_of(config), config.path, config.store),
             )
             for name, spec in config.servers.items()
         }

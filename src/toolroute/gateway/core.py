@@ -106,6 +106,8 @@ _HINTS = {
     "unavailable": "the server is not connected; try another tool from find_tools",
     "protocol": "the server returned an invalid response",
     "too_large": "ask for less (a narrower query, a page, a smaller range)",
+    "auth_required": "the server needs the operator to sign in again (the message "
+    "says how); tell the user, or try another tool from find_tools",
 }
 """What to do next after a downstream failure, by :attr:`DownstreamError.code`."""
 

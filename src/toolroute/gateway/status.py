@@ -123,6 +123,9 @@ class ServerState:
     restarts: int
     tools: int | None
     changed_at: float
+    fix: str | None = None
+    """The command that makes the server usable again, when the operator must act
+    (``toolroute auth NAME …``: its OAuth sign-in lapsed or never happened)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -130,7 +133,16 @@ class ServerState:
 
 def server_states(pool: DownstreamPool) -> list[ServerState]:
     return [
-        ServerState(d.name, d.status, d.error, d.exit_code, d.restarts, d.tools, d.changed_at)
+        ServerState(
+            d.name,
+            d.status,
+            d.error,
+            d.exit_code,
+            d.restarts,
+            d.tools,
+            d.changed_at,
+            fix=d.auth.fix if d.auth is not None and d.auth.required and d.status != "up" else None,
+        )  # fmt: skip
         for d in pool.servers.values()
     ]
 

@@ -32,7 +32,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 import anyio
 import mcp.types as types
@@ -53,13 +53,16 @@ from toolroute.sdk import (
 from toolroute.sources.memory import MemorySpec
 from toolroute.sources.stdio import RESULT_TOO_LARGE, ProcessInfo, bounded_stdio_client
 
+if TYPE_CHECKING:
+    from toolroute.sources.oauth import DownstreamAuth
+
 __all__ = ["CallContext", "Downstream", "DownstreamError", "DownstreamPool", "ListedServer"]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_RESULT_BYTES = 4 * 1024 * 1024
 """Largest downstream reply kept (bytes of its JSON); larger ones become a ``too_large`` error."""
-ErrorCode = Literal["unavailable", "timeout", "crashed", "protocol", "too_large"]
+ErrorCode = Literal["unavailable", "timeout", "crashed", "protocol", "too_large", "auth_required"]
 T = TypeVar("T")
 
 MAX_PAGES = 1000
@@ -67,8 +70,8 @@ MAX_PAGES = 1000
 
 
 class DownstreamError(ToolrouteError):
-    """A downstream call failed: ``code`` is unavailable, timeout, crashed, protocol or
-    too_large."""
+    """A downstream call failed: ``code`` is unavailable, timeout, crashed, protocol,
+    too_large or auth_required (the operator must sign in: ``toolroute auth``)."""
 
     def __init__(
         self,
@@ -136,8 +139,11 @@ class Downstream:
         call_timeout_s: float = 30.0,
         max_backoff_s: float = 30.0,
         max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+        auth: DownstreamAuth | None = None,
     ) -> None:
         self.name = name
+        self.auth = auth
+        """OAuth of a url server (sources/oauth.py); None: stdio, or headers only."""
         self.spec = spec
         self.connect_timeout_s = connect_timeout_s
         self.call_timeout_s = call_timeout_s
@@ -192,11 +198,15 @@ class Downstream:
                 self.spec.url,
                 headers=self.spec.headers or None,
                 httpx_client_factory=self._http_client,
+                auth=await self.auth.connect_auth() if self.auth else None,
             )
         from mcp.client.streamable_http import streamable_http_client
 
         # the SDK's MCP timeouts (30 s, 300 s read), not httpx's 5 s default
-        http = await stack.enter_async_context(self._http_client(self.spec.headers or None))
+        oauth = await self.auth.connect_auth() if self.auth else None
+        http = await stack.enter_async_context(
+            self._http_client(self.spec.headers or None, auth=oauth)
+        )
         return streamable_http_client(self.spec.url, http_client=http)
 
     def _http_client(self, headers: Any = None, timeout: Any = None, auth: Any = None) -> Any:
@@ -219,6 +229,8 @@ class Downstream:
             return "forbidden (HTTP 403): the server refused access" + (
                 ' with the credentials in its entry\'s "headers"' if has else ""
             )
+        if self.auth is not None:  # no token of its own: OAuth (sources/oauth.py)
+            return self.auth.unauthorized()
         if "authorization" in has:
             return (
                 "unauthorized (HTTP 401): the server refused the credentials in its entry's "
@@ -323,7 +335,10 @@ class Downstream:
                 break
             self.restarts += 1
             with anyio.move_on_after(backoff):  # stop() ends the wait at once
-                await self._stop.wait()
+                if self.auth is not None and self.auth.required:  # so does a new sign-in
+                    await self.auth.until_signed_in(self._stop)
+                else:
+                    await self._stop.wait()
             backoff = min(backoff * 2, self.max_backoff_s)
         self._set("stopped", None)
 
@@ -349,6 +364,8 @@ class Downstream:
         return f"exited with code {rc}" + (f": {tail[-1]}" if tail else "")
 
     def _why(self, e: BaseException) -> str:
+        if self.auth is not None and (needed := self.auth.why(e)):
+            return needed
         if denied := self._denied():
             return denied
         exited = self._exited()
@@ -366,7 +383,8 @@ class Downstream:
         """The open session, waiting up to ``wait_s`` for a (re)connect (not at all when the
         last connect failed: the error is returned at once, the owner keeps retrying)."""
         if self._client is None and self.status == "down":
-            raise DownstreamError(self.name, None, "unavailable", self.error or "not connected")
+            code: ErrorCode = "auth_required" if self._auth_required() else "unavailable"
+            raise DownstreamError(self.name, None, code, self.error or "not connected")
         if self._client is None:
             with anyio.move_on_after(self.connect_timeout_s if wait_s is None else wait_s):
                 await self._ready.wait()
@@ -496,7 +514,13 @@ class Downstream:
             if caller is not None:
                 self._calls.remove(caller)
 
+    def _auth_required(self) -> str | None:
+        return self.auth.required if self.auth is not None else None
+
     def _error(self, tool: str | None, e: MCPError) -> DownstreamError:
+        if e.error.code == types.CONNECTION_CLOSED and (needed := self._auth_required()):
+            self._dead.set()  # the sign-in lapsed mid-session (sources/oauth.py)
+            return DownstreamError(self.name, tool, "auth_required", needed)
         if e.error.code == types.CONNECTION_CLOSED:
             self._dead.set()  # the owner task reconnects with backoff
             return DownstreamError(

@@ -20,6 +20,7 @@ import socket
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,7 @@ from toolroute.store.base import (
     tool_extra,
 )
 
-__all__ = ["PRUNE_BATCH", "PRUNE_BATCHES", "PRUNE_EVERY", "Store"]
+__all__ = ["PRUNE_BATCH", "PRUNE_BATCHES", "PRUNE_EVERY", "OAuthRow", "Store"]
 
 PRUNE_EVERY = 1000
 """Routing events recorded between two prunings."""
@@ -509,6 +510,49 @@ class Store:
         """Forget the spend of every day before ``before_day``."""
         with self._tx():
             self._rows(sql.PRUNE_SPEND, (before_day,))
+
+    # -- OAuth credentials of url servers (sources/oauth.py), encrypted by the caller -------
+    def get_oauth(self, server: str, url: str) -> OAuthRow | None:
+        rows = self._rows(sql.GET_OAUTH, (server, url))
+        if not rows:
+            return None
+        client, tokens, expires_at, changed_at = rows[0]
+        return OAuthRow(
+            None if client is None else bytes(client),
+            None if tokens is None else bytes(tokens),
+            None if expires_at is None else float(expires_at),
+            float(changed_at),
+        )
+
+    def put_oauth_client(self, server: str, url: str, client: bytes) -> None:
+        with self._tx():
+            self._rows(sql.PUT_OAUTH_CLIENT, (server, url, client, time.time()))
+
+    def put_oauth_tokens(
+        self, server: str, url: str, tokens: bytes | None, expires_at: float | None
+    ) -> None:
+        """Store (or, ``tokens`` None, forget) the tokens of ``server`` at ``url``."""
+        with self._tx():
+            if tokens is None:
+                self._rows(sql.CLEAR_OAUTH_TOKENS, (time.time(), server, url))
+            else:
+                self._rows(sql.PUT_OAUTH_TOKENS, (server, url, tokens, expires_at, time.time()))
+
+    def delete_oauth(self, server: str) -> None:
+        """Forget every registration and token of ``server`` (at any URL)."""
+        with self._tx():
+            self._rows(sql.DELETE_OAUTH, (server,))
+
+
+@dataclass(frozen=True, slots=True)
+class OAuthRow:
+    """The stored OAuth credentials of one url server, as encrypted blobs (sources/oauth.py
+    holds the key); ``changed_at`` moves with every write, so a gateway sees a new sign-in."""
+
+    client: bytes | None
+    tokens: bytes | None
+    expires_at: float | None
+    changed_at: float
 
 
 def replica_name() -> str:

@@ -89,9 +89,15 @@ CREATE INDEX IF NOT EXISTS usage_memory_at ON usage_memory (at)
 """
 """The usage memory (toolroute/memory.py): calls made after a find_tools query, per client."""
 
-_V5 = ""
-"""Placeholder for the ``oauth`` branch's v5 (downstream OAuth tokens): replaced by it on merge;
-here it only keeps the limits' migration at v6."""
+_V5 = """
+CREATE TABLE IF NOT EXISTS oauth_credentials (
+    server TEXT NOT NULL, url TEXT NOT NULL, client {blob}, tokens {blob},
+    expires_at {real}, changed_at {real} NOT NULL, PRIMARY KEY (server, url)
+)
+"""
+"""OAuth client registrations and tokens of url servers (sources/oauth.py), per server and
+URL (a token is never sent to another URL); ``client`` and ``tokens`` are encrypted blobs."""
+
 
 _V6 = """
 CREATE TABLE IF NOT EXISTS spend (
@@ -237,3 +243,24 @@ CHARGE = (
 )
 SPENT = "SELECT usd, calls FROM spend WHERE client = ? AND day = ?"
 PRUNE_SPEND = "DELETE FROM spend WHERE day < ?"
+# OAuth credentials (sources/oauth.py): opaque encrypted blobs, never read in clear here.
+GET_OAUTH = (
+    "SELECT client, tokens, expires_at, changed_at FROM oauth_credentials"
+    " WHERE server = ? AND url = ?"
+)
+PUT_OAUTH_CLIENT = (
+    "INSERT INTO oauth_credentials (server, url, client, changed_at) VALUES (?, ?, ?, ?)"
+    " ON CONFLICT (server, url) DO UPDATE"
+    " SET client = excluded.client, changed_at = excluded.changed_at"
+)
+PUT_OAUTH_TOKENS = (
+    "INSERT INTO oauth_credentials (server, url, tokens, expires_at, changed_at)"
+    " VALUES (?, ?, ?, ?, ?) ON CONFLICT (server, url) DO UPDATE"
+    " SET tokens = excluded.tokens, expires_at = excluded.expires_at,"
+    " changed_at = excluded.changed_at"
+)
+CLEAR_OAUTH_TOKENS = (
+    "UPDATE oauth_credentials SET tokens = NULL, expires_at = NULL, changed_at = ?"
+    " WHERE server = ? AND url = ?"
+)
+DELETE_OAUTH = "DELETE FROM oauth_credentials WHERE server = ?"

@@ -1,0 +1,627 @@
+"""OAuth 2.1 for ``url`` servers: the MCP authorization flow through the SDK's client auth
+(``mcp.client.auth.OAuthClientProvider``), with tokens kept in the store, encrypted.
+
+Two sides, one storage:
+
+- ``toolroute auth NAME`` (:func:`sign_in`) runs the whole flow once, with the operator:
+  the server's 401 and ``WWW-Authenticate``, protected-resource metadata (RFC 9728),
+  authorization-server metadata (RFC 8414), dynamic client registration (RFC 7591) unless a
+  client id is configured, then authorization code + PKCE through the operator's browser
+  and a loopback redirect (RFC 8252). The tokens and the registration go to the store.
+- the gateway (:class:`DownstreamAuth`, one per url server without its own
+  ``Authorization`` header) sends the stored access token and refreshes it before it
+  expires (:data:`REFRESH_BEFORE`), storing rotated tokens. It never opens a browser: when
+  the server refuses (never signed in, token revoked, refresh refused) the server is down
+  with the exact command that fixes it, the agent's calls to it fail with
+  ``auth_required``, the other servers keep serving, and a new sign-in is picked up within
+  a second (:meth:`DownstreamAuth.until_signed_in`).
+
+Tokens and client secrets are encrypted with Fernet (AES-128-CBC + HMAC-SHA256) under
+``TOOLROUTE_SECRET_KEY`` (several keys, comma-separated: the first encrypts, any decrypts,
+for rotation), keyed by server name *and* URL, so a token is only ever sent to the URL it
+was issued for. Nothing here logs a token, and none reaches the agent.
+
+Configuration, in the server's entry of the servers JSON (all optional)::
+
+    "docs": {"url": "https://docs.example/mcp",
+             "oauth": {"clientId": "toolroute-docs", "clientSecretEnv": "DOCS_SECRET",
+                       "scope": "read", "callbackPort": 8976}}
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import shlex
+import time
+import webbrowser
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import anyio
+import anyio.to_thread
+from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
+from mcp.shared.auth import (
+    OAuthClientInformationFull,
+    OAuthClientMetadata,
+    OAuthMetadata,
+    OAuthToken,
+    ProtectedResourceMetadata,
+)
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from toolroute.config import HttpSpec
+from toolroute.errors import ConfigError, ToolrouteError
+from toolroute.store import Store, StoreTarget, is_store_url
+
+__all__ = [
+    "SECRET_KEY_ENV",
+    "AuthorizationError",
+    "AuthorizationNeeded",
+    "DownstreamAuth",
+    "OAuthOptions",
+    "SignIn",
+    "StoredCredentials",
+    "downstream_auth",
+    "oauth_options",
+    "refresh_margin",
+    "secret_box",
+    "sign_in",
+]
+
+log = logging.getLogger(__name__)
+
+SECRET_KEY_ENV = "TOOLROUTE_SECRET_KEY"
+REFRESH_BEFORE = 60.0
+"""An access token is refreshed this long before it expires (at most a tenth of its life)."""
+POLL_S = 1.0
+"""How often a server waiting for a sign-in looks for new tokens in the store."""
+CALLBACK_PATH = "/callback"
+NEW_KEY = (
+    'python -c "from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())"'
+)
+
+
+class AuthorizationError(ToolrouteError):
+    """The OAuth flow of ``toolroute auth`` failed (refused, timed out, not OAuth)."""
+
+
+class AuthorizationNeeded(Exception):
+    """The gateway cannot reach a server without the operator signing in again."""
+
+
+class OAuthOptions(BaseModel):
+    """The ``oauth`` object of a url server's entry."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    client_id: str | None = Field(default=None, alias="clientId", min_length=1)
+    """A client registered by hand with the authorization server (else: dynamic
+    registration)."""
+    client_secret_env: str | None = Field(default=None, alias="clientSecretEnv", min_length=1)
+    """The variable holding that client's secret (a confidential client)."""
+    scope: str | None = None
+    """Scopes to ask for (default: what the server's 401 or metadata names)."""
+    callback_port: int | None = Field(default=None, alias="callbackPort", ge=1, le=65535)
+    """Loopback port of the redirect (default: a free one, kept for the next sign-in)."""
+
+
+def oauth_options(name: str, spec: HttpSpec) -> OAuthOptions:
+    raw = (spec.model_extra or {}).get("oauth") or {}
+    try:
+        return OAuthOptions.model_validate(raw)
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(f"server {name}: oauth.{where}: {first['msg']}") from None
+
+
+def secret_box() -> Any:
+    """The Fernet keys of ``TOOLROUTE_SECRET_KEY`` (a MultiFernet); ConfigError if unset or
+    malformed."""
+    from cryptography.fernet import Fernet, MultiFernet
+
+    raw = [k.strip() for k in os.environ.get(SECRET_KEY_ENV, "").split(",") if k.strip()]
+    if not raw:
+        raise ConfigError(
+            f"{SECRET_KEY_ENV} is not set: OAuth tokens are stored encrypted with it;"
+            f" create one with {NEW_KEY} and keep it in the gateway's environment"
+        )
+    try:
+        return MultiFernet([Fernet(k.encode()) for k in raw])
+    except ValueError:
+        raise ConfigError(
+            f"{SECRET_KEY_ENV} is not a Fernet key (32 url-safe base64-encoded bytes);"
+            f" create one with {NEW_KEY}"
+        ) from None
+
+
+def refresh_margin(lifetime_s: float | None) -> float:
+    """How long before expiry a token of this lifetime is refreshed."""
+    return 0.0 if not lifetime_s else min(REFRESH_BEFORE, lifetime_s / 10)
+
+
+class StoredCredentials:
+    """The SDK's ``TokenStorage`` over the store: one server at one URL, encrypted.
+
+    ``fresh``: start with no tokens (a sign-in), still keeping the stored registration."""
+
+    def __init__(
+        self,
+        target: StoreTarget,
+        server: str,
+        url: str,
+        box: Any,
+        *,
+        configured: OAuthClientInformationFull | None = None,
+        fresh: bool = False,
+    ) -> None:
+        self.target, self.server, self.url, self.box = target, server, url, box
+        self.configured = configured
+        self.fresh = fresh
+        self.expires_at: float | None = None
+        self.changed_at: float | None = None
+        self.registered = False
+        """A client was registered (dynamically) through this storage."""
+        self.metadata: OAuthMetadata | None = None
+        self.resource_metadata: ProtectedResourceMetadata | None = None
+        """What discovery found, kept with the tokens: a gateway that starts with a stored
+        token refreshes it at the authorization server's token endpoint without discovering
+        again (the SDK alone would post to the MCP server's own /token)."""
+
+    def _read(self) -> Any:
+        with Store(self.target) as st:
+            return st.get_oauth(self.server, self.url)
+
+    def _open(self, blob: bytes) -> str:
+        from cryptography.fernet import InvalidToken
+
+        try:
+            return str(self.box.decrypt(blob).decode())
+        except InvalidToken:
+            raise AuthorizationNeeded(
+                f"the stored OAuth credentials cannot be decrypted with {SECRET_KEY_ENV}"
+                " (another key?)"
+            ) from None
+
+    async def get_tokens(self) -> OAuthToken | None:
+        if self.fresh:
+            return None
+        row = await anyio.to_thread.run_sync(self._read)
+        self.changed_at = None if row is None else row.changed_at
+        if row is None or row.tokens is None:
+            return None
+        self.expires_at = row.expires_at
+        saved = json.loads(self._open(row.tokens))
+        if saved.get("metadata"):
+            self.metadata = OAuthMetadata.model_validate(saved["metadata"])
+        if saved.get("resource"):
+            self.resource_metadata = ProtectedResourceMetadata.model_validate(saved["resource"])
+        return OAuthToken.model_validate(saved["token"])
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        self.fresh = False
+        self.expires_at = None if tokens.expires_in is None else time.time() + tokens.expires_in
+        saved = {
+            "token": tokens.model_dump(mode="json"),
+            "metadata": self.metadata.model_dump(mode="json") if self.metadata else None,
+            "resource": (
+                self.resource_metadata.model_dump(mode="json") if self.resource_metadata else None
+            ),
+        }
+        blob = self.box.encrypt(json.dumps(saved).encode())
+
+        def write() -> None:
+            with Store(self.target) as st:
+                st.put_oauth_tokens(self.server, self.url, blob, self.expires_at)
+                row = st.get_oauth(self.server, self.url)
+                self.changed_at = None if row is None else row.changed_at
+
+        await anyio.to_thread.run_sync(write)
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        if self.configured is not None:
+            return self.configured
+        row = await anyio.to_thread.run_sync(self._read)
+        if row is None or row.client is None:
+            return None
+        return OAuthClientInformationFull.model_validate_json(self._open(row.client))
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        self.registered = True
+        blob = self.box.encrypt(client_info.model_dump_json().encode())
+
+        def write() -> None:
+            with Store(self.target) as st:
+                st.put_oauth_client(self.server, self.url, blob)
+
+        await anyio.to_thread.run_sync(write)
+
+
+class _Provider(OAuthClientProvider):
+    """The SDK's provider, refreshing :func:`refresh_margin` before expiry, also for tokens
+    loaded from the store (the SDK alone treats a loaded token as never expiring)."""
+
+    storage: StoredCredentials
+
+    async def _initialize(self) -> None:
+        await super()._initialize()
+        ctx, storage = self.context, self.storage
+        if ctx.current_tokens is not None and storage.expires_at is not None:
+            margin = refresh_margin(ctx.current_tokens.expires_in)
+            ctx.token_expiry_time = storage.expires_at - margin
+        if ctx.oauth_metadata is None and storage.metadata is not None:
+            ctx.oauth_metadata = storage.metadata
+        if ctx.protected_resource_metadata is None and storage.resource_metadata is not None:
+            ctx.protected_resource_metadata = storage.resource_metadata
+            servers = storage.resource_metadata.authorization_servers
+            ctx.auth_server_url = str(servers[0]) if servers else None
+
+    def _keep_discovery(self) -> None:
+        self.storage.metadata = self.context.oauth_metadata
+        self.storage.resource_metadata = self.context.protected_resource_metadata
+
+    def _early(self) -> None:
+        tokens = self.context.current_tokens
+        if tokens is not None and self.context.token_expiry_time is not None:
+            self.context.token_expiry_time -= refresh_margin(tokens.expires_in)
+
+    async def _handle_token_response(self, response: Any) -> None:
+        self._keep_discovery()
+        await super()._handle_token_response(response)
+        self._early()
+
+    async def _handle_refresh_response(self, response: Any) -> bool:
+        self._keep_discovery()
+        ok = await super()._handle_refresh_response(response)
+        if ok:
+            self._early()
+            log.info("OAuth token refreshed for %s", self.storage.server)
+        return ok
+
+
+def _provider(
+    url: str,
+    storage: StoredCredentials,
+    options: OAuthOptions,
+    redirect_uri: str,
+    redirect: Callable[[str], Any],
+    callback: Callable[[], Any],
+) -> _Provider:
+    metadata = OAuthClientMetadata(
+        client_name="toolroute",
+        redirect_uris=[redirect_uri],  # type: ignore[list-item]
+        grant_types=["authorization_code", "refresh_token"],
+        response_types=["code"],
+        token_endpoint_auth_method="client_secret_post" if options.client_secret_env else "none",
+        scope=options.scope,
+    )
+    provider = _Provider(url, metadata, storage, redirect, callback)
+    provider.storage = storage
+    return provider
+
+
+def _configured_client(
+    options: OAuthOptions, redirect_uri: str | None
+) -> OAuthClientInformationFull | None:
+    if options.client_id is None:
+        return None
+    secret = None
+    if options.client_secret_env is not None:
+        secret = os.environ.get(options.client_secret_env)
+        if not secret:
+            raise ConfigError(f"oauth.clientSecretEnv: the variable {options.client_secret_env}"
+                              " is not set")  # fmt: skip
+    return OAuthClientInformationFull(
+        client_id=options.client_id,
+        client_secret=secret,
+        redirect_uris=[redirect_uri] if redirect_uri else None,  # type: ignore[list-item]
+        token_endpoint_auth_method="client_secret_post" if secret else "none",
+        grant_types=["authorization_code", "refresh_token"],
+    )
+
+
+class _QuietNeeded(logging.Filter):
+    """Drops the SDK's "OAuth flow error" traceback when the flow stopped because the
+    gateway needs the operator (reported once, in the server's status, instead)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, AuthorizationNeeded)
+
+
+logging.getLogger("mcp.client.auth.oauth2").addFilter(_QuietNeeded())
+
+
+def _needed(e: BaseException) -> AuthorizationNeeded | None:
+    if isinstance(e, AuthorizationNeeded):
+        return e
+    if isinstance(e, BaseExceptionGroup):
+        for x in e.exceptions:
+            if (found := _needed(x)) is not None:
+                return found
+    cause = e.__cause__ or e.__context__
+    return _needed(cause) if cause is not None and cause is not e else None
+
+
+class DownstreamAuth:
+    """OAuth of one url server inside the gateway: the stored token on every request,
+    refreshed before expiry; what to tell the operator when that is not enough."""
+
+    def __init__(
+        self, name: str, spec: HttpSpec, target: StoreTarget, options: OAuthOptions, fix: str
+    ) -> None:
+        self.name, self.url, self.target, self.options = name, spec.url, target, options
+        self.fix = fix
+        """The command that signs in again (``toolroute auth NAME --config …``)."""
+        self.required: str | None = None
+        """Why the operator must sign in (None: nothing known to be needed)."""
+        self._seen: float | None = None  # changed_at of the credentials the last connect read
+
+    async def connect_auth(self) -> Any:
+        """The ``httpx2.Auth`` for the next connection: None when nothing is stored (the
+        server's 401 then says so); AuthorizationNeeded when tokens are stored but
+        unreadable."""
+        self.required = None
+        try:
+            box = secret_box()
+        except ConfigError as e:
+            box, unreadable = None, str(e)
+        storage = StoredCredentials(
+            self.target, self.name, self.url, box, configured=_configured_client(self.options, None)
+        )
+        row = await anyio.to_thread.run_sync(storage._read)
+        self._seen = None if row is None else row.changed_at
+        if row is None or row.tokens is None:
+            return None
+        if box is None:
+            raise AuthorizationNeeded(f"the stored OAuth token cannot be read: {unreadable}")
+
+        async def cannot_ask(url: str) -> None:
+            self.required = self._lapsed()
+            raise AuthorizationNeeded(self.required)
+
+        async def never() -> AuthorizationCodeResult:  # cannot_ask raised first
+            raise AuthorizationNeeded(self._lapsed())
+
+        return _provider(self.url, storage, self.options, "http://127.0.0.1/", cannot_ask, never)
+
+    def _lapsed(self) -> str:
+        return (
+            "unauthorized (HTTP 401): the OAuth sign-in lapsed (the token expired or was"
+            f" revoked, and no refresh was accepted): run `{self.fix}`"
+        )
+
+    def unauthorized(self) -> str:
+        """What a plain 401 means for this server (no token sent, or one refused)."""
+        self.required = (
+            "unauthorized (HTTP 401): the server needs credentials — run "
+            f"`{self.fix}` to sign in (OAuth), or set "
+            '"headers": {"Authorization": ...} in its entry'
+        )
+        return self.required
+
+    def why(self, e: BaseException) -> str | None:
+        """The operator's part of a failed connect, when it is one."""
+        needed = _needed(e)
+        if needed is None:
+            return None
+        self.required = str(needed) if "`toolroute auth" in str(needed) else (
+            f"{needed}: run `{self.fix}`"
+        )  # fmt: skip
+        return self.required
+
+    async def until_signed_in(self, stop: anyio.Event) -> None:
+        """Return when the stored credentials change (a new sign-in) or ``stop`` is set."""
+        storage = StoredCredentials(self.target, self.name, self.url, None)
+        while not stop.is_set():
+            with anyio.move_on_after(POLL_S):
+                await stop.wait()
+            if stop.is_set():
+                return
+            try:
+                row = await anyio.to_thread.run_sync(storage._read)
+            except ToolrouteError:  # the store is unreachable: look again later
+                continue
+            if (None if row is None else row.changed_at) != self._seen:
+                return
+
+
+def fix_command(name: str, config_path: Path | None, store: StoreTarget | None) -> str:
+    """``toolroute auth NAME --config PATH`` (and ``--store`` when it is a directory)."""
+    parts = ["toolroute", "auth", name]
+    if config_path is not None:
+        parts += ["--config", str(config_path)]
+    if store is not None and not is_store_url(store):
+        parts += ["--store", str(store)]
+    return shlex.join(parts)
+
+
+def downstream_auth(
+    name: str, spec: Any, target: StoreTarget, config_path: Path | None, store: Any = None
+) -> DownstreamAuth | None:
+    """OAuth for a url server that sends no ``Authorization`` header of its own (else
+    None: a stdio server, or a token-based one)."""
+    if not isinstance(spec, HttpSpec) or "authorization" in {k.lower() for k in spec.headers}:
+        return None
+    options = oauth_options(name, spec)
+    return DownstreamAuth(name, spec, target, options, fix_command(name, config_path, store))
+
+
+# -- toolroute auth ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SignIn:
+    """What a finished sign-in got."""
+
+    server: str
+    tools: int
+    expires_in: int | None
+    registered: bool
+    """A client was registered dynamically during this sign-in."""
+
+
+async def sign_in(
+    name: str,
+    spec: HttpSpec,
+    target: StoreTarget,
+    *,
+    show: Callable[[str], None],
+    open_browser: bool = True,
+    timeout_s: float = 300.0,
+) -> SignIn:
+    """The whole MCP authorization flow for ``name``, with the operator; stores the tokens
+    (and a dynamic registration) and returns once the server lists its tools with them."""
+    import socket
+
+    from mcp import Client
+
+    from toolroute.sdk import create_mcp_http_client
+
+    options = oauth_options(name, spec)
+    box = secret_box()
+    storage = StoredCredentials(target, name, spec.url, box, fresh=True)
+    registered = await _registered(storage)
+    port = options.callback_port or _port_of(registered) or 0
+    sock = socket.socket()
+    try:
+        sock.bind(("127.0.0.1", port))
+    except OSError as e:
+        sock.close()
+        if options.callback_port:
+            raise AuthorizationError(f"callback port {port} is busy: {e.strerror}") from None
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+    sock.listen(8)
+    sock.setblocking(False)
+    redirect_uri = f"http://127.0.0.1:{sock.getsockname()[1]}{CALLBACK_PATH}"
+    storage.configured = _configured_client(options, redirect_uri)
+    if storage.configured is None and registered is not None:
+        uris = [str(u) for u in registered.redirect_uris or []]
+        if redirect_uri not in uris:  # registered for another port: register again
+            storage.configured = None
+            await _forget_client(storage)
+    answers: list[AuthorizationCodeResult | str] = []
+    arrived = anyio.Event()
+
+    async def redirect(url: str) -> None:
+        show(url)
+        if open_browser:
+            await anyio.to_thread.run_sync(_open_browser, url)
+
+    async def callback() -> AuthorizationCodeResult:
+        with anyio.fail_after(timeout_s):
+            await arrived.wait()
+        answer = answers[0]
+        if isinstance(answer, str):
+            raise AuthorizationError(f"the authorization server refused: {answer}")
+        return answer
+
+    provider = _provider(spec.url, storage, options, redirect_uri, redirect, callback)
+    async with anyio.create_task_group() as tg:
+        server = _callback_server(sock, name, answers, arrived)
+        tg.start_soon(server.serve, [sock])
+        try:
+            tools = await _list_with(spec, provider, create_mcp_http_client, Client)
+        except TimeoutError:
+            raise AuthorizationError(
+                f"no answer from the browser within {timeout_s:.0f} s (--timeout)"
+            ) from None
+        except AuthorizationError:
+            raise
+        except Exception as e:  # the SDK's flow errors, transport errors: one line
+            needed = _needed(e)
+            raise AuthorizationError(_flow_failure(e if needed is None else needed)) from None
+        finally:
+            server.should_exit = True
+    tokens = provider.context.current_tokens
+    if tokens is None:
+        raise AuthorizationError(f"{name} answered without asking for authorization")
+    return SignIn(name, tools, tokens.expires_in, storage.registered)
+
+
+def _flow_failure(e: BaseException) -> str:
+    if isinstance(e, BaseExceptionGroup):
+        return "; ".join(_flow_failure(x) for x in e.exceptions)
+    text = (str(e).splitlines() or [type(e).__name__])[0][:300]
+    return f"{type(e).__name__}: {text}" if type(e).__module__.startswith("mcp") else text
+
+
+async def _list_with(spec: HttpSpec, provider: Any, http_client: Any, client_cls: Any) -> int:
+    if spec.type == "sse":
+        from mcp.client.sse import sse_client
+
+        target: Any = sse_client(spec.url, headers=spec.headers or None, auth=provider)
+        async with client_cls(target, mode="auto") as client:
+            return len((await client.list_tools()).tools)
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with (
+        http_client(spec.headers or None, auth=provider) as http,
+        client_cls(streamable_http_client(spec.url, http_client=http), mode="auto") as c,
+    ):
+        return len((await c.list_tools()).tools)
+
+
+async def _registered(storage: StoredCredentials) -> OAuthClientInformationFull | None:
+    try:
+        return await storage.get_client_info()
+    except AuthorizationNeeded:  # stored with another key: registered again
+        return None
+
+
+async def _forget_client(storage: StoredCredentials) -> None:
+    def forget() -> None:
+        with Store(storage.target) as st:
+            st.delete_oauth(storage.server)
+
+    await anyio.to_thread.run_sync(forget)
+
+
+def _port_of(client: OAuthClientInformationFull | None) -> int | None:
+    for uri in (client.redirect_uris or []) if client is not None else []:
+        parsed = urlparse(str(uri))
+        if parsed.hostname in ("127.0.0.1", "localhost") and parsed.port:
+            return parsed.port
+    return None
+
+
+def _open_browser(url: str) -> None:
+    with contextlib.suppress(webbrowser.Error):  # no browser here: the printed URL is the way
+        webbrowser.open(url)
+
+
+def _callback_server(
+    sock: Any, name: str, answers: list[AuthorizationCodeResult | str], arrived: anyio.Event
+) -> Any:
+    """The loopback redirect target: takes the first answer (a code, or an error)."""
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import HTMLResponse
+    from starlette.routing import Route
+
+    async def done(request: Request) -> HTMLResponse:
+        q = request.query_params
+        if arrived.is_set():
+            return HTMLResponse("<p>toolroute: this sign-in is already finished.</p>", 409)
+        if q.get("error"):
+            answers.append(f"{q['error']}: {q.get('error_description', '')}".strip(": "))
+            page = f"<p>toolroute: signing in to {name} failed ({q['error']}).</p>"
+        else:
+            answers.append(
+                AuthorizationCodeResult(
+                    code=q.get("code", ""), state=q.get("state"), iss=q.get("iss")
+                )
+            )
+            page = f"<p>toolroute: signed in to {name}. You can close this tab.</p>"
+        arrived.set()
+        return HTMLResponse(page)
+
+    app = Starlette(routes=[Route(CALLBACK_PATH, done, methods=["GET"])])
+    return uvicorn.Server(uvicorn.Config(app, log_level="warning"))
