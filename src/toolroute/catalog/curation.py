@@ -120,3 +120,22 @@ class Curation:
             for tool, o in sorted(sc.overrides.items())
             if o.pin and not o.hidden
         )
+
+
+MAX_NAMED_SERVERS = 12
+"""Past this many servers, find_tools' description names the largest ones and counts the rest."""
+
+
+def servers_line(servers: Sequence[tuple[str, int]]) -> str:
+    """One line naming the servers behind the gateway, for find_tools' description: ``(id,
+    tool count)`` pairs; past :data:`MAX_NAMED_SERVERS`, the largest and a count of the rest."""
+    live = [(s, n) for s, n in servers if n]
+    if not live:
+        return "No server has tools yet."
+    total = sum(n for _, n in live)
+    ranked = sorted(live, key=lambda p: (-p[1], p[0]))
+    shown = ranked[:MAX_NAMED_SERVERS]
+    names = ", ".join(f"{s} ({n})" for s, n in sorted(shown))
+    rest = len(ranked) - len(shown)
+    more = f" and {rest} more" if rest else ""
+    return f"Behind it: {len(live)} servers, {total} tools: {names}{more}."

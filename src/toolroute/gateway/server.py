@@ -211,6 +211,7 @@ class Gateway:
         self.milestones = set(milestones)
         self.events = tuple(events)
         self.bound: dict[str, types.Tool] = {}
+        self.find_tools_tool = FIND_TOOLS  # app.describe_find_tools names the servers in it
         self.quarantined: dict[str, Any] = {}
         self.faults = Faults()
         """What the gateway cannot write now (store, events log, status file): in status()."""
@@ -282,7 +283,7 @@ class Gateway:
 
     async def _list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
         self.relay.seen(ctx)
-        meta = [FIND_TOOLS, CALL_TOOL, REQUEST_CAPABILITY]
+        meta = [self.find_tools_tool, CALL_TOOL, REQUEST_CAPABILITY]
         milestones = any(
             g.milestone for g in (*self.tool_gates.values(), *self.server_gates.values())
         )
