@@ -71,6 +71,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from toolroute.catalog.curation import Curation, ToolOverride
 from toolroute.catalog.loader import TOO_DEEP
 from toolroute.catalog.name import SEPARATOR, server_of
 from toolroute.errors import ConfigError, StoreError
@@ -212,6 +213,23 @@ class _ToolMeta(_Gate):
     latency_s: float | None = Field(default=None, ge=0)
     success_rate: float | None = Field(default=None, ge=0, le=1)
     value_usd: float | None = Field(default=None, ge=0)
+    # curation (catalog/curation.py): what the gateway indexes and shows of this tool
+    name: str | None = Field(default=None, min_length=1, max_length=128, pattern=r"^[^\s]+$")
+    description: str | None = Field(default=None, min_length=1)
+    annotations: dict[str, Any] | None = None
+    hidden: bool = False
+    pin: bool = False
+
+    @model_validator(mode="after")
+    def _valid_annotations(self) -> _ToolMeta:
+        if self.annotations is not None:
+            from mcp.types import ToolAnnotations
+
+            try:
+                ToolAnnotations.model_validate(self.annotations)
+            except ValidationError as e:
+                raise ValueError(f"annotations: {e.errors()[0]['msg']}") from None
+        return self
 
 
 # -- [limits] and [metrics] (gateway/limit.py, gateway/metrics.py) ---------------------------
@@ -327,9 +345,15 @@ class GatewayConfig:
     """``[limits]``: per-client rate, calls in flight and USD per day (gateway/limit.py)."""
     metrics: bool = True
     """``[metrics] enabled``: serve ``/metrics`` over HTTP (gateway/metrics.py)."""
+    curation: Curation = field(default_factory=Curation)
+    """Renamed, re-described, re-annotated, hidden and pinned tools (``[tools."…"]``)."""
+    settings_path: Path | None = None
+    """The toolroute.toml of this config (read if it exists); live reconfiguration watches
+    it (:mod:`toolroute.gateway.reload`)."""
 
 
 _GATE_FIELDS = {"requires_scope", "after", "milestone"}
+_CURATION_FIELDS = {"name", "description", "annotations", "hidden", "pin"}
 
 
 def _where(source: str, err: ValidationError, prefix: str = "") -> ConfigError:
@@ -547,7 +571,10 @@ def load_config(
         )
     from toolroute.gateway.access import gate_scope
 
+    curation, tools = _curation(t.tools)
     return GatewayConfig(
+        curation=curation,
+        settings_path=toml_path.resolve(),
         clients=_clients(toml_path, t.auth, secrets),
         allowed_hosts=tuple(t.http.allowed_hosts),
         allowed_origins=tuple(t.http.allowed_origins),
@@ -566,7 +593,7 @@ def load_config(
         scopes=tuple(s.scopes),
         milestones=tuple(s.milestones),
         threshold=s.threshold,
-        pinned=tuple(s.pinned),
+        pinned=tuple(dict.fromkeys((*_exposed(s.pinned, curation), *curation.pinned(SEPARATOR)))),
         events_log=Path(s.events_log).expanduser() if s.events_log else None,
         otel=s.otel,
         max_result_bytes=s.max_result_bytes,
@@ -575,19 +602,21 @@ def load_config(
         query_cache=s.query_cache,
         value_usd=s.value_usd,
         path=p.resolve(),
-        tool_gates={k: g for k, v in t.tools.items() if (g := v.preconditions())},
+        tool_gates={k: g for k, v in tools.items() if (g := v.preconditions())},
         server_gates={k: g for k, v in t.servers.items() if (g := v.preconditions())},
         server_meta={
             k: v.model_dump(exclude_none=True, exclude=_GATE_FIELDS | {"value_usd"})
             for k, v in t.servers.items()
         },
         tool_meta={
-            k: v.model_dump(exclude_none=True, exclude=_GATE_FIELDS | {"value_usd"})
-            for k, v in t.tools.items()
+            k: v.model_dump(
+                exclude_none=True, exclude=_GATE_FIELDS | _CURATION_FIELDS | {"value_usd"}
+            )
+            for k, v in tools.items()
         },
         values=tuple(
             (k, value)
-            for k, meta in (*t.servers.items(), *t.tools.items())
+            for k, meta in (*t.servers.items(), *tools.items())
             if (value := getattr(meta, "value_usd", None)) is not None
         ),
     )
@@ -633,3 +662,26 @@ def _clients(source: Path, auth: _Auth | None, secrets: bool) -> tuple[ClientAcc
     if len({c.token for c in clients}) < len(clients):
         raise ConfigError(f"{source}: auth: two clients have the same token")
     return tuple(clients)
+
+
+def _curation(tools: dict[str, _ToolMeta]) -> tuple[Curation, dict[str, _ToolMeta]]:
+    """The curation of ``[tools."…"]``, and the tables keyed by the names the gateway
+    exposes (a renamed tool's price, gates and value follow it to its new name)."""
+    overrides = {
+        tuple(name.split(SEPARATOR, 1)): ToolOverride(
+            m.name, m.description, m.annotations, m.hidden, m.pin
+        )
+        for name, m in tools.items()
+        if m.model_fields_set & _CURATION_FIELDS
+    }
+    curation = Curation.of(overrides)  # type: ignore[arg-type]
+    return curation, dict(zip(_exposed(tools, curation), tools.values(), strict=True))
+
+
+def _exposed(names: Any, curation: Curation) -> list[str]:
+    """``<server>__<tool>`` names as the gateway exposes them (renames applied)."""
+    out = []
+    for name in names:
+        server, _, tool = name.partition(SEPARATOR)
+        out.append(f"{server}{SEPARATOR}{curation.exposed(server, tool)}")
+    return out

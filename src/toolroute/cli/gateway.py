@@ -135,7 +135,13 @@ def serve(
     # (benchmarks/results/load.md); the stdlib loop otherwise
     uvloop = importlib.util.find_spec("uvloop") is not None
     anyio.run(
-        lambda: run_serve(cfg, transport, port, host),  # type: ignore[arg-type]
+        lambda: run_serve(
+            cfg,
+            transport,  # type: ignore[arg-type]
+            port,
+            host,
+            reload=lambda: _config(config_path, settings, store),  # edits and SIGHUP
+        ),
         backend_options={"use_uvloop": uvloop},
     )
 

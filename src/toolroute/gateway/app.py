@@ -15,16 +15,16 @@ import hashlib
 import logging
 import socket
 import sys
-from collections.abc import AsyncIterator, Collection
+from collections.abc import AsyncIterator, Callable, Collection
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
 from toolroute.catalog.models import Catalog
-from toolroute.config import GatewayConfig
+from toolroute.config import SEPARATOR, GatewayConfig
 from toolroute.errors import ConfigError
 from toolroute.gateway.metrics import attach_metrics_and_limits
 from toolroute.gateway.quarantine import Held, Quarantine, revision
@@ -35,10 +35,13 @@ from toolroute.route.adaptive import AdaptiveParams
 from toolroute.route.strategy import RouteParams
 from toolroute.router import IndexReport, Router
 from toolroute.sources.oauth import downstream_auth
-from toolroute.sources.pool import Downstream, DownstreamPool
+from toolroute.sources.pool import Downstream, DownstreamPool, ListedServer
 from toolroute.sources.sync import Listings, ServerStatus, catalog_from_listing, list_all
 from toolroute.store import Store, StoreTarget, default_store_target, is_store_url
 from toolroute.store.watch import follow_store
+
+if TYPE_CHECKING:
+    from toolroute.gateway.reload import Live
 
 __all__ = [
     "SyncResult",
@@ -86,20 +89,22 @@ def gateway_store_dir(config: GatewayConfig) -> StoreTarget:
     return Path(default) / "gateways" / f"{config.path.stem}-{digest}"
 
 
-def make_pool(config: GatewayConfig) -> DownstreamPool:
-    return DownstreamPool(
-        {
-            name: Downstream(
-                name,
-                spec,
-                connect_timeout_s=config.connect_timeout_s,
-                call_timeout_s=config.call_timeout_s,
-                max_result_bytes=config.max_result_bytes,
-                auth=downstream_auth(name, spec, store_dir_of(config), config.path, config.store),
-            )
-            for name, spec in config.servers.items()
-        }
+def make_downstream(config: GatewayConfig, name: str) -> Downstream:
+    spec = config.servers[name]
+    d = Downstream(
+        name,
+        spec,
+        connect_timeout_s=config.connect_timeout_s,
+        call_timeout_s=config.call_timeout_s,
+        max_result_bytes=config.max_result_bytes,
+        auth=downstream_auth(name, spec, store_dir_of(config), config.path, config.store),
     )
+    d.curation = config.curation.server(name)  # renames, overrides, hidden (catalog/curation)
+    return d
+
+
+def make_pool(config: GatewayConfig) -> DownstreamPool:
+    return DownstreamPool({name: make_downstream(config, name) for name in config.servers})
 
 
 @asynccontextmanager
@@ -135,10 +140,64 @@ async def review(
     with Store(store_dir_of(config)) as store:
         previous = store.load_catalog() if store.tool_hashes() else None
         catalog, statuses = catalog_from_listing(config, listing, previous)
-        catalog, held, _ = Quarantine(store, config.approved).review(catalog)
+        # the rug-pull check pins what the servers listed, before curation rewrote it; a
+        # server that did not answer now kept its reviewed (and curated) tools
+        listed = {
+            n: replace(x, tools=x.listed, original=None)
+            for n, x in listing.items()
+            if isinstance(x, ListedServer)
+        }
+        original, _ = catalog_from_listing(config, listed, None)
+        _, held, _ = Quarantine(store, config.approved).review(original)
+    catalog = _without(catalog, held, pool)
     for s in statuses:
         pool[s.name].tools = s.tools
     return catalog, statuses, held
+
+
+def _without(catalog: Catalog, held: list[Held], pool: DownstreamPool) -> Catalog:
+    """The curated catalog without the tools whose original is held."""
+    names = {h.name for h in held}
+    if not names:
+        return catalog
+    return Catalog(
+        servers=tuple(
+            replace(
+                s,
+                tools=tuple(
+                    t
+                    for t in s.tools
+                    if f"{s.id}{SEPARATOR}{_own(pool, s.id, t.name)}" not in names
+                ),
+            )
+            for s in catalog.servers
+        )
+    )
+
+
+def _own(pool: DownstreamPool, server: str, tool: str) -> str:
+    d = pool.servers.get(server)
+    return d.renames.get(tool, tool) if d is not None else tool
+
+
+def held_by_name(held: list[Held], pool: DownstreamPool) -> dict[str, Held]:
+    """The held tools by their own and their curated names (call_tool refuses either)."""
+    out = {h.name: h for h in held}
+    for d in pool.servers.values():
+        for exposed, own in d.renames.items():
+            if (h := out.get(f"{d.name}{SEPARATOR}{own}")) is not None:
+                out[f"{d.name}{SEPARATOR}{exposed}"] = h
+    return out
+
+
+def describe_find_tools(gateway: Any) -> None:
+    """find_tools' description names the servers behind the gateway (one line)."""
+    from toolroute.catalog.curation import servers_line
+    from toolroute.gateway.server import FIND_TOOLS
+
+    line = servers_line([(s.id, len(s.tools)) for s in gateway.router.catalog.servers])
+    description = f"{FIND_TOOLS.description} {line}"
+    gateway.find_tools_tool = FIND_TOOLS.model_copy(update={"description": description})
 
 
 def build_router(config: GatewayConfig, catalog: Catalog, embedder: Any = None) -> Router:
@@ -195,7 +254,12 @@ async def serve(
     transport: Literal["stdio", "http"] = "stdio",
     port: int = 8765,
     host: str = "127.0.0.1",
+    reload: Callable[[], GatewayConfig] | None = None,
 ) -> None:
+    """Serve the gateway; with ``reload`` (what reads the config files again), follow edits
+    of the config and SIGHUP (:mod:`toolroute.gateway.reload`)."""
+    from toolroute.gateway.reload import Live, follow_config
+
     async with running_pool(config) as pool:
         router, result = await sync_router(config, pool, gateway_embedder(config))
         for s in result.servers:
@@ -204,13 +268,16 @@ async def serve(
         if not router.catalog.tool_count:
             log.warning("no server has tools yet; serving anyway, they join as they connect")
         gateway = make_gateway(config, router, pool)
-        gateway.quarantined = {h.name: h for h in result.quarantined}
+        gateway.quarantined = held_by_name(result.quarantined, pool)
+        live = Live(config, reload, listings=result.listings)
         trim_heap()  # what indexing freed goes back to the OS before serving
         freeze_heap()
         try:
             async with gateway.continuations.serving(), anyio.create_task_group() as tg:
-                tg.start_soon(_watch_changes, config, pool, gateway, result.listings)
+                tg.start_soon(_watch_changes, live, pool, gateway)
                 tg.start_soon(follow_store, gateway)  # replicas of a shared store
+                if reload is not None:
+                    tg.start_soon(follow_config, live, pool, gateway)
                 if transport == "stdio":
                     from toolroute.gateway.stdio import serve_stdio
 
@@ -247,13 +314,15 @@ def http_app(config: GatewayConfig, gateway: Any, url: str | None = None) -> Any
     )
     logins = mount_status_page(app, gateway, url)  # /status*: behind the same guard
     mount_metrics(app, gateway)  # /metrics (gateway/metrics.py): behind the same guard
-    return HttpGuard(
+    guard = HttpGuard(
         app,
         clients=config.clients,
         allowed_hosts=config.allowed_hosts,
         allowed_origins=config.allowed_origins,
         logins=logins,
     )
+    gateway.http_guard = guard  # a config reload swaps its tokens and lists
+    return guard
 
 
 async def serve_http(
@@ -331,26 +400,29 @@ def make_gateway(config: GatewayConfig, router: Router, pool: DownstreamPool) ->
         request_spans=config.otel,
     )
     attach_metrics_and_limits(gateway, config)  # gateway/metrics.py, gateway/limit.py
+    describe_find_tools(gateway)
     return gateway
 
 
-async def _watch_changes(
-    config: GatewayConfig, pool: DownstreamPool, gateway: Any, listings: Listings | None = None
-) -> None:
+async def _watch_changes(live: Live, pool: DownstreamPool, gateway: Any) -> None:
     """Re-list a server when it says its tools changed (notifications/tools/list_changed) or
     (re)connects, at most once per :data:`RELIST_DEBOUNCE_S` (notifications in between are
     coalesced: a server that announces a change on every listing cannot keep the gateway
     listing), reusing the other servers' last listing; re-review without listing when a
     held tool is approved; re-list every server each relist_interval_s (a tool changed
     without a notification). Swap the router only when the tools or the quarantine changed.
-    Writes status.json on every change."""
-    listings = listings if listings is not None else Listings()
+    Writes status.json on every change. ``live.config`` is read each turn (a reload swaps it)."""
+    if live.listings is None:
+        live.listings = Listings()
+    listings = live.listings
+    config = live.config
     connects = {d.name: d.connects for d in pool.servers.values()}
     listed_at: dict[str, float] = {}
     rev = revision(gateway.router.store)
     next_relist = anyio.current_time() + config.relist_interval_s
     written: dict[str, Any] | None = None
     while True:
+        config = live.config
         status = gateway.status()
         if status != written and write_status(
             gateway.router.store.directory, status, gateway.faults
@@ -360,7 +432,7 @@ async def _watch_changes(
         changed = [
             d
             for d in pool.servers.values()
-            if (d.tools_changed.is_set() or connects[d.name] != d.connects)
+            if (d.tools_changed.is_set() or connects.get(d.name) != d.connects)
             and now - listed_at.get(d.name, -RELIST_DEBOUNCE_S) >= RELIST_DEBOUNCE_S
         ]
         new_rev = revision(gateway.router.store)
@@ -377,7 +449,8 @@ async def _watch_changes(
             next_relist = now + config.relist_interval_s
         only = None if due else {d.name for d in changed}
         try:
-            await resync(config, pool, gateway, listings, only)
+            async with live.lock:
+                await resync(config, pool, gateway, listings, only)
         except Exception:  # keep serving the previous index rather than dying
             log.exception("re-listing the servers failed; keeping the previous index")
 
@@ -388,21 +461,22 @@ async def resync(
     gateway: Any,
     listings: Listings | None = None,
     only: Collection[str] | None = None,
-) -> bool:
+) -> IndexReport | None:
     """List again (with ``listings``: only the servers in ``only``, None for all); rebuild
-    and swap the gateway's router if the tools or quarantine changed."""
+    and swap the gateway's router if the tools or quarantine changed (None if not)."""
     catalog, statuses, held = await review(config, pool, listings, only)
     before = {(t.key, t.hash) for t in gateway.router.catalog.tools()}
     after = {(t.key, t.hash) for t in catalog.tools()}
-    gateway.quarantined = {h.name: h for h in held}
+    gateway.quarantined = held_by_name(held, pool)
     if before == after:
-        return False
+        return None
     router = build_router(config, catalog, gateway.router.embedder)
     if catalog.tool_count:
         report = router.index()
     else:
         report = IndexReport(0, 0, router.store.sync_catalog(catalog).removed, 0, 0)
     gateway.replace_router(router).close()
+    describe_find_tools(gateway)
     trim_heap()
     log.info("re-listed: %s", SyncResult(statuses, report, held).to_dict())
-    return True
+    return report

@@ -96,6 +96,15 @@ class HttpGuard:
     ) -> None:
         self.app = app
         self.logins = logins
+        self.reconfigure(clients, allowed_hosts, allowed_origins)
+
+    def reconfigure(
+        self,
+        clients: Sequence[ClientAccess],
+        allowed_hosts: Sequence[str],
+        allowed_origins: Sequence[str],
+    ) -> None:
+        """New tokens and Host/Origin lists (live reconfiguration, gateway/reload.py)."""
         self.hosts = (*LOOPBACK_HOSTS, *allowed_hosts)
         self.origins = (*LOOPBACK_ORIGINS, *allowed_origins)
         self._tokens = [(_digest(c.token), c.client_id) for c in clients]

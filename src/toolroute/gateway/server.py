@@ -223,6 +223,7 @@ class Gateway(GatewayCore):
         self.clients = dict(clients or {})
         """Authenticated HTTP clients by id, with their allow-lists (:mod:`.access`)."""
         self.bound: dict[str, types.Tool] = {}
+        self.find_tools_tool = FIND_TOOLS  # app.describe_find_tools names the servers in it
         self.bus = InMemorySubscriptionBus()
         self.handlers: dict[str, Handler] = {
             FIND_TOOLS.name: self._find_tools,
@@ -281,7 +282,7 @@ class Gateway(GatewayCore):
 
     async def _list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
         self.relay.seen(ctx)
-        meta = [FIND_TOOLS, CALL_TOOL, REQUEST_CAPABILITY]
+        meta = [self.find_tools_tool, CALL_TOOL, REQUEST_CAPABILITY]
         milestones = any(
             g.milestone for g in (*self.tool_gates.values(), *self.server_gates.values())
         )

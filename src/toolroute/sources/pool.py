@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from contextlib import AsyncExitStack
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import AsyncExitStack, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
@@ -42,6 +42,7 @@ from mcp.shared.subscriptions import event_to_notification
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
+from toolroute.catalog.curation import ServerCuration
 from toolroute.config import HttpSpec, StdioSpec
 from toolroute.errors import ToolrouteError
 from toolroute.sdk import (
@@ -95,6 +96,13 @@ class ListedServer:
     title: str
     instructions: str
     tools: tuple[types.Tool, ...]
+    original: tuple[types.Tool, ...] | None = None
+    """The tools as the server listed them, before curation (None: the same as ``tools``);
+    what the rug-pull check pins."""
+
+    @property
+    def listed(self) -> tuple[types.Tool, ...]:
+        return self.tools if self.original is None else self.original
 
 
 class CallContext(Protocol):
@@ -174,6 +182,15 @@ class Downstream:
         self._dead = anyio.Event()
         self._stop = anyio.Event()
         self._stopping = False
+        # live reconfiguration (gateway/reload.py): curation, and ending this server's calls
+        self.curation = ServerCuration()
+        self.renames: dict[str, str] = {}
+        """Exposed name → the server's own name, of the tools curation renamed."""
+        self._settled = anyio.Event()  # the first connect succeeded or failed
+        self._scopes: set[anyio.CancelScope] = set()  # requests in flight
+        self._idle = anyio.Event()
+        self._idle.set()
+        self._ended: str | None = None  # why the calls in flight were ended
 
     async def _target(self, stack: AsyncExitStack) -> Any:
         """What the SDK client connects to; an HTTP client made here is closed with ``stack``."""
@@ -344,6 +361,8 @@ class Downstream:
 
     def _set(self, status: str, error: str | None) -> None:
         """Change state; log only when the state or its reason changed (not every retry)."""
+        if status != "starting":
+            self._settled.set()
         if (status, error) != (self.status, self.error):
             self.changed_at = time.time()
         self.status, self.error = status, error
@@ -438,11 +457,13 @@ class Downstream:
                 log.warning("server %s: tool %r skipped: %s", self.name, tool, why)
         self._skipped = skipped
         info = c.server_info
+        curated, self.renames = self.curation.apply(tools, self.name)
         return ListedServer(
             name=self.name,
             title=(getattr(info, "title", None) or getattr(info, "name", None) or self.name),
             instructions=c.instructions or "",
-            tools=tuple(tools),
+            tools=curated,
+            original=tuple(tools),
         )
 
     async def call_tool(
@@ -461,12 +482,13 @@ class Downstream:
             self._calls.append(caller)
         timeout = timeout_s or self.call_timeout_s
         progress = caller.progress if caller is not None else None
-        result: types.CallToolResult | types.InputRequiredResult
+        result: types.CallToolResult | types.InputRequiredResult | None = None
+        own = self.renames.get(tool, tool)  # a curated name goes down as the server's own
         try:
-            with as_caller(caller.capabilities if caller is not None else None):
+            with as_caller(caller.capabilities if caller is not None else None), self._tracked():
                 if caller is not None and caller.stateless:
                     result = await c.session.call_tool(
-                        tool,
+                        own,
                         dict(arguments),
                         read_timeout_seconds=timeout,
                         progress_callback=progress,
@@ -476,7 +498,7 @@ class Downstream:
                     )
                 else:
                     result = await c.call_tool(
-                        tool,
+                        own,
                         dict(arguments),
                         read_timeout_seconds=timeout,
                         progress_callback=progress,
@@ -488,6 +510,8 @@ class Downstream:
         finally:
             if caller is not None:
                 self._calls.remove(caller)
+        if result is None:  # ended by end_calls(): the server left the configuration
+            raise DownstreamError(self.name, tool, "unavailable", self._ended or "ended")
         if isinstance(self.spec, HttpSpec):  # stdio replies are capped while they are read
             size = len(result.model_dump_json(by_alias=True, exclude_unset=True))
             if size > self.max_result_bytes:
@@ -516,6 +540,38 @@ class Downstream:
 
     def _auth_required(self) -> str | None:
         return self.auth.required if self.auth is not None else None
+
+    @contextmanager
+    def _tracked(self) -> Iterator[None]:
+        """One request in flight, which :meth:`end_calls` can end."""
+        with anyio.CancelScope() as scope:
+            self._scopes.add(scope)
+            self._idle = anyio.Event() if self._idle.is_set() else self._idle
+            try:
+                yield
+            finally:
+                self._scopes.discard(scope)
+                if not self._scopes:
+                    self._idle.set()
+
+    def end_calls(self, why: str) -> None:
+        """End every request in flight: each raises ``unavailable`` saying ``why``."""
+        self._ended = why
+        for scope in list(self._scopes):
+            scope.cancel()
+
+    async def settled(self, timeout_s: float) -> None:
+        """Until the first connect succeeded or failed, at most ``timeout_s``."""
+        with anyio.move_on_after(timeout_s):
+            await self._settled.wait()
+
+    async def retire(self, grace_s: float, why: str) -> None:
+        """Stop after the calls in flight finished (at most ``grace_s``; the rest end with
+        ``why``): a restarted server's old session drains while the new one serves."""
+        with anyio.move_on_after(grace_s):
+            await self._idle.wait()
+        self.end_calls(why)
+        self.stop()
 
     def _error(self, tool: str | None, e: MCPError) -> DownstreamError:
         if e.error.code == types.CONNECTION_CLOSED and (needed := self._auth_required()):
@@ -572,10 +628,15 @@ def _describe(e: BaseException) -> str:
 
 
 class DownstreamPool:
-    """All downstream servers; ``async with pool.running():`` starts and stops their owners."""
+    """All downstream servers; ``async with pool.running():`` starts and stops their owners.
+    While :meth:`run` runs, servers can be added, removed and replaced one at a time (live
+    reconfiguration, :mod:`toolroute.gateway.reload`)."""
 
     def __init__(self, servers: Mapping[str, Downstream]) -> None:
         self.servers = dict(servers)
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._stopped = anyio.Event()
+        self._retiring: set[Downstream] = set()
 
     def __getitem__(self, name: str) -> Downstream:
         return self.servers[name]
@@ -586,11 +647,44 @@ class DownstreamPool:
         async with anyio.create_task_group() as tg:
             for d in self.servers.values():
                 tg.start_soon(d.run, name=f"downstream:{d.name}")
+            tg.start_soon(self._stopped.wait)  # servers may join after the first ones left
+            self._tg = tg
             task_status.started()
+        self._tg = None
 
     def stop(self) -> None:
+        self._stopped.set()
         for d in self.servers.values():
             d.stop()
+        for d in self._retiring:  # replaced servers still draining: no grace at shutdown
+            d.end_calls("the gateway is stopping")
+            d.stop()
+
+    def add(self, d: Downstream, grace_s: float = 0.0) -> None:
+        """Start ``d``; a server of the same name is retired (its calls in flight have
+        ``grace_s`` to finish, new calls go to ``d``)."""
+        if self._tg is None:
+            raise RuntimeError("the pool is not running")
+        old = self.servers.get(d.name)
+        self.servers[d.name] = d
+        self._tg.start_soon(d.run, name=f"downstream:{d.name}")
+        if old is not None:
+            why = "the server was restarted with a new configuration while this call ran"
+            self._retiring.add(old)
+            self._tg.start_soon(self._retire, old, grace_s, why)
+
+    async def _retire(self, d: Downstream, grace_s: float, why: str) -> None:
+        try:
+            await d.retire(grace_s, why)
+        finally:
+            self._retiring.discard(d)
+
+    def remove(self, name: str) -> Downstream:
+        """Stop one server now: its calls in flight end with ``unavailable``."""
+        d = self.servers.pop(name)
+        d.end_calls("the server was removed from the configuration while this call ran")
+        d.stop()
+        return d
 
     async def wait_connected(self, timeout_s: float) -> None:
         """Wait until every server is up or has failed at least once, at most ``timeout_s``."""

@@ -1,0 +1,246 @@
+"""Live reconfiguration: a running gateway follows edits of its servers JSON and toolroute.toml.
+
+A change of either file (watched with ``watchfiles``: inotify/FSEvents on their folders, so an
+editor's write-and-rename counts too) or SIGHUP reloads the config. What changed is applied and
+nothing else is touched:
+
+- a server added is started and its tools indexed; a server removed is stopped, its tools leave
+  the index, and its calls in flight end with ``unavailable`` ("removed from the
+  configuration"); a server whose entry changed is restarted: new calls go to the new process,
+  the old one's calls in flight have ``call_timeout_s`` to finish;
+- a server whose curation or ``[tools]``/``[servers]`` metadata changed is re-listed;
+- tokens and allow-lists (``[auth]``), Host/Origin lists, pins, gates, ``k`` and
+  ``threshold`` are swapped in place;
+- only the servers above are listed again, and only their changed tools re-embedded.
+
+Each change is one log line (``added X``, ``removed Y``, ``restarted Z``, ``tokens
+reloaded``, ...). A config that does not parse or validate is refused in one line on stderr,
+and the running one keeps serving. Settings that need a restart (store, expose, ...) say so.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from toolroute.config import SEPARATOR, GatewayConfig
+from toolroute.errors import ToolrouteError
+
+__all__ = ["Live", "Reload", "apply", "diff", "follow_config"]
+
+log = logging.getLogger(__name__)
+
+RESTART_FIELDS = (
+    "store",
+    "expose",
+    "call_gate",
+    "strategy",
+    "llm",
+    "events_log",
+    "otel",
+    "query_cache",
+    "value_usd",
+    "values",
+    "http_json_response",
+    "relist_interval_s",
+    "scopes",
+    "milestones",
+)
+"""Settings a running gateway does not take over; a change is logged as needing a restart."""
+_SPEC_FIELDS = ("connect_timeout_s", "call_timeout_s", "max_result_bytes")
+"""Settings every downstream is built with: a change restarts them all."""
+
+
+@dataclass(slots=True)
+class Live:
+    """The config a serving gateway runs with now, and what a reload needs."""
+
+    config: GatewayConfig
+    load: Callable[[], GatewayConfig] | None = None
+    """Reads the files again (the CLI's loader, with its --settings and --store)."""
+    lock: anyio.Lock = field(default_factory=anyio.Lock)
+    """Held by each resync, so a reload and a list_changed re-list never interleave."""
+    listings: Any = None
+    """The change watcher's :class:`~toolroute.sources.sync.Listings`."""
+    reloads: int = 0
+    last: Reload | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Reload:
+    """What one reload changed."""
+
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    restarted: tuple[str, ...] = ()
+    relisted: tuple[str, ...] = ()
+    """Same entry, but its curation or tool/server metadata changed."""
+    tokens: bool = False
+    gateway: tuple[str, ...] = ()
+    """Gateway settings swapped in place (pinned, k, gates, ...)."""
+    needs_restart: tuple[str, ...] = ()
+    embedded: int = 0
+    tools: int = 0
+    seconds: float = 0.0
+
+    @property
+    def servers(self) -> set[str]:
+        """The servers to list again."""
+        return {*self.added, *self.restarted, *self.relisted}
+
+    def lines(self) -> list[str]:
+        """One log line per change."""
+        out = [f"added server {n}" for n in self.added]
+        out += [f"removed server {n}" for n in self.removed]
+        out += [f"restarted server {n}" for n in self.restarted]
+        out += [f"re-listed server {n} (curation or metadata changed)" for n in self.relisted]
+        if self.tokens:
+            out.append("tokens and allow-lists reloaded")
+        out += [f"{name} changed" for name in self.gateway]
+        out += [f"{name} changed: takes effect at the next start" for name in self.needs_restart]
+        return out
+
+
+def _server_part(config: GatewayConfig, name: str) -> tuple[Any, ...]:
+    """What a server is listed with besides its entry: curation and metadata."""
+    meta = {k: v for k, v in config.tool_meta.items() if k.partition(SEPARATOR)[0] == name}
+    return (config.curation.server(name), config.server_meta.get(name), meta)
+
+
+def diff(old: GatewayConfig, new: GatewayConfig) -> Reload:
+    """What changed between two configs (nothing is applied)."""
+    spec_changed = any(getattr(old, f) != getattr(new, f) for f in _SPEC_FIELDS)
+    common = [n for n in new.servers if n in old.servers]
+    restarted = tuple(n for n in common if spec_changed or old.servers[n] != new.servers[n])
+    relisted = tuple(
+        n for n in common if n not in restarted and _server_part(old, n) != _server_part(new, n)
+    )
+    tokens = (old.clients, old.allowed_hosts, old.allowed_origins) != (
+        new.clients,
+        new.allowed_hosts,
+        new.allowed_origins,
+    )
+    swapped = ("pinned", "k", "threshold", "tool_gates", "server_gates", "approved")
+    return Reload(
+        added=tuple(n for n in new.servers if n not in old.servers),
+        removed=tuple(n for n in old.servers if n not in new.servers),
+        restarted=restarted,
+        relisted=relisted,
+        tokens=tokens,
+        gateway=tuple(f for f in swapped if getattr(old, f) != getattr(new, f)),
+        needs_restart=tuple(f for f in RESTART_FIELDS if getattr(old, f) != getattr(new, f)),
+    )
+
+
+async def apply(live: Live, new: GatewayConfig, pool: Any, gateway: Any) -> Reload:
+    """Move a serving gateway from ``live.config`` to ``new``: start, stop and restart only
+    the servers that changed, re-index only their tools, swap tokens, allow-lists and the
+    other in-place settings. Returns what changed (also logged, one line each)."""
+    from toolroute.gateway.app import make_downstream, resync
+    from toolroute.present.presenter import Presenter
+
+    start = time.perf_counter()
+    change = diff(live.config, new)
+    for name in (*change.added, *change.restarted):
+        d = make_downstream(new, name)
+        pool.add(d, grace_s=new.call_timeout_s)
+    for name in change.relisted:
+        pool[name].curation = new.curation.server(name)
+    for name in change.removed:
+        pool.remove(name)
+        if live.listings is not None:
+            live.listings.last.pop(name, None)
+    live.config = new
+    # in place: what each request reads from the gateway
+    gateway.clients = {c.client_id: c for c in new.clients}
+    guard = getattr(gateway, "http_guard", None)
+    if guard is not None and change.tokens:
+        guard.reconfigure(new.clients, new.allowed_hosts, new.allowed_origins)
+    gateway.k = new.k
+    gateway.call_timeout_s = new.call_timeout_s
+    gateway.tool_gates = dict(new.tool_gates)
+    gateway.server_gates = dict(new.server_gates)
+    p = gateway.presenter
+    shown = replace(p.config, top_k=new.k, threshold=new.threshold, pinned=new.pinned)
+    gateway.presenter = Presenter(p.catalog, shown, p.tokens)
+    for name in (*change.added, *change.restarted):  # bounded: a dead one is listed later
+        await pool[name].settled(new.connect_timeout_s)
+    async with live.lock:
+        report = await resync(new, pool, gateway, live.listings, change.servers)
+    change = replace(
+        change,
+        embedded=report.embedded if report is not None else 0,
+        tools=gateway.router.catalog.tool_count,
+        seconds=time.perf_counter() - start,
+    )
+    for line in change.lines():
+        log.warning("config reloaded: %s", line)
+    log.warning(
+        "config reloaded in %.2f s: %d of %d tools embedded",
+        change.seconds,
+        change.embedded,
+        change.tools,
+    )
+    live.reloads += 1
+    live.last = change
+    return change
+
+
+async def reload_once(live: Live, pool: Any, gateway: Any) -> Reload | None:
+    """Read the files again and apply them; a config that does not load is refused in one
+    line and the running one kept (None)."""
+    if live.load is None:
+        return None
+    try:
+        new = live.load()
+    except ToolrouteError as e:
+        log.error("config not reloaded, still serving the previous one: %s", e)
+        return None
+    if new == live.config:
+        log.info("config files changed, but not the config")
+        return None
+    try:
+        return await apply(live, new, pool, gateway)
+    except Exception:  # top level of the reload: the gateway keeps serving what it has
+        log.exception("config reload failed; serving with what was applied")
+        return None
+
+
+def _watched(config: GatewayConfig) -> set[Path]:
+    return {p for p in (config.path, config.settings_path) if p is not None}
+
+
+async def follow_config(live: Live, pool: Any, gateway: Any) -> None:
+    """Reload on every change of the config files and on SIGHUP, until cancelled."""
+    from watchfiles import awatch
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_on_sighup, live, pool, gateway)
+        files = _watched(live.config)
+        folders = {p.parent for p in files}
+
+        def wanted(_: Any, path: str) -> bool:
+            return Path(path) in _watched(live.config)
+
+        async for _ in awatch(*folders, watch_filter=wanted, debounce=400, step=30):
+            await reload_once(live, pool, gateway)
+
+
+async def _on_sighup(live: Live, pool: Any, gateway: Any) -> None:
+    hup = getattr(signal, "SIGHUP", None)
+    if hup is None:  # Windows: the file watch only
+        return
+    try:
+        with anyio.open_signal_receiver(hup) as signals:
+            async for _ in signals:
+                log.warning("SIGHUP: reloading the config")
+                await reload_once(live, pool, gateway)
+    except (NotImplementedError, ValueError, RuntimeError):  # not the main thread
+        log.info("SIGHUP reload unavailable here; the file watch still reloads")
