@@ -435,6 +435,8 @@ class Gateway:
                     {"error": "precondition_failed", "tool": name, "message": reason}, error=True
                 )
         result = await self.limits.call(self.call, name, arguments)  # [limits]
+        if self.limits.refused(result):  # the client's limit, not the tool's failure
+            return result
         if known and isinstance(result, types.CallToolResult):
             if not result.is_error:
                 state.succeeded.append(name)
