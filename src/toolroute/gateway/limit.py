@@ -18,7 +18,8 @@ call is not made and the answer is an ``isError`` result::
 The budget is charged a tool's price when its call is admitted, in one store transaction that
 checks the day's total first (so concurrent calls and gateway replicas sharing a PostgreSQL
 store never overspend), and given back when the gateway refused the call before it reached the
-server (unknown tool, invalid arguments, quarantined, server not connected). The day is the UTC
+server (unknown tool, invalid arguments, quarantined, server not connected) or when the server
+asked the client for input first (the round that answers is charged). The day is the UTC
 day; the charges are in the store (schema v6, table ``spend``), so they survive a restart. Rate
 buckets and calls in flight live in the process: a restart refills the buckets, which takes
 longer than the seconds a bucket holds.
