@@ -19,6 +19,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from tests.conftest import TIME_MAIN
 from tests.integration.gateways import GatewayProcess
+from toolroute.store import Store
 
 pytestmark = pytest.mark.integration
 
@@ -42,12 +43,16 @@ def _config(tmp_path: Path) -> Path:
     return config
 
 
-async def _call(url: str, token: str, name: str, arguments: dict[str, Any]) -> Any:
-    """One call_tool through the official client in its default mode."""
+async def _call(
+    url: str, token: str, name: str, arguments: dict[str, Any], tool: str = "call_tool"
+) -> Any:
+    """One call through the official client in its default mode."""
     async with (
         create_mcp_http_client({"Authorization": f"Bearer {token}"}) as http,
         Client(streamable_http_client(url, http_client=http)) as c,
     ):
+        if tool != "call_tool":
+            return await c.call_tool(tool, arguments)
         return await c.call_tool("call_tool", {"name": name, "arguments": arguments})
 
 
@@ -61,6 +66,8 @@ def test_a_real_client_hits_its_limits_and_the_budget_survives_a_restart(
 
     async def first_run(url: str) -> None:
         with anyio.fail_after(60):
+            find = {"query": "convert a time between timezones", "k": 2}
+            assert not (await _call(url, token, "", find, tool="find_tools")).is_error
             assert not (await _call(url, token, CONVERT, convert)).is_error
             rate = (await _call(url, token, CONVERT, convert)).structured_content
             assert rate["error"] == "limit_exceeded"
@@ -87,6 +94,15 @@ def test_a_real_client_hits_its_limits_and_the_budget_survives_a_restart(
             anyio.run(check, gateway.url)
         finally:
             gateway.stop()
+        if check is first_run:  # the refused call taught the usage memory nothing
+            with Store(tmp_path / "store") as st:
+                used = {(r.server, r.tool): r for r in st.load_memory()}
+            convert_row, now_row = (
+                used[("time", "convert_time")],
+                used[("time", "get_current_time")],
+            )
+            assert (convert_row.successes, convert_row.failures) == (1, 0)
+            assert (now_row.successes, now_row.failures) == (2, 0)
 
 
 def test_replicas_charging_one_pg_store_at_once_never_pass_the_budget(pg: Any) -> None:
@@ -94,8 +110,6 @@ def test_replicas_charging_one_pg_store_at_once_never_pass_the_budget(pg: Any) -
     0.25: exactly two charges go through, and the day's total is theirs."""
     import threading
     import uuid
-
-    from toolroute.store import Store
 
     url = pg.create_database(f"t_{uuid.uuid4().hex[:12]}")
     stores = [Store(url) for _ in range(8)]

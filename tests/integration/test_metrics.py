@@ -165,3 +165,36 @@ def test_two_gateways_in_one_process_keep_their_own_counts() -> None:
     other = _samples(second.exposition().decode())
     assert _value(one, "toolroute_errors_total", kind="timeout") == 1
     assert _value(other, "toolroute_errors_total", kind="timeout") == 0
+
+
+def test_pass_through_calls_are_counted_under_their_server_and_tool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, onnx: OnnxEmbedder
+) -> None:
+    config, tokens = _config(tmp_path, monkeypatch)
+    toml = (tmp_path / "toolroute.toml").read_text()
+    (tmp_path / "toolroute.toml").write_text(
+        toml.replace("[toolroute]\n", '[toolroute]\nexpose = "all"\n')
+    )
+    cfg = load_config(config)
+    ops = {"Authorization": f"Bearer {tokens['ops']}"}
+
+    async def main() -> None:
+        with anyio.fail_after(120):
+            async with (
+                http_gateway(cfg, onnx) as (url, _gateway),
+                create_mcp_http_client(ops) as http,
+            ):
+                transport = streamable_http_client(url, http_client=http)
+                async with Client(transport, mode="legacy") as c:
+                    listed = {t.name for t in (await c.list_tools()).tools}
+                    assert "get_current_time" in listed  # exposed without its server
+                    for _ in range(2):
+                        r = await c.call_tool("get_current_time", {"timezone": "UTC"})
+                        assert not r.is_error
+                got = await http.get(url.removesuffix("/mcp") + "/metrics")
+        m = _samples(got.text)
+        time_tool = {"server": "time", "tool": "get_current_time"}
+        assert _value(m, "toolroute_tool_calls_total", **time_tool, outcome="ok") == 2
+        assert _value(m, "toolroute_tool_call_seconds_count", **time_tool) == 2
+
+    anyio.run(main)

@@ -272,3 +272,22 @@ def test_a_wrong_limit_is_one_config_error_naming_the_field(
 ) -> None:
     with pytest.raises(ConfigError, match=re.escape(says)):
         load_config(_config(tmp_path / "c", toml))
+
+
+def test_a_round_that_asks_the_client_first_is_not_charged(tmp_path: Path) -> None:
+    async def asks(name: str, arguments: dict[str, Any]) -> types.InputRequiredResult:
+        return types.InputRequiredResult(input_requests={}, request_state="s")
+
+    async def main() -> None:
+        with Store(tmp_path) as st:
+            limits = Limits(
+                LimitSettings(Limit(budget_usd_per_day=1.0)),
+                _gateway(st, {"s__paid": 0.1}),
+                wall=lambda: NOON,
+            )
+            await limits.call(asks, "s__paid", {})
+            assert st.spent("anonymous", "2026-03-01") == (0.0, 0)
+            await limits.call(_ok, "s__paid", {})  # the round that answers
+            assert st.spent("anonymous", "2026-03-01") == (pytest.approx(0.1), 1)
+
+    anyio.run(main)

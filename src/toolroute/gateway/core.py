@@ -384,6 +384,8 @@ class GatewayCore:
             if reason:
                 return error_result(ErrorCode.PRECONDITION_FAILED, reason, tool=name)
         result = await self.limits.call(self.call, name, arguments)  # [limits]
+        if self.limits.refused(result):  # the client's limit, not the tool's failure
+            return result
         if known and isinstance(result, types.CallToolResult):
             if not result.is_error:
                 state.succeeded.append(name)

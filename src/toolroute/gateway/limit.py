@@ -18,7 +18,8 @@ call is not made and the answer is an ``isError`` result::
 The budget is charged a tool's price when its call is admitted, in one store transaction that
 checks the day's total first (so concurrent calls and gateway replicas sharing a PostgreSQL
 store never overspend), and given back when the gateway refused the call before it reached the
-server (unknown tool, invalid arguments, quarantined, server not connected). The day is the UTC
+server (unknown tool, invalid arguments, quarantined, server not connected) or when the server
+asked the client for input first (the round that answers is charged). The day is the UTC
 day; the charges are in the store (schema v6, table ``spend``), so they survive a restart. Rate
 buckets and calls in flight live in the process: a restart refills the buckets, which takes
 longer than the seconds a bucket holds.
@@ -43,6 +44,7 @@ from toolroute.gateway.relay import current_caller
 __all__ = [
     "MAX_BUCKETS",
     "Limit",
+    "LimitRefusal",
     "LimitSettings",
     "Limits",
     "NoLimits",
@@ -168,8 +170,18 @@ def utc_day(now: float) -> str:
 
 
 # -- the gateway's limits --------------------------------------------------------------------
+class LimitRefusal(types.CallToolResult):
+    """A call refused by a limit: the client's doing, not the tool's failure (the gateway
+    does not feed it to the usage memory)."""
+
+
 class NoLimits:
     """No ``[limits]``: every call runs."""
+
+    @staticmethod
+    def refused(result: object) -> bool:
+        """Whether ``result`` is a limit's refusal (the call was not made)."""
+        return isinstance(result, LimitRefusal)
 
     async def call(
         self,
@@ -232,7 +244,9 @@ class Limits(NoLimits):
                 self._active[key] -= 1
                 if not self._active[key]:
                     del self._active[key]
-        if charged and _not_forwarded(result):
+        if charged and (_not_forwarded(result) or isinstance(result, types.InputRequiredResult)):
+            # not made, or a 2026-07-28 round that asks the client first: the round that
+            # answers is the one charged
             with self.gateway.faults.audit("store"), self.gateway.metrics.store("spend"):
                 self.gateway.router.store.charge(client, day, -charged)
         return result
@@ -338,7 +352,7 @@ def _whose(scope: str, name: str) -> str:
 
 def _refusal(
     limit: LimitKind, scope: str, name: str, retry_after_s: float, why: str, **extra: Any
-) -> types.CallToolResult:
+) -> LimitRefusal:
     wait = math.ceil(retry_after_s * 1000) / 1000  # never earlier than the limit allows
     payload = {
         "error": "limit_exceeded",
@@ -351,7 +365,7 @@ def _refusal(
         "the budget resets at 00:00 UTC; tell the user, or use a tool without a price",
         **extra,
     }  # fmt: skip
-    return types.CallToolResult(
+    return LimitRefusal(
         content=[types.TextContent(type="text", text=json.dumps(payload))],
         structured_content=payload,
         is_error=True,
