@@ -267,9 +267,9 @@ def _not_held(name: str, held: dict[str, Any], store: Any) -> str:
     """Why NAME cannot be approved, with the names it may have meant."""
     import difflib
 
-    from toolroute.config import SEPARATOR
+    from toolroute.catalog.name import qualified_name
 
-    served = {f"{s}{SEPARATOR}{t}" for s, t in store.tool_hashes()}
+    served = {qualified_name(s, t) for s, t in store.tool_hashes()}
     if name in served:
         why = f"{name} is not in quarantine: it is served as it is"
     else:
