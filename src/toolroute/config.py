@@ -61,7 +61,7 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -69,12 +69,10 @@ from toolroute.catalog.loader import TOO_DEEP
 from toolroute.catalog.name import SEPARATOR, server_of
 from toolroute.errors import ConfigError, StoreError
 from toolroute.llm.client import LLMConfig
+from toolroute.policy import CallGateScope, ClientAccess, gate_scope
 from toolroute.route.gate import Preconditions
 from toolroute.sources.memory import MemorySpec
 from toolroute.store.base import StoreTarget, parse_store_target
-
-if TYPE_CHECKING:
-    from toolroute.gateway.access import CallGateScope, ClientAccess
 
 __all__ = [
     "SEPARATOR",
@@ -494,8 +492,6 @@ def load_config(
         llm = LLMConfig(
             t.llm.base_url, t.llm.model, key, timeout_s=t.llm.timeout_s, retries=t.llm.retries
         )
-    from toolroute.gateway.access import gate_scope
-
     return GatewayConfig(
         clients=_clients(toml_path, t.auth, secrets),
         allowed_hosts=tuple(t.http.allowed_hosts),
@@ -553,8 +549,6 @@ def _store(toml_path: Path | None, value: str | None) -> StoreTarget | None:
 def _clients(source: Path, auth: _Auth | None, secrets: bool) -> tuple[ClientAccess, ...]:
     """The HTTP clients of ``[auth]``, their tokens read from the environment (without
     ``secrets``, a client whose variable is unset is left out instead of refused)."""
-    from toolroute.gateway.access import ClientAccess
-
     if auth is None:
         return ()
     wanted = [(c, v.token_env, v.servers, v.tools) for c, v in auth.clients.items()]
