@@ -149,9 +149,9 @@ def _store_dir(cfg: Any) -> Any:
 
 def _local_dir(cfg: Any) -> Path:
     """Where that gateway keeps its local files (status.json): the store's directory."""
-    from toolroute.store import Store
+    from toolroute.store import open_store
 
-    with Store(_store_dir(cfg)) as st:
+    with open_store(_store_dir(cfg)) as st:
         return Path(st.directory)
 
 
@@ -245,12 +245,12 @@ def approve(
     """
     from toolroute.gateway.quarantine import approve as approve_tools
     from toolroute.gateway.quarantine import held_tools
-    from toolroute.store import Store
+    from toolroute.store import open_store
 
     if not tools and not approve_all:
         raise ConfigError("name the tools to approve, or pass --all")
     cfg = _config(config_path, settings, store, secrets=False)
-    with Store(_store_dir(cfg)) as st:
+    with open_store(_store_dir(cfg)) as st:
         held = held_tools(st)
         unknown = [t for t in tools if t not in held]
         if unknown:

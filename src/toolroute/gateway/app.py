@@ -26,6 +26,7 @@ import anyio
 from toolroute.catalog.models import Catalog
 from toolroute.config import GatewayConfig
 from toolroute.errors import ConfigError
+from toolroute.gateway.follow import StoreWatch, follow_store
 from toolroute.gateway.quarantine import Held, Quarantine, revision
 from toolroute.gateway.status import snapshot, write_status
 from toolroute.heap import freeze_heap, trim_heap
@@ -35,8 +36,7 @@ from toolroute.route.strategy import RouteParams
 from toolroute.router import IndexReport, Router
 from toolroute.sources.pool import Downstream, DownstreamPool
 from toolroute.sources.sync import Listings, ServerStatus, catalog_from_listing, list_all
-from toolroute.store import Store, StoreTarget, default_store_target, is_store_url
-from toolroute.store.watch import follow_store
+from toolroute.store import StoreTarget, default_store_target, is_store_url, open_store
 
 __all__ = [
     "SyncResult",
@@ -129,7 +129,7 @@ async def review(
         listing = await list_all(pool, config.connect_timeout_s)
     else:
         listing = await listings.refresh(pool, config.connect_timeout_s, only)
-    with Store(store_dir_of(config)) as store:
+    with open_store(store_dir_of(config)) as store:
         previous = store.load_catalog() if store.tool_hashes() else None
         catalog, statuses = catalog_from_listing(config, listing, previous)
         catalog, held, _ = Quarantine(store, config.approved).review(catalog)
@@ -142,7 +142,7 @@ def build_router(config: GatewayConfig, catalog: Catalog, embedder: Any = None) 
     target = store_dir_of(config)
     llm = None
     if config.llm:
-        with Store(target) as store:  # the LLM cache is a local file, even beside PostgreSQL
+        with open_store(target) as store:  # the LLM cache is a local file, even beside PostgreSQL
             llm = ChatLLM(config.llm, cache_path=llm_cache_path(store.directory))
     adaptive = AdaptiveParams(value_usd=config.value_usd, values=config.values)
     return Router(
@@ -206,8 +206,9 @@ async def serve(
         freeze_heap()
         try:
             async with gateway.continuations.serving(), anyio.create_task_group() as tg:
-                tg.start_soon(_watch_changes, config, pool, gateway, result.listings)
-                tg.start_soon(follow_store, gateway)  # replicas of a shared store
+                watch = StoreWatch(lambda: gateway.router.store)  # approvals, other replicas
+                tg.start_soon(_watch_changes, config, pool, gateway, result.listings, watch)
+                tg.start_soon(follow_store, gateway, watch)  # replicas of a shared store
                 if transport == "stdio":
                     from toolroute.gateway.stdio import serve_stdio
 
@@ -328,7 +329,11 @@ def make_gateway(config: GatewayConfig, router: Router, pool: DownstreamPool) ->
 
 
 async def _watch_changes(
-    config: GatewayConfig, pool: DownstreamPool, gateway: Any, listings: Listings | None = None
+    config: GatewayConfig,
+    pool: DownstreamPool,
+    gateway: Any,
+    listings: Listings | None = None,
+    watch: StoreWatch | None = None,
 ) -> None:
     """Re-list a server when it says its tools changed (notifications/tools/list_changed) or
     (re)connects, at most once per :data:`RELIST_DEBOUNCE_S` (notifications in between are
@@ -338,6 +343,7 @@ async def _watch_changes(
     without a notification). Swap the router only when the tools or the quarantine changed.
     Writes status.json on every change."""
     listings = listings if listings is not None else Listings()
+    watch = watch if watch is not None else StoreWatch(lambda: gateway.router.store)
     connects = {d.name: d.connects for d in pool.servers.values()}
     listed_at: dict[str, float] = {}
     rev = revision(gateway.router.store)
@@ -356,7 +362,8 @@ async def _watch_changes(
             if (d.tools_changed.is_set() or connects[d.name] != d.connects)
             and now - listed_at.get(d.name, -RELIST_DEBOUNCE_S) >= RELIST_DEBOUNCE_S
         ]
-        new_rev = revision(gateway.router.store)
+        # the store is read only when it may have changed (StoreWatch), not every turn
+        new_rev = revision(gateway.router.store) if watch.changed() else rev
         due = now >= next_relist
         if not (changed or due or new_rev != rev):
             await anyio.sleep(0.2)
