@@ -67,7 +67,7 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -76,13 +76,10 @@ from toolroute.catalog.loader import TOO_DEEP
 from toolroute.catalog.name import SEPARATOR, server_of
 from toolroute.errors import ConfigError, StoreError
 from toolroute.llm.client import LLMConfig
+from toolroute.policy import CallGateScope, ClientAccess, Limit, LimitSettings, gate_scope
 from toolroute.route.gate import Preconditions
 from toolroute.sources.memory import MemorySpec
 from toolroute.store.base import StoreTarget, parse_store_target
-
-if TYPE_CHECKING:
-    from toolroute.gateway.access import CallGateScope, ClientAccess
-    from toolroute.gateway.limit import LimitSettings
 
 __all__ = [
     "SEPARATOR",
@@ -255,8 +252,6 @@ class _Metrics(BaseModel):
 
 
 def _limit_settings(t: _Limits | None) -> LimitSettings | None:
-    from toolroute.gateway.limit import Limit, LimitSettings
-
     def one(v: _ToolLimit) -> Limit:
         return Limit(**v.model_dump(exclude={"clients", "tools"}))
 
@@ -569,8 +564,6 @@ def load_config(
         llm = LLMConfig(
             t.llm.base_url, t.llm.model, key, timeout_s=t.llm.timeout_s, retries=t.llm.retries
         )
-    from toolroute.gateway.access import gate_scope
-
     curation, tools = _curation(t.tools)
     return GatewayConfig(
         curation=curation,
@@ -635,8 +628,6 @@ def _store(toml_path: Path | None, value: str | None) -> StoreTarget | None:
 def _clients(source: Path, auth: _Auth | None, secrets: bool) -> tuple[ClientAccess, ...]:
     """The HTTP clients of ``[auth]``, their tokens read from the environment (without
     ``secrets``, a client whose variable is unset is left out instead of refused)."""
-    from toolroute.gateway.access import ClientAccess
-
     if auth is None:
         return ()
     wanted = [(c, v.token_env, v.servers, v.tools) for c, v in auth.clients.items()]

@@ -37,7 +37,7 @@ from toolroute.route.exact import prerank_index
 from toolroute.route.intent import intent_spans
 from toolroute.route.strategy import Embeds, QueryContext, RouteParams, Scores, resolve_strategy
 from toolroute.stats import Outcome, StatsBook
-from toolroute.store import Store, StoreTarget, catalog_digest, default_store_target
+from toolroute.store import StoreTarget, catalog_digest, default_store_target, open_store
 
 __all__ = ["Candidate", "IndexReport", "Router"]
 
@@ -87,7 +87,7 @@ class Router:
         (``heap.fix_mmap_threshold``)."""
         self._catalog = catalog if isinstance(catalog, Catalog) else load_catalog(catalog)
         self._store_target = store if store is not None else default_store_target()
-        self.store = Store(self._store_target)
+        self.store = open_store(self._store_target)
         if embedder is None:
             from toolroute.embed.onnx import OnnxEmbedder
 

@@ -16,7 +16,7 @@ import pytest
 from mcp import Client
 
 from tests.integration.gateways import GatewayProcess, write_config
-from toolroute.store import Store
+from toolroute.store import open_store
 from toolroute.store.local_pg import LocalPostgres
 
 pytestmark = pytest.mark.integration
@@ -65,7 +65,7 @@ async def _one_call(gw: GatewayProcess) -> None:
 
 
 def _check_restart(store: str | Path, tmp_path: Path, acked: int, config: Path) -> None:
-    with Store(store) as st:  # opens cleanly after the kill
+    with open_store(store) as st:  # opens cleanly after the kill
         count = st.outcome_count()
         assert sum(c[2] for c in st.outcome_counts()) == count  # every call was a success
     assert acked <= count <= acked + WORKERS  # nothing committed lost; in-flight at most
@@ -79,7 +79,7 @@ def _check_restart(store: str | Path, tmp_path: Path, acked: int, config: Path) 
         anyio.run(main)
     finally:
         gw.stop()
-    with Store(store) as st:
+    with open_store(store) as st:
         assert st.outcome_count() == count + 1
 
 
@@ -123,7 +123,7 @@ def test_killed_pg_replica_loses_nothing_committed_and_the_other_keeps_serving(
         a.stop()
         b.stop()
     assert a.proc.returncode == -signal.SIGKILL and acked >= 40
-    with Store(url) as st:
+    with open_store(url) as st:
         by_replica = st.outcome_count()
     _check_restart(url, tmp_path, acked + 1, config)
     assert by_replica >= acked + 1

@@ -26,7 +26,7 @@ from toolroute.economics import ServerStats, ToolStats
 from toolroute.errors import StoreError
 from toolroute.router import Router
 from toolroute.stats import Outcome
-from toolroute.store import SCHEMA_VERSION, Store
+from toolroute.store import SCHEMA_VERSION, open_store
 from toolroute.store.local_pg import LocalPostgres
 from toolroute.store.postgres import CATALOG_CHANNEL, PostgresStore
 
@@ -51,25 +51,25 @@ def test_pg_store_syncs_diffs_and_reloads_the_catalog(url: str) -> None:
         d["servers"][0]["tools"][0]["description"] = "Now with seconds"
         del d["servers"][2]["tools"][1]
 
-    with Store(url) as st:
+    with open_store(url) as st:
         assert isinstance(st, PostgresStore)
         first = st.sync_catalog(_catalog())
         assert (first.added, first.unchanged) == (7, 0)
         r = st.sync_catalog(_catalog(mutate))
         assert (r.added, r.updated, r.removed, r.unchanged) == (0, 1, 1, 5)
         assert st.catalog_version() == 2
-    with Store(url) as st:
+    with open_store(url) as st:
         back = st.load_catalog()
         assert back == _catalog(mutate)
 
 
 def test_pg_store_keeps_vectors_and_rolls_back_a_failed_write(url: str) -> None:
     v = np.arange(4, dtype=np.float32)
-    with Store(url) as st:
+    with open_store(url) as st:
         st.put_vectors("m", {"k": v})
         with pytest.raises(TypeError):
             st.put_vectors("m", {"a": np.zeros(2, np.float32), "b": object()})  # type: ignore[dict-item]
-    with Store(url) as st:
+    with open_store(url) as st:
         got = st.get_vectors("m", ["k", "a", "missing"], 4)
         assert list(got) == ["k"] and np.array_equal(got["k"], v)
         st.put_questions("gen", "h", ["q1", "q2"])
@@ -79,11 +79,11 @@ def test_pg_store_keeps_vectors_and_rolls_back_a_failed_write(url: str) -> None:
 
 
 def test_pg_schema_is_versioned_and_a_newer_one_refused(url: str) -> None:
-    with Store(url) as st:
+    with open_store(url) as st:
         assert st.get_meta("schema_version") == str(SCHEMA_VERSION)
         st.set_meta({"schema_version": "999"})
     with pytest.raises(StoreError, match="store format 999"):
-        Store(url)
+        open_store(url)
 
 
 def _replay(rows: list[tuple[str, str, int, float, int]]) -> tuple[dict, dict]:  # type: ignore[type-arg]
@@ -124,7 +124,7 @@ def test_two_replicas_writing_the_same_tools_at_once_lose_nothing(url: str, mode
             if p.poll() is None:
                 p.kill()
                 p.wait()
-    with Store(url) as st, psycopg.connect(url) as conn:
+    with open_store(url) as st, psycopg.connect(url) as conn:
         assert st.outcome_count() == 2 * n
         assert len({r for (r,) in conn.execute("SELECT DISTINCT replica FROM outcomes")}) == 2
         rows = conn.execute(
@@ -168,7 +168,7 @@ def test_two_replicas_syncing_one_catalog_converge_and_embed_each_text_once(url:
         texts = [c for e in embedders for c in e.calls]
         assert texts and len(texts) == len(set(texts))  # each text embedded by one replica
         assert min(len(e.calls) for e in embedders) == 0
-        with Store(url) as st:
+        with open_store(url) as st:
             assert st.catalog_version() == 1 and st.load_catalog() == _catalog()
         assert [c.tool for c in routers[0].route("weather forecast")] == [
             c.tool for c in routers[1].route("weather forecast")
@@ -183,7 +183,7 @@ def test_a_catalog_change_is_notified_to_listeners_and_a_no_op_sync_is_not(url: 
         got: list[str] = []
         async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
             await conn.execute(f"LISTEN {CATALOG_CHANNEL}")
-            with Store(url) as st:
+            with open_store(url) as st:
                 st.sync_catalog(_catalog())
                 st.sync_catalog(_catalog())  # unchanged: no notification
                 st.sync_catalog(_catalog(lambda d: d["servers"].pop()))
@@ -254,7 +254,7 @@ def test_replica_b_sees_a_tool_added_on_replica_a_and_a_outcomes_in_its_ranking(
     finally:
         a.stop()
         b.stop()
-    with Store(url) as st:
+    with open_store(url) as st:
         assert st.outcome_count() == 26
 
 

@@ -165,9 +165,9 @@ def test_client_states_share_promotions_through_the_store_and_connections_do_not
 ) -> None:
     from toolroute.gateway.access import SessionStates
     from toolroute.route.gate import SessionState
-    from toolroute.store import Store
+    from toolroute.store import open_store
 
-    with Store(tmp_path / "store") as store:
+    with open_store(tmp_path / "store") as store:
         one = SessionStates("client", SessionState, store=lambda: store)
         two = SessionStates("client", SessionState, store=lambda: store)
         one.promote(one.for_client("name:a"), ["s__t"])

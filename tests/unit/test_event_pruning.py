@@ -6,7 +6,7 @@ import json
 import time
 from pathlib import Path
 
-from toolroute.store import Store
+from toolroute.store import open_store
 from toolroute.store.common import PRUNE_EVERY
 
 
@@ -15,7 +15,7 @@ def _event(i: int, at: float) -> str:
 
 
 def test_the_newest_events_are_read_without_the_rest(tmp_path: Path) -> None:
-    with Store(tmp_path) as store:
+    with open_store(tmp_path) as store:
         for i in range(50):
             store.record_event(_event(i, time.time()))
         assert [json.loads(e)["i"] for e in store.events(last=3)] == [47, 48, 49]
@@ -24,7 +24,7 @@ def test_the_newest_events_are_read_without_the_rest(tmp_path: Path) -> None:
 
 def test_recording_prunes_to_the_newest_events_and_drops_old_ones(tmp_path: Path) -> None:
     now = time.time()
-    with Store(tmp_path) as store:
+    with open_store(tmp_path) as store:
         store.events_keep = 100
         store.events_max_age_s = 3600
         for i in range(PRUNE_EVERY):  # the prune runs on the last of these
@@ -32,7 +32,7 @@ def test_recording_prunes_to_the_newest_events_and_drops_old_ones(tmp_path: Path
         assert [json.loads(e)["i"] for e in store.events()] == list(
             range(PRUNE_EVERY - 100, PRUNE_EVERY)
         )
-    with Store(tmp_path / "aged") as store:
+    with open_store(tmp_path / "aged") as store:
         for i in range(30):
             store.record_event(_event(-i, now - 7200))
         for i in range(5):

@@ -16,7 +16,9 @@ import anyio
 import mcp.types as types
 import pytest
 from mcp import Client
+from mcp.server import NotificationOptions, Server
 from mcp.server.mcpserver import MCPServer
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp_server_time.server import create_server
 
 from tests.conftest import HashingEmbedder
@@ -57,6 +59,46 @@ def _notes_server() -> MCPServer:
         return "never"
 
     return server
+
+
+def _changing_server() -> Server[Any]:
+    """A server whose ``add_tool`` adds ``fresh_tool`` and says so in either era: a
+    notifications/tools/list_changed to a 2025 session, a listen event at 2026-07-28."""
+    bus = InMemorySubscriptionBus()
+    tools = {
+        "add_tool": types.Tool(
+            name="add_tool", description="Add a new tool.", input_schema={"type": "object"}
+        )
+    }
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=list(tools.values()))
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        if params.name == "add_tool":
+            tools["fresh_tool"] = types.Tool(
+                name="fresh_tool",
+                description="Translate Klingon poetry into haiku.",
+                input_schema={"type": "object", "properties": {"text": {"type": "string"}}},
+            )
+            await bus.publish(ToolsListChanged())
+            if not str(ctx.protocol_version).startswith("2026"):
+                await ctx.session.send_tool_list_changed()
+            return types.CallToolResult(content=[types.TextContent(type="text", text="added")])
+        text = (params.arguments or {}).get("text", "")
+        return types.CallToolResult(content=[types.TextContent(type="text", text=f"haiku: {text}")])
+
+    class _Changing(Server[Any]):
+        def create_initialization_options(self, options: Any = None, *a: Any, **k: Any) -> Any:
+            options = options or NotificationOptions(tools_changed=True)
+            return super().create_initialization_options(options, *a, **k)
+
+    return _Changing(
+        "changing",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_subscriptions_listen=ListenHandler(bus),
+    )
 
 
 def _config(tmp_path: Path, era: Any = "2026-07-28", **settings: Any) -> GatewayConfig:
@@ -284,6 +326,33 @@ def test_quarantined_tools_are_refused_before_any_call(tmp_path: Path) -> None:
             assert gw.router.store.outcome_count() == 0
 
     anyio.run(main)
+
+
+@pytest.mark.parametrize("era", ["2026-07-28", "2025-11-25"])
+def test_list_changed_from_a_server_resyncs_its_tools(tmp_path: Path, era: str) -> None:
+    from toolroute.gateway.app import _watch_changes
+
+    servers = {"changing": _changing_server(), "time": create_server("UTC")}
+    cfg = GatewayConfig(servers=memory_specs(servers, era), store=tmp_path / "store")
+    query = "turn klingon poems into haiku"
+
+    async def main() -> None:
+        async with _gateway(cfg) as gw, anyio.create_task_group() as tg:
+            assert "changing__fresh_tool" not in _names_of(gw.find(query, 3))
+            tg.start_soon(_watch_changes, cfg, gw.pool, gw)
+            assert not (await gw.call("changing__add_tool", {})).is_error
+            with anyio.fail_after(10):
+                while "changing__fresh_tool" not in _names_of(gw.find(query, 3)):
+                    await anyio.sleep(0.05)
+            r = await gw.call("changing__fresh_tool", {"text": "nuqneH"})
+            assert "haiku: nuqneH" in _text(r)
+            tg.cancel_scope.cancel()
+
+    anyio.run(main)
+
+
+def _names_of(found: dict[str, Any]) -> list[str]:
+    return [c["name"] for c in found["candidates"]]
 
 
 def test_tool_attention_and_the_gateway_promote_the_same_tools(tmp_path: Path) -> None:

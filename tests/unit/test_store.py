@@ -17,6 +17,7 @@ from toolroute.store import (
     Store,
     default_store_target,
     is_store_url,
+    open_store,
     parse_store_target,
     sql,
 )
@@ -30,7 +31,7 @@ def _catalog(mutate=None):  # type: ignore[no-untyped-def]
 
 
 def test_sync_reports_added_then_unchanged(tmp_path: Path) -> None:
-    with Store(tmp_path) as st:
+    with open_store(tmp_path) as st:
         first = st.sync_catalog(_catalog())
         assert (first.added, first.updated, first.removed, first.unchanged) == (7, 0, 0, 0)
         second = st.sync_catalog(_catalog())
@@ -42,7 +43,7 @@ def test_sync_updates_changed_and_deletes_vanished(tmp_path: Path) -> None:
         d["servers"][0]["tools"][0]["description"] = "Now with seconds"
         del d["servers"][2]["tools"][1]
 
-    with Store(tmp_path) as st:
+    with open_store(tmp_path) as st:
         st.sync_catalog(_catalog())
         r = st.sync_catalog(_catalog(mutate))
         assert (r.added, r.updated, r.removed, r.unchanged) == (0, 1, 1, 5)
@@ -54,10 +55,10 @@ def test_sync_updates_changed_and_deletes_vanished(tmp_path: Path) -> None:
 
 def test_store_survives_reopen_and_keeps_vectors(tmp_path: Path) -> None:
     v = np.arange(4, dtype=np.float32)
-    with Store(tmp_path) as st:
+    with open_store(tmp_path) as st:
         st.sync_catalog(_catalog())
         st.put_vectors("m", {"k": v})
-    with Store(tmp_path) as st:
+    with open_store(tmp_path) as st:
         assert st.tool_hashes()
         got = st.get_vectors("m", ["k", "missing"], 4)
         assert list(got) == ["k"] and np.array_equal(got["k"], v)
@@ -65,7 +66,7 @@ def test_store_survives_reopen_and_keeps_vectors(tmp_path: Path) -> None:
 
 
 def test_failed_write_leaves_previous_state(tmp_path: Path) -> None:
-    with Store(tmp_path) as st:
+    with open_store(tmp_path) as st:
         st.sync_catalog(_catalog())
         with pytest.raises(TypeError):
             st.put_vectors("m", {"a": np.zeros(2, np.float32), "b": object()})  # type: ignore[dict-item]
@@ -73,13 +74,13 @@ def test_failed_write_leaves_previous_state(tmp_path: Path) -> None:
 
 
 def test_store_of_a_newer_schema_is_refused(tmp_path: Path) -> None:
-    Store(tmp_path).close()
+    open_store(tmp_path).close()
     db = sqlite3.connect(tmp_path / "toolroute.db")
     db.execute("UPDATE meta SET value='999' WHERE key='schema_version'")
     db.commit()
     db.close()
     with pytest.raises(StoreError, match="store format 999"):
-        Store(tmp_path)
+        open_store(tmp_path)
 
 
 def test_store_of_an_unknown_legacy_format_is_refused(tmp_path: Path) -> None:
@@ -89,7 +90,7 @@ def test_store_of_an_unknown_legacy_format_is_refused(tmp_path: Path) -> None:
     db.commit()
     db.close()
     with pytest.raises(StoreError, match="store format 7"):
-        Store(tmp_path)
+        open_store(tmp_path)
 
 
 def test_store_of_format_1_is_migrated_forward_keeping_its_outcomes(tmp_path: Path) -> None:
@@ -102,7 +103,7 @@ def test_store_of_format_1_is_migrated_forward_keeping_its_outcomes(tmp_path: Pa
     )
     db.commit()
     db.close()
-    with Store(tmp_path) as st:
+    with open_store(tmp_path) as st:
         assert st.get_meta("schema_version") == str(SCHEMA_VERSION)
         assert st.outcome_counts() == [("time", "get_current_time", 1, 0, 0)]
         st.record_outcome(Outcome("time", "get_current_time", False, 0.1), *_after_prior())
@@ -110,7 +111,7 @@ def test_store_of_format_1_is_migrated_forward_keeping_its_outcomes(tmp_path: Pa
 
 
 def test_store_uses_wal(tmp_path: Path) -> None:
-    with Store(tmp_path):
+    with open_store(tmp_path):
         pass
     db = sqlite3.connect(tmp_path / "toolroute.db")
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -124,7 +125,7 @@ def _after_prior() -> tuple[ServerStats, ToolStats]:
 def test_stored_statistics_equal_a_sequential_replay(tmp_path: Path) -> None:
     calls = [("a", True, 0.2, False), ("a", False, 1.5, True), ("b", True, 0.1, False)] * 5
     server, tools = ServerStats(), {"a": ToolStats(), "b": ToolStats()}
-    with Store(tmp_path) as st:
+    with open_store(tmp_path) as st:
         for name, ok, lat, crashed in calls:
             server = server.update(ok, lat, crashed, DEFAULT_SMOOTHING)
             tools[name] = tools[name].update(ok, lat, DEFAULT_SMOOTHING)
@@ -137,7 +138,7 @@ def test_stored_statistics_equal_a_sequential_replay(tmp_path: Path) -> None:
 
 
 def test_a_sync_that_changes_nothing_keeps_the_catalog_version(tmp_path: Path) -> None:
-    with Store(tmp_path) as st:
+    with open_store(tmp_path) as st:
         assert st.catalog_version() == 0
         st.sync_catalog(_catalog())
         st.sync_catalog(_catalog())
@@ -176,7 +177,7 @@ def test_unreachable_postgresql_is_one_clear_error_without_the_password() -> Non
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     with pytest.raises(StoreError, match="cannot connect") as e:
-        Store(f"postgresql://me:secret@127.0.0.1:{port}/db")
+        open_store(f"postgresql://me:secret@127.0.0.1:{port}/db")
     assert "secret" not in str(e.value) and "***" in str(e.value)
 
 
@@ -217,10 +218,10 @@ def test_cli_store_url_makes_no_directory_and_fails_in_one_line(
 def test_a_gateway_on_sqlite_follows_no_other_replica(tmp_path: Path) -> None:
     import anyio
 
-    from toolroute.store.watch import follow_store
+    from toolroute.gateway.follow import follow_store
 
     class _Router:
-        store = Store(tmp_path)
+        store = open_store(tmp_path)
 
     class _Gateway:
         router = _Router()
@@ -253,18 +254,19 @@ def test_store_package_api_is_pinned_and_store_opens_the_backend_of_its_target(
             "default_store_dir",
             "default_store_target",
             "is_store_url",
+            "open_store",
             "parse_store_target",
             "redact_url",
         ]
     )
-    with Store(tmp_path) as st:
+    with open_store(tmp_path) as st:
         assert isinstance(st, SqliteStore) and isinstance(st, Store) and not st.shared
 
 
 def test_a_promotion_is_seen_by_another_store_handle_until_it_expires(tmp_path: Path) -> None:
     import time
 
-    with Store(tmp_path) as store, Store(tmp_path) as other:
+    with open_store(tmp_path) as store, open_store(tmp_path) as other:
         store.promote("name:agent", ["time__get_current_time"], time.time() + 60)
         store.promote("name:agent", ["time__convert_time"], time.time() - 1)
         assert other.is_promoted("name:agent", "time__get_current_time")

@@ -11,7 +11,7 @@ import numpy as np
 from toolroute.bench.metrics import RANK_METRICS, SET_METRICS, query_metrics, set_metrics
 from toolroute.catalog.loader import Query
 from toolroute.catalog.models import Tool
-from toolroute.config import SEPARATOR
+from toolroute.catalog.name import qualified_name
 from toolroute.present.presenter import Presenter
 from toolroute.present.tokens import tool_json
 from toolroute.route.strategy import resolve_strategy
@@ -152,7 +152,7 @@ def _turn_tokens(
     ]
     if kind == "top-k":  # named as the agent sees them (server__tool), as full-schema counts
         texts = [
-            tool_json(f"{c.server}{SEPARATOR}{c.tool}", c.description, c.input_schema)
+            tool_json(qualified_name(c.server, c.tool), c.description, c.input_schema)
             for c in cands
         ]
         return float(sum(p.tokens.many(texts)))

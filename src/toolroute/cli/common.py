@@ -230,11 +230,11 @@ def synced_catalog(config: Path, store: Any) -> tuple[Any, Any]:
     from toolroute.config import load_config
     from toolroute.errors import ConfigError
     from toolroute.gateway.app import store_dir_of
-    from toolroute.store import Store
+    from toolroute.store import open_store
 
     cfg = load_config(config, secrets=False)
     target = store if store is not None else store_dir_of(cfg)
-    with Store(target) as st:
+    with open_store(target) as st:
         if not st.tool_hashes():
             raise ConfigError(
                 f"no tools synced for {config} yet: run `toolroute sync --config {config}` first"

@@ -155,9 +155,9 @@ def _store_dir(cfg: Any) -> Any:
 
 def _local_dir(cfg: Any) -> Path:
     """Where that gateway keeps its local files (status.json): the store's directory."""
-    from toolroute.store import Store
+    from toolroute.store import open_store
 
-    with Store(_store_dir(cfg)) as st:
+    with open_store(_store_dir(cfg)) as st:
         return Path(st.directory)
 
 
@@ -253,12 +253,12 @@ def approve(
     """
     from toolroute.gateway.quarantine import approve as approve_tools
     from toolroute.gateway.quarantine import held_tools
-    from toolroute.store import Store
+    from toolroute.store import open_store
 
     if not tools and not approve_all:
         raise ConfigError("name the tools to approve, or pass --all")
     cfg = _config(config_path, settings, store, secrets=False)
-    with Store(_store_dir(cfg)) as st:
+    with open_store(_store_dir(cfg)) as st:
         held = held_tools(st)
         unknown = [t for t in tools if t not in held]
         if unknown:
@@ -275,9 +275,9 @@ def _not_held(name: str, held: dict[str, Any], store: Any) -> str:
     """Why NAME cannot be approved, with the names it may have meant."""
     import difflib
 
-    from toolroute.config import SEPARATOR
+    from toolroute.catalog.name import qualified_name
 
-    served = {f"{s}{SEPARATOR}{t}" for s, t in store.tool_hashes()}
+    served = {qualified_name(s, t) for s, t in store.tool_hashes()}
     if name in served:
         why = f"{name} is not in quarantine: it is served as it is"
     else:

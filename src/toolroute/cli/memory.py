@@ -15,9 +15,9 @@ from toolroute.cli.common import _friendly, json_option, store_option
 
 
 def _open(store: Any) -> Any:
-    from toolroute.store import Store, default_store_target
+    from toolroute.store import default_store_target, open_store
 
-    return Store(store if store is not None else default_store_target())
+    return open_store(store if store is not None else default_store_target())
 
 
 @main.group()

@@ -23,19 +23,16 @@
 
 from __future__ import annotations
 
-import fnmatch
 import logging
 import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from toolroute.config import SEPARATOR
-from toolroute.errors import ConfigError
+from toolroute.policy import CallGateScope, ClientAccess, gate_scope
 from toolroute.route.gate import SessionState
 from toolroute.sdk import connection_of
 from toolroute.store.base import StoreInterface
@@ -55,8 +52,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-CallGateScope = Literal["connection", "client", "off"]
-
 CLIENT_SCOPE_KEY = "toolroute.client"
 """Key of the authenticated client id in the ASGI scope (set by :mod:`toolroute.gateway.auth`)."""
 CLIENT_HEADER = "x-toolroute-client"
@@ -66,47 +61,6 @@ PROMOTION_TTL_S = 3600.0
 MAX_CLIENT_STATES = 10_000
 """Client-scoped session states kept (least recently used dropped): a client names itself when
 there are no tokens, so their number must be bounded."""
-
-
-def gate_scope(value: bool | str) -> CallGateScope:
-    """``call_gate`` as a scope: ``true`` is ``"connection"``, ``false`` is ``"off"``."""
-    if value is True:
-        return "connection"
-    if value is False:
-        return "off"
-    if value in ("connection", "client", "off"):
-        return value  # type: ignore[return-value]
-    raise ConfigError(
-        f"call_gate: {value!r} is not one of connection, client, off (or true / false)"
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class ClientAccess:
-    """One client of the HTTP gateway: its id, its token and what it may use.
-
-    ``servers`` and ``tools`` are allow-lists (``fnmatch`` patterns, ``tools`` on the
-    ``server__tool`` name); a tool is allowed when its server or its name matches one. With
-    both empty the client may use every tool.
-    """
-
-    client_id: str
-    token: str = field(repr=False)
-    servers: tuple[str, ...] = ()
-    tools: tuple[str, ...] = ()
-
-    @property
-    def restricted(self) -> bool:
-        return bool(self.servers or self.tools)
-
-    def allows(self, name: str) -> bool:
-        """Whether this client may see and call the tool ``server__tool``."""
-        if not self.restricted:
-            return True
-        server = name.partition(SEPARATOR)[0]
-        return any(fnmatch.fnmatchcase(server, p) for p in self.servers) or any(
-            fnmatch.fnmatchcase(name, p) for p in self.tools
-        )
 
 
 def _request_scope(ctx: Any) -> dict[str, Any] | None:

@@ -26,6 +26,7 @@ import anyio
 from toolroute.catalog.models import Catalog
 from toolroute.config import SEPARATOR, GatewayConfig
 from toolroute.errors import ConfigError
+from toolroute.gateway.follow import StoreWatch, follow_store
 from toolroute.gateway.metrics import attach_metrics_and_limits
 from toolroute.gateway.quarantine import Held, Quarantine, revision
 from toolroute.gateway.status import snapshot, write_status
@@ -37,8 +38,7 @@ from toolroute.router import IndexReport, Router
 from toolroute.sources.oauth import downstream_auth
 from toolroute.sources.pool import Downstream, DownstreamPool, ListedServer
 from toolroute.sources.sync import Listings, ServerStatus, catalog_from_listing, list_all
-from toolroute.store import Store, StoreTarget, default_store_target, is_store_url
-from toolroute.store.watch import follow_store
+from toolroute.store import StoreTarget, default_store_target, is_store_url, open_store
 
 if TYPE_CHECKING:
     from toolroute.gateway.reload import Live
@@ -137,7 +137,7 @@ async def review(
         listing = await list_all(pool, config.connect_timeout_s)
     else:
         listing = await listings.refresh(pool, config.connect_timeout_s, only)
-    with Store(store_dir_of(config)) as store:
+    with open_store(store_dir_of(config)) as store:
         previous = store.load_catalog() if store.tool_hashes() else None
         catalog, statuses = catalog_from_listing(config, listing, previous)
         # the rug-pull check pins what the servers listed, before curation rewrote it; a
@@ -204,7 +204,7 @@ def build_router(config: GatewayConfig, catalog: Catalog, embedder: Any = None) 
     target = store_dir_of(config)
     llm = None
     if config.llm:
-        with Store(target) as store:  # the LLM cache is a local file, even beside PostgreSQL
+        with open_store(target) as store:  # the LLM cache is a local file, even beside PostgreSQL
             llm = ChatLLM(config.llm, cache_path=llm_cache_path(store.directory))
     adaptive = AdaptiveParams(value_usd=config.value_usd, values=config.values)
     return Router(
@@ -269,13 +269,20 @@ async def serve(
             log.warning("no server has tools yet; serving anyway, they join as they connect")
         gateway = make_gateway(config, router, pool)
         gateway.quarantined = held_by_name(result.quarantined, pool)
-        live = Live(config, reload, listings=result.listings)
+        live = Live(
+            config,
+            reload,
+            listings=result.listings,
+            make_downstream=make_downstream,
+            resync=resync,
+        )
         trim_heap()  # what indexing freed goes back to the OS before serving
         freeze_heap()
         try:
             async with gateway.continuations.serving(), anyio.create_task_group() as tg:
-                tg.start_soon(_watch_changes, live, pool, gateway)
-                tg.start_soon(follow_store, gateway)  # replicas of a shared store
+                watch = StoreWatch(lambda: gateway.router.store)  # approvals, other replicas
+                tg.start_soon(_watch_changes, live, pool, gateway, watch)
+                tg.start_soon(follow_store, gateway, watch)  # replicas of a shared store
                 if reload is not None:
                     tg.start_soon(follow_config, live, pool, gateway)
                 if transport == "stdio":
@@ -404,7 +411,9 @@ def make_gateway(config: GatewayConfig, router: Router, pool: DownstreamPool) ->
     return gateway
 
 
-async def _watch_changes(live: Live, pool: DownstreamPool, gateway: Any) -> None:
+async def _watch_changes(
+    live: Live, pool: DownstreamPool, gateway: Any, watch: StoreWatch | None = None
+) -> None:
     """Re-list a server when it says its tools changed (notifications/tools/list_changed) or
     (re)connects, at most once per :data:`RELIST_DEBOUNCE_S` (notifications in between are
     coalesced: a server that announces a change on every listing cannot keep the gateway
@@ -416,6 +425,7 @@ async def _watch_changes(live: Live, pool: DownstreamPool, gateway: Any) -> None
         live.listings = Listings()
     listings = live.listings
     config = live.config
+    watch = watch if watch is not None else StoreWatch(lambda: gateway.router.store)
     connects = {d.name: d.connects for d in pool.servers.values()}
     listed_at: dict[str, float] = {}
     rev = revision(gateway.router.store)
@@ -435,7 +445,8 @@ async def _watch_changes(live: Live, pool: DownstreamPool, gateway: Any) -> None
             if (d.tools_changed.is_set() or connects.get(d.name) != d.connects)
             and now - listed_at.get(d.name, -RELIST_DEBOUNCE_S) >= RELIST_DEBOUNCE_S
         ]
-        new_rev = revision(gateway.router.store)
+        # the store is read only when it may have changed (StoreWatch), not every turn
+        new_rev = revision(gateway.router.store) if watch.changed() else rev
         due = now >= next_relist
         if not (changed or due or new_rev != rev):
             await anyio.sleep(0.2)

@@ -32,14 +32,14 @@ import json
 import math
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal, TypeVar
 
 from mcp import types
 
 from toolroute.gateway.access import client_identity
 from toolroute.gateway.relay import current_caller
+from toolroute.policy import Limit, LimitSettings, TokenBucket, refill, wait_for_token
 
 __all__ = [
     "MAX_BUCKETS",
@@ -66,96 +66,6 @@ charge is given back."""
 CONCURRENCY_RETRY_S = 1.0
 """retry_after_s of a concurrency refusal: a slot frees when a call in flight ends, which the
 gateway cannot foresee; a second is the usual length of a call."""
-
-
-# -- token bucket math (pure) ----------------------------------------------------------------
-def refill(tokens: float, elapsed_s: float, rate_per_s: float, capacity: float) -> float:
-    """Tokens after ``elapsed_s``: ``rate_per_s`` added per second, never above ``capacity``
-    (a clock going back adds nothing)."""
-    return min(capacity, tokens + max(0.0, elapsed_s) * rate_per_s)
-
-
-def wait_for_token(tokens: float, rate_per_s: float) -> float:
-    """Seconds until a bucket holding ``tokens`` holds one whole token (0: it does)."""
-    return 0.0 if tokens >= 1.0 else (1.0 - tokens) / rate_per_s
-
-
-@dataclass(slots=True)
-class TokenBucket:
-    """``capacity`` calls at once, then ``rate_per_s`` calls per second."""
-
-    rate_per_s: float
-    capacity: float
-    tokens: float
-    at: float
-    """When ``tokens`` was last brought up to date (a monotonic clock)."""
-
-    @classmethod
-    def full(cls, rate_per_s: float, capacity: float, now: float) -> TokenBucket:
-        return cls(rate_per_s, capacity, capacity, now)
-
-    def wait(self, now: float) -> float:
-        """Bring the bucket up to ``now``; seconds until a token is there (0: one is)."""
-        self.tokens = refill(self.tokens, now - self.at, self.rate_per_s, self.capacity)
-        self.at = max(self.at, now)
-        return wait_for_token(self.tokens, self.rate_per_s)
-
-    def take(self) -> None:
-        """Spend one token (after :meth:`wait` said one is there)."""
-        self.tokens -= 1.0
-
-
-# -- settings --------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class Limit:
-    """One set of limits; None: no such limit."""
-
-    calls_per_minute: float | None = None
-    burst: int | None = None
-    """Calls a full bucket allows at once (default: one minute's worth, at least 1)."""
-    max_concurrent: int | None = None
-    budget_usd_per_day: float | None = None
-
-    def over(self, other: Limit) -> Limit:
-        """This limit's fields where set, else ``other``'s (a client's override over the
-        defaults)."""
-
-        def pick(mine: Any, theirs: Any) -> Any:
-            return mine if mine is not None else theirs
-
-        return Limit(
-            pick(self.calls_per_minute, other.calls_per_minute),
-            pick(self.burst, other.burst),
-            pick(self.max_concurrent, other.max_concurrent),
-            pick(self.budget_usd_per_day, other.budget_usd_per_day),
-        )
-
-    def bucket(self, now: float) -> TokenBucket | None:
-        if self.calls_per_minute is None:
-            return None
-        capacity = (
-            self.burst if self.burst is not None else max(1, math.floor(self.calls_per_minute))
-        )
-        return TokenBucket.full(self.calls_per_minute / 60.0, float(capacity), now)
-
-
-@dataclass(frozen=True, slots=True)
-class LimitSettings:
-    """``[limits]``: the defaults of every client, per-client overrides, per-tool limits."""
-
-    default: Limit = field(default_factory=Limit)
-    clients: Mapping[str, Limit] = field(default_factory=dict)
-    """By client id: a token's id, an ``X-Toolroute-Client`` value or a ``clientInfo.name``."""
-    tools: Mapping[str, Limit] = field(default_factory=dict)
-    """By ``server__tool``: a rate and concurrency per client on that tool."""
-
-    def for_client(self, client_id: str) -> Limit:
-        override = self.clients.get(client_id)
-        return self.default if override is None else override.over(self.default)
-
-    @property
-    def empty(self) -> bool:
-        return self.default == Limit() and not self.clients and not self.tools
 
 
 def seconds_to_next_day(now: float) -> float:

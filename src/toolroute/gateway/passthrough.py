@@ -14,7 +14,7 @@ import logging
 import anyio
 import mcp.types as types
 
-from toolroute.config import SEPARATOR
+from toolroute.catalog.name import qualified_name, split_name
 from toolroute.gateway.relay import exposed_names
 from toolroute.sources.pool import DownstreamError, DownstreamPool
 
@@ -60,7 +60,7 @@ class PassThrough:
         (what allow-lists and preconditions name)."""
         tools = await self._load()
         return [
-            (t.model_copy(update={"name": name}), f"{server}{SEPARATOR}{t.name}")
+            (t.model_copy(update={"name": name}), qualified_name(server, t.name))
             for name, (server, t) in tools.items()
         ]
 
@@ -69,8 +69,8 @@ class PassThrough:
         tools = await self._load()
         if name in tools:
             server, tool = tools[name]
-            return f"{server}{SEPARATOR}{tool.name}"
-        server, sep, rest = name.partition(SEPARATOR)
-        if sep and any(s == server and t.name == rest for s, t in tools.values()):
+            return qualified_name(server, tool.name)
+        server, rest = split_name(name)
+        if rest and any(s == server and t.name == rest for s, t in tools.values()):
             return name
         return None

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 from toolroute.catalog.models import Catalog, Tool
-from toolroute.config import SEPARATOR
+from toolroute.catalog.name import qualified_name
 from toolroute.gateway.poison import suspicious
 
 __all__ = [
@@ -146,7 +146,7 @@ class Quarantine:
         for server in catalog.servers:
             kept = []
             for tool in server.tools:
-                name = f"{tool.server}{SEPARATOR}{tool.name}"
+                name = qualified_name(tool.server, tool.name)
                 pin, now = pins.get(name), _pin(tool)
                 approved = self._approved(name, tool, approvals)
                 changed = tuple(k for k in now if pin is not None and pin.get(k) != now[k])

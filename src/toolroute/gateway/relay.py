@@ -43,7 +43,7 @@ from mcp.shared.subscriptions import (
 )
 from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 
-from toolroute.config import SEPARATOR
+from toolroute.catalog.name import qualified_name, server_of, split_name
 from toolroute.gateway.access import is_stateless
 from toolroute.sdk import allowed_log_levels, connection_of
 from toolroute.sources.pool import DownstreamPool
@@ -91,7 +91,7 @@ def exposed_names(owners: Iterable[tuple[str, str]]) -> dict[str, tuple[str, str
     for _, name in pairs:
         count[name] = count.get(name, 0) + 1
     return {
-        (name if count[name] == 1 else f"{server}{SEPARATOR}{name}"): (server, name)
+        (name if count[name] == 1 else qualified_name(server, name)): (server, name)
         for server, name in pairs
     }
 
@@ -365,8 +365,8 @@ class Relay:
     # --- resolving a name to its server -----------------------------------------------------
 
     def _split(self, name: str) -> tuple[str, str] | None:
-        server, sep, rest = name.partition(SEPARATOR)
-        return (server, rest) if sep and server in self.pool.servers and rest else None
+        server, rest = split_name(name)
+        return (server, rest) if server in self.pool.servers and rest else None
 
     async def resource_owner(self, uri: str) -> tuple[str, str]:
         """(server, its own URI) for an exposed URI: listed, namespaced, or matching a template."""
@@ -448,9 +448,7 @@ class Relay:
         snap = self.status()
         snap["servers"] = {n: s for n, s in snap["servers"].items() if self.may_use(ctx, n)}
         snap["quarantined"] = {
-            n: h
-            for n, h in snap["quarantined"].items()
-            if self.may_use(ctx, n.partition(SEPARATOR)[0])
+            n: h for n, h in snap["quarantined"].items() if self.may_use(ctx, server_of(n))
         }
         text = json.dumps(snap, sort_keys=True)
         return types.ReadResourceResult(

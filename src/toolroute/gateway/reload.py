@@ -69,6 +69,11 @@ class Live:
     """Held by each resync, so a reload and a list_changed re-list never interleave."""
     listings: Any = None
     """The change watcher's :class:`~toolroute.sources.sync.Listings`."""
+    make_downstream: Callable[[GatewayConfig, str], Any] | None = None
+    """Builds one server's downstream from a config (``gateway.app.make_downstream``)."""
+    resync: Callable[..., Any] | None = None
+    """Re-lists and re-indexes named servers (``gateway.app.resync``); both are passed in by
+    ``serve`` so this module does not import the app that runs it."""
     reloads: int = 0
     last: Reload | None = None
 
@@ -143,9 +148,10 @@ async def apply(live: Live, new: GatewayConfig, pool: Any, gateway: Any) -> Relo
     """Move a serving gateway from ``live.config`` to ``new``: start, stop and restart only
     the servers that changed, re-index only their tools, swap tokens, allow-lists and the
     other in-place settings. Returns what changed (also logged, one line each)."""
-    from toolroute.gateway.app import make_downstream, resync
     from toolroute.present.presenter import Presenter
 
+    assert live.make_downstream is not None and live.resync is not None  # set by serve
+    make_downstream, resync = live.make_downstream, live.resync
     start = time.perf_counter()
     change = diff(live.config, new)
     for name in (*change.added, *change.restarted):

@@ -1,4 +1,10 @@
-"""toolroute's own MCP server: two meta-tools in front of every downstream server.
+"""toolroute's own MCP server: meta-tools in front of every downstream server.
+
+:class:`Gateway` is the MCP shell over :class:`toolroute.gateway.core.GatewayCore`, which holds
+the product's loop (route → gate → present → refuse unpromoted calls, execution, recording);
+this module adds what is MCP: the meta-tools (a table of handlers, :attr:`Gateway.handlers`),
+bound and passed-through tools, the relay of resources, prompts and notifications, and the
+bridge between a 2026-07-28 client and a 2025-11-25 server.
 
 - ``find_tools(query, k?)`` → ranked candidates (seed 000 ROUTE), as structured content and as
   the same JSON in text: ``{"candidates": [{"name", "server", "tool", "description",
@@ -11,7 +17,7 @@
   forwards the call with a deadline and returns the downstream result unchanged (seed 000
   EXECUTE-TOOL). Unknown tool, invalid arguments, timeout and crash come back as ``isError``
   results whose JSON says what to do next; every executed call is recorded (EHRR eq. 8).
-- Routing runs in a worker thread (at most ``ROUTE_THREADS`` at once), so a slow strategy (an
+- Routing runs in a worker thread (at most ``core.ROUTE_THREADS`` at once), so a slow strategy (an
   LLM stage, a big index) never holds up another client's ``call_tool`` on the event loop.
 - A tool in quarantine (:mod:`toolroute.gateway.quarantine`) is not indexed, so find_tools
   never returns it, and ``call_tool`` refuses it with ``error: quarantined``.

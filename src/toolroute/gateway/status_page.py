@@ -43,7 +43,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from toolroute.config import SEPARATOR
+from toolroute.catalog.name import qualified_name
 from toolroute.gateway.access import CLIENT_SCOPE_KEY
 from toolroute.gateway.login import COOKIE, LOGIN_SCOPE_KEY, SESSION_TTL_S, Login, LoginBook
 
@@ -73,7 +73,7 @@ def status_snapshot(
         st = server_stats.get(name)
         tools = []
         for t in listed.tools if listed is not None else ():
-            if allowed is not None and not allowed(f"{name}{SEPARATOR}{t.name}"):
+            if allowed is not None and not allowed(qualified_name(name, t.name)):
                 continue
             ts = tool_stats.get((name, t.name))
             ok, bad = outcomes.get((name, t.name), (0, 0))
@@ -88,7 +88,7 @@ def status_snapshot(
                     "failed": bad,
                 }
             )
-        if allowed is not None and not tools and not allowed(f"{name}{SEPARATOR}*"):
+        if allowed is not None and not tools and not allowed(qualified_name(name, "*")):
             continue  # another client's server: not even named
         servers.append(
             {

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from toolroute.catalog.name import qualified_name
 from toolroute.errors import ConfigError
 from toolroute.index.build import ToolIndex
 from toolroute.memory import memory_boost
@@ -50,7 +51,6 @@ __all__ = [
 
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
-SEPARATOR = "__"
 
 DEFAULT_VALUE_USD = 0.05
 """V: what one successful call is worth to the agent (USD), where nothing else is set: about
@@ -140,7 +140,7 @@ def value_table(ix: ToolIndex, default: float, values: tuple[tuple[str, float], 
         return out
     table = dict(values)
     for j, (server, tool) in enumerate(ix.keys):
-        v = table.get(f"{server}{SEPARATOR}{tool}", table.get(server))
+        v = table.get(qualified_name(server, tool), table.get(server))
         if v is not None:
             out[j] = v
     return out

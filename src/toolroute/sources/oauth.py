@@ -57,7 +57,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from toolroute.config import HttpSpec
 from toolroute.errors import ConfigError, ToolrouteError
-from toolroute.store import Store, StoreTarget, is_store_url
+from toolroute.store import StoreTarget, is_store_url, open_store
 
 __all__ = [
     "SECRET_KEY_ENV",
@@ -174,7 +174,7 @@ class StoredCredentials:
         again (the SDK alone would post to the MCP server's own /token)."""
 
     def _read(self) -> Any:
-        with Store(self.target) as st:
+        with open_store(self.target) as st:
             return st.get_oauth(self.server, self.url)
 
     def _open(self, blob: bytes) -> str:
@@ -216,7 +216,7 @@ class StoredCredentials:
         blob = self.box.encrypt(json.dumps(saved).encode())
 
         def write() -> None:
-            with Store(self.target) as st:
+            with open_store(self.target) as st:
                 st.put_oauth_tokens(self.server, self.url, blob, self.expires_at)
                 row = st.get_oauth(self.server, self.url)
                 self.changed_at = None if row is None else row.changed_at
@@ -236,7 +236,7 @@ class StoredCredentials:
         blob = self.box.encrypt(client_info.model_dump_json().encode())
 
         def write() -> None:
-            with Store(self.target) as st:
+            with open_store(self.target) as st:
                 st.put_oauth_client(self.server, self.url, blob)
 
         await anyio.to_thread.run_sync(write)
@@ -577,7 +577,7 @@ async def _registered(storage: StoredCredentials) -> OAuthClientInformationFull 
 
 async def _forget_client(storage: StoredCredentials) -> None:
     def forget() -> None:
-        with Store(storage.target) as st:
+        with open_store(storage.target) as st:
             st.delete_oauth(storage.server)
 
     await anyio.to_thread.run_sync(forget)

@@ -16,7 +16,8 @@ from typing import Any
 import anyio
 
 from toolroute.catalog.models import Catalog, Server, Tool
-from toolroute.config import SEPARATOR, GatewayConfig
+from toolroute.catalog.name import qualified_name
+from toolroute.config import GatewayConfig
 from toolroute.sources.pool import DownstreamError, DownstreamPool, ListedServer
 
 __all__ = ["Listings", "ServerStatus", "catalog_from_listing", "list_all"]
@@ -108,7 +109,7 @@ def catalog_from_listing(
                     name=t.name,
                     description=t.description or t.title or "",
                     input_schema=dict(t.input_schema or {}),
-                    price=(m := config.tool_meta.get(f"{name}{SEPARATOR}{t.name}", {})).get(
+                    price=(m := config.tool_meta.get(qualified_name(name, t.name), {})).get(
                         "price"
                     ),
                     latency_s=m.get("latency_s"),

@@ -1,7 +1,7 @@
 """The store: catalog, tool hashes, embeddings, online statistics and routing events.
 
-``Store(target)`` opens the embedded SQLite store of a directory (the default) or the shared
-PostgreSQL store of a ``postgresql://`` URL, where several gateway replicas keep one catalog,
+``open_store(target)`` opens the embedded SQLite store of a directory (the default) or the
+shared PostgreSQL store of a ``postgresql://`` URL, where several gateway replicas keep one catalog,
 one embedding cache and one set of statistics. Both have the same tables (schema version in
 ``meta.schema_version``, forward migrations in :mod:`toolroute.store.sql`):
 
@@ -19,6 +19,9 @@ one embedding cache and one set of statistics. Both have the same tables (schema
 
 from __future__ import annotations
 
+from typing import Any
+
+from toolroute.errors import StoreError
 from toolroute.store.base import (
     StoreInterface,
     StoreTarget,
@@ -44,9 +47,28 @@ __all__ = [
     "default_store_dir",
     "default_store_target",
     "is_store_url",
+    "open_store",
     "parse_store_target",
     "redact_url",
 ]
+
+
+def open_store(target: StoreTarget, **options: Any) -> Store:
+    """The store of ``target``: :class:`~toolroute.store.sqlite.SqliteStore` for a directory,
+    :class:`~toolroute.store.postgres.PostgresStore` for a ``postgresql://`` URL (``options``
+    go to its constructor: ``stats_update``, ``connect_timeout_s``)."""
+    if is_store_url(target):
+        try:
+            from toolroute.store.postgres import PostgresStore
+        except ImportError:
+            raise StoreError(
+                "a postgresql:// store needs psycopg: pip install 'toolroute[postgres]'"
+            ) from None
+        return PostgresStore(str(target), **options)
+    from toolroute.store.sqlite import SqliteStore
+
+    return SqliteStore(target, **options)
+
 
 FORMAT_VERSION = str(SCHEMA_VERSION)
 """The schema version this toolroute writes, as text (kept for older callers)."""

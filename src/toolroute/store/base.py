@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import re
+import threading
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -32,12 +33,30 @@ __all__ = [
     "default_store_dir",
     "default_store_target",
     "is_store_url",
+    "meta_writes",
+    "note_meta_write",
     "parse_store_target",
     "redact_url",
 ]
 
 StoreTarget = str | Path
 """A store directory (SQLite) or a ``postgresql://`` URL."""
+_META_WRITES: dict[str, int] = {}
+_META_LOCK = threading.Lock()
+
+
+def note_meta_write(directory: Path) -> None:
+    """Count (in this process) one metadata write to the store whose local directory is
+    ``directory``: the in-process half of :class:`toolroute.gateway.follow.StoreWatch`."""
+    with _META_LOCK:
+        _META_WRITES[str(directory)] = _META_WRITES.get(str(directory), 0) + 1
+
+
+def meta_writes(directory: Path) -> int:
+    """Metadata writes to that store made by this process so far."""
+    return _META_WRITES.get(str(directory), 0)
+
+
 PG_SCHEMES = ("postgresql", "postgres")
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 

@@ -2,8 +2,8 @@
 :mod:`toolroute.store.sql`. A backend supplies only its connection: how to run a statement,
 how to open a write transaction, and what a sync does to exclude other writers.
 
-``Store(target)`` opens the backend its target names, as ``pathlib.Path`` picks a flavour: a
-directory opens :class:`~toolroute.store.sqlite.SqliteStore`, a ``postgresql://`` URL opens
+:func:`toolroute.store.open_store` opens the backend its target names: a directory opens
+:class:`~toolroute.store.sqlite.SqliteStore`, a ``postgresql://`` URL opens
 :class:`~toolroute.store.postgres.PostgresStore`.
 
 Every write is one transaction, so a crash (even ``kill -9``) leaves every committed write and
@@ -34,11 +34,10 @@ from toolroute.memory import MemoryRow
 from toolroute.stats import Outcome
 from toolroute.store import sql
 from toolroute.store.base import (
-    StoreTarget,
     SyncReport,
     catalog_digest,
     chunks,
-    is_store_url,
+    note_meta_write,
     server_extra,
     tool_extra,
 )
@@ -64,22 +63,6 @@ class Store:
     replica: str
     """Who writes: ``host:pid``, kept on every outcome row."""
 
-    def __new__(cls, target: StoreTarget, *args: Any, **kwargs: Any) -> Store:
-        if cls is Store:
-            if is_store_url(target):
-                try:
-                    from toolroute.store.postgres import PostgresStore
-                except ImportError:
-                    raise StoreError(
-                        "a postgresql:// store needs psycopg: pip install 'toolroute[postgres]'"
-                    ) from None
-                cls = PostgresStore
-            else:
-                from toolroute.store.sqlite import SqliteStore
-
-                cls = SqliteStore
-        return super().__new__(cls)
-
     # -- what a backend supplies -----------------------------------------------------------
     def _rows(self, statement: str, params: Sequence[Any] = ()) -> list[Row]:
         """Run one statement (``?`` placeholders) and return its rows."""
@@ -101,6 +84,9 @@ class Store:
 
     def _catalog_changed(self, version: int) -> None:
         """Inside a sync's transaction: tell other replicas (on commit) what changed."""
+
+    def _meta_changed(self, keys: Sequence[str]) -> None:
+        """Inside a metadata write's transaction: tell other replicas (on commit)."""
 
     @contextmanager
     def sync_lock(self) -> Iterator[None]:
@@ -157,6 +143,8 @@ class Store:
     def set_meta(self, items: Mapping[str, str]) -> None:
         with self._tx():
             self._many(sql.PUT_META, list(items.items()))
+            self._meta_changed(list(items))
+        note_meta_write(self.directory)  # gateways in this process see it at once
 
     # -- catalog ----------------------------------------------------------------------------
     def tool_hashes(self) -> dict[ToolKey, str]:

@@ -9,7 +9,7 @@ adds for replicas:
   index build holds a session lock (:meth:`PostgresStore.sync_lock`): two replicas syncing the
   same catalog at once converge to one catalog, and the second finds every vector cached;
 - a sync that changes the catalog sends ``NOTIFY toolroute_catalog, '<version>'`` on commit;
-  replicas ``LISTEN`` (:mod:`toolroute.store.watch`) and reload;
+  replicas ``LISTEN`` (:mod:`toolroute.gateway.follow`) and reload;
 - statistics are updated in one statement per row (``stats_update="sql"``, the default) or by
   ``SELECT … FOR UPDATE`` then an update computed in Python (``"lock"``);
   ``benchmarks/store_bench.py`` measures both;
@@ -36,10 +36,12 @@ from toolroute.store import sql
 from toolroute.store.base import default_store_dir, redact_url
 from toolroute.store.common import Row, Store, replica_name
 
-__all__ = ["CATALOG_CHANNEL", "PostgresStore", "StatsUpdate"]
+__all__ = ["CATALOG_CHANNEL", "META_CHANNEL", "PostgresStore", "StatsUpdate"]
 
 CATALOG_CHANNEL = "toolroute_catalog"
 """NOTIFY channel of catalog changes; the payload is the new catalog version."""
+META_CHANNEL = "toolroute_meta"
+"""NOTIFY channel of metadata writes (approvals, ...); the payload is the keys written."""
 StatsUpdate = Literal["sql", "lock"]
 
 # Advisory lock keys (any fixed bigints; "tr" + purpose).
@@ -112,6 +114,9 @@ class PostgresStore(Store):
 
     def _catalog_changed(self, version: int) -> None:
         self._rows("SELECT pg_notify(?, ?)", (CATALOG_CHANNEL, str(version)))
+
+    def _meta_changed(self, keys: Sequence[str]) -> None:
+        self._rows("SELECT pg_notify(?, ?)", (META_CHANNEL, ",".join(keys)[:1000]))
 
     @contextmanager
     def sync_lock(self) -> Iterator[None]:
