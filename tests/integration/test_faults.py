@@ -102,7 +102,8 @@ def test_a_hung_call_is_cancelled_downstream_within_the_timeout(tmp_path: Path) 
 
 
 def test_a_server_slow_to_initialize_is_reported_and_the_rest_sync(tmp_path: Path) -> None:
-    cfg = config(tmp_path, {"slow": raw("slow-init")}, connect_timeout_s=20)
+    # the fixture answers after 30 s; 10 s is ample for the time server beside it
+    cfg = config(tmp_path, {"slow": raw("slow-init")}, connect_timeout_s=10)
 
     async def main() -> None:
         with anyio.fail_after(3 * cfg.connect_timeout_s + 5):
