@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Issue 12: the marketplace world, the per-step agent and learning from real executions.
 #   bash benchmarks/economics.sh          (run_all.sh calls it)
+#   R=DIR SEEDS=2 bash benchmarks/economics.sh   (run_all.sh --quick: fewer seeds, elsewhere)
 # Needs ../shared beside the repo. Embeddings are cached in .toolroute/bench-store (the
 # market's in .toolroute/bench-store/market-3).
 set -euo pipefail
@@ -8,7 +9,9 @@ cd "$(dirname "$0")/.."
 TR=.venv/bin/toolroute
 PY=.venv/bin/python
 B=../shared/benchmarks
-R=benchmarks/results
+R="${R:-benchmarks/results}"
+SEEDS="${SEEDS:-10}"
+LEARN_SEEDS=$(( SEEDS < 5 ? SEEDS : 5 ))
 STORE=.toolroute/bench-store
 L="--catalog $B/livemcpbench/catalog.json --queries $B/livemcpbench/queries.jsonl --store $STORE"
 S="-s cascade -s ehrr -s ehrr-beta -s ehrr-ts -s ehrr-ucb"
@@ -16,20 +19,20 @@ S="-s cascade -s ehrr -s ehrr-beta -s ehrr-ts -s ehrr-ucb"
 # The issue's setting: 3 vendors per server, oracle planner, n 3, 2 attempts, 10 seeds; prices
 # independent of hidden quality, then rising with it.
 $TR simulate $L $S --providers 3 --planner oracle -n 3 --attempts 2 --prices independent \
-    --seeds 10 --out "$R/simulate-market"
+    --seeds $SEEDS --out "$R/simulate-market"
 $TR simulate $L $S --providers 3 --planner oracle -n 3 --attempts 2 --prices positive \
-    --seeds 10 --out "$R/simulate-market-positive"
+    --seeds $SEEDS --out "$R/simulate-market-positive"
 # The estimators against ehrr, paired (same runs' setting as simulate-market).
 $TR simulate $L -s ehrr -s ehrr-beta -s ehrr-ts -s ehrr-ucb --baseline ehrr --providers 3 \
-    --planner oracle -n 3 --attempts 2 --seeds 10 --out "$R/simulate-market-estimators"
+    --planner oracle -n 3 --attempts 2 --seeds $SEEDS --out "$R/simulate-market-estimators"
 # Where EHRR's success goes in the market: its ablations, same setting.
 $TR simulate $L -s cascade -s ehrr -s ehrr-no-auction -s ehrr-no-exec -s ehrr-flat \
-    --providers 3 --planner oracle -n 3 --attempts 2 --seeds 10 --out "$R/simulate-market-ablations"
+    --providers 3 --planner oracle -n 3 --attempts 2 --seeds $SEEDS --out "$R/simulate-market-ablations"
 # Without a server shortlist: similarity (hybrid) vs EHRR's tool layer and auction (ehrr-flat).
 $TR simulate $L -s hybrid -s ehrr-flat -s cascade --baseline hybrid \
-    --providers 3 --planner oracle -n 3 --attempts 2 --seeds 10 --out "$R/simulate-market-flat"
+    --providers 3 --planner oracle -n 3 --attempts 2 --seeds $SEEDS --out "$R/simulate-market-flat"
 
 # Real executions: calls until the reliable provider ranks first (both workloads).
 rm -f "$R/learning.md"
-$PY benchmarks/learning.py --seeds 5 --workload alternate --out "$R/learning.md"
-$PY benchmarks/learning.py --seeds 5 --workload follow --out "$R/learning.md"
+$PY benchmarks/learning.py --seeds $LEARN_SEEDS --workload alternate --out "$R/learning.md"
+$PY benchmarks/learning.py --seeds $LEARN_SEEDS --workload follow --out "$R/learning.md"

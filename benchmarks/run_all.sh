@@ -1,56 +1,179 @@
 #!/usr/bin/env bash
-# Reproduces every figure quoted in the README and in closing notes.
-#   bash benchmarks/run_all.sh            # all benchmarks, tdwa study, scale (10k, 100k)
-#   SKIP_SCALE=1 bash benchmarks/run_all.sh
-# Needs ../shared beside the repo. Embeddings are cached in .toolroute/bench-store.
+# Reproduces every figure the README and docs/ quote: each file a `<!-- from: benchmarks/results/F -->`
+# marker names is written by a command below (tests/unit/test_readme_figures.py checks that from
+# --dry-run's list), except the before-figures measured on older code (HISTORICAL, at the end).
+#
+#   bash benchmarks/run_all.sh                     # every section at full size (hours on 2 cores)
+#   bash benchmarks/run_all.sh --quick             # every section at small sizes, written to
+#                                                  # .toolroute/bench-quick/ (results/ untouched)
+#   bash benchmarks/run_all.sh --only gateway,load # some sections; --skip scale,llm for the rest
+#   bash benchmarks/run_all.sh --dry-run           # print the commands, run nothing
+#
+# Sections: retrieval tokens simulate index gateway faults load store llm conformance scale install
+# --quick runs each section with its smallest useful sizes; suites with no size knob (tdwa,
+# recall_ideas, adaptive.sh) run only at full size. One-off experiments are in experiments/.
+# Needs ../shared beside the repo; embeddings are cached in .toolroute/bench-store.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+SECTIONS="retrieval tokens simulate index gateway faults load store llm conformance scale install"
+QUICK="" DRY="" ONLY="" SKIP=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --quick) QUICK=1 ;;
+        --dry-run) DRY=1 ;;
+        --only) ONLY="${2//,/ }"; shift ;;
+        --skip) SKIP="${2//,/ }"; shift ;;
+        -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+        *) echo "run_all.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+    esac
+    shift
+done
+for s in $ONLY $SKIP; do
+    case " $SECTIONS " in *" $s "*) ;; *) echo "run_all.sh: no section $s ($SECTIONS)" >&2; exit 2 ;; esac
+done
+
 TR=.venv/bin/toolroute
 PY=.venv/bin/python
 B=../shared/benchmarks
-R=benchmarks/results
 STORE=.toolroute/bench-store
-mkdir -p "$R"
+if [ -n "$QUICK" ]; then R=.toolroute/bench-quick; else R=benchmarks/results; fi
+[ -n "$DRY" ] || mkdir -p "$R"
+export R  # economics.sh writes there too
 
-for name in livemcpbench mcpbench tool_attention; do
-    $TR bench --catalog "$B/$name/catalog.json" --queries "$B/$name/queries.jsonl" \
-        --store "$STORE" -s all --out "$R/$name"
-done
-$TR bench --catalog "$B/union/catalog.json" --queries benchmarks/union_queries.jsonl \
-    --store "$STORE" -s all --out "$R/union"
+want() {  # want SECTION: is it selected?
+    if [ -n "$ONLY" ]; then case " $ONLY " in *" $1 "*) ;; *) return 1 ;; esac; fi
+    case " $SKIP " in *" $1 "*) return 1 ;; esac
+    return 0
+}
+run() {  # run CMD...: print it, and run it unless --dry-run
+    echo "+ $*"
+    [ -n "$DRY" ] || "$@"
+}
+full() { [ -z "$QUICK" ]; }  # full() && …: a step with no quick size
 
-$PY benchmarks/tdwa.py --store "$STORE" --out "$R/tdwa.md"
-# Issue 14: retrieval ideas one at a time (kept and rejected) against the old default.
-$PY benchmarks/recall_ideas.py --store "$STORE" --out "$R/recall_ideas.md"
-
-# Tool Attention (seed 002): tokens per turn next to recall, and the 120 / 527 / 10k table.
-for name in livemcpbench tool_attention; do
-    $TR bench --catalog "$B/$name/catalog.json" --queries "$B/$name/queries.jsonl" \
-        --store "$STORE" -s default -s hybrid -s top-k-full -s full-schema --tokens \
-        --out "$R/$name-tokens"
-done
-$PY benchmarks/tokens.py --store "$STORE" --scale-store .toolroute/scale-store --out "$R/tokens.md"
-
-# What a new user waits for: a cold `toolroute index` of livemcpbench (empty store), then warm.
-$PY benchmarks/cold_index.py --out "$R/cold_index.md"
-
-# Gateway overhead per call_tool against calling the server directly (stdio and HTTP).
-$PY benchmarks/gateway_latency.py --http --breakdown --out "$R/gateway_latency.md"
-
-# Memory: cold indexing against a bare onnxruntime session; serve's idle RSS and import time.
-$PY benchmarks/index_memory.py --out "$R/index_memory.md"
-$PY benchmarks/idle_memory.py --out "$R/idle_memory.md"
-
-# EHRR economics simulation (seed 000 §V): all variants vs cascade, then estimators vs ehrr.
 L="--catalog $B/livemcpbench/catalog.json --queries $B/livemcpbench/queries.jsonl --store $STORE"
-# Today's world and whole-request agent (--providers 1 --planner whole, issue 11's table).
-$TR simulate $L -s cascade -s ehrr -s ehrr-no-auction -s ehrr-no-exec -s ehrr-flat -s ehrr-cos \
-    -s ehrr-beta -s ehrr-ts --providers 1 --planner whole --seeds 10 --out "$R/simulate"
-$TR simulate $L -s ehrr -s ehrr-beta -s ehrr-ts --baseline ehrr --providers 1 --planner whole \
-    --seeds 10 --out "$R/simulate-estimators"
-# Issue 12: marketplace world, per-step agent, learning from real executions.
-bash benchmarks/economics.sh
 
-if [ -z "${SKIP_SCALE:-}" ]; then
-    $PY benchmarks/scale.py --sizes 10000 100000 --store .toolroute/scale-store --out "$R/scale.md"
+if want retrieval; then
+    # Recall, MRR, nDCG per strategy on the three public sets and our union queries.
+    if full; then SETS="livemcpbench mcpbench tool_attention"; STRATS="-s all"
+    else SETS="tool_attention"; STRATS="-s default -s hybrid -s bm25"; fi
+    for name in $SETS; do
+        run $TR bench --catalog "$B/$name/catalog.json" --queries "$B/$name/queries.jsonl" \
+            --store "$STORE" $STRATS --out "$R/$name"
+    done
+    run $TR bench --catalog "$B/union/catalog.json" --queries benchmarks/union_queries.jsonl \
+        --store "$STORE" $STRATS --out "$R/union"
+    full && run $PY benchmarks/tdwa.py --store "$STORE" --out "$R/tdwa.md"
+    # Issue 14: retrieval ideas one at a time (kept and rejected) against the old default.
+    full && run $PY benchmarks/recall_ideas.py --store "$STORE" --out "$R/recall_ideas.md"
+    if full; then N=10000; else N=2000; fi
+    run $PY benchmarks/steps_overhead.py --sizes $N --out "$R/steps_overhead.md"
 fi
+
+if want tokens; then
+    # Tool Attention (seed 002): tokens per turn next to recall, and the 120 / 527 / 10k table.
+    if full; then SETS="livemcpbench tool_attention"; SCALE="--scale-store .toolroute/scale-store"
+    else SETS="tool_attention"; SCALE="--no-scale"; fi
+    for name in $SETS; do
+        run $TR bench --catalog "$B/$name/catalog.json" --queries "$B/$name/queries.jsonl" \
+            --store "$STORE" -s default -s hybrid -s top-k-full -s full-schema --tokens \
+            --out "$R/$name-tokens"
+    done
+    run $PY benchmarks/tokens.py --store "$STORE" $SCALE --out "$R/tokens.md"
+fi
+
+if want simulate; then
+    # EHRR economics simulation (seed 000 §V): all variants vs cascade, then estimators vs ehrr,
+    # in today's world with the whole-request agent (--providers 1 --planner whole, issue 11).
+    if full; then SEEDS=10; else SEEDS=2; fi
+    run $TR simulate $L -s cascade -s ehrr -s ehrr-no-auction -s ehrr-no-exec -s ehrr-flat \
+        -s ehrr-cos -s ehrr-beta -s ehrr-ts --providers 1 --planner whole --seeds $SEEDS \
+        --out "$R/simulate"
+    run $TR simulate $L -s ehrr -s ehrr-beta -s ehrr-ts --baseline ehrr --providers 1 \
+        --planner whole --seeds $SEEDS --out "$R/simulate-estimators"
+    # Issue 12: marketplace world, per-step agent, learning from real executions.
+    run env SEEDS=$SEEDS bash benchmarks/economics.sh
+    # Issue 24: the learning router on the market (its own results/adaptive/, full size only).
+    full && run bash benchmarks/adaptive.sh
+fi
+
+if want index; then
+    # What a new user waits for: a cold `toolroute index` of livemcpbench, then warm.
+    run $PY benchmarks/cold_index.py --out "$R/cold_index.md"
+    # Memory: cold indexing against a bare onnxruntime session, and RSS by phase.
+    if full; then CAT="$B/livemcpbench/catalog.json"; ROUNDS=2; Q=100
+    else CAT="$B/tool_attention/catalog.json"; ROUNDS=1; Q=20; fi
+    run $PY benchmarks/index_memory.py --catalog "$CAT" --rounds $ROUNDS --out "$R/index_memory.md"
+    run $PY benchmarks/index_rss_trace.py --catalog "$CAT" --out "$R/index_rss_trace.md"
+    # One-query embedding CPU with onnxruntime's pool spinning and sleeping.
+    run $PY benchmarks/embed_spin.py --queries $Q --rounds $((ROUNDS + 1)) --out "$R/embed_spin.md"
+fi
+
+if want gateway; then
+    # Gateway overhead per call_tool against calling the server directly (stdio and HTTP), in
+    # both protocol eras, and what the pass-through relay adds; serve's idle memory.
+    if full; then C="--calls 200"; CR="--calls 300"; IMP=5; else C="--calls 20 --warmup 5"; CR=$C; IMP=1; fi
+    run $PY benchmarks/gateway_latency.py --http --breakdown $C --out "$R/gateway_latency.md"
+    run $PY benchmarks/gateway_latency.py --http --mode legacy --mode auto $C \
+        --out "$R/gateway_latency_eras.md"
+    run $PY benchmarks/gateway_latency.py --relay $CR --out "$R/gateway_latency_relay.md"
+    full && run $PY benchmarks/gateway_latency.py --relay --calls 200 \
+        --out "$R/gateway_latency_relay_200.md"
+    run $PY benchmarks/idle_memory.py --imports $IMP --out "$R/idle_memory.md"
+fi
+
+if want faults; then
+    # A crash, a hang and a 100 MB reply through `toolroute serve`, with the result cap and without.
+    if full; then C=20; else C=3; fi
+    run $PY benchmarks/faults.py --calls $C --out "$R/faults.md"
+    run $PY benchmarks/faults.py --calls $C --timeout 60 --cap 314572800 --out "$R/faults-nocap.md"
+fi
+
+if want load; then
+    # Many concurrent MCP sessions on `toolroute serve --transport http`.
+    if full; then S="10 50 200"; D="--duration 60"; SAT="--saturate 50 --saturate-duration 30 --repeat 2"
+    else S="5"; D="--duration 5"; SAT="--saturate 5 --saturate-duration 5"; fi
+    run $PY benchmarks/load.py --sessions $S $D --rate 100 $SAT --out "$R/load"
+    run $PY benchmarks/load.py --sessions ${S%% *} $D --rate 100 --queries union --query-cache 0 \
+        --out "$R/load_union_nocache"
+    run $PY benchmarks/load.py --sessions $S $D --rate 100 --json-response --out "$R/load_json"
+fi
+
+if want store; then
+    # SQLite vs PostgreSQL: outcome writes, routing, and what a second replica sees when.
+    if full; then A=""; else A="--writes 100 --repeats 1 --rounds 1"; fi
+    run $PY benchmarks/store_bench.py $A --out "$R/store.md"
+fi
+
+if want llm; then
+    # LLM stages on the bundled local model: pa-rag and atr beside default, then the PA-RAG
+    # paper's Table 2 ablations on the first 24 queries.
+    if full; then LIM=0; LIMA=24; else LIM=3; LIMA=2; fi
+    run $PY benchmarks/llm_stages.py --limit $LIM --out "$R/llm_stages.md"
+    run $PY benchmarks/llm_stages.py --limit $LIMA --strategies default pa-rag pa-rag-simple \
+        pa-rag-complex pa-rag-flat ehrr ehrr-subtask --out "$R/llm_stages_ablations.md"
+fi
+
+if want conformance; then
+    # The MCP conformance suite through the gateway (both protocol eras).
+    if full; then M="--mode direct --mode all --mode meta --mode bind"; DS="--downstream http --downstream stdio"
+    else M="--mode all"; DS="--downstream stdio"; fi
+    run $PY benchmarks/conformance.py $M --out "$R/conformance.md"
+    run $PY benchmarks/conformance_2026.py $M $DS --out "$R/conformance_2026.md"
+fi
+
+if want scale; then
+    # Index build, memory and route latency at 10k and 100k tools, beside the floor.
+    if full; then A="--sizes 10000 100000 --rounds 3"; else A="--sizes 2000 --rounds 1"; fi
+    run $PY benchmarks/scale.py $A --store .toolroute/scale-store --out "$R/scale.md"
+fi
+
+if want install; then
+    # A user's `pip install .` into a fresh venv, then a first route and a first call.
+    run bash .ci/fresh-install "$R/fresh_install.md"
+fi
+
+# HISTORICAL: quoted before-figures that need older code, so no command here rewrites them:
+#   scale_100k_before.md  the 100k-tool index on main at 9370530 (its own file says how)
+#   load_nofreeze.md      load.py's first command before heap.freeze_heap (issue 16)

@@ -299,14 +299,18 @@ def main() -> None:
         default="writes,route,replicas",
         help="comma-separated sections to run; the others keep their saved results",
     )
+    ap.add_argument(
+        "--out", type=Path, default=RESULTS / "store.md", help="the report (its .json beside it)"
+    )
     args = ap.parse_args()
     if not (SHARED / "union" / "catalog.json").is_file():
         raise SystemExit(f"error: {SHARED}/union/catalog.json not found (../shared missing)")
     from toolroute.store.local_pg import LocalPostgres
 
     sections = set(args.sections.split(","))
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    saved = RESULTS / "store.json"
+    out: Path = args.out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    saved = out.with_suffix(".json")
     data = json.loads(saved.read_text()) if saved.is_file() else {}  # sections not rerun
     with LocalPostgres() as pg:
         if "writes" in sections:
@@ -316,10 +320,8 @@ def main() -> None:
         if "replicas" in sections:
             data["replicas"] = bench_replicas(pg, args.repeats)
     saved.write_text(json.dumps(data, indent=2) + "\n")
-    (RESULTS / "store.md").write_text(
-        report(data.get("writes", []), data.get("route", {}), data.get("replicas", []))
-    )
-    print((RESULTS / "store.md").read_text())
+    out.write_text(report(data.get("writes", []), data.get("route", {}), data.get("replicas", [])))
+    print(out.read_text())
 
 
 if __name__ == "__main__":

@@ -7,10 +7,9 @@ import json
 import os
 import shutil
 import sys
-import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -196,12 +195,7 @@ def reply_json(handler: BaseHTTPRequestHandler, status: int, body: object) -> No
 @contextmanager
 def loopback_http(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
     """A real HTTP server on 127.0.0.1 (a free port) with ``handler``; yields its /v1 base URL."""
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=5)
+    from tests.helpers.net import http_server
+
+    with http_server(handler) as port:
+        yield f"http://127.0.0.1:{port}/v1"

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.status import Served, serving_gateway
 from toolroute.embed.onnx import OnnxEmbedder
 from toolroute.store.local_pg import LocalPostgres, postgres_bin_dir
 
@@ -18,6 +19,14 @@ def onnx() -> OnnxEmbedder:
 def shared_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One store for the session: the embedding cache is shared by every benchmark test."""
     return tmp_path_factory.mktemp("store")
+
+
+@pytest.fixture(scope="session")
+def status_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """One `toolroute serve --transport http` (no auth) after one agent turn, for the tests
+    that only read its status page (test_status_page, test_browser)."""
+    with serving_gateway(tmp_path_factory.mktemp("status-gateway")) as served:
+        yield served
 
 
 @pytest.fixture(scope="session")

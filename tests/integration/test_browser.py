@@ -202,9 +202,8 @@ def _has_colour(pixels: np.ndarray, rgb: tuple[int, int, int], tol: int = 12) ->
     return int((np.abs(pixels - np.array(rgb)).max(axis=-1) <= tol).sum())
 
 
-def test_status_page_renders_in_a_browser(tmp_path: Path) -> None:
-    with serving_gateway(tmp_path) as served:
-        pixels = screenshot(f"{served.base}/status", tmp_path / "browser-status.png")
+def test_status_page_renders_in_a_browser(tmp_path: Path, status_gateway: Served) -> None:
+    pixels = screenshot(f"{status_gateway.base}/status", tmp_path / "browser-status.png")
     assert pixels.std() > 10  # not a blank page
     assert _has_colour(pixels, (0x12, 0x6B, 0x12)) > 20  # the "up" state, in green
     assert _has_colour(pixels, (0xB0, 0x00, 0x20)) > 20  # the "down" state, in red

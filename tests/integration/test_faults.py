@@ -102,7 +102,8 @@ def test_a_hung_call_is_cancelled_downstream_within_the_timeout(tmp_path: Path) 
 
 
 def test_a_server_slow_to_initialize_is_reported_and_the_rest_sync(tmp_path: Path) -> None:
-    cfg = config(tmp_path, {"slow": raw("slow-init")}, connect_timeout_s=20)
+    # the fixture answers after 30 s; 10 s is ample for the time server beside it
+    cfg = config(tmp_path, {"slow": raw("slow-init")}, connect_timeout_s=10)
 
     async def main() -> None:
         with anyio.fail_after(3 * cfg.connect_timeout_s + 5):
@@ -172,10 +173,22 @@ def test_a_result_over_the_size_cap_is_refused_without_reading_it_into_memory(
     anyio.run(main)
 
 
-def test_ten_thousand_tools_paged_or_not_and_a_cycling_cursor_are_listed(tmp_path: Path) -> None:
+MANY = [1_000, pytest.param(10_000, marks=[pytest.mark.slow, pytest.mark.timeout(900)])]
+"""Tools of the many-tools server: 1,000 by default, 10,000 (about 1 MB in one page) when slow."""
+
+
+@pytest.mark.parametrize("many", MANY)
+def test_thousands_of_tools_paged_or_not_and_a_cycling_cursor_are_listed(
+    tmp_path: Path, many: int
+) -> None:
+    n = str(many)
     cfg = config(
         tmp_path,
-        {"many": sdk("many"), "paged": sdk("many-paged"), "cycle": raw("cycle-cursor")},
+        {
+            "many": sdk("many", "--many", n),
+            "paged": sdk("many-paged", "--many", n),
+            "cycle": raw("cycle-cursor"),
+        },
         connect_timeout_s=60,
     )
 
@@ -187,22 +200,27 @@ def test_ten_thousand_tools_paged_or_not_and_a_cycling_cursor_are_listed(tmp_pat
                 for name, got in listed.items()
                 if isinstance(got, ListedServer)
             }
-            assert tools["many"] == tools["paged"] == 10_001
+            assert tools["many"] == tools["paged"] == many + 1
             assert tools["cycle"] == 2  # echo_a, echo_b: cut at the first repeated cursor
             assert tools["time"] == 2
 
     anyio.run(main)
 
 
-def test_a_server_with_ten_thousand_tools_is_indexed_routed_and_called(tmp_path: Path) -> None:
-    """One tools/list page of 10,001 tools (about 1 MB, under the size cap), indexed beside the
-    reference servers; a server profile no longer repeats 10,000 names in every tool's text."""
-    cfg = config(tmp_path, {"many": sdk("many")}, connect_timeout_s=60)
+@pytest.mark.parametrize("many", MANY)
+def test_a_server_with_thousands_of_tools_is_indexed_routed_and_called(
+    tmp_path: Path, many: int
+) -> None:
+    """One tools/list page of many tools (10,001: about 1 MB, under the size cap), indexed
+    beside the reference servers; a server profile no longer repeats every name in every
+    tool's text."""
+    cfg = config(tmp_path, {"many": sdk("many", "--many", str(many))}, connect_timeout_s=60)
+    wanted = many * 4242 // 10_000
 
     async def body(gw: Gateway, pool: DownstreamPool) -> None:
-        assert gw.router.catalog.server("many").tools[-1].name == "tool_09999"
-        found = gw.find("synthetic tool number 4242 for paging tests", 5)
-        assert "many__tool_04242" in {c["name"] for c in found["candidates"]}
+        assert gw.router.catalog.server("many").tools[-1].name == f"tool_{many - 1:05d}"
+        found = gw.find(f"synthetic tool number {wanted} for paging tests", 5)
+        assert f"many__tool_{wanted:05d}" in {c["name"] for c in found["candidates"]}
         assert text(await gw.call("many__echo", {"text": "m"})) == "m"
         await assert_others_fine(gw)
 

@@ -4,10 +4,9 @@ not the SDK's "Server returned an error response"."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ import anyio
 import pytest
 
 from tests.helpers.faults import config
+from tests.helpers.net import http_server
 from toolroute.gateway.app import running_pool
 from toolroute.sources.pool import DownstreamError
 from toolroute.sources.sync import list_all
@@ -82,15 +82,8 @@ class _ExpiringToken(_Denying):
 @contextmanager
 def denying_server(handler: type[BaseHTTPRequestHandler] = _Denying) -> Iterator[str]:
     """A loopback HTTP server answering 401 to every request (or as ``handler`` does)."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/mcp"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    with http_server(handler) as port:
+        yield f"http://127.0.0.1:{port}/mcp"
 
 
 @pytest.mark.parametrize("sse", [False, True])

@@ -114,10 +114,10 @@ async def _restart(cfg: Any, embedder: OnnxEmbedder, strategy: str, log: dict[st
 
 
 def test_ehrr_ranks_the_reliable_provider_first_after_real_calls_and_after_a_restart(
-    tmp_path: Path,
+    tmp_path: Path, onnx: OnnxEmbedder
 ) -> None:
     cfg = load_config(_config(tmp_path))
-    embedder = OnnxEmbedder()
+    embedder = onnx
     log: dict[str, Any] = {}
     anyio.run(_calls, cfg, embedder, "ehrr", "alternate", log)
     calls, firsts = log["calls"], log["firsts"]
@@ -145,14 +145,14 @@ def test_ehrr_ranks_the_reliable_provider_first_after_real_calls_and_after_a_res
 
 
 def test_ehrr_ucb_switches_to_the_reliable_provider_when_the_agent_follows_its_ranking(
-    tmp_path: Path,
+    tmp_path: Path, onnx: OnnxEmbedder
 ) -> None:
     """The closed loop: the agent always calls the first candidate. The paper's EMA (``ehrr``)
     can stay on the flaky provider here (its observed latency drops below the unseen one's
     prior L0; benchmarks/results/learning.md); ``ehrr-ucb`` leaves it after its failures."""
     cfg = load_config(_config(tmp_path))
     log: dict[str, Any] = {}
-    anyio.run(_calls, cfg, OnnxEmbedder(), "ehrr-ucb", "follow", log)
+    anyio.run(_calls, cfg, onnx, "ehrr-ucb", "follow", log)
     calls, firsts = log["calls"], log["firsts"]
     assert firsts[0] == "clock-a"
     switch = firsts.index("clock-b")
@@ -163,7 +163,7 @@ def test_ehrr_ucb_switches_to_the_reliable_provider_when_the_agent_follows_its_r
 
 
 def test_the_usage_memory_ranks_what_a_client_keeps_calling_first_for_it_alone(
-    tmp_path: Path,
+    tmp_path: Path, onnx: OnnxEmbedder
 ) -> None:
     """Two real time servers (``clock-a``, ``clock-b``: one capability per tool, two vendors
     each). For "the time in a timezone" the current-time tool ranks first; client alice's
@@ -180,7 +180,7 @@ def test_the_usage_memory_ranks_what_a_client_keeps_calling_first_for_it_alone(
     cfg = load_config(path)
     paraphrase = "what time is it now in a given time zone"  # cosine 0.87 to QUERY
     convert = {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"}
-    embedder = OnnxEmbedder()
+    embedder = onnx
 
     def first(found: dict[str, Any]) -> str:
         return str(found["candidates"][0]["tool"])

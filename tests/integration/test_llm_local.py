@@ -71,6 +71,7 @@ def test_the_local_model_answers_the_selector_in_shape(
     assert 1 <= len(chosen) <= 2 and set(chosen) <= set(cands)
 
 
+@pytest.mark.slow  # its parts, decomposition and the selector, are each in the default tier
 def test_pa_rag_with_the_local_model_takes_the_complex_path(
     tmp_path: Path, catalog_file: Path, llm: ChatLLM
 ) -> None:

@@ -52,11 +52,11 @@ def test_batches_within_the_token_budget_give_the_same_vectors(onnx: OnnxEmbedde
 
 
 def test_a_router_over_a_warm_store_loads_the_model_only_to_route(
-    tmp_path: Path, catalog_file: Path
+    tmp_path: Path, catalog_file: Path, onnx: OnnxEmbedder
 ) -> None:
     from toolroute import Router
 
-    with Router(catalog_file, store=tmp_path / "s", embedder=OnnxEmbedder()) as r:
+    with Router(catalog_file, store=tmp_path / "s", embedder=onnx) as r:
         r.index()
         expected = r.route("read a file from disk", k=3)
     cold = OnnxEmbedder()

@@ -8,11 +8,10 @@ import json
 import re
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 
 import pytest
 
-from tests.helpers.status import serving_gateway
+from tests.helpers.status import Served
 
 pytestmark = pytest.mark.integration
 
@@ -26,10 +25,9 @@ def _get(url: str, headers: dict[str, str] | None = None) -> tuple[int, str]:
         return e.code, e.read().decode()
 
 
-@pytest.fixture(scope="module")
-def gateway_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with serving_gateway(tmp_path_factory.mktemp("gateway")) as served:
-        yield served.base
+@pytest.fixture
+def gateway_url(status_gateway: Served) -> str:
+    return status_gateway.base
 
 
 def test_status_page_shows_servers_tools_statistics_and_decisions(gateway_url: str) -> None:

@@ -21,6 +21,7 @@ How to quote a figure (the test below enforces it, in README.md and every page u
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -157,3 +158,85 @@ def test_the_check_fails_on_an_unsourced_table_and_on_a_wrong_figure() -> None:
 @pytest.mark.parametrize("cell", ["0.485", "1,154", "91.7 %", "0.085 ± 0.018", "11.9 / 15.7"])
 def test_numeric_cells_are_recognised(cell: str) -> None:
     assert NUMERIC_CELL.match(cell)
+
+
+RUN_ALL = REPO / "benchmarks" / "run_all.sh"
+
+
+def _run_all(*args: str) -> str:
+    """What ``benchmarks/run_all.sh --dry-run ARGS`` would run, one ``+ command`` a line."""
+    done = subprocess.run(
+        ["bash", str(RUN_ALL), "--dry-run", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return done.stdout
+
+
+def _outputs(dry_run: str, results: str = "benchmarks/results") -> set[str]:
+    """Every results path the commands name, with those of the scripts they call (their
+    ``$R``: ``results`` where the script takes it from run_all.sh, else its own folder)."""
+    out = set(re.findall(r"(?<![\w/.])(?:benchmarks/results|\.toolroute/bench-quick)\S*", dry_run))
+    for script in re.findall(r"bash (benchmarks/\w+\.sh)", dry_run):
+        text = (REPO / script).read_text(encoding="utf-8")
+        m = re.search(r"^R=(\S+)\n", text, re.MULTILINE)
+        assert m, f"{script}: no R=… results folder"
+        folder = results if m.group(1).startswith('"${R:-') else m.group(1)
+        text = text.replace(m.group(0), "").replace('"$R', folder).replace("$R", folder)
+        out |= set(re.findall(r"(?:benchmarks/results|\.toolroute/bench-quick)[\w./-]*", text))
+    return {p.rstrip('"') for p in out}
+
+
+def _quoted() -> set[str]:
+    """Every results file a page of the README or the docs quotes (markers and plots)."""
+    quoted = set()
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        for m in MARKER.finditer(text):
+            quoted.update(m.group("paths").split())
+        for m in IMAGE.finditer(text):
+            quoted.add(
+                "benchmarks/" + m.group("src") if m.group("src").startswith("results/") else ""
+            )
+    return quoted - {""}
+
+
+def _historical() -> dict[str, str]:
+    """run_all.sh's HISTORICAL list: quoted files that need older code, with why."""
+    text = RUN_ALL.read_text(encoding="utf-8")
+    block = text[text.index("# HISTORICAL:") :].splitlines()[1:]
+    rows = [line.lstrip("#").split(maxsplit=1) for line in block if line.startswith("#   ")]
+    return {f"benchmarks/results/{name}": why for name, why in rows}
+
+
+def _covered(path: str, outputs: set[str]) -> bool:
+    return any(path in (o, f"{o}.md", f"{o}.json") or path.startswith(f"{o}/") for o in outputs)
+
+
+def test_run_all_writes_every_results_file_the_docs_quote() -> None:
+    outputs = _outputs(_run_all())
+    historical = _historical()
+    assert historical and all((REPO / p).is_file() for p in historical)
+    missing = sorted(p for p in _quoted() - set(historical) if not _covered(p, outputs))
+    assert missing == [], "quoted but no command of benchmarks/run_all.sh writes them"
+
+
+def test_run_all_quick_writes_nothing_under_benchmarks_results() -> None:
+    quick = _run_all("--quick")
+    assert "benchmarks/adaptive.sh" not in quick  # full size only: it writes results/adaptive
+    outputs = _outputs(quick, ".toolroute/bench-quick")
+    assert outputs and all(p.startswith(".toolroute/bench-quick") for p in outputs), outputs
+    full = _run_all()
+    for section in ("gateway", "load", "store", "llm", "faults", "scale"):
+        assert _run_all("--quick", "--only", section).strip(), (
+            section
+        )  # every section has a quick run
+        assert _run_all("--only", section).strip() in full
+
+
+def test_run_all_check_finds_a_quoted_file_no_command_writes() -> None:
+    outputs = _outputs(_run_all("--skip", "load"))
+    assert not _covered("benchmarks/results/load.md", outputs)
+    assert _covered("benchmarks/results/livemcpbench/bench.md", outputs)

@@ -2,7 +2,7 @@
 ``_Writing``) costs per request: one request read and its answer written, on in-memory streams,
 with and without the wrappers, in alternating blocks.
 
-    python benchmarks/stdio_drain_overhead.py [--requests 20000] [--rounds 5]
+    python experiments/stdio_drain_overhead.py [--requests 20000] [--rounds 5]
 
 Prints the time per request with and without, and their difference in microseconds (the
 stdio hop it sits on is milliseconds: benchmarks/results/gateway_latency.md).

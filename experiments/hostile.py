@@ -13,7 +13,7 @@ before and after a change) and reports:
   '!') or a ``$ref`` to a peer that never answers was being checked, as a ratio to the same
   call alone in the same run; a wait is cut at ``--cap`` s.
 
-    PYTHONPATH=src python benchmarks/hostile.py --src src --json
+    PYTHONPATH=src python experiments/hostile.py --src src --json
 """
 
 from __future__ import annotations
