@@ -40,7 +40,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import anyio.to_thread
 from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
 from mcp.shared.auth import (
     OAuthClientInformationFull,
@@ -160,7 +159,6 @@ class StoredCredentials:
         self.configured = configured
         self.fresh = fresh
         self.expires_at: float | None = None
-        self.changed_at: float | None = None
         self.registered = False
         """A client was registered (dynamically) through this storage."""
         self.metadata: OAuthMetadata | None = None
@@ -169,6 +167,8 @@ class StoredCredentials:
         token refreshes it at the authorization server's token endpoint without discovering
         again (the SDK alone would post to the MCP server's own /token)."""
 
+    # The store is used on the event loop, as the gateway's own outcome writes are: one
+    # indexed row, 0.3 ms beside the gateway's open store (benchmarks/results/oauth.md).
     def _read(self) -> Any:
         with Store(self.target) as st:
             return st.get_oauth(self.server, self.url)
@@ -187,8 +187,7 @@ class StoredCredentials:
     async def get_tokens(self) -> OAuthToken | None:
         if self.fresh:
             return None
-        row = await anyio.to_thread.run_sync(self._read)
-        self.changed_at = None if row is None else row.changed_at
+        row = self._read()
         if row is None or row.tokens is None:
             return None
         self.expires_at = row.expires_at
@@ -214,15 +213,13 @@ class StoredCredentials:
         def write() -> None:
             with Store(self.target) as st:
                 st.put_oauth_tokens(self.server, self.url, blob, self.expires_at)
-                row = st.get_oauth(self.server, self.url)
-                self.changed_at = None if row is None else row.changed_at
 
-        await anyio.to_thread.run_sync(write)
+        write()
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
         if self.configured is not None:
             return self.configured
-        row = await anyio.to_thread.run_sync(self._read)
+        row = self._read()
         if row is None or row.client is None:
             return None
         return OAuthClientInformationFull.model_validate_json(self._open(row.client))
@@ -235,7 +232,7 @@ class StoredCredentials:
             with Store(self.target) as st:
                 st.put_oauth_client(self.server, self.url, blob)
 
-        await anyio.to_thread.run_sync(write)
+        write()
 
 
 class _Provider(OAuthClientProvider):
@@ -357,6 +354,8 @@ class DownstreamAuth:
         self.required: str | None = None
         """Why the operator must sign in (None: nothing known to be needed)."""
         self._seen: float | None = None  # changed_at of the credentials the last connect read
+        self.provider: OAuthClientProvider | None = None
+        """The SDK provider of the open connection (None: it sends no token)."""
 
     async def connect_auth(self) -> Any:
         """The ``httpx2.Auth`` for the next connection: None when nothing is stored (the
@@ -370,8 +369,9 @@ class DownstreamAuth:
         storage = StoredCredentials(
             self.target, self.name, self.url, box, configured=configured_client(self.options, None)
         )
-        row = await anyio.to_thread.run_sync(storage._read)
+        row = storage._read()
         self._seen = None if row is None else row.changed_at
+        self.provider = None
         if row is None or row.tokens is None:
             return None
         if box is None:
@@ -385,7 +385,10 @@ class DownstreamAuth:
             raise AuthorizationNeeded(self._lapsed())
 
         no_redirect = "http://127.0.0.1/"  # the gateway never takes a redirect
-        return make_provider(self.url, storage, self.options, no_redirect, cannot_ask, never)
+        self.provider = make_provider(
+            self.url, storage, self.options, no_redirect, cannot_ask, never
+        )
+        return self.provider
 
     def _lapsed(self) -> str:
         return (
@@ -421,7 +424,7 @@ class DownstreamAuth:
             if stop.is_set():
                 return
             try:
-                row = await anyio.to_thread.run_sync(storage._read)
+                row = storage._read()
             except ToolrouteError:  # the store is unreachable: look again later
                 continue
             if (None if row is None else row.changed_at) != self._seen:
