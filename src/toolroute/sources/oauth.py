@@ -74,7 +74,8 @@ log = logging.getLogger(__name__)
 
 SECRET_KEY_ENV = "TOOLROUTE_SECRET_KEY"
 REFRESH_BEFORE = 60.0
-"""An access token is refreshed this long before it expires (at most a tenth of its life)."""
+"""An access token is refreshed this long before it expires, at most a fifth of its life (its
+lifetime counts from when the server issued it, the client only knows when the answer came)."""
 POLL_S = 1.0
 """How often a server waiting for a sign-in looks for new tokens in the store."""
 NEW_KEY = (
@@ -137,7 +138,7 @@ def secret_box() -> Any:
 
 def refresh_margin(lifetime_s: float | None) -> float:
     """How long before expiry a token of this lifetime is refreshed."""
-    return 0.0 if not lifetime_s else min(REFRESH_BEFORE, lifetime_s / 10)
+    return 0.0 if not lifetime_s else min(REFRESH_BEFORE, lifetime_s / 5)
 
 
 class StoredCredentials:
