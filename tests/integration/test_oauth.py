@@ -12,6 +12,7 @@ import os
 import select
 import subprocess
 import sys
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
@@ -365,6 +366,26 @@ def test_stored_credentials_cannot_be_read_with_another_key(tmp_path: Path) -> N
 
     anyio.run(main)
     assert b"at-secret" not in (tmp_path / "toolroute.db").read_bytes()
+
+
+def test_credentials_round_trip_through_a_postgresql_store(pg: Any) -> None:
+    from mcp.shared.auth import OAuthToken
+
+    url = pg.create_database(f"t_{uuid.uuid4().hex[:12]}")
+    token = OAuthToken(access_token="at-pg", token_type="Bearer", expires_in=60)
+    box = Fernet(Fernet.generate_key())
+
+    async def main() -> None:
+        stored = StoredCredentials(url, "s", "http://x/mcp", box)
+        await stored.set_tokens(token)
+        again = StoredCredentials(url, "s", "http://x/mcp", box)
+        assert await again.get_tokens() == token
+        assert again.expires_at is not None
+
+    anyio.run(main)
+    with Store(url) as st:
+        row = st.get_oauth("s", "http://x/mcp")
+        assert row is not None and row.tokens is not None and b"at-pg" not in row.tokens
 
 
 def test_toolroute_auth_without_a_secret_key_says_how_to_make_one(tmp_path: Path) -> None:
