@@ -422,3 +422,20 @@ def test_a_url_server_with_a_header_from_the_environment_sends_it_and_no_oauth(
         anyio.run(main)
     sent = [json.loads(line) for line in log.read_text().splitlines()]
     assert sent and all(h["authorization"] == "Bearer static-token-from-env" for h in sent)
+
+
+def test_toolroute_auth_on_a_server_without_oauth_fails_in_one_line(tmp_path: Path) -> None:
+    from tests.integration.test_http_unauthorized import denying_server
+
+    with denying_server() as url:  # 401 to everything: no metadata, no registration
+        config = write_config(tmp_path, {"locked": {"url": url}})
+        done = subprocess.run(
+            [str(TOOLROUTE), "auth", "locked", "--config", str(config), "--no-browser"],
+            capture_output=True,
+            text=True,
+            env=key_env(),
+            timeout=60,
+        )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("error: signing in to locked failed: "), done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr

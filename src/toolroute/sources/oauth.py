@@ -320,12 +320,17 @@ def configured_client(
 
 
 class _QuietNeeded(logging.Filter):
-    """Drops the SDK's "OAuth flow error" traceback when the flow stopped because the
-    gateway needs the operator (reported once, in the server's status, instead)."""
+    """Drops the SDK's "OAuth flow error" traceback: the SDK raises the error too, and
+    toolroute reports it once, in one line (the server's status; ``toolroute auth``'s
+    error). Kept at debug level (``-vv``), except when the gateway stopped the flow itself
+    because the operator must sign in."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
-        return not isinstance(exc, AuthorizationNeeded)
+        if isinstance(exc, AuthorizationNeeded):
+            return False
+        oauth_log = logging.getLogger("mcp.client.auth.oauth2")
+        return exc is None or oauth_log.isEnabledFor(logging.DEBUG)
 
 
 logging.getLogger("mcp.client.auth.oauth2").addFilter(_QuietNeeded())

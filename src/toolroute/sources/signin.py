@@ -108,32 +108,55 @@ async def sign_in(
         return answer
 
     provider = make_provider(spec.url, storage, options, redirect_uri, redirect, callback)
+    failure: AuthorizationError | None = None
+    tools = 0
     async with anyio.create_task_group() as tg:
         server = _callback_server(sock, name, answers, arrived)
         tg.start_soon(server.serve, [sock])
         try:
             tools = await _list_with(spec, provider, create_mcp_http_client, Client)
-        except TimeoutError:
-            raise AuthorizationError(
-                f"no answer from the browser within {timeout_s:.0f} s (--timeout)"
-            ) from None
-        except AuthorizationError:
-            raise
         except Exception as e:  # the SDK's flow errors, transport errors: one line
-            needed = needed_in(e)
-            raise AuthorizationError(_flow_failure(e if needed is None else needed)) from None
+            failure = _failed(name, e, timeout_s)
         finally:
-            server.should_exit = True
+            server.should_exit = True  # the loopback server stops; the task group waits
+    if failure is not None:
+        raise failure
     tokens = provider.context.current_tokens
     if tokens is None:
         raise AuthorizationError(f"{name} answered without asking for authorization")
     return SignIn(name, tools, tokens.expires_in, storage.registered)
 
 
+def _failed(name: str, e: BaseException, timeout_s: float) -> AuthorizationError:
+    """One line for what stopped the flow (found inside the transport's exception groups)."""
+    ours = _find(e, AuthorizationError)
+    if isinstance(ours, AuthorizationError):
+        return ours
+    if _find(e, TimeoutError) is not None:
+        return AuthorizationError(
+            f"no answer from the browser within {timeout_s:.0f} s (--timeout)"
+        )
+    why = _flow_failure(needed_in(e) or e)
+    hint = ""
+    if "Registration failed" in why or "metadata" in why.lower():
+        hint = ' (the server may not offer OAuth sign-in: a token in the entry\'s "headers"?)'
+    return AuthorizationError(f"signing in to {name} failed: {why}{hint}")
+
+
+def _find(e: BaseException, kind: type[BaseException]) -> BaseException | None:
+    if isinstance(e, kind):
+        return e
+    if isinstance(e, BaseExceptionGroup):
+        for x in e.exceptions:
+            if (found := _find(x, kind)) is not None:
+                return found
+    return None
+
+
 def _flow_failure(e: BaseException) -> str:
     if isinstance(e, BaseExceptionGroup):
         return "; ".join(_flow_failure(x) for x in e.exceptions)
-    text = (str(e).splitlines() or [type(e).__name__])[0][:300]
+    text = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
     return f"{type(e).__name__}: {text}" if type(e).__module__.startswith("mcp") else text
 
 
@@ -209,4 +232,4 @@ def _callback_server(
         return HTMLResponse(page)
 
     app = Starlette(routes=[Route(CALLBACK_PATH, done, methods=["GET"])])
-    return uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    return uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
