@@ -54,7 +54,7 @@ def auth(
     import anyio
 
     from toolroute.config import HttpSpec
-    from toolroute.sources.oauth import sign_in
+    from toolroute.sources.signin import sign_in
 
     cfg = _config(config_path, settings, store)
     spec = cfg.servers.get(server)

@@ -3,11 +3,11 @@
 
 Two sides, one storage:
 
-- ``toolroute auth NAME`` (:func:`sign_in`) runs the whole flow once, with the operator:
-  the server's 401 and ``WWW-Authenticate``, protected-resource metadata (RFC 9728),
-  authorization-server metadata (RFC 8414), dynamic client registration (RFC 7591) unless a
-  client id is configured, then authorization code + PKCE through the operator's browser
-  and a loopback redirect (RFC 8252). The tokens and the registration go to the store.
+- ``toolroute auth NAME`` (:mod:`toolroute.sources.signin`) runs the whole flow once, with
+  the operator: the server's 401 and ``WWW-Authenticate``, protected-resource metadata
+  (RFC 9728), authorization-server metadata (RFC 8414), dynamic client registration
+  (RFC 7591) unless a client id is configured, then authorization code + PKCE through the
+  operator's browser and a loopback redirect (RFC 8252). Tokens and registration are stored.
 - the gateway (:class:`DownstreamAuth`, one per url server without its own
   ``Authorization`` header) sends the stored access token and refreshes it before it
   expires (:data:`REFRESH_BEFORE`), storing rotated tokens. It never opens a browser: when
@@ -30,21 +30,16 @@ Configuration, in the server's entry of the servers JSON (all optional)::
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
 import shlex
 import time
-import webbrowser
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 import anyio
-import anyio.to_thread
 from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
 from mcp.shared.auth import (
     OAuthClientInformationFull,
@@ -65,23 +60,24 @@ __all__ = [
     "AuthorizationNeeded",
     "DownstreamAuth",
     "OAuthOptions",
-    "SignIn",
     "StoredCredentials",
+    "configured_client",
     "downstream_auth",
+    "make_provider",
+    "needed_in",
     "oauth_options",
     "refresh_margin",
     "secret_box",
-    "sign_in",
 ]
 
 log = logging.getLogger(__name__)
 
 SECRET_KEY_ENV = "TOOLROUTE_SECRET_KEY"
 REFRESH_BEFORE = 60.0
-"""An access token is refreshed this long before it expires (at most a tenth of its life)."""
+"""An access token is refreshed this long before it expires, at most a fifth of its life (its
+lifetime counts from when the server issued it, the client only knows when the answer came)."""
 POLL_S = 1.0
 """How often a server waiting for a sign-in looks for new tokens in the store."""
-CALLBACK_PATH = "/callback"
 NEW_KEY = (
     'python -c "from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())"'
 )
@@ -142,7 +138,7 @@ def secret_box() -> Any:
 
 def refresh_margin(lifetime_s: float | None) -> float:
     """How long before expiry a token of this lifetime is refreshed."""
-    return 0.0 if not lifetime_s else min(REFRESH_BEFORE, lifetime_s / 10)
+    return 0.0 if not lifetime_s else min(REFRESH_BEFORE, lifetime_s / 5)
 
 
 class StoredCredentials:
@@ -164,7 +160,6 @@ class StoredCredentials:
         self.configured = configured
         self.fresh = fresh
         self.expires_at: float | None = None
-        self.changed_at: float | None = None
         self.registered = False
         """A client was registered (dynamically) through this storage."""
         self.metadata: OAuthMetadata | None = None
@@ -173,6 +168,8 @@ class StoredCredentials:
         token refreshes it at the authorization server's token endpoint without discovering
         again (the SDK alone would post to the MCP server's own /token)."""
 
+    # The store is used on the event loop, as the gateway's own outcome writes are: one
+    # indexed row, 0.3 ms beside the gateway's open store (benchmarks/results/oauth.md).
     def _read(self) -> Any:
         with open_store(self.target) as st:
             return st.get_oauth(self.server, self.url)
@@ -191,8 +188,7 @@ class StoredCredentials:
     async def get_tokens(self) -> OAuthToken | None:
         if self.fresh:
             return None
-        row = await anyio.to_thread.run_sync(self._read)
-        self.changed_at = None if row is None else row.changed_at
+        row = self._read()
         if row is None or row.tokens is None:
             return None
         self.expires_at = row.expires_at
@@ -218,15 +214,13 @@ class StoredCredentials:
         def write() -> None:
             with open_store(self.target) as st:
                 st.put_oauth_tokens(self.server, self.url, blob, self.expires_at)
-                row = st.get_oauth(self.server, self.url)
-                self.changed_at = None if row is None else row.changed_at
 
-        await anyio.to_thread.run_sync(write)
+        write()
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
         if self.configured is not None:
             return self.configured
-        row = await anyio.to_thread.run_sync(self._read)
+        row = self._read()
         if row is None or row.client is None:
             return None
         return OAuthClientInformationFull.model_validate_json(self._open(row.client))
@@ -239,7 +233,7 @@ class StoredCredentials:
             with open_store(self.target) as st:
                 st.put_oauth_client(self.server, self.url, blob)
 
-        await anyio.to_thread.run_sync(write)
+        write()
 
 
 class _Provider(OAuthClientProvider):
@@ -284,7 +278,7 @@ class _Provider(OAuthClientProvider):
         return ok
 
 
-def _provider(
+def make_provider(
     url: str,
     storage: StoredCredentials,
     options: OAuthOptions,
@@ -305,7 +299,7 @@ def _provider(
     return provider
 
 
-def _configured_client(
+def configured_client(
     options: OAuthOptions, redirect_uri: str | None
 ) -> OAuthClientInformationFull | None:
     if options.client_id is None:
@@ -326,26 +320,31 @@ def _configured_client(
 
 
 class _QuietNeeded(logging.Filter):
-    """Drops the SDK's "OAuth flow error" traceback when the flow stopped because the
-    gateway needs the operator (reported once, in the server's status, instead)."""
+    """Drops the SDK's "OAuth flow error" traceback: the SDK raises the error too, and
+    toolroute reports it once, in one line (the server's status; ``toolroute auth``'s
+    error). Kept at debug level (``-vv``), except when the gateway stopped the flow itself
+    because the operator must sign in."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
-        return not isinstance(exc, AuthorizationNeeded)
+        if isinstance(exc, AuthorizationNeeded):
+            return False
+        oauth_log = logging.getLogger("mcp.client.auth.oauth2")
+        return exc is None or oauth_log.isEnabledFor(logging.DEBUG)
 
 
 logging.getLogger("mcp.client.auth.oauth2").addFilter(_QuietNeeded())
 
 
-def _needed(e: BaseException) -> AuthorizationNeeded | None:
+def needed_in(e: BaseException) -> AuthorizationNeeded | None:
     if isinstance(e, AuthorizationNeeded):
         return e
     if isinstance(e, BaseExceptionGroup):
         for x in e.exceptions:
-            if (found := _needed(x)) is not None:
+            if (found := needed_in(x)) is not None:
                 return found
     cause = e.__cause__ or e.__context__
-    return _needed(cause) if cause is not None and cause is not e else None
+    return needed_in(cause) if cause is not None and cause is not e else None
 
 
 class DownstreamAuth:
@@ -361,6 +360,8 @@ class DownstreamAuth:
         self.required: str | None = None
         """Why the operator must sign in (None: nothing known to be needed)."""
         self._seen: float | None = None  # changed_at of the credentials the last connect read
+        self.provider: OAuthClientProvider | None = None
+        """The SDK provider of the open connection (None: it sends no token)."""
 
     async def connect_auth(self) -> Any:
         """The ``httpx2.Auth`` for the next connection: None when nothing is stored (the
@@ -372,10 +373,11 @@ class DownstreamAuth:
         except ConfigError as e:
             box, unreadable = None, str(e)
         storage = StoredCredentials(
-            self.target, self.name, self.url, box, configured=_configured_client(self.options, None)
+            self.target, self.name, self.url, box, configured=configured_client(self.options, None)
         )
-        row = await anyio.to_thread.run_sync(storage._read)
+        row = storage._read()
         self._seen = None if row is None else row.changed_at
+        self.provider = None
         if row is None or row.tokens is None:
             return None
         if box is None:
@@ -388,7 +390,11 @@ class DownstreamAuth:
         async def never() -> AuthorizationCodeResult:  # cannot_ask raised first
             raise AuthorizationNeeded(self._lapsed())
 
-        return _provider(self.url, storage, self.options, "http://127.0.0.1/", cannot_ask, never)
+        no_redirect = "http://127.0.0.1/"  # the gateway never takes a redirect
+        self.provider = make_provider(
+            self.url, storage, self.options, no_redirect, cannot_ask, never
+        )
+        return self.provider
 
     def _lapsed(self) -> str:
         return (
@@ -407,7 +413,7 @@ class DownstreamAuth:
 
     def why(self, e: BaseException) -> str | None:
         """The operator's part of a failed connect, when it is one."""
-        needed = _needed(e)
+        needed = needed_in(e)
         if needed is None:
             return None
         self.required = str(needed) if "`toolroute auth" in str(needed) else (
@@ -424,7 +430,7 @@ class DownstreamAuth:
             if stop.is_set():
                 return
             try:
-                row = await anyio.to_thread.run_sync(storage._read)
+                row = storage._read()
             except ToolrouteError:  # the store is unreachable: look again later
                 continue
             if (None if row is None else row.changed_at) != self._seen:
@@ -450,178 +456,3 @@ def downstream_auth(
         return None
     options = oauth_options(name, spec)
     return DownstreamAuth(name, spec, target, options, fix_command(name, config_path, store))
-
-
-# -- toolroute auth ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class SignIn:
-    """What a finished sign-in got."""
-
-    server: str
-    tools: int
-    expires_in: int | None
-    registered: bool
-    """A client was registered dynamically during this sign-in."""
-
-
-async def sign_in(
-    name: str,
-    spec: HttpSpec,
-    target: StoreTarget,
-    *,
-    show: Callable[[str], None],
-    open_browser: bool = True,
-    timeout_s: float = 300.0,
-) -> SignIn:
-    """The whole MCP authorization flow for ``name``, with the operator; stores the tokens
-    (and a dynamic registration) and returns once the server lists its tools with them."""
-    import socket
-
-    from mcp import Client
-
-    from toolroute.sdk import create_mcp_http_client
-
-    options = oauth_options(name, spec)
-    box = secret_box()
-    storage = StoredCredentials(target, name, spec.url, box, fresh=True)
-    registered = await _registered(storage)
-    port = options.callback_port or _port_of(registered) or 0
-    sock = socket.socket()
-    try:
-        sock.bind(("127.0.0.1", port))
-    except OSError as e:
-        sock.close()
-        if options.callback_port:
-            raise AuthorizationError(f"callback port {port} is busy: {e.strerror}") from None
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-    sock.listen(8)
-    sock.setblocking(False)
-    redirect_uri = f"http://127.0.0.1:{sock.getsockname()[1]}{CALLBACK_PATH}"
-    storage.configured = _configured_client(options, redirect_uri)
-    if storage.configured is None and registered is not None:
-        uris = [str(u) for u in registered.redirect_uris or []]
-        if redirect_uri not in uris:  # registered for another port: register again
-            storage.configured = None
-            await _forget_client(storage)
-    answers: list[AuthorizationCodeResult | str] = []
-    arrived = anyio.Event()
-
-    async def redirect(url: str) -> None:
-        show(url)
-        if open_browser:
-            await anyio.to_thread.run_sync(_open_browser, url)
-
-    async def callback() -> AuthorizationCodeResult:
-        with anyio.fail_after(timeout_s):
-            await arrived.wait()
-        answer = answers[0]
-        if isinstance(answer, str):
-            raise AuthorizationError(f"the authorization server refused: {answer}")
-        return answer
-
-    provider = _provider(spec.url, storage, options, redirect_uri, redirect, callback)
-    async with anyio.create_task_group() as tg:
-        server = _callback_server(sock, name, answers, arrived)
-        tg.start_soon(server.serve, [sock])
-        try:
-            tools = await _list_with(spec, provider, create_mcp_http_client, Client)
-        except TimeoutError:
-            raise AuthorizationError(
-                f"no answer from the browser within {timeout_s:.0f} s (--timeout)"
-            ) from None
-        except AuthorizationError:
-            raise
-        except Exception as e:  # the SDK's flow errors, transport errors: one line
-            needed = _needed(e)
-            raise AuthorizationError(_flow_failure(e if needed is None else needed)) from None
-        finally:
-            server.should_exit = True
-    tokens = provider.context.current_tokens
-    if tokens is None:
-        raise AuthorizationError(f"{name} answered without asking for authorization")
-    return SignIn(name, tools, tokens.expires_in, storage.registered)
-
-
-def _flow_failure(e: BaseException) -> str:
-    if isinstance(e, BaseExceptionGroup):
-        return "; ".join(_flow_failure(x) for x in e.exceptions)
-    text = (str(e).splitlines() or [type(e).__name__])[0][:300]
-    return f"{type(e).__name__}: {text}" if type(e).__module__.startswith("mcp") else text
-
-
-async def _list_with(spec: HttpSpec, provider: Any, http_client: Any, client_cls: Any) -> int:
-    if spec.type == "sse":
-        from mcp.client.sse import sse_client
-
-        target: Any = sse_client(spec.url, headers=spec.headers or None, auth=provider)
-        async with client_cls(target, mode="auto") as client:
-            return len((await client.list_tools()).tools)
-    from mcp.client.streamable_http import streamable_http_client
-
-    async with (
-        http_client(spec.headers or None, auth=provider) as http,
-        client_cls(streamable_http_client(spec.url, http_client=http), mode="auto") as c,
-    ):
-        return len((await c.list_tools()).tools)
-
-
-async def _registered(storage: StoredCredentials) -> OAuthClientInformationFull | None:
-    try:
-        return await storage.get_client_info()
-    except AuthorizationNeeded:  # stored with another key: registered again
-        return None
-
-
-async def _forget_client(storage: StoredCredentials) -> None:
-    def forget() -> None:
-        with open_store(storage.target) as st:
-            st.delete_oauth(storage.server)
-
-    await anyio.to_thread.run_sync(forget)
-
-
-def _port_of(client: OAuthClientInformationFull | None) -> int | None:
-    for uri in (client.redirect_uris or []) if client is not None else []:
-        parsed = urlparse(str(uri))
-        if parsed.hostname in ("127.0.0.1", "localhost") and parsed.port:
-            return parsed.port
-    return None
-
-
-def _open_browser(url: str) -> None:
-    with contextlib.suppress(webbrowser.Error):  # no browser here: the printed URL is the way
-        webbrowser.open(url)
-
-
-def _callback_server(
-    sock: Any, name: str, answers: list[AuthorizationCodeResult | str], arrived: anyio.Event
-) -> Any:
-    """The loopback redirect target: takes the first answer (a code, or an error)."""
-    import uvicorn
-    from starlette.applications import Starlette
-    from starlette.requests import Request
-    from starlette.responses import HTMLResponse
-    from starlette.routing import Route
-
-    async def done(request: Request) -> HTMLResponse:
-        q = request.query_params
-        if arrived.is_set():
-            return HTMLResponse("<p>toolroute: this sign-in is already finished.</p>", 409)
-        if q.get("error"):
-            answers.append(f"{q['error']}: {q.get('error_description', '')}".strip(": "))
-            page = f"<p>toolroute: signing in to {name} failed ({q['error']}).</p>"
-        else:
-            answers.append(
-                AuthorizationCodeResult(
-                    code=q.get("code", ""), state=q.get("state"), iss=q.get("iss")
-                )
-            )
-            page = f"<p>toolroute: signed in to {name}. You can close this tab.</p>"
-        arrived.set()
-        return HTMLResponse(page)
-
-    app = Starlette(routes=[Route(CALLBACK_PATH, done, methods=["GET"])])
-    return uvicorn.Server(uvicorn.Config(app, log_level="warning"))
