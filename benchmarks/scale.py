@@ -7,14 +7,24 @@ description one of four variants (as is, one word dropped, two words swapped, a 
 and server names stay real, so copies compete with each other as mirrors of a server would.
 
     python benchmarks/scale.py --sizes 10000 100000 [--store DIR] [--rounds 3] [--out FILE]
+                               [--baseline-src OTHER/src]
+    python benchmarks/scale.py --fresh-only CATALOG --store DIR [--baseline-src OTHER/src]
+                               [--repeats 3]
 
 Reports per size: tools, build seconds (cold: texts not in the cache are embedded; the cache
 is then reused by the larger size, as a live deployment would), texts embedded, tools/s, the
 size of the index's arrays, route latency per strategy over the union queries (warm, query
 embedding included), and a fresh process (``--probe``, run as a child) that loads the built
 store — the index snapshot the build wrote, memory-mapped — and routes every query: its load
-time, first and warm route, and peak RSS. Also one query's scoring with the tool matrix
-stored as float32, float16 and int8, the measurement behind keeping float32.
+time, first and warm route, and peak RSS; with ``--baseline-src``, the same probe with another
+source tree's code on the same store (before/after of a restart in one run; the load
+average beside each). ``--fresh-only`` runs only those probes over a store already indexed.
+Also one query's scoring with the tool matrix stored as float32, float16 and int8, the
+measurement behind keeping float32.
+
+The learning budget: ``default`` (adaptive) with a used statistics book (5,000 outcomes, a
+usage memory row for every query) against ``steps``, its relevance without the learned
+ranking and the memory, as a fraction of the floor's p50 (budget: 0.2).
 
 The floor is what any dense router must pay: a bare onnxruntime session on the same model,
 with the router's session options (tokenise, one forward pass, mean-pool, normalise), one
@@ -247,12 +257,13 @@ def fresh_processes(
             t = time.perf_counter()
             out = subprocess.run(
                 [sys.executable, __file__, "--probe", str(catalog), "--store", str(store)],
-                check=True,
                 capture_output=True,
                 text=True,
                 timeout=3600,
                 env=env,
             )
+            if out.returncode:
+                raise RuntimeError(f"probe with {src} failed:\n{out.stderr[-3000:]}")
             row = json.loads(out.stdout.strip().splitlines()[-1])
             row["process_s"] = round(time.perf_counter() - t, 2)
             row["loadavg_1m"] = round(os.getloadavg()[0], 2)
