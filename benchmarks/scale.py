@@ -185,11 +185,20 @@ class Floor:
         return out
 
 
-def time_blocks(paths: dict[str, Any], queries: list[str], rounds: int) -> dict[str, list[float]]:
-    """ms per query per path: each round runs every query through one path, then the next."""
+def time_blocks(
+    paths: dict[str, Any],
+    queries: list[str],
+    rounds: int,
+    cpu: dict[str, list[float]] | None = None,
+) -> dict[str, list[float]]:
+    """ms per query per path: each round runs every query through one path, then the next.
+    With ``cpu``, also this process's CPU ms per query per path there (what a loaded shared
+    machine inflates far less than wall time)."""
     from threadpoolctl import threadpool_limits
 
     ms: dict[str, list[float]] = {name: [] for name in paths}
+    if cpu is not None:
+        cpu.update({name: [] for name in paths})
     order = list(paths)
     with threadpool_limits(limits=1, user_api="blas"):
         for name in order:  # warm-up
@@ -199,9 +208,11 @@ def time_blocks(paths: dict[str, Any], queries: list[str], rounds: int) -> dict[
             for name in order:
                 fn = paths[name]
                 for q in queries:
-                    t = time.perf_counter()
+                    t, c = time.perf_counter(), time.process_time()
                     fn(q)
                     ms[name].append((time.perf_counter() - t) * 1000)
+                    if cpu is not None:
+                        cpu[name].append((time.process_time() - c) * 1000)
             order = order[1:] + order[:1]
     return ms
 
@@ -389,7 +400,8 @@ def measure(
         paths["default (learned)"] = lambda q: top_k(
             router.scores(q, "default", stats=book, client="bench"), 10
         )
-        ms = time_blocks(paths, queries, rounds)
+        cpu: dict[str, list[float]] = {}
+        ms = time_blocks(paths, queries, rounds, cpu)
         row["default_vs_exact_at_10"] = exact_overlap(router, queries)
         base = float(np.percentile(ms["floor"], 50))
         row["latency_ms"] = {
@@ -402,6 +414,11 @@ def measure(
         }
         row["learning_over_floor"] = round(
             (_pct(ms["default (learned)"], 50) - _pct(ms["steps"], 50)) / base, 3
+        )
+        row["cpu_ms"] = {name: _pct(v, 50) for name, v in cpu.items()}
+        c50 = row["cpu_ms"]
+        row["learning_over_floor_cpu"] = round(
+            (c50["default (learned)"] - c50["steps"]) / c50["floor"], 3
         )
         row["matvec_ms"] = matvec_ms(ix.tool_vectors)
         row["queries"] = len(queries)
@@ -433,14 +450,20 @@ def markdown(results: dict[str, Any], strategies: list[str]) -> str:
     lines += [
         "",
         "| tools | steps p50 ms | default with a used book p50 ms | learning + memory over "
-        "steps, x floor (budget 0.2) |",
-        "|---:|---:|---:|---:|",
+        "steps, x floor (budget 0.2) | same from CPU ms: floor / steps / default | x floor |",
+        "|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results.values():
-        lat = r["latency_ms"]
+        lat, c = r["latency_ms"], r.get("cpu_ms", {})
+        cpu = (
+            f"{c['floor']} / {c['steps']} / {c['default (learned)']} | "
+            f"{r['learning_over_floor_cpu']:.3f}"
+            if c
+            else "| "
+        )
         lines.append(
             f"| {r['tools']} | {lat['steps']['p50']:.1f} | "
-            f"{lat['default (learned)']['p50']:.1f} | {r['learning_over_floor']:.3f} |"
+            f"{lat['default (learned)']['p50']:.1f} | {r['learning_over_floor']:.3f} | {cpu} |"
         )
     lines += ["", *fresh_table(results)]
     lines += [
