@@ -301,6 +301,7 @@ async def _measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             "queries": args.queries,
             "distinct_queries": len(set(queries)),
             "query_cache": args.query_cache,
+            "embed_workers": os.environ.get("TOOLROUTE_EMBED_WORKERS", "0"),
             "json_response": args.json_response,
             "gateway_rss_mb_start": round(rss_start / 1024, 1),
             "gateway_rss_mb_after_pass": rss_pass,
@@ -331,7 +332,9 @@ def _markdown(rep: dict[str, Any]) -> str:
         f"other jobs: load average {rep['loadavg_1m_start']} at the start, "
         f"{rep['loadavg_1m_end']} at the end). find_tools queries: {rep['queries']} "
         f"({rep['distinct_queries']} distinct); gateway query-embedding cache: "
-        f"{rep['query_cache'] or 'off'}; HTTP replies: "
+        f"{rep['query_cache'] or 'off'}; embedding worker processes "
+        f"(TOOLROUTE_EMBED_WORKERS, their CPU not in the gateway's): "
+        f"{rep.get('embed_workers', '0')}; HTTP replies: "
         f"{'JSON bodies (json_response)' if rep['json_response'] else 'SSE streams (default)'}.",
         "",
         "| sessions | offered req/s | s | requests | req/s | errors | find p50 ms | find p99 ms "

@@ -7,14 +7,24 @@ description one of four variants (as is, one word dropped, two words swapped, a 
 and server names stay real, so copies compete with each other as mirrors of a server would.
 
     python benchmarks/scale.py --sizes 10000 100000 [--store DIR] [--rounds 3] [--out FILE]
+                               [--baseline-src OTHER/src]
+    python benchmarks/scale.py --fresh-only CATALOG --store DIR [--baseline-src OTHER/src]
+                               [--repeats 3]
 
 Reports per size: tools, build seconds (cold: texts not in the cache are embedded; the cache
 is then reused by the larger size, as a live deployment would), texts embedded, tools/s, the
 size of the index's arrays, route latency per strategy over the union queries (warm, query
 embedding included), and a fresh process (``--probe``, run as a child) that loads the built
 store — the index snapshot the build wrote, memory-mapped — and routes every query: its load
-time, first and warm route, and peak RSS. Also one query's scoring with the tool matrix
-stored as float32, float16 and int8, the measurement behind keeping float32.
+time, first and warm route, and peak RSS; with ``--baseline-src``, the same probe with another
+source tree's code on the same store (before/after of a restart in one run; the load
+average beside each). ``--fresh-only`` runs only those probes over a store already indexed.
+Also one query's scoring with the tool matrix stored as float32, float16 and int8, the
+measurement behind keeping float32.
+
+The learning budget: ``default`` (adaptive) with a used statistics book (5,000 outcomes, a
+usage memory row for every query) against ``steps``, its relevance without the learned
+ranking and the memory, as a fraction of the floor's p50 (budget: 0.2).
 
 The floor is what any dense router must pay: a bare onnxruntime session on the same model,
 with the router's session options (tokenise, one forward pass, mean-pool, normalise), one
@@ -175,11 +185,20 @@ class Floor:
         return out
 
 
-def time_blocks(paths: dict[str, Any], queries: list[str], rounds: int) -> dict[str, list[float]]:
-    """ms per query per path: each round runs every query through one path, then the next."""
+def time_blocks(
+    paths: dict[str, Any],
+    queries: list[str],
+    rounds: int,
+    cpu: dict[str, list[float]] | None = None,
+) -> dict[str, list[float]]:
+    """ms per query per path: each round runs every query through one path, then the next.
+    With ``cpu``, also this process's CPU ms per query per path there (what a loaded shared
+    machine inflates far less than wall time)."""
     from threadpoolctl import threadpool_limits
 
     ms: dict[str, list[float]] = {name: [] for name in paths}
+    if cpu is not None:
+        cpu.update({name: [] for name in paths})
     order = list(paths)
     with threadpool_limits(limits=1, user_api="blas"):
         for name in order:  # warm-up
@@ -189,9 +208,11 @@ def time_blocks(paths: dict[str, Any], queries: list[str], rounds: int) -> dict[
             for name in order:
                 fn = paths[name]
                 for q in queries:
-                    t = time.perf_counter()
+                    t, c = time.perf_counter(), time.process_time()
                     fn(q)
                     ms[name].append((time.perf_counter() - t) * 1000)
+                    if cpu is not None:
+                        cpu[name].append((time.process_time() - c) * 1000)
             order = order[1:] + order[:1]
     return ms
 
@@ -200,8 +221,11 @@ def probe(catalog: Path, store: Path, queries: list[str]) -> dict[str, Any]:
     """A fresh process: load the built store (the index snapshot when there is one) and
     route every query with ``default``: load seconds, the first route (one-off per-index
     work included), the warm p50, peak RSS, and whether the dense matrix is memory-mapped."""
+    from toolroute import heap
     from toolroute.router import Router
 
+    if hasattr(heap, "fix_mmap_threshold"):
+        heap.fix_mmap_threshold()  # as the toolroute command (the process's entry point) does
     t0 = time.perf_counter()
     with Router(catalog, store=store) as router:
         ix = router.built
@@ -215,13 +239,47 @@ def probe(catalog: Path, store: Path, queries: list[str]) -> dict[str, Any]:
             router.route(q, k=10)
             ms.append((time.perf_counter() - t) * 1000)
         return {
+            "tools": ix.size,
             "load_s": round(load_s, 2),
             "first_route_ms": round(first_ms, 1),
+            "load_and_first_route_s": round(load_s + first_ms / 1000, 2),
             "route_p50_ms": round(float(np.percentile(ms, 50)), 2),
             "peak_rss_mb": round(rss_mb(), 1),
             "array_mb": round(array_mb(ix), 1),
             "mapped": isinstance(ix.tool_vectors, np.memmap),
         }
+
+
+def fresh_processes(
+    catalog: Path, store: Path, baseline_src: Path | None, repeats: int = 1
+) -> dict[str, Any]:
+    """The probe as a child process with this tree's code and, with ``baseline_src``, with
+    another tree's (``PYTHONPATH``), alternating, ``repeats`` times each: the before/after of
+    a restart in one run, on one store (the baseline ignores files it does not know)."""
+    import os
+
+    trees = {"this": REPO / "src"}
+    if baseline_src is not None:
+        trees = {"baseline": baseline_src, **trees}
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
+    for _ in range(repeats):
+        for name, src in trees.items():
+            env = {**os.environ, "PYTHONPATH": str(src)}
+            t = time.perf_counter()
+            out = subprocess.run(
+                [sys.executable, __file__, "--probe", str(catalog), "--store", str(store)],
+                capture_output=True,
+                text=True,
+                timeout=3600,
+                env=env,
+            )
+            if out.returncode:
+                raise RuntimeError(f"probe with {src} failed:\n{out.stderr[-3000:]}")
+            row = json.loads(out.stdout.strip().splitlines()[-1])
+            row["process_s"] = round(time.perf_counter() - t, 2)
+            row["loadavg_1m"] = round(os.getloadavg()[0], 2)
+            runs[name].append(row)
+    return runs
 
 
 def matvec_ms(matrix: npt.NDArray[np.float32], reps: int = 5) -> dict[str, float]:
@@ -281,8 +339,33 @@ def _pct(v: list[float], q: float) -> float:
     return round(float(np.percentile(v, q)), 2)
 
 
+def learned_book(router: Any, queries: list[str], seed: int = 11) -> Any:
+    """A statistics book as a used gateway's: outcomes of 5,000 calls over 2,000 tools and a
+    usage memory of every query (two tools each, one failed), so ``default`` (adaptive)
+    pays for its learned ranking and its memory lookup, not for empty tables."""
+    from toolroute.stats import Outcome, StatsBook
+
+    ix = router.built
+    rng = np.random.default_rng(seed)
+    book = StatsBook(ix.catalog)
+    rows = rng.choice(ix.size, size=min(2000, ix.size), replace=False)
+    for _ in range(5000):
+        server, tool = ix.keys[int(rng.choice(rows))]
+        book.record(Outcome(server, tool, bool(rng.random() < 0.8), float(rng.random())))
+    vectors = router.embedder.embed(queries)
+    for q, v in zip(queries, vectors, strict=True):
+        for j, ok in ((int(rng.integers(ix.size)), True), (int(rng.integers(ix.size)), False)):
+            book.memory.add("bench", q, v, ix.keys[j], ok)
+    return book
+
+
 def measure(
-    size: int, store: Path, queries: list[str], strategies: list[str], rounds: int
+    size: int,
+    store: Path,
+    queries: list[str],
+    strategies: list[str],
+    rounds: int,
+    baseline_src: Path | None = None,
 ) -> dict[str, Any]:
     from toolroute.router import Router, top_k
 
@@ -311,7 +394,14 @@ def measure(
         paths: dict[str, Any] = {"floor": floor.route}
         for strat in strategies:
             paths[strat] = lambda q, s=strat: top_k(router.scores(q, s), 10)
-        ms = time_blocks(paths, queries, rounds)
+        # the learning budget: default (adaptive) with a used book vs its relevance (steps)
+        book = learned_book(router, queries)
+        paths["steps"] = lambda q: top_k(router.scores(q, "steps"), 10)
+        paths["default (learned)"] = lambda q: top_k(
+            router.scores(q, "default", stats=book, client="bench"), 10
+        )
+        cpu: dict[str, list[float]] = {}
+        ms = time_blocks(paths, queries, rounds, cpu)
         row["default_vs_exact_at_10"] = exact_overlap(router, queries)
         base = float(np.percentile(ms["floor"], 50))
         row["latency_ms"] = {
@@ -322,17 +412,21 @@ def measure(
             }
             for name, v in ms.items()
         }
+        row["learning_over_floor"] = round(
+            (_pct(ms["default (learned)"], 50) - _pct(ms["steps"], 50)) / base, 3
+        )
+        row["cpu_ms"] = {name: _pct(v, 50) for name, v in cpu.items()}
+        c50 = row["cpu_ms"]
+        row["learning_over_floor_cpu"] = round(
+            (c50["default (learned)"] - c50["steps"]) / c50["floor"], 3
+        )
         row["matvec_ms"] = matvec_ms(ix.tool_vectors)
         row["queries"] = len(queries)
         row["rounds"] = rounds
-    out = subprocess.run(
-        [sys.executable, __file__, "--probe", str(cat_path), "--store", str(store)],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=3600,
-    )
-    row["fresh_process"] = json.loads(out.stdout.strip().splitlines()[-1])
+    fresh = fresh_processes(cat_path, store, baseline_src)
+    row["fresh_process"] = fresh["this"][0]
+    if "baseline" in fresh:
+        row["fresh_process_baseline"] = fresh["baseline"][0]
     return row
 
 
@@ -355,16 +449,33 @@ def markdown(results: dict[str, Any], strategies: list[str]) -> str:
         )
     lines += [
         "",
-        "| tools | fresh process: load s | first route ms | default p50 ms | peak RSS MB "
-        "| matrix mapped | build peak RSS MB | matvec ms f32 / f16 / int8 |",
-        "|---:|---:|---:|---:|---:|---|---:|---:|",
+        "| tools | steps p50 ms | default with a used book p50 ms | learning + memory over "
+        "steps, x floor (budget 0.2) | same from CPU ms: floor / steps / default | x floor |",
+        "|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results.values():
-        f, mv = r["fresh_process"], r["matvec_ms"]
+        lat, c = r["latency_ms"], r.get("cpu_ms", {})
+        cpu = (
+            f"{c['floor']} / {c['steps']} / {c['default (learned)']} | "
+            f"{r['learning_over_floor_cpu']:.3f}"
+            if c
+            else "| "
+        )
         lines.append(
-            f"| {r['tools']} | {f['load_s']} | {f['first_route_ms']} | {f['route_p50_ms']} | "
-            f"{f['peak_rss_mb']} | {'yes' if f['mapped'] else 'no'} | "
-            f"{r['build_peak_rss_mb']} | {mv['float32']} / {mv['float16']} / {mv['int8']} |"
+            f"| {r['tools']} | {lat['steps']['p50']:.1f} | "
+            f"{lat['default (learned)']['p50']:.1f} | {r['learning_over_floor']:.3f} | {cpu} |"
+        )
+    lines += ["", *fresh_table(results)]
+    lines += [
+        "",
+        "| tools | build peak RSS MB | matvec ms f32 / f16 / int8 |",
+        "|---:|---:|---:|",
+    ]
+    for r in results.values():
+        mv = r["matvec_ms"]
+        lines.append(
+            f"| {r['tools']} | {r['build_peak_rss_mb']} | "
+            f"{mv['float32']} / {mv['float16']} / {mv['int8']} |"
         )
     any_row = next(iter(results.values()))
     lines += [
@@ -383,6 +494,26 @@ def markdown(results: dict[str, Any], strategies: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def fresh_table(results: dict[str, Any]) -> list[str]:
+    """Fresh-process rows: this tree's, and the baseline tree's where it ran."""
+    lines = [
+        "| tools | code | fresh process: load s | first route ms | load + first route s "
+        "| default p50 ms | peak RSS MB | matrix mapped | load avg |",
+        "|---:|---|---:|---:|---:|---:|---:|---|---:|",
+    ]
+    for r in results.values():
+        for code, key in (("baseline", "fresh_process_baseline"), ("this", "fresh_process")):
+            runs = r.get(key)
+            lines.extend(
+                f"| {r['tools']} | {code} | {f['load_s']} | {f['first_route_ms']} | "
+                f"{f.get('load_and_first_route_s', '')} | {f['route_p50_ms']} | "
+                f"{f['peak_rss_mb']} | {'yes' if f['mapped'] else 'no'} | "
+                f"{f.get('loadavg_1m', '')} |"
+                for f in (runs if isinstance(runs, list) else [runs] if runs else [])
+            )
+    return lines
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -398,6 +529,18 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3, help="blocks per path")
     ap.add_argument("--out", type=Path, help="write the markdown table here (+ .json beside it)")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument(
+        "--baseline-src",
+        type=Path,
+        help="also run the fresh-process probe with this source tree (e.g. main's src)",
+    )
+    ap.add_argument(
+        "--fresh-only",
+        type=Path,
+        metavar="CATALOG",
+        help="only the fresh-process probes over CATALOG, already indexed in --store",
+    )
+    ap.add_argument("--repeats", type=int, default=3, help="probes per tree with --fresh-only")
     ap.add_argument("--probe", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if not (SHARED / "union" / "catalog.json").is_file():
@@ -411,9 +554,25 @@ def main() -> int:
     if args.probe:
         print(json.dumps(probe(args.probe, store, texts)))
         return 0
+    if args.fresh_only:
+        fresh = fresh_processes(args.fresh_only, store, args.baseline_src, args.repeats)
+        first = fresh["this"][0]
+        row = {
+            "tools": first.get("tools", "?"),
+            "fresh_process": fresh["this"],
+            "fresh_process_baseline": fresh.get("baseline"),
+        }
+        md = "\n".join(fresh_table({"fresh": row})) + "\n"
+        if args.out:
+            args.out.write_text(md)
+            args.out.with_suffix(".json").write_text(json.dumps(fresh, indent=2) + "\n")
+        print(md.rstrip("\n"))
+        return 0
     results: dict[str, Any] = {}
     for size in args.sizes:
-        results[str(size)] = measure(size, store, texts, args.strategies, args.rounds)
+        results[str(size)] = measure(
+            size, store, texts, args.strategies, args.rounds, args.baseline_src
+        )
         print(f"  {size}: {json.dumps(results[str(size)])}", file=sys.stderr)
     md = markdown(results, args.strategies)
     if args.out:

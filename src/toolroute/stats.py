@@ -103,8 +103,12 @@ class StatsBook:
         tools = list(catalog.tools())
         self._tool_pos: dict[ToolKey, int] = {t.key: i for i, t in enumerate(tools)}
         self._servers = [ServerStats.from_prior(fail_prob=s.failure_rate) for s in catalog.servers]
+        # one prior object per distinct catalog hint (they are immutable): a 100k-tool book is
+        # made on a fresh gateway's first find_tools (benchmarks/scale.py)
+        priors: dict[tuple[float | None, float | None], ToolStats] = {}
         self._tools = [
-            ToolStats.from_prior(success=t.success_rate, latency_s=t.latency_s) for t in tools
+            priors.get(h) or priors.setdefault(h, ToolStats.from_prior(*h))
+            for h in [(t.success_rate, t.latency_s) for t in tools]
         ]
         self.connect_s: Floats = np.array(
             [
@@ -143,8 +147,8 @@ class StatsBook:
         """Which tool the agent called after which query (toolroute/memory.py), per client."""
         for i in range(n_s):
             self._sync_server(i)
-        for j in range(n_t):
-            self._sync_tool(j)
+        self.tool_success[:] = [t.success for t in self._tools]
+        self.tool_latency[:] = [t.latency_s for t in self._tools]
 
     def tool_row(self, key: ToolKey) -> int | None:
         """Index-aligned row of a tool, None for a tool this book does not know."""

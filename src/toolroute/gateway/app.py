@@ -235,16 +235,24 @@ async def sync_once(config: GatewayConfig, progress: Any = None) -> SyncResult:
     return result
 
 
-def gateway_embedder(config: GatewayConfig) -> Any:
+def gateway_embedder(config: GatewayConfig, transport: str = "stdio") -> Any:
     """The embedder of a serving gateway: the default model on one intra-op thread (it embeds
     one short query at a time beside the event loop; a second thread costs more CPU than it
     saves: benchmarks/results/load.md), unless ``TOOLROUTE_THREADS`` says otherwise, behind
-    an LRU of query vectors (``query_cache``)."""
+    an LRU of query vectors (``query_cache``). Over HTTP, ``TOOLROUTE_EMBED_WORKERS=N``
+    embeds in N worker processes instead (embed/pool.py); stdio stays one process."""
     import os
 
     from toolroute.embed.memo import QueryMemo
     from toolroute.embed.onnx import OnnxEmbedder
 
+    raw = os.environ.get("TOOLROUTE_EMBED_WORKERS", "0")
+    if not raw.isdigit():
+        raise ConfigError(f"TOOLROUTE_EMBED_WORKERS must be a whole number, got {raw!r}")
+    if transport == "http" and int(raw) > 0:
+        from toolroute.embed.pool import ProcessEmbedder
+
+        return QueryMemo(ProcessEmbedder(int(raw)), size=config.query_cache)
     threads = None if os.environ.get("TOOLROUTE_THREADS") else 1
     return QueryMemo(OnnxEmbedder(threads=threads), size=config.query_cache)
 
@@ -261,7 +269,7 @@ async def serve(
     from toolroute.gateway.reload import Live, follow_config
 
     async with running_pool(config) as pool:
-        router, result = await sync_router(config, pool, gateway_embedder(config))
+        router, result = await sync_router(config, pool, gateway_embedder(config, transport))
         for s in result.servers:
             if s.status != "ok" and pool[s.name].status == "up":  # a down server logged itself
                 log.warning("server %s: %s (its last known tools are kept)", s.name, s.error)

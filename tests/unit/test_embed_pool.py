@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from tests.conftest import HashingEmbedder
+from toolroute.embed.pool import ProcessEmbedder
+from toolroute.errors import ConfigError, EmbedError
+
+
+def _pid_embedder() -> HashingEmbedder:
+    class Pid(HashingEmbedder):
+        def embed_spans(self, text: str, spans: list[tuple[int, int]]) -> np.ndarray:
+            rows = self.embed([text, *(text[a:b] for a, b in spans)])
+            rows[:, 0] = os.getpid()  # which process answered
+            return rows
+
+    return Pid()
+
+
+def test_a_process_pool_embeds_what_the_model_embeds_in_process() -> None:
+    texts = ["what time is it in Tokyo", "read a file", ""]
+    with ProcessEmbedder(2, HashingEmbedder) as pool:
+        assert (pool.model_id, pool.dim) == (HashingEmbedder.model_id, HashingEmbedder.dim)
+        np.testing.assert_array_equal(pool.embed(texts), HashingEmbedder().embed(texts))
+
+
+def test_span_embeddings_run_in_a_worker_process() -> None:
+    with ProcessEmbedder(1, _pid_embedder) as pool:
+        out = pool.embed_spans("convert a file and mail it", [(0, 14), (19, 26)])
+    assert out.shape == (3, HashingEmbedder.dim)
+    assert int(out[0, 0]) != os.getpid()
+
+
+def test_a_pool_needs_a_worker() -> None:
+    with pytest.raises(EmbedError, match=">= 1"):
+        ProcessEmbedder(0, HashingEmbedder)
+
+
+def test_a_malformed_worker_count_is_one_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from toolroute.config import GatewayConfig
+    from toolroute.gateway.app import gateway_embedder
+
+    monkeypatch.setenv("TOOLROUTE_EMBED_WORKERS", "two")
+    with pytest.raises(ConfigError, match="TOOLROUTE_EMBED_WORKERS"):
+        gateway_embedder(GatewayConfig(servers={}), "http")
