@@ -50,6 +50,7 @@ from toolroute.gateway.passthrough import PassThrough
 from toolroute.gateway.relay import Caller, Relay, current_caller
 from toolroute.gateway.status import Faults, snapshot, store_failed
 from toolroute.gateway.validate import check_call
+from toolroute.memory import learn_from_call, shown_keys
 from toolroute.present.events import EventSink, RoutingEvent, query_hash
 from toolroute.present.presenter import PresentConfig, Presenter
 from toolroute.route.gate import Preconditions, SessionState, blocked_by, preconditions_for
@@ -436,6 +437,8 @@ class Gateway:
                 state.succeeded.append(name)
             if state.last_query:
                 self._remember(state.last_query, server, tool, not result.is_error, client)
+            # usage memory: what this call passed over in the latest answer (memory.py)
+            learn_from_call(self.router, state, (server, tool), name in state.promoted, client)
         return result
 
     def _remember(self, query: str, server: str, tool: str, ok: bool, client: str) -> None:
@@ -599,6 +602,7 @@ class Gateway:
         names = [f"{c.server}{SEPARATOR}{c.tool}" for c in promoted]
         if remember:
             self.sessions.promote(state, names)
+            state.last_shown = shown_keys(promoted, self.presenter.config.pinned, SEPARATOR)
         gated = [*blocked, *shown.gated_out]
         event = RoutingEvent(
             query_hash=query_hash(query),
