@@ -3,13 +3,14 @@ their quality, and does it recover after a vendor's outage?
 
     PYTHONPATH=src nice -n 10 python benchmarks/adaptive_outage.py --store DIR --out DIR
 
-Two runs over the same seeds, in the 3-vendor livemcpbench market with the oracle planner,
-a Zipf stream of ``--tasks`` tasks: vendor-correlated quality (ρ = ``--rho``) alone, and the
-same world with one vendor (drawn per seed) down for tasks ``--outage`` A:B. Only the outage
-differs between the two runs (the world and every call's luck are the same), so per seed the
-difference in success in each part of the stream (before, during, right after, later) is the
-outage's own effect. Writes ``<out>/correlated/`` and ``<out>/outage/`` (simulate.md / .json /
-.png, curves, paired.md against hybrid) and ``<out>/segments.md``.
+Three runs over the same seeds, in the 3-vendor livemcpbench market with the oracle planner,
+a Zipf stream of ``--tasks`` tasks: today's world (ρ = 0), vendor-correlated quality
+(ρ = ``--rho``), and that world with one vendor (drawn per seed) down for tasks ``--outage``
+A:B. Only the outage differs between the last two runs (the world and every call's luck are
+the same), so per seed the difference in success in each part of the stream (before, during,
+right after, later) is the outage's own effect. Writes ``<out>/<run>/`` (simulate.md / .json /
+.png, curves, paired.md against hybrid over the whole stream, window.md over the last quarter)
+and ``<out>/segments.md``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from toolroute.bench.agent import ORACLE_ROUTER
 from toolroute.bench.simulate import (
     Simulation,
     ci95,
+    markdown_table,
     run_simulation,
     write_learning_outputs,
     write_simulation_outputs,
@@ -90,6 +92,28 @@ def segments_table(
     return "\n".join(lines) + "\n"
 
 
+def correlation_table(flat: Simulation, tied: Simulation, window: tuple[int, int]) -> str:
+    """Markdown: success in ``window`` with ρ = 0 and with ρ, and the paired difference."""
+    a, b = (Simulation(s.runs, s.setting, window) for s in (flat, tied))
+    rho = tied.setting.get("vendor_correlation")
+    lines = [
+        f"Vendor-correlated quality, tasks {window[0]}–{window[1]} (success, mean ± 95 %)",
+        "",
+        f"| strategy | ρ = 0 | ρ = {rho} | ρ − 0 (paired) |",
+        "|---|---:|---:|---:|",
+    ]
+    for name, runs in b.by_strategy().items():
+        base = {r.seed: r.means()["success_rate"] for r in a.by_strategy()[name]}
+        diffs = [r.means()["success_rate"] - base[r.seed] for r in runs]
+        cells = (
+            _cell(a.summary[name]["success_rate"]),
+            _cell(b.summary[name]["success_rate"]),
+            _cell(ci95(diffs), sign=True),
+        )
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--store", type=Path, required=True)
@@ -109,11 +133,14 @@ def main() -> None:
         for label, lo, hi in (
             ("before", 0, a),
             ("during", a, b),
+            ("its first 100", a, min(a + 100, b)),
+            ("its last 100", max(a, b - 100), b),
             ("right after", b, min(b + 200, args.tasks)),
             ("later", min(b + 200, args.tasks), args.tasks),
         )
         if lo < hi
     ]
+    window = (args.tasks * 3 // 4, args.tasks)
     common = {
         "seeds": args.seeds,
         "n": 3,
@@ -122,26 +149,45 @@ def main() -> None:
         "attempts": 2,
         "stream": "zipf",
         "tasks": args.tasks,
-        "vendor_correlation": args.rho,
     }
     started = time.monotonic()
     with Router(args.catalog, store=args.store) as router:
         qs = load_queries(args.queries, router.catalog)
         router.index()
         runs: dict[str, Simulation] = {}
-        for label, outage in (("correlated", None), ("outage", (a, b))):
+        for label, rho, outage in (
+            ("uncorrelated", 0.0, None),
+            ("correlated", args.rho, None),
+            ("outage", args.rho, (a, b)),
+        ):
             t0 = time.monotonic()
-            sim = run_simulation(router, qs, strategies, outage=outage, **common)  # type: ignore[arg-type]
+            sim = run_simulation(
+                router,
+                qs,
+                strategies,
+                vendor_correlation=rho,
+                outage=outage,
+                **common,  # type: ignore[arg-type]
+            )
             runs[label] = sim
             out = args.out / label
             write_simulation_outputs(sim.summary, sim.series, out, setting=sim.setting)
             write_learning_outputs(sim, out)
             (out / "paired.md").write_text(sim.paired_table("hybrid"), encoding="utf-8")
+            cut = Simulation(sim.runs, sim.setting, window)
+            (out / "window.md").write_text(
+                markdown_table(cut.summary, f"tasks {window[0]}–{window[1]}")
+                + "\n"
+                + cut.paired_table("hybrid"),
+                encoding="utf-8",
+            )
             print(f"{label}: {time.monotonic() - t0:.0f} s", file=sys.stderr)
-    table = segments_table(runs["correlated"], runs["outage"], parts, "hybrid")
+    table = correlation_table(runs["uncorrelated"], runs["correlated"], window) + "\n"
+    table += segments_table(runs["correlated"], runs["outage"], parts, "hybrid")
     down = runs["outage"].setting.get("outage_vendor")
     note = (
-        f"\nSetting: {', '.join(f'{k} = {v}' for k, v in common.items())}, outage = {a}:{b} "
+        f"\nSetting: {', '.join(f'{k} = {v}' for k, v in common.items())}, ρ = {args.rho}, "
+        f"outage = {a}:{b} "
         f"(vendor down per seed: {down}); oracle router = `{ORACLE_ROUTER}`. "
         f"Wall time {time.monotonic() - started:.0f} s.\n"
     )
