@@ -45,3 +45,6 @@ $TR simulate $L -s cascade -s ehrr -s ehrr-no-auction -s ehrr-no-exec -s ehrr-fl
     -s ehrr-beta -s ehrr-ts --providers 1 --planner whole --stream once -n 3 --seeds 10 \
     --out "$R/reproduce-simulate"
 diff <(head -12 "$R/reproduce-simulate/simulate.md") <(head -12 benchmarks/results/simulate/simulate.md)
+# Harder worlds: rho 0 and vendor-correlated quality (rho 0.5) alone, and with one vendor down for tasks
+# 800-1,200 of a 2,000-task Zipf stream; adaptive, hybrid, ehrr, 5 seeds (hardened/).
+PYTHONPATH=src $PY benchmarks/adaptive_outage.py --store "$STORE" --out "$R/hardened"

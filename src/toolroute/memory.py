@@ -12,6 +12,11 @@ times it was shown for the query and the agent called none of what was shown (it
 that answer: the wrong capability), so a recurring need whose right tool sits just below the
 shown ones surfaces it after a miss or two.
 
+The gateway feeds it two ways: each call made after a ``find_tools`` answer (n⁺ / n⁻), and
+what the *first* call after an answer passed over (:func:`learn_from_call`): the tools ranked
+above the one called, or the whole answer when the agent called a tool outside it; those count
+as abandoned (n°) for that query, as in the simulated agent (bench/agent.py).
+
 Rows are keyed by (client, query hash, server, tool): a client's uses never lift a tool in
 another client's results (each allow-list keeps its own memory). The memory is bounded
 (``capacity`` rows; the least recently used go first), decays, and can be cleared. Query texts
@@ -21,10 +26,12 @@ are not kept, only their hash and vector (as routing events keep only the hash).
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -38,10 +45,15 @@ __all__ = [
     "UsageMemory",
     "decay",
     "evidence",
+    "learn_from_call",
     "match_kernel",
     "memory_boost",
+    "passed_over",
     "query_key",
+    "shown_keys",
 ]
+
+log = logging.getLogger(__name__)
 
 Floats = npt.NDArray[np.float64]
 
@@ -236,3 +248,58 @@ class UsageMemory:
         for r, e in zip(chosen, ev.tolist(), strict=True):
             total[(r.server, r.tool)] = total.get((r.server, r.tool), 0.0) + e
         return {k: e for k, e in total.items() if math.isfinite(e) and e != 0}
+
+
+# -- what the agent passed over (the gateway's side) ---------------------------------------------
+
+
+class _Answered(Protocol):
+    """A session's latest find_tools answer (``SessionState``)."""
+
+    last_query: str
+    last_shown: list[ToolKey]
+
+
+class _SkipMemory(Protocol):
+    def remember_skip(
+        self, query: str, shown: Sequence[ToolKey], client: str = ""
+    ) -> None: ...  # Router.remember_skip
+
+
+def shown_keys(candidates: Iterable[Any], pinned: Iterable[str], separator: str) -> list[ToolKey]:
+    """(server, tool) of an answer's candidates in rank order, pinned tools left out: they are
+    shown for every query, so calling past them says nothing about this one."""
+    skip = set(pinned)
+    return [(c.server, c.tool) for c in candidates if f"{c.server}{separator}{c.tool}" not in skip]
+
+
+def passed_over(
+    shown: Sequence[ToolKey], called: ToolKey, shown_earlier: bool
+) -> list[ToolKey] | None:
+    """What a first call after an answer ``shown`` passed over: the tools ranked above
+    ``called`` (none when it is the top one); the whole answer when ``called`` is outside it
+    and no earlier answer showed it either (a pinned tool, or the call gate off); None when an
+    earlier answer showed it: that call serves an earlier need, the latest answer still waits."""
+    if called in shown:
+        return list(shown[: list(shown).index(called)])
+    return None if shown_earlier else list(shown)
+
+
+def learn_from_call(
+    memory: _SkipMemory, state: _Answered, called: ToolKey, shown_earlier: bool, client: str
+) -> None:
+    """The gateway's hook: the first call after ``state``'s latest find_tools answer teaches
+    the usage memory what it passed over (``memory.remember_skip``, for ``client``); the answer
+    is then spent, so later calls of a multi-step plan teach nothing wrong."""
+    if not state.last_shown or not state.last_query.strip():
+        return
+    skipped = passed_over(state.last_shown, called, shown_earlier)
+    if skipped is None:
+        return
+    state.last_shown = []
+    if not skipped:
+        return
+    try:  # the usage memory must never break a call
+        memory.remember_skip(state.last_query, skipped, client=client)
+    except Exception:
+        log.exception("cannot remember what the call of %s/%s passed over", *called)

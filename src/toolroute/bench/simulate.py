@@ -327,6 +327,8 @@ def run_simulation(
     window: tuple[int, int] | None = None,
     noise: float = 0.0,
     servers_k: int | None = None,
+    vendor_correlation: float = 0.0,
+    outage: tuple[int, int] | None = None,
 ) -> Simulation:
     """Run every strategy over the query stream in each seed's world (seeds ``0 … seeds−1``, or
     the given seeds). ``providers`` > 1 routes over a :class:`Market` of the router's catalog,
@@ -341,7 +343,8 @@ def run_simulation(
     task is still run, so strategies learn from the whole prefix); ``noise`` is the noisy
     agent's error rate (per-step agent only). ``servers_k`` sets the server shortlist of
     ``cascade`` and EHRR; None scales it with the vendor count (5 × providers, the same
-    share of the market as 5 of the catalog's servers)."""
+    share of the market as 5 of the catalog's servers). ``vendor_correlation`` (ρ) and ``outage``
+    (tasks A … B−1, one vendor down) harden the world (:mod:`toolroute.bench.world`)."""
     if not 0.0 <= noise < 1.0:
         raise ConfigError(f"noise must be in [0, 1), got {noise}")
     for s in strategies:
@@ -363,7 +366,9 @@ def run_simulation(
         )
         router = copy.copy(router)
         router.params = params_k
-    params = WorldParams(price_quality=price_quality)
+    params = WorldParams(
+        price_quality=price_quality, vendor_correlation=vendor_correlation, outage=outage
+    )
     count = SchemaTokenCounter()
     inner = router.embedder
     memo = _MemoSpanEmbedder(inner) if isinstance(inner, SpanEmbedder) else _MemoEmbedder(inner)
@@ -382,6 +387,7 @@ def run_simulation(
     market_queries = market.queries(queries)
     runs: list[AgentRun] = []
     correlation: list[float] = []
+    down: list[str | None] = []  # per seed, the vendor the outage took down
     try:
         for seed in seed_list:
             world = World.draw(market.catalog, seed, params, market)  # fixed before any policy
@@ -393,6 +399,10 @@ def run_simulation(
             order = task_stream(len(queries), stream, seed, tasks)  # fixed before any policy
             seed_queries = [market_queries[i] for i in order]
             seed_steps = [steps[i] for i in order]
+            if outage is not None:
+                if outage[0] >= len(order):
+                    raise ConfigError(f"outage {outage[0]}:{outage[1]} starts after the stream")
+                down.append(world.down_vendor)
             for s in strategies:
                 if planner == "whole":
                     run = run_agent(
@@ -437,6 +447,10 @@ def run_simulation(
         setting.update(stream=stream, tasks=tasks, window=window, noise=noise)
     if k != 5:
         setting["servers_k"] = k
+    if vendor_correlation:
+        setting["vendor_correlation"] = vendor_correlation
+    if outage is not None:
+        setting.update(outage=outage, outage_vendor=down)
     return Simulation(tuple(runs), setting, window)
 
 

@@ -35,6 +35,17 @@ the vendors of one capability share a tier). Two price settings (``WorldParams.p
                   realised one is :meth:`World.price_quality_correlation`). Marginal prices
                   are unchanged.
 
+Two harder worlds (issue 24), both drawn before any policy runs and from streams of their own,
+so every other draw is the same with or without them:
+
+    vendor correlation ρ   a vendor's server has a quality offset its tools share: on the
+                  logit scale, z'_ij = μ + √(1−ρ)(z_ij − μ) + √ρ · s · u_i with u_i ~ N(0, 1)
+                  per server (μ, s: mean and sd of z over tools), so two tools of one server
+                  correlate by ρ and the marginal spread of success is kept (ρ = 0: today)
+    outage A:B    one vendor, drawn per seed, is down for tasks A … B−1 of the stream: every
+                  call to any of its servers fails (post-accept, nothing charged); with
+                  ``providers`` = 1 the one vendor is every server
+
 Never cheaper-is-better: that would hand an economics router its win for free. A query's group
 is met by the tool of any vendor (:meth:`Market.queries`). V = 1 is the catalog itself, and the
 world then is exactly the one above.
@@ -305,6 +316,18 @@ class WorldParams:
     """How a vendor's declared price relates to its hidden quality (module docstring)."""
     quality_noise: float = 0.1
     """σ of the noise on hidden quality when prices follow it (``price_quality="positive"``)."""
+    vendor_correlation: float = 0.0
+    """ρ: correlation of hidden success between two tools of one server (module docstring)."""
+    outage: tuple[int, int] | None = None
+    """(A, B): one vendor's servers fail every call in tasks A … B−1 of the stream."""
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.vendor_correlation <= 1.0:
+            raise ConfigError(
+                f"vendor correlation must be in [0, 1], got {self.vendor_correlation}"
+            )
+        if self.outage is not None and not 0 <= self.outage[0] < self.outage[1]:
+            raise ConfigError(f"an outage must be A:B with 0 <= A < B, got {self.outage}")
 
 
 def _capability_members(capability: npt.NDArray[np.int64]) -> list[npt.NDArray[np.int64]]:
@@ -319,6 +342,16 @@ def _prices_follow(price: Floats, quality: Floats, capability: npt.NDArray[np.in
     out = price.copy()
     for members in _capability_members(capability):
         out[members[np.argsort(quality[members], kind="stable")]] = np.sort(price[members])
+    return out
+
+
+def _correlated(success: Floats, shift: Floats, rho: float) -> Floats:
+    """``success`` with a shared offset per server (``shift``: one N(0, 1) per tool's server) on
+    the logit scale: tools of a server correlate by ``rho``, mean and spread kept."""
+    z = np.log(success) - np.log1p(-success)  # success is in (0, 1): Beta and U(0.1, 0.5)
+    mu, sd = float(z.mean()), float(z.std())
+    z = mu + math.sqrt(1.0 - rho) * (z - mu) + math.sqrt(rho) * sd * shift
+    out: Floats = 1.0 / (1.0 + np.exp(-z))
     return out
 
 
@@ -354,6 +387,10 @@ class World:
     ask_cost: Floats
     capability: npt.NDArray[np.int64]
     """Per tool, the index of the original tool it sells (its own index without a market)."""
+    down: frozenset[int] = frozenset()
+    """Servers (indices) that fail every call during ``params.outage``."""
+    down_vendor: str | None = None
+    """The vendor whose servers are :attr:`down` (None: no outage)."""
 
     def __post_init__(self) -> None:
         for name in ("server_of", "high_tier", "price", "success", "fragile", "latency_s"):
@@ -408,6 +445,11 @@ class World:
             success_rng.uniform(*p.fragile_success, n),
             success_rng.beta(*p.success_beta, n),
         )
+        if p.vendor_correlation > 0.0:
+            # A seventh stream: the draws above and below never move with ρ.
+            vendor_rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(7)[6])
+            shift = vendor_rng.standard_normal(m)[server_of]
+            success = _correlated(success, shift, p.vendor_correlation)
         flaky = _pick(fail_rng, m, p.flaky_share)
         fail = np.where(flaky, fail_rng.uniform(*p.flaky_fail, m), fail_rng.beta(*p.fail_beta, m))
         median = np.where(high, p.latency_median_high_s, p.latency_median_low_s)
@@ -419,6 +461,18 @@ class World:
             noisy = (1.0 - fail[server_of]) * success
             noisy = noisy + p.quality_noise * quality_rng.standard_normal(n)
             price = _prices_follow(price, noisy, capability)
+        down: frozenset[int] = frozenset()
+        down_vendor = None
+        if p.outage is not None:
+            # An eighth stream: which vendor goes down depends on the seed alone.
+            outage_rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(8)[7])
+            vendor_of = np.zeros(m, dtype=np.int64)
+            if market is not None:
+                vendor_of[server_of] = market.vendor
+            providers = market.providers if market is not None else 1
+            v = int(outage_rng.integers(providers))
+            down = frozenset(np.flatnonzero(vendor_of == v).tolist())
+            down_vendor = VENDORS[v] if market is not None and providers > 1 else "every server"
         tools_of = np.bincount(server_of, minlength=m)  # ask cost = mean tool price (§V)
         ask = np.bincount(server_of, weights=price, minlength=m) / np.maximum(tools_of, 1)
         return cls(
@@ -437,7 +491,14 @@ class World:
             connect_s=connect,
             ask_cost=ask,
             capability=capability,
+            down=down,
+            down_vendor=down_vendor,
         )
+
+    def is_down(self, server: int, task: int) -> bool:
+        """Whether ``server`` fails every call at position ``task`` of the stream (outage)."""
+        span = self.params.outage
+        return span is not None and span[0] <= task < span[1] and server in self.down
 
     @property
     def attempt_success(self) -> Floats:
@@ -516,7 +577,9 @@ def call_outcome(
     world: World, query: int, group: int, key: ToolKey, attempt: int = 0, *, tool: int | None = None
 ) -> Call:
     """Execute ``key`` for (query, group) in ``world``, with common random numbers: the draws
-    depend only on (seed, query, group, key, attempt), never on which strategy calls."""
+    depend only on (seed, query, group, key, attempt), never on which strategy calls.
+    ``query`` is the task's position in the stream: a server down then (:meth:`World.is_down`)
+    fails the call and charges nothing; the draws are made all the same."""
     j = world.index_of(key) if tool is None else tool
     i = int(world.server_of[j])
     rng = _crn_generator(world.seed, query, group, key, attempt)
@@ -526,4 +589,6 @@ def call_outcome(
     success = not server_failed and bool(u_tool < world.success[j])
     call_latency = float(world.latency_s[j] * jitter)
     latency = float(world.connect_s[i]) + call_latency
+    if world.is_down(i, query):
+        return Call(key, False, True, latency, 0.0, call_latency)
     return Call(key, success, server_failed, latency, float(world.price[j]), call_latency)

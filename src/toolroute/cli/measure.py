@@ -105,7 +105,7 @@ def bench(
         click.echo(markdown_table(results, title))
 
 
-def _window(text: str | None) -> tuple[int, int] | None:
+def _window(text: str | None, option: str = "--window") -> tuple[int, int] | None:
     """``A:B`` as (A, B); a user mistake is a ConfigError (one line, exit 2)."""
     if text is None:
         return None
@@ -115,7 +115,7 @@ def _window(text: str | None) -> tuple[int, int] | None:
     except ValueError:
         span = None
     if not sep or span is None or not 0 <= span[0] < span[1]:
-        raise ConfigError(f"--window must be A:B with 0 <= A < B, got {text!r}")
+        raise ConfigError(f"{option} must be A:B with 0 <= A < B, got {text!r}")
     return span
 
 
@@ -195,6 +195,13 @@ def _window(text: str | None) -> tuple[int, int] | None:
     help="Server shortlist of cascade/EHRR (default: 5 per vendor).",
 )
 @click.option(
+    "--vendor-correlation",
+    type=click.FloatRange(0.0, 1.0),
+    default=0.0,
+    help="Correlation of hidden quality between two tools of one vendor's server.",
+)
+@click.option("--outage", default=None, help="A:B — one vendor is down for tasks A..B-1.")
+@click.option(
     "--baseline",
     default="cascade",
     show_default=True,
@@ -226,6 +233,8 @@ def simulate(
     window: str | None,
     noise: float,
     servers_k: int | None,
+    vendor_correlation: float,
+    outage: str | None,
     baseline: str,
     out: Path | None,
     as_json: bool,
@@ -246,6 +255,7 @@ def simulate(
 
     names = list(strategies) or ["cascade", "ehrr"]
     span = _window(window)
+    down = _window(outage, "--outage")
     for name in names:
         resolve_strategy(name)
     with _router(catalog, store, documents, config=config_path) as router:
@@ -268,6 +278,8 @@ def simulate(
                 window=span,
                 noise=noise,
                 servers_k=servers_k,
+                vendor_correlation=vendor_correlation,
+                outage=down,
             )
     paired = sim.paired_table(baseline) if baseline in names and len(names) > 1 else ""
     if out is not None:

@@ -38,7 +38,7 @@ import mcp.types as types
 from mcp.shared.exceptions import MCPError
 
 from toolroute.catalog.candidate import Candidate
-from toolroute.catalog.name import qualified_name, split_name
+from toolroute.catalog.name import SEPARATOR, qualified_name, split_name
 from toolroute.errors import ErrorCode, error_payload
 from toolroute.gateway.access import CallGateScope, SessionStates, gate_scope
 from toolroute.gateway.checks import MAX_NAME_CHARS, check_arguments
@@ -47,6 +47,7 @@ from toolroute.gateway.metrics import NoMetrics
 from toolroute.gateway.quarantine import Held
 from toolroute.gateway.status import Faults
 from toolroute.gateway.validate import check_call
+from toolroute.memory import learn_from_call, shown_keys
 from toolroute.present.events import EventSink, RoutingEvent, query_hash
 from toolroute.present.presenter import Presentation, PresentConfig, Presenter
 from toolroute.route.gate import Preconditions, SessionState, blocked_by, preconditions_for
@@ -286,6 +287,7 @@ class GatewayCore:
         names = [qualified_name(c.server, c.tool) for c in promoted]
         if remember:
             self.sessions.promote(state, names)
+            state.last_shown = shown_keys(promoted, self.presenter.config.pinned, SEPARATOR)
         if self.audit:
             self._audit(query, ranked, [*blocked, *shown.gated_out], names, shown, start)
         return Shortlist(shown, promoted, tuple(blocked))
@@ -391,6 +393,8 @@ class GatewayCore:
                 state.succeeded.append(name)
             if state.last_query:
                 self._remember(state.last_query, server, tool, not result.is_error, client)
+            # usage memory: what this call passed over in the latest answer (memory.py)
+            learn_from_call(self.router, state, (server, tool), name in state.promoted, client)
         return result
 
     def _remember(self, query: str, server: str, tool: str, ok: bool, client: str) -> None:

@@ -19,6 +19,13 @@ only on the status page's own routes (:data:`COOKIE_ROUTES`): ``HttpGuard``
 (:mod:`toolroute.gateway.auth`) asks :meth:`LoginBook.admit` only there, after its Host and
 Origin checks, so a cookie never opens ``/mcp``, and a cross-site ``POST`` (a foreign
 ``Origin``) is refused before it reaches the login.
+
+Guessing is throttled per client address (:class:`FailedLogins`): after
+:data:`LOGIN_FAILURES` wrong tokens or codes within :data:`LOGIN_WINDOW_S`, that address gets
+``429`` with ``Retry-After`` (even for a right token, or guessing would go on) until the
+oldest failure leaves the window; other addresses sign in as before. The address is the TCP
+peer's: behind a reverse proxy every browser shares the proxy's, so one guesser there throttles
+everyone's new sign-ins (sessions already open are not affected).
 """
 
 from __future__ import annotations

@@ -411,10 +411,16 @@ class Relay:
             return split
         return await self.resource_owner(template)
 
-    def _check(self, ctx: Any, owner: tuple[str, str], missing: MCPError) -> tuple[str, str]:
+    async def _check(self, ctx: Any, owner: tuple[str, str], missing: MCPError) -> tuple[str, str]:
         """``owner`` if the client may use its server, else ``missing``: the error an unknown
-        name gets, so a restricted client cannot tell another server's name from none."""
+        name gets, after the work an unknown name costs (one re-listing), so a restricted
+        client can tell another server's name from none neither by the answer nor its time."""
         if not self.may_use(ctx, owner[0]):
+            if missing.code == RESOURCE_NOT_FOUND:
+                await self.list_resources(None, None)
+                await self.list_templates(None, None)
+            else:
+                await self.list_prompts(None, None)
             raise missing
         return owner
 
@@ -427,7 +433,7 @@ class Relay:
         if str(params.uri) == STATUS_URI and self.status is not None:
             return self._read_status(ctx)
         uri = str(params.uri)
-        server, uri = self._check(ctx, await self.resource_owner(uri), _no_resource(uri))
+        server, uri = await self._check(ctx, await self.resource_owner(uri), _no_resource(uri))
         async with self.serving(ctx, params) as caller:
 
             async def send(c: Client) -> types.ReadResourceResult | types.InputRequiredResult:
@@ -460,7 +466,7 @@ class Relay:
     async def subscribe(self, ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
         self.seen(ctx)
         uri = str(params.uri)
-        server, uri = self._check(ctx, await self.resource_owner(uri), _no_resource(uri))
+        server, uri = await self._check(ctx, await self.resource_owner(uri), _no_resource(uri))
         first = (server, uri) not in self.subscribers
         self.subscribers.setdefault((server, uri), set()).add(_key(ctx))
         if first:
@@ -477,7 +483,7 @@ class Relay:
     ) -> types.EmptyResult:
         self.seen(ctx)
         uri = str(params.uri)
-        server, uri = self._check(ctx, await self.resource_owner(uri), _no_resource(uri))
+        server, uri = await self._check(ctx, await self.resource_owner(uri), _no_resource(uri))
         keys = self.subscribers.get((server, uri), set())
         keys.discard(_key(ctx))
         if not keys and self.subscribers.pop((server, uri), None) is not None:
@@ -493,7 +499,7 @@ class Relay:
         self, ctx: Any, params: types.GetPromptRequestParams
     ) -> types.GetPromptResult | types.InputRequiredResult:
         self.seen(ctx)
-        server, name = self._check(
+        server, name = await self._check(
             ctx, await self.prompt_owner(params.name), _no_prompt(params.name)
         )
         async with self.serving(ctx, params) as caller:
@@ -516,11 +522,11 @@ class Relay:
         ref = params.ref
         if isinstance(ref, types.PromptReference):
             missing = _no_prompt(ref.name)
-            server, name = self._check(ctx, await self.prompt_owner(ref.name), missing)
+            server, name = await self._check(ctx, await self.prompt_owner(ref.name), missing)
             ref = ref.model_copy(update={"name": name})
         else:
             missing = _no_resource(ref.uri)
-            server, uri = self._check(ctx, await self.template_owner(ref.uri), missing)
+            server, uri = await self._check(ctx, await self.template_owner(ref.uri), missing)
             ref = ref.model_copy(update={"uri": uri})
         if server not in self._serving("completions"):  # nothing to complete with: no values
             return types.CompleteResult(completion=types.Completion(values=[]))

@@ -45,6 +45,8 @@ class SessionState:
     promoted: set[str] = field(default_factory=set)
     last_query: str = ""
     """The latest find_tools request, re-used by request_capability."""
+    last_shown: list[tuple[str, str]] = field(default_factory=list)
+    """(server, tool) of its answer in rank order, until the next call (memory.learn_from_call)."""
     capability_requests: int = 0
     client: str | None = None
     """The client identity its promotions are shared under, across gateway processes and
