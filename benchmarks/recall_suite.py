@@ -48,6 +48,8 @@ DEVELOPED_ON: dict[str, tuple[str, ...]] = {
     "default": ("livemcpbench", "mcpbench", "union"),
     "adaptive": ("livemcpbench", "mcpbench", "union"),
     "bm25": (),
+    "fusion-lodo": (),  # trained on the other sets only: no set is its own development set
+    "adaptive-fusion-lodo": (),
     "dense": (),
 }
 
@@ -70,6 +72,33 @@ def step_cases(
         pick = np.sort(np.random.default_rng(0).choice(len(cases), cap, replace=False))
         cases = [cases[i] for i in pick]
     return cases
+
+
+def register_lodo(held_out: str) -> None:
+    """``fusion-lodo`` (and ``adaptive-fusion-lodo``): the learned fusion trained without
+    ``held_out`` (benchmarks/train_fusion.py's lodo-<set>.json), the honest figure for it."""
+    from toolroute.route import strategy as st
+    from toolroute.route.fusion import fused_scores, load_model
+
+    path = REPO / "benchmarks" / "results" / "fusion" / f"lodo-{held_out}.json"
+    if not path.exists():
+        return
+    model = load_model(path)
+
+    def score(ix: Any, q: Any, p: Any) -> Any:
+        return fused_scores(ix, q, p, model)
+
+    for name, fn, stats in (
+        ("fusion-lodo", score, False),
+        ("adaptive-fusion-lodo", st._adaptive(score), True),
+    ):
+        st.register_strategy(
+            name,
+            lambda fn=fn, name=name, stats=stats: st.Strategy(
+                name, fn, "intent-spans", f"learned fusion without {held_out}", stats
+            ),
+            overwrite=True,
+        )
 
 
 def run_set(
@@ -222,6 +251,7 @@ def main() -> int:
     t_start = time.perf_counter()
     for name in args.sets.split(","):
         cat, qf = SETS[name]
+        register_lodo(name)
         with Router(cat, store=args.store, embedder=embedder, params=RouteParams()) as r:
             r.index()
             queries = load_queries(qf, r.catalog)

@@ -14,7 +14,12 @@ does not return (e.g. outside the servers a cascade kept). Stages are plain func
   names by path (a writer for a destination, a reader of its type for a source);
 - ``adaptive`` (the default, route/adaptive.py): ``steps``' relevance over capabilities, the
   vendor inside each chosen from executed calls, and the asking client's usage memory;
+- ``fusion``: a shipped logistic regression over ``steps``' signals, per-field BM25 and the
+  server layer, over ``steps``' candidates (route/fusion.py, trained leave-one-dataset-out);
 - ``baseline-*``: the three reference methods of shared/benchmarks/BASELINES.md, verbatim.
+
+Every strategy's scores then pass the router's exact-name step (route/exact.py). New
+strategies are added with :func:`register_strategy`.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from toolroute.route.action import query_actions, tool_actions
 from toolroute.route.adaptive import AdaptiveParams, adaptive_route
 from toolroute.route.ehrr import EhrrParams, EhrrTrace, ehrr_route
 from toolroute.route.expand import expand, provider_graph
+from toolroute.route.fusion import default_model, fused_scores
 from toolroute.route.intent import READ_FILE_INTENT, WRITE_FILE_INTENT, named_files
 from toolroute.stats import StatsBook
 
@@ -283,6 +289,11 @@ def steps(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
     s = _action_prior(ix, q, p, multi(ix, q, p))
     s = expand(s, provider_graph(ix.tools), p.expand_pool, p.expand_weight)
     return _near_duplicates(ix, q, p, _named_files(ix, q, p, s))
+
+
+def fusion(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
+    """The shipped learned fusion over ``steps``' candidates (route/fusion.py)."""
+    return fused_scores(ix, q, p, default_model())
 
 
 _DERIVED: dict[tuple[int, str], tuple[object, Any]] = {}
@@ -545,6 +556,19 @@ STRATEGIES: dict[str, Strategy] = {
             _adaptive(steps, memory=False, learn=False),
             "intent-spans",
             "capabilities only: no vendor learning, no usage memory",
+            True,
+        ),
+        Strategy(
+            "fusion",
+            fusion,
+            "intent-spans",
+            "learned fusion: a logistic regression over steps' signals and per-field BM25",
+        ),
+        Strategy(
+            "adaptive-fusion",
+            _adaptive(fusion),
+            "intent-spans",
+            "adaptive over the learned fusion's relevance",
             True,
         ),
         Strategy("ehrr", _ehrr(), "query", "EHRR Alg. 2: utilities + posted-price auction", True),
