@@ -105,3 +105,18 @@ def test_stemmed_field_matches_word_forms_the_plain_tokenizer_does_not(
         row = [t.name for t in ix.tools].index("list_directory")
         assert int(np.argmax(s["stemmed"])) == row
         assert ix.tool_lexical.scores("listing directories")[row] == 0.0
+
+
+def test_bm25s_tokenizer_keeps_identifiers_whole_and_drops_stopwords() -> None:
+    from toolroute.index.fields import StopwordLexical
+
+    assert StopwordLexical.tokens("Get the weather with get_weather in a city") == [
+        "get",
+        "weather",
+        "get_weather",
+        "city",
+    ]
+    lex = StopwordLexical(["the weather of a city", "the stock price", "a file on a disk"])
+    s = lex.scores("what is the weather")
+    assert s[0] > 0 and s[1] == s[2] == 0
+    assert not lex.scores("what is the").any()  # stopwords only: no evidence

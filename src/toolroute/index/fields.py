@@ -27,7 +27,14 @@ from toolroute.index.build import ToolIndex
 from toolroute.index.document import build_docs, server_profile, tokenise
 from toolroute.index.lexical import LexicalIndex
 
-__all__ = ["FIELDS", "FieldIndex", "field_index", "stem_text"]
+__all__ = [
+    "FIELDS",
+    "FieldIndex",
+    "StopwordLexical",
+    "field_index",
+    "stem_text",
+    "stopword_lexical",
+]
 
 FIELDS = ("name", "description", "parameters", "server", "stemmed")
 
@@ -84,4 +91,50 @@ def field_index(ix: ToolIndex) -> FieldIndex:
     if len(_FIELDS) > 8:
         _FIELDS.clear()
     _FIELDS[id(ix.tools)] = (ix.tools, made)
+    return made
+
+
+class StopwordLexical:
+    """BM25 over the whole tool document with bm25s' own tokenizer: its word regex (runs of
+    two or more word characters, so ``get_weather`` stays one token and camel case is not
+    split) and English stopwords dropped (benchmarks/lexical_check.py compares it with ours)."""
+
+    def __init__(self, texts: Sequence[str]) -> None:
+        import bm25s
+
+        self.size = len(texts)
+        self._bm25 = bm25s.BM25(k1=1.5, b=0.75, method="robertson")
+        corpus = [self.tokens(t) or ["\x00"] for t in texts]
+        if self.size:
+            self._bm25.index(corpus, show_progress=False)
+
+    @staticmethod
+    def tokens(text: str) -> list[str]:
+        import bm25s
+
+        out: list[str] = bm25s.tokenize(
+            [text], stopwords="en", return_ids=False, show_progress=False
+        )[0]
+        return out
+
+    def scores(self, query: str) -> Scores:
+        vocab = self._bm25.vocab_dict
+        ids = [vocab[t] for t in self.tokens(query) if t in vocab]
+        if not self.size or not ids:
+            return np.zeros(self.size, dtype=np.float32)
+        return np.asarray(self._bm25.get_scores_from_ids(ids), dtype=np.float32)
+
+
+_STOP: dict[int, tuple[object, StopwordLexical]] = {}
+
+
+def stopword_lexical(ix: ToolIndex) -> StopwordLexical:
+    """The :class:`StopwordLexical` of ``ix``'s tool documents, built once per tools tuple."""
+    hit = _STOP.get(id(ix.tools))
+    if hit is not None and hit[0] is ix.tools:
+        return hit[1]
+    made = StopwordLexical([d.lexical_text() for d in build_docs(ix.catalog.servers, None)])
+    if len(_STOP) > 8:
+        _STOP.clear()
+    _STOP[id(ix.tools)] = (ix.tools, made)
     return made
