@@ -8,6 +8,10 @@ the same way as ``toolroute bench``. Kept ideas are switches of ``RouteParams`` 
 ``steps`` strategy; ideas that did not pay are written here as small scoring stages over the
 same index, so their figures stay reproducible. No idea reads a query's answers: the priors
 come from general English (action verbs, file paths) and the catalog's own structure.
+
+Every idea here was developed on these three sets (the table's "developed on" column); the
+sets nobody tuned on (tool_attention, sealtools, metatool) and the paired intervals of issue
+25's keep-rule are benchmarks/recall_suite.py's, which runs any registered strategy on all.
 """
 
 from __future__ import annotations
@@ -349,8 +353,8 @@ def main() -> int:
                 print(dname, label, {m: round(res[m], 3) for m in METRICS}, file=sys.stderr)
     head = " | ".join(f"{d} R@5 | MRR | R@1" for d in DATASETS)
     lines = [
-        "| idea | " + head + " | live p50 ms |",
-        "|---|" + "---:|---:|---:|" * len(DATASETS) + "---:|",
+        "| idea | developed on | " + head + " | live p50 ms |",
+        "|---|---|" + "---:|---:|---:|" * len(DATASETS) + "---:|",
     ]
     for label, per in results.items():
         cells = " | ".join(
@@ -358,7 +362,7 @@ def main() -> int:
             for d in DATASETS
         )
         lat = per["livemcpbench"]["latency_ms"]["p50"]
-        lines.append(f"| {label} | {cells} | {lat:.1f} |")
+        lines.append(f"| {label} | {', '.join(DATASETS)} | {cells} | {lat:.1f} |")
     table = "\n".join(lines) + "\n"
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

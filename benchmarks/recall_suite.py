@@ -48,6 +48,11 @@ DEVELOPED_ON: dict[str, tuple[str, ...]] = {
     "default": ("livemcpbench", "mcpbench", "union"),
     "adaptive": ("livemcpbench", "mcpbench", "union"),
     "bm25": (),
+    # the tokenizer was chosen from BM25-alone figures on every set (lexical_check.py)
+    "adaptive-tok": tuple(SETS),
+    "hybrid-tok": tuple(SETS),
+    "fusion-lodo": (),  # trained on the other sets only: no set is its own development set
+    "adaptive-fusion-lodo": (),
     "dense": (),
 }
 
@@ -70,6 +75,62 @@ def step_cases(
         pick = np.sort(np.random.default_rng(0).choice(len(cases), cap, replace=False))
         cases = [cases[i] for i in pick]
     return cases
+
+
+def register_experiments() -> None:
+    """Ideas measured here before any lands in the router (benchmarks/lexical_check.py)."""
+    from toolroute.index.fields import stopword_lexical
+    from toolroute.route import strategy as st
+
+    def swap(ix: Any, q: Any, p: Any) -> Any:
+        # the whole request's BM25 with bm25s' tokenizer and stopwords instead of ours
+        new = st._normalised(stopword_lexical(ix).scores(q.text))
+        return p.lexical_weight * (new - st._normalised(ix.tool_lexical.scores(q.text)))
+
+    def steps_tok(ix: Any, q: Any, p: Any) -> Any:
+        return st.steps(ix, q, p) + swap(ix, q, p)
+
+    def hybrid_tok(ix: Any, q: Any, p: Any) -> Any:
+        return st.hybrid(ix, q, p) + swap(ix, q, p)
+
+    for name, fn, embeds, stats in (
+        ("adaptive-tok", st._adaptive(steps_tok), "intent-spans", True),
+        ("hybrid-tok", hybrid_tok, "query", False),
+    ):
+        st.register_strategy(
+            name,
+            lambda fn=fn, name=name, embeds=embeds, stats=stats: st.Strategy(
+                name, fn, embeds, "BM25 with bm25s' tokenizer and stopwords", stats
+            ),
+            overwrite=True,
+        )
+
+
+def register_lodo(held_out: str) -> None:
+    """``fusion-lodo`` (and ``adaptive-fusion-lodo``): the learned fusion trained without
+    ``held_out`` (benchmarks/train_fusion.py's lodo-<set>.json), the honest figure for it."""
+    from toolroute.route import strategy as st
+    from toolroute.route.fusion import fused_scores, load_model
+
+    path = REPO / "benchmarks" / "results" / "fusion" / f"lodo-{held_out}.json"
+    if not path.exists():
+        return
+    model = load_model(path)
+
+    def score(ix: Any, q: Any, p: Any) -> Any:
+        return fused_scores(ix, q, p, model)
+
+    for name, fn, stats in (
+        ("fusion-lodo", score, False),
+        ("adaptive-fusion-lodo", st._adaptive(score), True),
+    ):
+        st.register_strategy(
+            name,
+            lambda fn=fn, name=name, stats=stats: st.Strategy(
+                name, fn, "intent-spans", f"learned fusion without {held_out}", stats
+            ),
+            overwrite=True,
+        )
 
 
 def run_set(
@@ -185,7 +246,7 @@ def render(
             for name, per in whole.items()
             if s in per and baseline in per
         }
-        dev = DEVELOPED_ON.get(s.split(":")[0], ())
+        dev = DEVELOPED_ON.get(s.split("/")[0], ())
         kept, why = keep_verdict(ivs, dev)
         lines.append(f"| {s} | {', '.join(dev) or '—'} | {'keep' if kept else 'drop'} | {why} |")
     return "\n".join(lines) + "\n", summary
@@ -214,6 +275,7 @@ def main() -> int:
     from toolroute.route.strategy import RouteParams
     from toolroute.router import Router
 
+    register_experiments()
     strategies = args.strategy or ["default", "steps", "hybrid"]
     if args.baseline not in strategies:
         strategies.insert(0, args.baseline)
@@ -222,6 +284,7 @@ def main() -> int:
     t_start = time.perf_counter()
     for name in args.sets.split(","):
         cat, qf = SETS[name]
+        register_lodo(name)
         with Router(cat, store=args.store, embedder=embedder, params=RouteParams()) as r:
             r.index()
             queries = load_queries(qf, r.catalog)

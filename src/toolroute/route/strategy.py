@@ -14,7 +14,12 @@ does not return (e.g. outside the servers a cascade kept). Stages are plain func
   names by path (a writer for a destination, a reader of its type for a source);
 - ``adaptive`` (the default, route/adaptive.py): ``steps``' relevance over capabilities, the
   vendor inside each chosen from executed calls, and the asking client's usage memory;
+- ``fusion``: a shipped logistic regression over ``steps``' signals, per-field BM25 and the
+  server layer, over ``steps``' candidates (route/fusion.py, trained leave-one-dataset-out);
 - ``baseline-*``: the three reference methods of shared/benchmarks/BASELINES.md, verbatim.
+
+Every strategy's scores then pass the router's exact-name step (route/exact.py). New
+strategies are added with :func:`register_strategy`.
 """
 
 from __future__ import annotations

