@@ -19,7 +19,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from tests.conftest import TIME_MAIN
 from tests.integration.gateways import GatewayProcess
-from toolroute.store import Store
+from toolroute.store import open_store
 
 pytestmark = pytest.mark.integration
 
@@ -95,7 +95,7 @@ def test_a_real_client_hits_its_limits_and_the_budget_survives_a_restart(
         finally:
             gateway.stop()
         if check is first_run:  # the refused call taught the usage memory nothing
-            with Store(tmp_path / "store") as st:
+            with open_store(tmp_path / "store") as st:
                 used = {(r.server, r.tool): r for r in st.load_memory()}
             convert_row, now_row = (
                 used[("time", "convert_time")],
@@ -112,7 +112,7 @@ def test_replicas_charging_one_pg_store_at_once_never_pass_the_budget(pg: Any) -
     import uuid
 
     url = pg.create_database(f"t_{uuid.uuid4().hex[:12]}")
-    stores = [Store(url) for _ in range(8)]
+    stores = [open_store(url) for _ in range(8)]
     barrier = threading.Barrier(len(stores), timeout=30)
     results: list[tuple[bool, float]] = []
 

@@ -24,6 +24,7 @@ from toolroute.gateway.app import (
     running_pool,
     sync_router,
 )
+from toolroute.gateway.reload import Live
 
 pytestmark = pytest.mark.integration
 
@@ -60,7 +61,7 @@ def test_a_server_announcing_a_change_on_every_listing_is_relisted_alone_and_deb
             start = anyio.current_time()
             with anyio.fail_after(WINDOW_S + 30):
                 async with anyio.create_task_group() as tg:
-                    tg.start_soon(_watch_changes, cfg, pool, gw, result.listings)
+                    tg.start_soon(_watch_changes, Live(cfg, listings=result.listings), pool, gw)
                     await anyio.sleep(WINDOW_S)
                     tg.cancel_scope.cancel()
             elapsed = anyio.current_time() - start

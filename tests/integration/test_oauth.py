@@ -34,7 +34,7 @@ from toolroute.config import load_config
 from toolroute.gateway.app import running_pool
 from toolroute.sources.oauth import SECRET_KEY_ENV, StoredCredentials
 from toolroute.sources.sync import list_all
-from toolroute.store import Store
+from toolroute.store import open_store
 
 pytestmark = pytest.mark.integration
 
@@ -304,7 +304,7 @@ def test_a_stored_token_past_its_expiry_is_refreshed_when_the_gateway_connects(
     with protected_server() as protected:
         config = write_config(tmp_path, {"prot": {"url": protected.url}})
         anyio.run(sign_in, config, "prot", env)
-        with Store(tmp_path / "store") as st:  # the gateway was off while the token expired
+        with open_store(tmp_path / "store") as st:  # the gateway was off while the token expired
             row = st.get_oauth("prot", protected.url)
             assert row is not None and row.tokens is not None
             st.put_oauth_tokens("prot", protected.url, row.tokens, expires_at=1.0)
@@ -320,7 +320,7 @@ def test_a_stored_token_past_its_expiry_is_refreshed_when_the_gateway_connects(
 
         anyio.run(main)
         assert protected.stats()["refreshes"] == 1
-        with Store(tmp_path / "store") as st:
+        with open_store(tmp_path / "store") as st:
             row = st.get_oauth("prot", protected.url)
             assert row is not None and (row.expires_at or 0) > 1.0  # the new token was kept
 
@@ -383,7 +383,7 @@ def test_credentials_round_trip_through_a_postgresql_store(pg: Any) -> None:
         assert again.expires_at is not None
 
     anyio.run(main)
-    with Store(url) as st:
+    with open_store(url) as st:
         row = st.get_oauth("s", "http://x/mcp")
         assert row is not None and row.tokens is not None and b"at-pg" not in row.tokens
 

@@ -331,6 +331,7 @@ def test_quarantined_tools_are_refused_before_any_call(tmp_path: Path) -> None:
 @pytest.mark.parametrize("era", ["2026-07-28", "2025-11-25"])
 def test_list_changed_from_a_server_resyncs_its_tools(tmp_path: Path, era: str) -> None:
     from toolroute.gateway.app import _watch_changes
+    from toolroute.gateway.reload import Live
 
     servers = {"changing": _changing_server(), "time": create_server("UTC")}
     cfg = GatewayConfig(servers=memory_specs(servers, era), store=tmp_path / "store")
@@ -339,7 +340,7 @@ def test_list_changed_from_a_server_resyncs_its_tools(tmp_path: Path, era: str) 
     async def main() -> None:
         async with _gateway(cfg) as gw, anyio.create_task_group() as tg:
             assert "changing__fresh_tool" not in _names_of(gw.find(query, 3))
-            tg.start_soon(_watch_changes, cfg, gw.pool, gw)
+            tg.start_soon(_watch_changes, Live(cfg), gw.pool, gw)
             assert not (await gw.call("changing__add_tool", {})).is_error
             with anyio.fail_after(10):
                 while "changing__fresh_tool" not in _names_of(gw.find(query, 3)):

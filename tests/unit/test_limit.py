@@ -28,7 +28,7 @@ from toolroute.gateway.limit import (
 )
 from toolroute.gateway.metrics import NoMetrics
 from toolroute.gateway.status import Faults
-from toolroute.store import Store
+from toolroute.store import open_store
 
 NOON = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC).timestamp()
 
@@ -79,7 +79,7 @@ def test_the_budget_resets_at_the_next_utc_midnight() -> None:
 
 
 def test_a_charge_past_the_days_budget_is_refused_and_leaves_the_total(tmp_path: Path) -> None:
-    with Store(tmp_path) as st:
+    with open_store(tmp_path) as st:
         assert st.charge("token:a", "2026-03-01", 0.4, 1.0) == (True, 0.4)
         assert st.charge("token:a", "2026-03-01", 0.4, 1.0) == (True, 0.8)
         ok, spent = st.charge("token:a", "2026-03-01", 0.4, 1.0)
@@ -88,7 +88,7 @@ def test_a_charge_past_the_days_budget_is_refused_and_leaves_the_total(tmp_path:
         assert st.charge("token:a", "2026-03-02", 0.4, 1.0) == (True, 0.4)  # per day
         st.charge("token:a", "2026-03-01", -0.4)  # a refund
         assert st.spent("token:a", "2026-03-01") == (pytest.approx(0.4), 1)
-    with Store(tmp_path) as st:  # in the file, not the process
+    with open_store(tmp_path) as st:  # in the file, not the process
         assert st.spent("token:a", "2026-03-01") == (pytest.approx(0.4), 1)
         st.prune_spend("2026-03-02")
         assert st.spent("token:a", "2026-03-01") == (0.0, 0)
@@ -130,7 +130,7 @@ def _refused(result: Any) -> dict[str, Any]:
 def test_a_client_over_its_rate_is_refused_with_when_to_retry(tmp_path: Path) -> None:
     async def main() -> None:
         clock = Clock(1000.0)
-        with Store(tmp_path) as st:
+        with open_store(tmp_path) as st:
             limits = Limits(
                 LimitSettings(Limit(calls_per_minute=6, burst=2)),
                 _gateway(st, {}),
@@ -151,7 +151,7 @@ def test_a_client_over_its_rate_is_refused_with_when_to_retry(tmp_path: Path) ->
 def test_a_tool_limit_refusal_spends_no_token_of_the_clients_bucket(tmp_path: Path) -> None:
     async def main() -> None:
         clock = Clock(0.0)
-        with Store(tmp_path) as st:
+        with open_store(tmp_path) as st:
             limits = Limits(
                 LimitSettings(
                     Limit(calls_per_minute=60, burst=2),
@@ -181,7 +181,7 @@ def test_calls_past_the_concurrency_limit_are_refused_while_others_run(
             await release.wait()
             return await _ok(name, arguments)
 
-        with Store(tmp_path) as st:
+        with open_store(tmp_path) as st:
             limits = Limits(LimitSettings(Limit(max_concurrent=1)), _gateway(st, {}))
             results: list[Any] = []
 
@@ -209,7 +209,7 @@ def test_the_daily_budget_charges_prices_and_refunds_calls_never_forwarded(
             payload = {"error": "unknown_tool", "message": "no"}
             return types.CallToolResult(content=[], structured_content=payload, is_error=True)
 
-        with Store(tmp_path) as st:
+        with open_store(tmp_path) as st:
             limits = Limits(
                 LimitSettings(Limit(budget_usd_per_day=0.25)),
                 _gateway(st, {"s__paid": 0.1, "s__free": 0.0}),
@@ -279,7 +279,7 @@ def test_a_round_that_asks_the_client_first_is_not_charged(tmp_path: Path) -> No
         return types.InputRequiredResult(input_requests={}, request_state="s")
 
     async def main() -> None:
-        with Store(tmp_path) as st:
+        with open_store(tmp_path) as st:
             limits = Limits(
                 LimitSettings(Limit(budget_usd_per_day=1.0)),
                 _gateway(st, {"s__paid": 0.1}),
