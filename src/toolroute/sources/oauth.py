@@ -170,7 +170,7 @@ class StoredCredentials:
 
     # The store is used on the event loop, as the gateway's own outcome writes are: one
     # indexed row, 0.3 ms beside the gateway's open store (benchmarks/results/oauth.md).
-    def _read(self) -> Any:
+    def read_row(self) -> Any:
         with Store(self.target) as st:
             return st.get_oauth(self.server, self.url)
 
@@ -188,7 +188,7 @@ class StoredCredentials:
     async def get_tokens(self) -> OAuthToken | None:
         if self.fresh:
             return None
-        row = self._read()
+        row = self.read_row()
         if row is None or row.tokens is None:
             return None
         self.expires_at = row.expires_at
@@ -210,17 +210,13 @@ class StoredCredentials:
             ),
         }
         blob = self.box.encrypt(json.dumps(saved).encode())
-
-        def write() -> None:
-            with Store(self.target) as st:
-                st.put_oauth_tokens(self.server, self.url, blob, self.expires_at)
-
-        write()
+        with Store(self.target) as st:
+            st.put_oauth_tokens(self.server, self.url, blob, self.expires_at)
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
         if self.configured is not None:
             return self.configured
-        row = self._read()
+        row = self.read_row()
         if row is None or row.client is None:
             return None
         return OAuthClientInformationFull.model_validate_json(self._open(row.client))
@@ -228,12 +224,8 @@ class StoredCredentials:
     async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
         self.registered = True
         blob = self.box.encrypt(client_info.model_dump_json().encode())
-
-        def write() -> None:
-            with Store(self.target) as st:
-                st.put_oauth_client(self.server, self.url, blob)
-
-        write()
+        with Store(self.target) as st:
+            st.put_oauth_client(self.server, self.url, blob)
 
 
 class _Provider(OAuthClientProvider):
@@ -375,7 +367,7 @@ class DownstreamAuth:
         storage = StoredCredentials(
             self.target, self.name, self.url, box, configured=configured_client(self.options, None)
         )
-        row = storage._read()
+        row = storage.read_row()
         self._seen = None if row is None else row.changed_at
         self.provider = None
         if row is None or row.tokens is None:
@@ -430,7 +422,7 @@ class DownstreamAuth:
             if stop.is_set():
                 return
             try:
-                row = storage._read()
+                row = storage.read_row()
             except ToolrouteError:  # the store is unreachable: look again later
                 continue
             if (None if row is None else row.changed_at) != self._seen:
