@@ -140,6 +140,7 @@ class Gateway:
 
 
 def write_config(directory: Path, servers: dict[str, Any]) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
     path = directory / "servers.json"
     path.write_text(json.dumps({"mcpServers": servers}))
     store = json.dumps(str(directory / "store"))
@@ -439,3 +440,36 @@ def test_toolroute_auth_on_a_server_without_oauth_fails_in_one_line(tmp_path: Pa
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith("error: signing in to locked failed: "), done.stderr
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+
+
+def test_a_second_sign_in_reuses_the_registration_and_a_configured_client_id_registers_none(
+    tmp_path: Path,
+) -> None:
+    env = key_env()
+    with protected_server() as protected:
+        config = write_config(tmp_path / "dynamic", {"prot": {"url": protected.url}})
+        anyio.run(sign_in, config, "prot", env)
+        anyio.run(sign_in, config, "prot", env)  # same loopback port: same client
+        assert protected.stats()["registrations"] == 1
+
+        # a client registered by hand (here through /register, as an admin would)
+        port = free_port()
+        registered = httpx2.post(
+            f"{protected.issuer}/register",
+            json={
+                "redirect_uris": [f"http://127.0.0.1:{port}/callback"],
+                "token_endpoint_auth_method": "none",
+                "grant_types": ["authorization_code", "refresh_token"],
+                "client_name": "by hand",
+            },
+            timeout=10,
+        ).json()
+        entry = {
+            "url": protected.url,
+            "oauth": {"clientId": registered["client_id"], "callbackPort": port},
+        }
+        config = write_config(tmp_path / "configured", {"prot": entry})
+        anyio.run(sign_in, config, "prot", env)
+        stats = protected.stats()
+    assert stats["registrations"] == 2  # the dynamic one and the admin's; none by toolroute
+    assert stats["authorizations"] == 3
