@@ -263,7 +263,8 @@ def test_a_protected_server_signed_in_with_toolroute_auth_serves_refreshes_and_l
                             await anyio.sleep(0.2)
                     body = json.loads(text(refused))
                     assert body["error"] == "auth_required", body
-                    assert fix in body["message"], body
+                    assert "`toolroute auth prot`" in body["message"], body
+                    assert str(tmp_path) not in text(refused)  # the agent sees no paths
                     lapsed = await until_status(tmp_path, "prot", "down")
                     assert fix in lapsed["error"] and "lapsed" in lapsed["error"], lapsed
                     shown = subprocess.run(

@@ -388,6 +388,15 @@ class DownstreamAuth:
         )
         return self.provider
 
+    def for_agent(self) -> str | None:
+        """What an agent reads while the operator must sign in: the command, no paths."""
+        if self.required is None:
+            return None
+        return (
+            f"the server {self.name} needs its operator to sign in again (its OAuth sign-in"
+            f" lapsed, was revoked or never happened): `toolroute auth {self.name}`"
+        )
+
     def _lapsed(self) -> str:
         return (
             "unauthorized (HTTP 401): the OAuth sign-in lapsed (the token expired or was"
