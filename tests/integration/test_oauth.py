@@ -224,7 +224,8 @@ def test_a_protected_server_signed_in_with_toolroute_auth_serves_refreshes_and_l
                 # never signed in: down with the exact fix, the other server serves
                 prot = await until_status(tmp_path, "prot", "down")
                 fix = f"toolroute auth prot --config {config}"
-                assert fix in prot["error"] and prot["fix"].startswith(fix), prot
+                assert "run `toolroute auth prot`" in prot["error"], prot
+                assert prot["fix"].startswith(fix), prot  # the exact command, for the operator
                 await until_status(tmp_path, "other", "up")
                 async with agent(gateway.url) as client:
                     ok = await client.call_tool(
@@ -266,7 +267,7 @@ def test_a_protected_server_signed_in_with_toolroute_auth_serves_refreshes_and_l
                     assert "`toolroute auth prot`" in body["message"], body
                     assert str(tmp_path) not in text(refused)  # the agent sees no paths
                     lapsed = await until_status(tmp_path, "prot", "down")
-                    assert fix in lapsed["error"] and "lapsed" in lapsed["error"], lapsed
+                    assert "lapsed" in lapsed["error"] and lapsed["fix"].startswith(fix), lapsed
                     shown = subprocess.run(
                         [str(TOOLROUTE), "status", "--config", str(config)],
                         capture_output=True,

@@ -348,7 +348,10 @@ class DownstreamAuth:
     ) -> None:
         self.name, self.url, self.target, self.options = name, spec.url, target, options
         self.fix = fix
-        """The command that signs in again (``toolroute auth NAME --config …``)."""
+        """The exact command that signs in again (``toolroute auth NAME --config …``), for
+        the operator's status; what the server's error says (and the agent reads) is
+        ``toolroute auth NAME``, with no file path."""
+        self.command = shlex.join(["toolroute", "auth", name])
         self.required: str | None = None
         """Why the operator must sign in (None: nothing known to be needed)."""
         self._seen: float | None = None  # changed_at of the credentials the last connect read
@@ -388,26 +391,17 @@ class DownstreamAuth:
         )
         return self.provider
 
-    def for_agent(self) -> str | None:
-        """What an agent reads while the operator must sign in: the command, no paths."""
-        if self.required is None:
-            return None
-        return (
-            f"the server {self.name} needs its operator to sign in again (its OAuth sign-in"
-            f" lapsed, was revoked or never happened): `toolroute auth {self.name}`"
-        )
-
     def _lapsed(self) -> str:
         return (
             "unauthorized (HTTP 401): the OAuth sign-in lapsed (the token expired or was"
-            f" revoked, and no refresh was accepted): run `{self.fix}`"
+            f" revoked, and no refresh was accepted): run `{self.command}`"
         )
 
     def unauthorized(self) -> str:
         """What a plain 401 means for this server (no token sent, or one refused)."""
         self.required = (
             "unauthorized (HTTP 401): the server needs credentials — run "
-            f"`{self.fix}` to sign in (OAuth), or set "
+            f"`{self.command}` to sign in (OAuth), or set "
             '"headers": {"Authorization": ...} in its entry'
         )
         return self.required
@@ -418,7 +412,7 @@ class DownstreamAuth:
         if needed is None:
             return None
         self.required = str(needed) if "`toolroute auth" in str(needed) else (
-            f"{needed}: run `{self.fix}`"
+            f"{needed}: run `{self.command}`"
         )  # fmt: skip
         return self.required
 

@@ -380,7 +380,7 @@ class Downstream:
         last connect failed: the error is returned at once, the owner keeps retrying)."""
         if self._client is None and self.status == "down":
             if needed := self._auth_required():
-                raise DownstreamError(self.name, None, "auth_required", needed)
+                raise DownstreamError(self.name, None, "auth_required", self.error or needed)
             raise DownstreamError(self.name, None, "unavailable", self.error or "not connected")
         if self._client is None:
             with anyio.move_on_after(self.connect_timeout_s if wait_s is None else wait_s):
@@ -512,8 +512,7 @@ class Downstream:
                 self._calls.remove(caller)
 
     def _auth_required(self) -> str | None:
-        """What the agent reads when the operator must sign in (no paths, no tokens)."""
-        return self.auth.for_agent() if self.auth is not None else None
+        return self.auth.required if self.auth is not None else None
 
     def _error(self, tool: str | None, e: MCPError) -> DownstreamError:
         if e.error.code == types.CONNECTION_CLOSED and (needed := self._auth_required()):
