@@ -155,7 +155,9 @@ def render(result: dict[str, Any], calls: int, warmup: int, runtime_s: float) ->
         " open beside, as a serving gateway's router holds it)",
         f"- {calls} timed calls per kind after {warmup} warm-up pairs, alternating batches of 10;"
         f" runtime {runtime_s:.1f} s",
-        "- `python benchmarks/oauth_refresh.py` (run with `nice -n 10` on a shared 2-core machine)",
+        "- `python benchmarks/oauth_refresh.py` (run with `nice -n 10` on a shared 2-core machine;"
+        f" load average {os.getloadavg()[0]:.1f} at the end: absolute times are inflated by other"
+        " jobs, the ratio to the plain call of the same run is the figure)",
     ]
     return "\n".join(lines) + "\n"
 

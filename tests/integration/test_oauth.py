@@ -140,6 +140,7 @@ class Gateway:
 
 
 def write_config(directory: Path, servers: dict[str, Any]) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
     path = directory / "servers.json"
     path.write_text(json.dumps({"mcpServers": servers}))
     store = json.dumps(str(directory / "store"))
@@ -223,7 +224,8 @@ def test_a_protected_server_signed_in_with_toolroute_auth_serves_refreshes_and_l
                 # never signed in: down with the exact fix, the other server serves
                 prot = await until_status(tmp_path, "prot", "down")
                 fix = f"toolroute auth prot --config {config}"
-                assert fix in prot["error"] and prot["fix"].startswith(fix), prot
+                assert "run `toolroute auth prot`" in prot["error"], prot
+                assert prot["fix"].startswith(fix), prot  # the exact command, for the operator
                 await until_status(tmp_path, "other", "up")
                 async with agent(gateway.url) as client:
                     ok = await client.call_tool(
@@ -262,9 +264,10 @@ def test_a_protected_server_signed_in_with_toolroute_auth_serves_refreshes_and_l
                             await anyio.sleep(0.2)
                     body = json.loads(text(refused))
                     assert body["error"] == "auth_required", body
-                    assert fix in body["message"], body
+                    assert "`toolroute auth prot`" in body["message"], body
+                    assert str(tmp_path) not in text(refused)  # the agent sees no paths
                     lapsed = await until_status(tmp_path, "prot", "down")
-                    assert fix in lapsed["error"] and "lapsed" in lapsed["error"], lapsed
+                    assert "lapsed" in lapsed["error"] and lapsed["fix"].startswith(fix), lapsed
                     shown = subprocess.run(
                         [str(TOOLROUTE), "status", "--config", str(config)],
                         capture_output=True,
@@ -439,3 +442,36 @@ def test_toolroute_auth_on_a_server_without_oauth_fails_in_one_line(tmp_path: Pa
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith("error: signing in to locked failed: "), done.stderr
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+
+
+def test_a_second_sign_in_reuses_the_registration_and_a_configured_client_id_registers_none(
+    tmp_path: Path,
+) -> None:
+    env = key_env()
+    with protected_server() as protected:
+        config = write_config(tmp_path / "dynamic", {"prot": {"url": protected.url}})
+        anyio.run(sign_in, config, "prot", env)
+        anyio.run(sign_in, config, "prot", env)  # same loopback port: same client
+        assert protected.stats()["registrations"] == 1
+
+        # a client registered by hand (here through /register, as an admin would)
+        port = free_port()
+        registered = httpx2.post(
+            f"{protected.issuer}/register",
+            json={
+                "redirect_uris": [f"http://127.0.0.1:{port}/callback"],
+                "token_endpoint_auth_method": "none",
+                "grant_types": ["authorization_code", "refresh_token"],
+                "client_name": "by hand",
+            },
+            timeout=10,
+        ).json()
+        entry = {
+            "url": protected.url,
+            "oauth": {"clientId": registered["client_id"], "callbackPort": port},
+        }
+        config = write_config(tmp_path / "configured", {"prot": entry})
+        anyio.run(sign_in, config, "prot", env)
+        stats = protected.stats()
+    assert stats["registrations"] == 2  # the dynamic one and the admin's; none by toolroute
+    assert stats["authorizations"] == 3

@@ -170,7 +170,7 @@ class StoredCredentials:
 
     # The store is used on the event loop, as the gateway's own outcome writes are: one
     # indexed row, 0.3 ms beside the gateway's open store (benchmarks/results/oauth.md).
-    def _read(self) -> Any:
+    def read_row(self) -> Any:
         with open_store(self.target) as st:
             return st.get_oauth(self.server, self.url)
 
@@ -188,7 +188,7 @@ class StoredCredentials:
     async def get_tokens(self) -> OAuthToken | None:
         if self.fresh:
             return None
-        row = self._read()
+        row = self.read_row()
         if row is None or row.tokens is None:
             return None
         self.expires_at = row.expires_at
@@ -210,17 +210,13 @@ class StoredCredentials:
             ),
         }
         blob = self.box.encrypt(json.dumps(saved).encode())
-
-        def write() -> None:
-            with open_store(self.target) as st:
-                st.put_oauth_tokens(self.server, self.url, blob, self.expires_at)
-
-        write()
+        with open_store(self.target) as st:
+            st.put_oauth_tokens(self.server, self.url, blob, self.expires_at)
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
         if self.configured is not None:
             return self.configured
-        row = self._read()
+        row = self.read_row()
         if row is None or row.client is None:
             return None
         return OAuthClientInformationFull.model_validate_json(self._open(row.client))
@@ -228,12 +224,8 @@ class StoredCredentials:
     async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
         self.registered = True
         blob = self.box.encrypt(client_info.model_dump_json().encode())
-
-        def write() -> None:
-            with open_store(self.target) as st:
-                st.put_oauth_client(self.server, self.url, blob)
-
-        write()
+        with open_store(self.target) as st:
+            st.put_oauth_client(self.server, self.url, blob)
 
 
 class _Provider(OAuthClientProvider):
@@ -356,7 +348,10 @@ class DownstreamAuth:
     ) -> None:
         self.name, self.url, self.target, self.options = name, spec.url, target, options
         self.fix = fix
-        """The command that signs in again (``toolroute auth NAME --config …``)."""
+        """The exact command that signs in again (``toolroute auth NAME --config …``), for
+        the operator's status; what the server's error says (and the agent reads) is
+        ``toolroute auth NAME``, with no file path."""
+        self.command = shlex.join(["toolroute", "auth", name])
         self.required: str | None = None
         """Why the operator must sign in (None: nothing known to be needed)."""
         self._seen: float | None = None  # changed_at of the credentials the last connect read
@@ -375,7 +370,7 @@ class DownstreamAuth:
         storage = StoredCredentials(
             self.target, self.name, self.url, box, configured=configured_client(self.options, None)
         )
-        row = storage._read()
+        row = storage.read_row()
         self._seen = None if row is None else row.changed_at
         self.provider = None
         if row is None or row.tokens is None:
@@ -399,14 +394,14 @@ class DownstreamAuth:
     def _lapsed(self) -> str:
         return (
             "unauthorized (HTTP 401): the OAuth sign-in lapsed (the token expired or was"
-            f" revoked, and no refresh was accepted): run `{self.fix}`"
+            f" revoked, and no refresh was accepted): run `{self.command}`"
         )
 
     def unauthorized(self) -> str:
         """What a plain 401 means for this server (no token sent, or one refused)."""
         self.required = (
             "unauthorized (HTTP 401): the server needs credentials — run "
-            f"`{self.fix}` to sign in (OAuth), or set "
+            f"`{self.command}` to sign in (OAuth), or set "
             '"headers": {"Authorization": ...} in its entry'
         )
         return self.required
@@ -417,7 +412,7 @@ class DownstreamAuth:
         if needed is None:
             return None
         self.required = str(needed) if "`toolroute auth" in str(needed) else (
-            f"{needed}: run `{self.fix}`"
+            f"{needed}: run `{self.command}`"
         )  # fmt: skip
         return self.required
 
@@ -430,7 +425,7 @@ class DownstreamAuth:
             if stop.is_set():
                 return
             try:
-                row = storage._read()
+                row = storage.read_row()
             except ToolrouteError:  # the store is unreachable: look again later
                 continue
             if (None if row is None else row.changed_at) != self._seen:

@@ -402,8 +402,9 @@ class Downstream:
         """The open session, waiting up to ``wait_s`` for a (re)connect (not at all when the
         last connect failed: the error is returned at once, the owner keeps retrying)."""
         if self._client is None and self.status == "down":
-            code: ErrorCode = "auth_required" if self._auth_required() else "unavailable"
-            raise DownstreamError(self.name, None, code, self.error or "not connected")
+            if needed := self._auth_required():
+                raise DownstreamError(self.name, None, "auth_required", self.error or needed)
+            raise DownstreamError(self.name, None, "unavailable", self.error or "not connected")
         if self._client is None:
             with anyio.move_on_after(self.connect_timeout_s if wait_s is None else wait_s):
                 await self._ready.wait()
