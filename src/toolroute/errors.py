@@ -58,6 +58,8 @@ class ErrorCode(StrEnum):
     """The ``error`` of an ``isError`` tool result: what went wrong, for the agent to act on."""
 
     INVALID_ARGUMENTS = "invalid_arguments"
+    INVALID_SCHEMA = "invalid_schema"
+    """The tool's own input schema cannot be used (toolroute refuses the tool)."""
     UNKNOWN_TOOL = "unknown_tool"
     TOOL_NOT_AVAILABLE = "tool_not_available"
     """The call gate: find_tools has not returned the tool to this session."""
@@ -75,13 +77,14 @@ class ErrorCode(StrEnum):
 
 
 def error_payload(
-    code: ErrorCode, message: str, *, tool: str | None = None, **extra: Any
+    code: ErrorCode, message: str | None, *, tool: str | None = None, **extra: Any
 ) -> dict[str, Any]:
-    """``{"error": code, "tool"?: tool, "message": message, **extra}``: the JSON of every
+    """``{"error": code, "tool"?: tool, "message"?: message, **extra}``: the JSON of every
     ``isError`` result the gateway writes itself (keys in this order)."""
     out: dict[str, Any] = {"error": code.value}
     if tool is not None:
         out["tool"] = tool
-    out["message"] = message
+    if message is not None:
+        out["message"] = message
     out.update(extra)
     return out

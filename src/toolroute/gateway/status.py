@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from toolroute.errors import ErrorCode, error_payload
 from toolroute.sources.pool import DownstreamPool
 
 __all__ = [
@@ -96,16 +97,16 @@ class Faults:
         }
 
 
-def store_failed(faults: Faults, e: BaseException) -> dict[str, str]:
+def store_failed(faults: Faults, e: BaseException) -> dict[str, Any]:
     """What an agent reads when the gateway's own store or disk fails its request (the
     ``isError`` result's JSON): no path, what to do next."""
     line = faults.failed("store", e)
-    return {
-        "error": "store_failed",
-        "message": f"the gateway's store failed: {line.removeprefix('write failed: ')}",
-        "hint": "a problem on the gateway's machine, not in your request: try again later "
+    return error_payload(
+        ErrorCode.STORE_FAILED,
+        f"the gateway's store failed: {line.removeprefix('write failed: ')}",
+        hint="a problem on the gateway's machine, not in your request: try again later "
         "or tell the user (toolroute status shows it)",
-    }
+    )
 
 
 def _utc(at: float) -> str:

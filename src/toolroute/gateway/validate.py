@@ -40,6 +40,8 @@ from jsonschema.exceptions import ValidationError
 from referencing import Registry, Resource
 from referencing.exceptions import NoSuchResource, Unresolvable
 
+from toolroute.errors import ErrorCode, error_payload
+
 __all__ = [
     "MAX_SCHEMA_BYTES",
     "MAX_SCHEMA_DEPTH",
@@ -360,18 +362,14 @@ async def check_call(
         if name not in _warned and len(_warned) < 10_000:
             _warned.add(name)
             log.warning("tool %s is refused: its input schema is unusable: %s", name, reason)
-        return {
-            "error": "invalid_schema",
-            "tool": name,
-            "message": f"toolroute cannot use the input schema of {name!r}: {reason}; "
-            "the tool is refused (ask its server's operator to fix the schema), the server's "
-            "other tools are fine",
-        }
+        return error_payload(
+            ErrorCode.INVALID_SCHEMA,
+            f"toolroute cannot use the input schema of {name!r}: {reason}; the tool is refused "
+            "(ask its server's operator to fix the schema), the server's other tools are fine",
+            tool=name,
+        )
     if not errors:
         return None
-    return {
-        "error": "invalid_arguments",
-        "tool": name,
-        "errors": errors,
-        "input_schema": dict(schema),
-    }
+    return error_payload(
+        ErrorCode.INVALID_ARGUMENTS, None, tool=name, errors=errors, input_schema=dict(schema)
+    )
