@@ -397,14 +397,23 @@ def make_gateway(config: GatewayConfig, router: Router, pool: DownstreamPool) ->
     return gateway
 
 
-async def _watch_changes(live: Live, pool: DownstreamPool, gateway: Any) -> None:
+async def _watch_changes(
+    source: Live | GatewayConfig,
+    pool: DownstreamPool,
+    gateway: Any,
+    listings: Listings | None = None,
+) -> None:
     """Re-list a server when it says its tools changed (notifications/tools/list_changed) or
     (re)connects, at most once per :data:`RELIST_DEBOUNCE_S` (notifications in between are
     coalesced: a server that announces a change on every listing cannot keep the gateway
     listing), reusing the other servers' last listing; re-review without listing when a
     held tool is approved; re-list every server each relist_interval_s (a tool changed
     without a notification). Swap the router only when the tools or the quarantine changed.
-    Writes status.json on every change. ``live.config`` is read each turn (a reload swaps it)."""
+    Writes status.json on every change. With a :class:`~toolroute.gateway.reload.Live`,
+    its config is read each turn (a reload swaps it)."""
+    from toolroute.gateway.reload import Live
+
+    live = source if isinstance(source, Live) else Live(source, listings=listings)
     if live.listings is None:
         live.listings = Listings()
     listings = live.listings
