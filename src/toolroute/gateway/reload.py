@@ -86,7 +86,10 @@ class Reload:
     gateway: tuple[str, ...] = ()
     """Gateway settings swapped in place (pinned, k, gates, ...)."""
     needs_restart: tuple[str, ...] = ()
+    reindexed: int = 0
+    """Tools added to or updated in the index (the others kept their vectors)."""
     embedded: int = 0
+    """Texts sent to the embedding model (the others came from its cache)."""
     tools: int = 0
     seconds: float = 0.0
 
@@ -147,11 +150,35 @@ async def apply(live: Live, new: GatewayConfig, pool: Any, gateway: Any) -> Relo
     """Move a serving gateway from ``live.config`` to ``new``: start, stop and restart only
     the servers that changed, re-index only their tools, swap tokens, allow-lists and the
     other in-place settings. Returns what changed (also logged, one line each)."""
+    start = time.perf_counter()
+    change = diff(live.config, new)
+    async with live.lock:  # the change watcher would list the new servers as they connect
+        report = await _apply(live, new, change, pool, gateway)
+    change = replace(
+        change,
+        reindexed=report.added + report.updated if report is not None else 0,
+        embedded=report.embedded if report is not None else 0,
+        tools=gateway.router.catalog.tool_count,
+        seconds=time.perf_counter() - start,
+    )
+    for line in change.lines():
+        log.warning("config reloaded: %s", line)
+    log.warning(
+        "config reloaded in %.2f s: %d of %d tools re-indexed, %d texts embedded",
+        change.seconds,
+        change.reindexed,
+        change.tools,
+        change.embedded,
+    )
+    live.reloads += 1
+    live.last = change
+    return change
+
+
+async def _apply(live: Live, new: GatewayConfig, change: Reload, pool: Any, gateway: Any) -> Any:
     from toolroute.gateway.app import make_downstream, resync
     from toolroute.present.presenter import Presenter
 
-    start = time.perf_counter()
-    change = diff(live.config, new)
     for name in (*change.added, *change.restarted):
         d = make_downstream(new, name)
         pool.add(d, grace_s=new.call_timeout_s)
@@ -176,25 +203,7 @@ async def apply(live: Live, new: GatewayConfig, pool: Any, gateway: Any) -> Relo
     gateway.presenter = Presenter(p.catalog, shown, p.tokens)
     for name in (*change.added, *change.restarted):  # bounded: a dead one is listed later
         await pool[name].settled(new.connect_timeout_s)
-    async with live.lock:
-        report = await resync(new, pool, gateway, live.listings, change.servers)
-    change = replace(
-        change,
-        embedded=report.embedded if report is not None else 0,
-        tools=gateway.router.catalog.tool_count,
-        seconds=time.perf_counter() - start,
-    )
-    for line in change.lines():
-        log.warning("config reloaded: %s", line)
-    log.warning(
-        "config reloaded in %.2f s: %d of %d tools embedded",
-        change.seconds,
-        change.embedded,
-        change.tools,
-    )
-    live.reloads += 1
-    live.last = change
-    return change
+    return await resync(new, pool, gateway, live.listings, change.servers)
 
 
 async def reload_once(live: Live, pool: Any, gateway: Any) -> Reload | None:
