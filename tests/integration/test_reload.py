@@ -5,8 +5,10 @@ each call until the test releases it), and a broken edit is refused."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
+import signal
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -18,7 +20,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from tests.conftest import REPO, TIME_MAIN
+from tests.conftest import RAW_INITIALIZE, REPO, TIME_MAIN
 from tests.integration.gateways import TOOLROUTE, GatewayProcess
 
 pytestmark = pytest.mark.integration
@@ -157,3 +159,58 @@ async def _edit_while_calls_are_in_flight(tmp_path: Path, transport: str) -> Non
         r = await c.call_tool("call_tool", {"name": "keep__hold", "arguments": {"key": "keep"}})
         assert _text(r) == "released keep"
         assert "time__get_current_time" in await _find(c, "current time in Tokyo")
+
+
+def _status(port: int, token: str | None) -> int:
+    """The HTTP status of one initialize POST, with or without a bearer token."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        auth = {"Authorization": f"Bearer {token}"} if token else {}
+        conn.request(
+            "POST",
+            "/mcp",
+            body=json.dumps(RAW_INITIALIZE),
+            headers={
+                "Content-Type": "application/json",
+                "Accept": "application/json, text/event-stream",
+                **auth,
+            },
+        )
+        response = conn.getresponse()
+        response.read()
+        return response.status
+    finally:
+        conn.close()
+
+
+def test_a_settings_edit_reloads_tokens_and_sighup_reloads_without_stopping(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token = "reload-test-token-0123456789"
+    monkeypatch.setenv("RELOAD_TEST_TOKEN", token)  # the gateway inherits it when spawned
+    config = tmp_path / "servers.json"
+    write_servers(config, {"time": {"command": sys.executable, "args": ["-c", TIME_MAIN]}})
+    toml = tmp_path / "toolroute.toml"
+    store = json.dumps(str(tmp_path / "store"))
+    toml.write_text(f"[toolroute]\nstore = {store}\n")
+
+    async def main() -> None:
+        gw = GatewayProcess(config)
+        try:
+            await gw.ready(WAIT_S)
+            assert await anyio.to_thread.run_sync(_status, gw.port, None) == 200
+            toml.write_text(
+                f'[toolroute]\nstore = {store}\n[auth]\nbearer_token_env = "RELOAD_TEST_TOKEN"\n'
+            )
+            await wait_for_line(gw.log, "config reloaded: tokens and allow-lists reloaded")
+            assert await anyio.to_thread.run_sync(_status, gw.port, None) == 401
+            assert await anyio.to_thread.run_sync(_status, gw.port, token) == 200
+
+            gw.proc.send_signal(signal.SIGHUP)  # the default action would end the process
+            await wait_for_line(gw.log, "SIGHUP: reloading the config")
+            assert gw.proc.poll() is None
+            assert await anyio.to_thread.run_sync(_status, gw.port, token) == 200
+        finally:
+            gw.stop()
+
+    anyio.run(main)
