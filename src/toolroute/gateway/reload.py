@@ -203,7 +203,11 @@ async def _apply(live: Live, new: GatewayConfig, change: Reload, pool: Any, gate
     gateway.presenter = Presenter(p.catalog, shown, p.tokens)
     for name in (*change.added, *change.restarted):  # bounded: a dead one is listed later
         await pool[name].settled(new.connect_timeout_s)
-    return await resync(new, pool, gateway, live.listings, change.servers)
+    report = await resync(new, pool, gateway, live.listings, change.servers)
+    for name in list(gateway.bound):  # bind mode: a removed or hidden tool leaves tools/list
+        if name not in gateway.presenter.tools_by_name:
+            del gateway.bound[name]
+    return report
 
 
 async def reload_once(live: Live, pool: Any, gateway: Any) -> Reload | None:
