@@ -238,15 +238,25 @@ async def follow_config(live: Live, pool: Any, gateway: Any) -> None:
     """Reload on every change of the config files and on SIGHUP, until cancelled."""
     from watchfiles import awatch
 
+    stop = anyio.Event()  # the watch thread checks it: shutdown does not wait for a change
+
+    async def stop_on_cancel() -> None:
+        try:
+            await anyio.sleep_forever()
+        finally:
+            stop.set()
+
     async with anyio.create_task_group() as tg:
         tg.start_soon(_on_sighup, live, pool, gateway)
-        files = _watched(live.config)
-        folders = {p.parent for p in files}
+        tg.start_soon(stop_on_cancel)
+        folders = {p.parent for p in _watched(live.config)}
 
         def wanted(_: Any, path: str) -> bool:
             return Path(path) in _watched(live.config)
 
-        async for _ in awatch(*folders, watch_filter=wanted, debounce=400, step=30):
+        async for _ in awatch(
+            *folders, watch_filter=wanted, debounce=400, step=30, stop_event=stop
+        ):
             await reload_once(live, pool, gateway)
 
 
