@@ -22,6 +22,11 @@ from mcp.client.stdio import stdio_client
 
 from tests.conftest import RAW_INITIALIZE, REPO, TIME_MAIN
 from tests.integration.gateways import TOOLROUTE, GatewayProcess
+from tests.integration.test_faults import run_gateway
+from toolroute.config import load_config
+from toolroute.gateway.reload import Live, apply
+from toolroute.gateway.server import Gateway
+from toolroute.sources.pool import DownstreamPool
 
 pytestmark = pytest.mark.integration
 
@@ -214,3 +219,39 @@ def test_a_settings_edit_reloads_tokens_and_sighup_reloads_without_stopping(
             gw.stop()
 
     anyio.run(main)
+
+
+def test_a_curation_edit_relists_only_that_server_and_restarts_nothing(tmp_path: Path) -> None:
+    latches = tmp_path / "latches"
+    latches.mkdir()
+    path = tmp_path / "servers.json"
+    write_servers(
+        path,
+        {"time": {"command": sys.executable, "args": ["-c", TIME_MAIN]}, "latch": _latch(latches)},
+    )
+    toml = tmp_path / "toolroute.toml"
+    toml.write_text(f"[toolroute]\nstore = {json.dumps(str(tmp_path / 'store'))}\n")
+    old = load_config(path)
+    toml.write_text(
+        toml.read_text() + '[tools."time__get_current_time"]\nname = "now"\npin = true\n'
+    )
+    new = load_config(path)
+
+    async def body(gw: Gateway, pool: DownstreamPool) -> None:
+        before = dict(pool.servers)
+        change = await apply(Live(old), new, pool, gw)
+        assert (change.relisted, change.added, change.removed, change.restarted) == (
+            ("time",),
+            (),
+            (),
+            (),
+        )
+        assert all(pool[n] is before[n] for n in before)  # no process restarted
+        assert change.reindexed == 1 and change.tools == 3
+        assert "time__now" in gw.presenter.tools_by_name
+        assert "time__get_current_time" not in gw.presenter.tools_by_name
+        assert gw.presenter.config.pinned == ("time__now",)
+        r = await gw.call("time__now", {"timezone": "Asia/Tokyo"})
+        assert not r.is_error and "Asia/Tokyo" in _text(r)
+
+    run_gateway(old, body)
