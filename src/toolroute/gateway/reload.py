@@ -250,6 +250,8 @@ async def follow_config(live: Live, pool: Any, gateway: Any) -> None:
         tg.start_soon(_on_sighup, live, pool, gateway)
         tg.start_soon(stop_on_cancel)
         folders = {p.parent for p in _watched(live.config)}
+        if not folders:  # a config built in Python: SIGHUP only
+            return
 
         def wanted(_: Any, path: str) -> bool:
             return Path(path) in _watched(live.config)
