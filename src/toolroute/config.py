@@ -54,6 +54,8 @@ cwd, url and headers are expanded from the environment; an unset variable is ref
     [tools."time__get_current_time"]
     price = 0.0
     milestone = "plan_confirmed"         # preconditions: requires_scope, after, milestone
+    name = "now"                         # curation (catalog/curation.py): exposed as time__now;
+    description = "The time in a city."  # also annotations = {…}, hidden = true, pin = true
 
 Every error names the file and the field, in one line (:class:`ConfigError`).
 """

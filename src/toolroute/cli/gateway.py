@@ -122,7 +122,8 @@ def serve(
     """Serve toolroute as one MCP server in front of every server of the config.
 
     Exposes find_tools(query, k) and call_tool(name, arguments). Over stdio, stdout carries
-    MCP messages only; logs go to stderr.
+    MCP messages only; logs go to stderr. Edits of the config files and SIGHUP are applied
+    live: only the servers that changed are started, stopped or restarted.
     """
     import importlib.util
 

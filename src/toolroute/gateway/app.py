@@ -289,7 +289,7 @@ async def serve(
         try:
             async with gateway.continuations.serving(), anyio.create_task_group() as tg:
                 watch = StoreWatch(lambda: gateway.router.store)  # approvals, other replicas
-                tg.start_soon(_watch_changes, live, pool, gateway, watch)
+                tg.start_soon(_watch_changes, live, pool, gateway, None, watch)
                 tg.start_soon(follow_store, gateway, watch)  # replicas of a shared store
                 if reload is not None:
                     tg.start_soon(follow_config, live, pool, gateway)
@@ -420,7 +420,11 @@ def make_gateway(config: GatewayConfig, router: Router, pool: DownstreamPool) ->
 
 
 async def _watch_changes(
-    live: Live, pool: DownstreamPool, gateway: Any, watch: StoreWatch | None = None
+    source: Live | GatewayConfig,
+    pool: DownstreamPool,
+    gateway: Any,
+    listings: Listings | None = None,
+    watch: StoreWatch | None = None,
 ) -> None:
     """Re-list a server when it says its tools changed (notifications/tools/list_changed) or
     (re)connects, at most once per :data:`RELIST_DEBOUNCE_S` (notifications in between are
@@ -428,7 +432,11 @@ async def _watch_changes(
     listing), reusing the other servers' last listing; re-review without listing when a
     held tool is approved; re-list every server each relist_interval_s (a tool changed
     without a notification). Swap the router only when the tools or the quarantine changed.
-    Writes status.json on every change. ``live.config`` is read each turn (a reload swaps it)."""
+    Writes status.json on every change. With a :class:`~toolroute.gateway.reload.Live`,
+    its config is read each turn (a reload swaps it)."""
+    from toolroute.gateway.reload import Live
+
+    live = source if isinstance(source, Live) else Live(source, listings=listings)
     if live.listings is None:
         live.listings = Listings()
     listings = live.listings

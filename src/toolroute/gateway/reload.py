@@ -91,7 +91,10 @@ class Reload:
     gateway: tuple[str, ...] = ()
     """Gateway settings swapped in place (pinned, k, gates, ...)."""
     needs_restart: tuple[str, ...] = ()
+    reindexed: int = 0
+    """Tools added to or updated in the index (the others kept their vectors)."""
     embedded: int = 0
+    """Texts sent to the embedding model (the others came from its cache)."""
     tools: int = 0
     seconds: float = 0.0
 
@@ -148,12 +151,36 @@ async def apply(live: Live, new: GatewayConfig, pool: Any, gateway: Any) -> Relo
     """Move a serving gateway from ``live.config`` to ``new``: start, stop and restart only
     the servers that changed, re-index only their tools, swap tokens, allow-lists and the
     other in-place settings. Returns what changed (also logged, one line each)."""
-    from toolroute.present.presenter import Presenter
-
-    assert live.make_downstream is not None and live.resync is not None  # set by serve
-    make_downstream, resync = live.make_downstream, live.resync
     start = time.perf_counter()
     change = diff(live.config, new)
+    async with live.lock:  # the change watcher would list the new servers as they connect
+        report = await _apply(live, new, change, pool, gateway)
+    change = replace(
+        change,
+        reindexed=report.added + report.updated if report is not None else 0,
+        embedded=report.embedded if report is not None else 0,
+        tools=gateway.router.catalog.tool_count,
+        seconds=time.perf_counter() - start,
+    )
+    for line in change.lines():
+        log.warning("config reloaded: %s", line)
+    log.warning(
+        "config reloaded in %.2f s: %d of %d tools re-indexed, %d texts embedded",
+        change.seconds,
+        change.reindexed,
+        change.tools,
+        change.embedded,
+    )
+    live.reloads += 1
+    live.last = change
+    return change
+
+
+async def _apply(live: Live, new: GatewayConfig, change: Reload, pool: Any, gateway: Any) -> Any:
+    assert live.make_downstream is not None and live.resync is not None  # set by serve
+    make_downstream, resync = live.make_downstream, live.resync
+    from toolroute.present.presenter import Presenter
+
     for name in (*change.added, *change.restarted):
         d = make_downstream(new, name)
         pool.add(d, grace_s=new.call_timeout_s)
@@ -178,25 +205,11 @@ async def apply(live: Live, new: GatewayConfig, pool: Any, gateway: Any) -> Relo
     gateway.presenter = Presenter(p.catalog, shown, p.tokens)
     for name in (*change.added, *change.restarted):  # bounded: a dead one is listed later
         await pool[name].settled(new.connect_timeout_s)
-    async with live.lock:
-        report = await resync(new, pool, gateway, live.listings, change.servers)
-    change = replace(
-        change,
-        embedded=report.embedded if report is not None else 0,
-        tools=gateway.router.catalog.tool_count,
-        seconds=time.perf_counter() - start,
-    )
-    for line in change.lines():
-        log.warning("config reloaded: %s", line)
-    log.warning(
-        "config reloaded in %.2f s: %d of %d tools embedded",
-        change.seconds,
-        change.embedded,
-        change.tools,
-    )
-    live.reloads += 1
-    live.last = change
-    return change
+    report = await resync(new, pool, gateway, live.listings, change.servers)
+    for name in list(gateway.bound):  # bind mode: a removed or hidden tool leaves tools/list
+        if name not in gateway.presenter.tools_by_name:
+            del gateway.bound[name]
+    return report
 
 
 async def reload_once(live: Live, pool: Any, gateway: Any) -> Reload | None:
@@ -227,15 +240,27 @@ async def follow_config(live: Live, pool: Any, gateway: Any) -> None:
     """Reload on every change of the config files and on SIGHUP, until cancelled."""
     from watchfiles import awatch
 
+    stop = anyio.Event()  # the watch thread checks it: shutdown does not wait for a change
+
+    async def stop_on_cancel() -> None:
+        try:
+            await anyio.sleep_forever()
+        finally:
+            stop.set()
+
     async with anyio.create_task_group() as tg:
         tg.start_soon(_on_sighup, live, pool, gateway)
-        files = _watched(live.config)
-        folders = {p.parent for p in files}
+        tg.start_soon(stop_on_cancel)
+        folders = {p.parent for p in _watched(live.config)}
+        if not folders:  # a config built in Python: SIGHUP only
+            return
 
         def wanted(_: Any, path: str) -> bool:
             return Path(path) in _watched(live.config)
 
-        async for _ in awatch(*folders, watch_filter=wanted, debounce=400, step=30):
+        async for _ in awatch(
+            *folders, watch_filter=wanted, debounce=400, step=30, stop_event=stop
+        ):
             await reload_once(live, pool, gateway)
 
 

@@ -1,0 +1,87 @@
+"""What a config reload changes (gateway/reload.py ``diff``) and how a bad config is refused."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import anyio
+import pytest
+
+from toolroute.config import load_config
+from toolroute.errors import ConfigError
+from toolroute.gateway.reload import Live, diff, reload_once
+
+TOKEN = "t" * 20
+
+
+def _config(tmp_path: Path, servers: dict[str, object], toml: str = "") -> Path:
+    p = tmp_path / "servers.json"
+    p.write_text(json.dumps({"mcpServers": servers}))
+    (tmp_path / "toolroute.toml").write_text(toml)
+    return p
+
+
+def test_diff_names_added_removed_restarted_and_relisted_servers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RELOAD_TOKEN", TOKEN)
+    servers = {"a": {"command": "x"}, "b": {"command": "y"}, "c": {"command": "z"}}
+    old = load_config(_config(tmp_path, servers))
+    new = load_config(
+        _config(
+            tmp_path,
+            {
+                "a": {"command": "x"},
+                "b": {"command": "y", "args": ["-v"]},
+                "d": {"url": "http://h"},
+            },
+            '[toolroute]\nk = 7\nstore = "elsewhere"\n'
+            '[auth]\nbearer_token_env = "RELOAD_TOKEN"\n[tools."a__t"]\nhidden = true\n',
+        )
+    )
+    change = diff(old, new)
+    assert (change.added, change.removed, change.restarted, change.relisted) == (
+        ("d",),
+        ("c",),
+        ("b",),
+        ("a",),
+    )
+    assert change.tokens and change.gateway == ("k",) and change.needs_restart == ("store",)
+    assert change.servers == {"a", "b", "d"}
+    assert change.lines() == [
+        "added server d",
+        "removed server c",
+        "restarted server b",
+        "re-listed server a (curation or metadata changed)",
+        "tokens and allow-lists reloaded",
+        "k changed",
+        "store changed: takes effect at the next start",
+    ]
+
+
+def test_a_call_timeout_change_restarts_every_server(tmp_path: Path) -> None:
+    servers = {"a": {"command": "x"}, "b": {"command": "y"}}
+    old = load_config(_config(tmp_path, servers))
+    new = load_config(_config(tmp_path, servers, "[toolroute]\ncall_timeout_s = 5\n"))
+    assert diff(old, new).restarted == ("a", "b")
+    assert diff(old, old) == diff(new, new)
+    assert not diff(old, old).lines()
+
+
+def test_a_config_that_does_not_load_is_refused_in_one_line_and_the_old_one_kept(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    old = load_config(_config(tmp_path, {"a": {"command": "x"}}))
+
+    def broken() -> object:
+        raise ConfigError(f"{tmp_path}/servers.json: invalid JSON at line 1 column 2: oops")
+
+    live = Live(old, broken)  # type: ignore[arg-type]
+    with caplog.at_level(logging.INFO, logger="toolroute.gateway.reload"):
+        assert anyio.run(reload_once, live, None, None) is None
+    assert live.config is old and live.reloads == 0
+    [record] = caplog.records
+    assert record.levelno == logging.ERROR and "\n" not in record.getMessage()
+    assert record.getMessage().startswith("config not reloaded, still serving the previous one")
