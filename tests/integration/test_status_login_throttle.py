@@ -11,7 +11,7 @@ from urllib.parse import urlencode, urlsplit
 
 import pytest
 
-from tests.integration.test_status_page import serving_gateway
+from tests.helpers.status import serving_gateway
 from toolroute.gateway.login import LOGIN_FAILURES
 
 pytestmark = pytest.mark.integration
