@@ -50,7 +50,7 @@ def test_a_snapshot_saves_what_routing_derives_and_a_fresh_router_maps_it(
         assert _route(r) == built
         ix = r.built
         prov, served = derived.index_providers(ix)
-        assert isinstance(prov, np.memmap)
+        assert isinstance(prov.base, np.memmap)  # mapped from the snapshot's file
         assert derived.index_actions(ix)[1][0] == "read"
 
 
@@ -106,7 +106,7 @@ def test_a_derivation_of_another_version_is_recomputed_and_the_old_files_dropped
     v1 = Derivation("probe", _ones, (derived_module,))
     assert DerivedData(where).get(v1, ix)[0].tolist() == [1] * ix.size
     mapped = DerivedData(where).get(Derivation("probe", _twos, (derived_module,)), ix)
-    assert isinstance(mapped[0], np.memmap) and mapped[0].tolist() == [1] * ix.size
+    assert isinstance(mapped[0].base, np.memmap) and mapped[0].tolist() == [1] * ix.size
     v2 = Derivation("probe", _twos, (derived_module,), version=2)
     assert v2.key != v1.key
     assert DerivedData(where).get(v2, ix)[0].tolist() == [2] * ix.size
