@@ -99,3 +99,17 @@ def test_a_simulated_outage_lowers_success_in_its_window_and_records_the_vendor(
         assert a.queries[:20] == b.queries[:20] and a.queries[40:] == b.queries[40:]
         assert not any(q.success for q in b.queries[20:40])  # one vendor: every server down
         assert any(q.success for q in a.queries[20:40])
+
+
+def test_simulate_refuses_a_bad_outage_or_correlation_in_one_line(
+    catalog_file: Path, queries_file: Path
+) -> None:
+    from click.testing import CliRunner
+
+    from toolroute import cli
+
+    base = ["simulate", "--catalog", str(catalog_file), "--queries", str(queries_file)]
+    res = CliRunner().invoke(cli.main, [*base, "--outage", "5:1"])
+    assert res.exit_code == 2 and "--outage must be A:B" in res.output
+    res = CliRunner().invoke(cli.main, [*base, "--vendor-correlation", "2"])
+    assert res.exit_code == 2 and "--vendor-correlation" in res.output
