@@ -51,6 +51,7 @@ DEVELOPED_ON: dict[str, tuple[str, ...]] = {
     # the tokenizer was chosen from BM25-alone figures on every set (lexical_check.py)
     "adaptive-tok": tuple(SETS),
     "hybrid-tok": tuple(SETS),
+    "adaptive-stop": tuple(SETS),
     "fusion-lodo": (),  # trained on the other sets only: no set is its own development set
     "adaptive-fusion-lodo": (),
     "dense": (),
@@ -82,10 +83,14 @@ def register_experiments() -> None:
     from toolroute.index.fields import stopword_lexical
     from toolroute.route import strategy as st
 
-    def swap(ix: Any, q: Any, p: Any) -> Any:
-        # the whole request's BM25 with bm25s' tokenizer and stopwords instead of ours
-        new = st._normalised(stopword_lexical(ix).scores(q.text))
+    def swap(ix: Any, q: Any, p: Any, split: bool = False) -> Any:
+        # the whole request's BM25 with stopwords dropped (bm25s' tokenizer, or ours when
+        # ``split``) instead of the router's
+        new = st._normalised(stopword_lexical(ix, split=split).scores(q.text))
         return p.lexical_weight * (new - st._normalised(ix.tool_lexical.scores(q.text)))
+
+    def steps_stop(ix: Any, q: Any, p: Any) -> Any:
+        return st.steps(ix, q, p) + swap(ix, q, p, split=True)
 
     def steps_tok(ix: Any, q: Any, p: Any) -> Any:
         return st.steps(ix, q, p) + swap(ix, q, p)
@@ -96,6 +101,7 @@ def register_experiments() -> None:
     for name, fn, embeds, stats in (
         ("adaptive-tok", st._adaptive(steps_tok), "intent-spans", True),
         ("hybrid-tok", hybrid_tok, "query", False),
+        ("adaptive-stop", st._adaptive(steps_stop), "intent-spans", True),
     ):
         st.register_strategy(
             name,

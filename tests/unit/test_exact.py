@@ -134,3 +134,15 @@ def test_generated_exact_name_queries_name_their_tool(tmp_path: Path) -> None:
     for text, key in cases:
         rows, _ = mentions(table, text)
         assert keys.index(key) in rows, text
+
+
+def test_a_named_server_lifts_only_its_best_tool_so_other_steps_stay_in_the_top(
+    tmp_path: Path,
+) -> None:
+    table = name_table(load_catalog(_catalog(tmp_path)))
+    server_of = np.array([0, 0, 0, 1, 1, 2, 2], dtype=np.int32)
+    # github's two tools sit just under a needed git tool
+    scores = np.array([0.50, 0.10, 0.10, 0.10, 0.10, 0.495, 0.49], dtype=np.float32)
+    out = prerank(table, server_of, "find it on github", scores)
+    order = list(np.argsort(-out, kind="stable"))
+    assert order[:3] == [5, 0, 6]

@@ -95,23 +95,29 @@ def field_index(ix: ToolIndex) -> FieldIndex:
 
 
 class StopwordLexical:
-    """BM25 over the whole tool document with bm25s' own tokenizer: its word regex (runs of
-    two or more word characters, so ``get_weather`` stays one token and camel case is not
-    split) and English stopwords dropped (benchmarks/lexical_check.py compares it with ours)."""
+    """BM25 over the whole tool document with English stopwords (bm25s' list) dropped, and
+    either bm25s' own word regex (``split=False``: runs of two or more word characters, so
+    ``get_weather`` stays one token and camel case is not split) or ours (camel and snake
+    case split). benchmarks/lexical_check.py compares them with the router's tokenizer."""
 
-    def __init__(self, texts: Sequence[str]) -> None:
+    def __init__(self, texts: Sequence[str], *, split: bool = False) -> None:
         import bm25s
 
         self.size = len(texts)
+        self.split = split
         self._bm25 = bm25s.BM25(k1=1.5, b=0.75, method="robertson")
-        corpus = [self.tokens(t) or ["\x00"] for t in texts]
+        corpus = [self.tokens(t, split=split) or ["\x00"] for t in texts]
         if self.size:
             self._bm25.index(corpus, show_progress=False)
 
     @staticmethod
-    def tokens(text: str) -> list[str]:
+    def tokens(text: str, *, split: bool = False) -> list[str]:
         import bm25s
+        from bm25s.stopwords import STOPWORDS_EN
 
+        if split:
+            stop = frozenset(STOPWORDS_EN)
+            return [w for w in tokenise(text) if w not in stop]
         out: list[str] = bm25s.tokenize(
             [text], stopwords="en", return_ids=False, show_progress=False
         )[0]
@@ -119,22 +125,23 @@ class StopwordLexical:
 
     def scores(self, query: str) -> Scores:
         vocab = self._bm25.vocab_dict
-        ids = [vocab[t] for t in self.tokens(query) if t in vocab]
+        ids = [vocab[t] for t in self.tokens(query, split=self.split) if t in vocab]
         if not self.size or not ids:
             return np.zeros(self.size, dtype=np.float32)
         return np.asarray(self._bm25.get_scores_from_ids(ids), dtype=np.float32)
 
 
-_STOP: dict[int, tuple[object, StopwordLexical]] = {}
+_STOP: dict[tuple[int, bool], tuple[object, StopwordLexical]] = {}
 
 
-def stopword_lexical(ix: ToolIndex) -> StopwordLexical:
+def stopword_lexical(ix: ToolIndex, *, split: bool = False) -> StopwordLexical:
     """The :class:`StopwordLexical` of ``ix``'s tool documents, built once per tools tuple."""
-    hit = _STOP.get(id(ix.tools))
+    hit = _STOP.get((id(ix.tools), split))
     if hit is not None and hit[0] is ix.tools:
         return hit[1]
-    made = StopwordLexical([d.lexical_text() for d in build_docs(ix.catalog.servers, None)])
+    texts = [d.lexical_text() for d in build_docs(ix.catalog.servers, None)]
+    made = StopwordLexical(texts, split=split)
     if len(_STOP) > 8:
         _STOP.clear()
-    _STOP[id(ix.tools)] = (ix.tools, made)
+    _STOP[(id(ix.tools), split)] = (ix.tools, made)
     return made

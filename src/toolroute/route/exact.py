@@ -11,9 +11,11 @@ step runs after every strategy (the router calls :func:`prerank`):
   ``search``) is English as often as a name, so it counts only quoted, or qualified by its
   server. Mentioned tools rank above every other tool, in the strategy's order;
 - a **server mention**: the query names a server by its id (``github``,
-  ``brave-search``), as an identifier token. Its tools are first among equals: a lift of
+  ``brave-search``), as an identifier token. Its best tool is first among equals: a lift of
   :data:`SERVER_LIFT`, the scale of a near tie in hybrid scores, so a server named in passing
-  cannot carry an unrelated tool over a relevant one.
+  cannot carry an unrelated tool over a relevant one. Only its best tool: lifting all of a
+  many-tool server's tools ("based on Wikipedia") pushed the request's other steps (the file
+  writer) out of the top 5 (livemcpbench R@5 −0.016, benchmarks/results/recall_suite.md).
 
 Nothing here reads a query's answers; the names come from the catalog.
 """
@@ -131,16 +133,17 @@ def prerank(
     table: NameTable, server_of: npt.NDArray[np.int32], query: str, scores: npt.NDArray[np.float32]
 ) -> npt.NDArray[np.float32]:
     """``scores`` with the tools the query names above all others (in their own order), and
-    the tools of a server it names lifted by :data:`SERVER_LIFT`. Unchanged when it names
+    the best tool of a server it names lifted by :data:`SERVER_LIFT`. Unchanged when it names
     nothing; ``-inf`` (a tool the strategy does not return) stays."""
     tools, servers = mentions(table, query)
     if not tools and not servers:
         return scores
     out = scores.astype(np.float32, copy=True)
     finite = np.isfinite(out)
-    if servers:
-        lifted = np.isin(server_of, np.fromiter(servers, dtype=np.int64)) & finite
-        out[lifted] += SERVER_LIFT
+    for si in servers:  # the server's best tool only: a named server with many tools
+        mine = np.flatnonzero((server_of == si) & finite)  # must not crowd other steps out
+        if mine.size:
+            out[mine[np.argmax(out[mine])]] += SERVER_LIFT
     if tools:
         rows = np.fromiter(tools, dtype=np.int64)
         rows = rows[finite[rows]]
