@@ -29,8 +29,8 @@ async def _refusal(ask: Callable[[], Awaitable[Any]]) -> tuple[int, str]:
 def test_a_restricted_client_cannot_tell_another_servers_resource_or_prompt_from_none(
     tmp_path: Path, onnx: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests.integration.gateways import http_gateway
-    from tests.integration.test_http_security import TIME_MAIN, _as
+    from tests.conftest import TIME_MAIN
+    from tests.integration.gateways import client_as, http_gateway
 
     token = secrets.token_urlsafe(24)
     monkeypatch.setenv("TR_PROBE_ALICE", token)
@@ -43,7 +43,7 @@ def test_a_restricted_client_cannot_tell_another_servers_resource_or_prompt_from
     async def main() -> None:
         async with http_gateway(cfg, onnx) as (url, _):
             with anyio.fail_after(60):
-                async with _as(url, {"Authorization": f"Bearer {token}"}) as a:
+                async with client_as(url, {"Authorization": f"Bearer {token}"}) as a:
                     held = "test://static-text"  # the conformance server's, not alice's
                     code, said = await _refusal(lambda: a.read_resource(held))
                     none = await _refusal(lambda: a.read_resource("test://no-such-text"))

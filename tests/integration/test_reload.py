@@ -24,7 +24,8 @@ from tests.conftest import RAW_INITIALIZE, REPO, TIME_MAIN
 from tests.integration.gateways import TOOLROUTE, GatewayProcess
 from tests.integration.test_faults import run_gateway
 from toolroute.config import load_config
-from toolroute.gateway.reload import Live, apply
+from toolroute.gateway.app import live_of
+from toolroute.gateway.reload import apply
 from toolroute.gateway.server import Gateway
 from toolroute.sources.pool import DownstreamPool
 
@@ -239,7 +240,7 @@ def test_a_curation_edit_relists_only_that_server_and_restarts_nothing(tmp_path:
 
     async def body(gw: Gateway, pool: DownstreamPool) -> None:
         before = dict(pool.servers)
-        change = await apply(Live(old), new, pool, gw)
+        change = await apply(live_of(old), new, pool, gw)
         assert (change.relisted, change.added, change.removed, change.restarted) == (
             ("time",),
             (),

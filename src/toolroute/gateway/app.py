@@ -103,6 +103,16 @@ def make_downstream(config: GatewayConfig, name: str) -> Downstream:
     return d
 
 
+def live_of(
+    config: GatewayConfig, load: Callable[[], GatewayConfig] | None = None, listings: Any = None
+) -> Live:
+    """The running config of a gateway, with what a reload needs from this module (the
+    reload module does not import it)."""
+    from toolroute.gateway.reload import Live
+
+    return Live(config, load, listings=listings, make_downstream=make_downstream, resync=resync)
+
+
 def make_pool(config: GatewayConfig) -> DownstreamPool:
     return DownstreamPool({name: make_downstream(config, name) for name in config.servers})
 
@@ -266,7 +276,7 @@ async def serve(
 ) -> None:
     """Serve the gateway; with ``reload`` (what reads the config files again), follow edits
     of the config and SIGHUP (:mod:`toolroute.gateway.reload`)."""
-    from toolroute.gateway.reload import Live, follow_config
+    from toolroute.gateway.reload import follow_config
 
     async with running_pool(config) as pool:
         router, result = await sync_router(config, pool, gateway_embedder(config, transport))
@@ -277,13 +287,7 @@ async def serve(
             log.warning("no server has tools yet; serving anyway, they join as they connect")
         gateway = make_gateway(config, router, pool)
         gateway.quarantined = held_by_name(result.quarantined, pool)
-        live = Live(
-            config,
-            reload,
-            listings=result.listings,
-            make_downstream=make_downstream,
-            resync=resync,
-        )
+        live = live_of(config, reload, listings=result.listings)
         trim_heap()  # what indexing freed goes back to the OS before serving
         freeze_heap()
         try:
@@ -436,7 +440,7 @@ async def _watch_changes(
     its config is read each turn (a reload swaps it)."""
     from toolroute.gateway.reload import Live
 
-    live = source if isinstance(source, Live) else Live(source, listings=listings)
+    live = source if isinstance(source, Live) else live_of(source, listings=listings)
     if live.listings is None:
         live.listings = Listings()
     listings = live.listings
