@@ -3,11 +3,11 @@ market: each variant is one strategy with RouteParams.adaptive replaced, run by
 :func:`toolroute.bench.simulate.run_simulation`. The ablation figures quoted in
 benchmarks/results/adaptive/README.md ("what pays") came from runs like:
 
-    .venv/bin/python benchmarks/adaptive_sweep.py \
+    .venv/bin/python experiments/adaptive_sweep.py \
         '{"no-memory": {"strategy": "adaptive-no-memory"}, "memory": {"strategy": "adaptive"}}' \
         '{"providers": 3, "planner": "oracle", "stream": "zipf", "tasks": 2000,
           "window": [1500, 2000]}' 2
-    .venv/bin/python benchmarks/adaptive_sweep.py \
+    .venv/bin/python experiments/adaptive_sweep.py \
         '{"v20": {"strategy": "adaptive", "adaptive": {"value_usd": 0.2}}}' '{...}' 2
 
 Arguments: variants (JSON), run_simulation keyword options (JSON), seeds. Prints one line per
