@@ -164,6 +164,9 @@ class Downstream:
         self._process = ProcessInfo()
         self.tools_changed = anyio.Event()
         self.on_notification: NotificationHook | None = None
+        self.on_change: Callable[[], None] | None = None
+        """Called when what the gateway follows changes: the tools (list_changed), a
+        (re)connect, the status or restarts (the pool's change event, sources/pool.py)."""
         self._calls: list[CallContext] = []  # in flight, oldest first
         self._client: Client | None = None
         self._ready = anyio.Event()
@@ -231,6 +234,7 @@ class Downstream:
     async def _on_message(self, msg: Any) -> None:  # the SDK's MessageHandlerFnT
         if isinstance(msg, types.ToolListChangedNotification):
             self.tools_changed.set()
+            self._changed()
         # logs come through _on_log, progress through the call's own callback
         skip = (types.LoggingMessageNotification, types.ProgressNotification, Exception)
         if self.on_notification is not None and not isinstance(msg, skip):
@@ -299,6 +303,7 @@ class Downstream:
                     self._client = client
                     self.connects += 1
                     self._set("up", None)
+                    self._changed()  # a reconnect re-lists even when the status stayed "up"
                     self._ready.set()
                     backoff = 0.5
                     if client.session.protocol_version in MODERN_PROTOCOL_VERSIONS:
@@ -321,6 +326,7 @@ class Downstream:
             if self._stopping:
                 break
             self.restarts += 1
+            self._changed()
             with anyio.move_on_after(backoff):  # stop() ends the wait at once
                 if self.auth is not None and self.auth.required:  # so does a new sign-in
                     await self.auth.until_signed_in(self._stop)
@@ -335,7 +341,8 @@ class Downstream:
             self._settled.set()
         if (status, error) != (self.status, self.error):
             self.changed_at = time.time()
-        self.status, self.error = status, error
+            self.status, self.error = status, error
+            self._changed()
         if (status, error) == self._logged:
             return
         self._logged = (status, error)
@@ -343,6 +350,10 @@ class Downstream:
             log.warning("server %s is %s: %s", self.name, status, error)
         elif status == "up" and self.restarts:
             log.warning("server %s is up again (restart %d)", self.name, self.restarts)
+
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            self.on_change()
 
     def _exited(self) -> str | None:
         """``exited with code N: <its last stderr line>`` once the process has ended."""

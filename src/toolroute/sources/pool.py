@@ -26,6 +26,27 @@ class DownstreamPool:
         self._tg: anyio.abc.TaskGroup | None = None
         self._stopped = anyio.Event()
         self._retiring: set[Downstream] = set()
+        self._changed = anyio.Event()
+        for d in self.servers.values():
+            d.on_change = self.note_change
+
+    def note_change(self) -> None:
+        """Something the gateway follows changed (a server's tools, connection or status;
+        servers call this): :meth:`wait_change` returns."""
+        self._changed.set()
+
+    def take_changes(self) -> bool:
+        """Whether a change was noted since the last take; forgets it. Take before reading
+        the servers' state, so a change made while it is read is not lost."""
+        if not self._changed.is_set():
+            return False
+        self._changed = anyio.Event()
+        return True
+
+    async def wait_change(self, timeout_s: float) -> None:
+        """Until a change is noted (at once if one is pending), at most ``timeout_s``."""
+        with anyio.move_on_after(max(timeout_s, 0.0)):
+            await self._changed.wait()
 
     def __getitem__(self, name: str) -> Downstream:
         return self.servers[name]
@@ -56,6 +77,8 @@ class DownstreamPool:
             raise RuntimeError("the pool is not running")
         old = self.servers.get(d.name)
         self.servers[d.name] = d
+        d.on_change = self.note_change
+        self.note_change()
         self._tg.start_soon(d.run, name=f"downstream:{d.name}")
         if old is not None:
             why = "the server was restarted with a new configuration while this call ran"
@@ -71,6 +94,7 @@ class DownstreamPool:
     def remove(self, name: str) -> Downstream:
         """Stop one server now: its calls in flight end with ``unavailable``."""
         d = self.servers.pop(name)
+        self.note_change()
         d.end_calls("the server was removed from the configuration while this call ran")
         d.stop()
         return d
