@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import mcp_types as types
+from mcp.client.auth import OAuthClientProvider
 from mcp.client.session import _clamp_inbound_ttl, _later_revision_fields
 from mcp.client.stdio import _stop_server_process
 from mcp.server._otel import OpenTelemetryMiddleware
@@ -24,6 +25,7 @@ from mcp_types import methods as _methods
 from pydantic import ValidationError
 
 __all__ = [
+    "EarlyRefreshProvider",
     "OpenTelemetryMiddleware",
     "allowed_log_levels",
     "as_caller",
@@ -145,3 +147,64 @@ def _why_tool(tool: dict[str, Any], e: ValidationError) -> str:
     loc = first["loc"][2:] if first["loc"][:2] == ("tools", 0) else first["loc"]
     where = ".".join(str(p) for p in loc) or "the tool"
     return f"{where}: {first['msg']}"[:300]
+
+
+class EarlyRefreshProvider(OAuthClientProvider):
+    """The SDK's OAuth client provider with two gaps of SDK 2.3 closed, by overriding its
+    private ``_initialize``, ``_handle_token_response`` and ``_handle_refresh_response`` and
+    setting fields of its ``context`` (``current_tokens``, ``token_expiry_time``,
+    ``oauth_metadata``, ``protected_resource_metadata``, ``auth_server_url``):
+
+    - a token loaded from storage gets its expiry back (``storage.expires_at``; the SDK alone
+      treats a loaded token as never expiring), and every token is refreshed
+      :meth:`refresh_margin` before it expires;
+    - what discovery found is kept in ``storage`` (``metadata``, ``resource_metadata``) and
+      restored with the tokens, so a gateway that starts with a stored token refreshes it at
+      the authorization server's token endpoint (the SDK alone would post to the MCP
+      server's own ``/token``).
+
+    ``storage`` is the SDK's ``TokenStorage`` with those three attributes besides."""
+
+    storage: Any
+
+    def refresh_margin(self, lifetime_s: float | None) -> float:
+        """How long before expiry a token of this lifetime is refreshed (s)."""
+        return 0.0
+
+    def refreshed(self) -> None:
+        """Called after each successful refresh."""
+
+    async def _initialize(self) -> None:
+        await super()._initialize()
+        ctx, storage = self.context, self.storage
+        if ctx.current_tokens is not None and storage.expires_at is not None:
+            margin = self.refresh_margin(ctx.current_tokens.expires_in)
+            ctx.token_expiry_time = storage.expires_at - margin
+        if ctx.oauth_metadata is None and storage.metadata is not None:
+            ctx.oauth_metadata = storage.metadata
+        if ctx.protected_resource_metadata is None and storage.resource_metadata is not None:
+            ctx.protected_resource_metadata = storage.resource_metadata
+            servers = storage.resource_metadata.authorization_servers
+            ctx.auth_server_url = str(servers[0]) if servers else None
+
+    def _keep_discovery(self) -> None:
+        self.storage.metadata = self.context.oauth_metadata
+        self.storage.resource_metadata = self.context.protected_resource_metadata
+
+    def _early(self) -> None:
+        tokens = self.context.current_tokens
+        if tokens is not None and self.context.token_expiry_time is not None:
+            self.context.token_expiry_time -= self.refresh_margin(tokens.expires_in)
+
+    async def _handle_token_response(self, response: Any) -> None:
+        self._keep_discovery()
+        await super()._handle_token_response(response)
+        self._early()
+
+    async def _handle_refresh_response(self, response: Any) -> bool:
+        self._keep_discovery()
+        ok = await super()._handle_refresh_response(response)
+        if ok:
+            self._early()
+            self.refreshed()
+        return ok

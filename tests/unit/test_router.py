@@ -113,7 +113,7 @@ def test_multi_top_tools_equal_scoring_every_sub_intent(
     from dataclasses import replace
 
     from toolroute.catalog import catalog_from_dict
-    from toolroute.route import strategy
+    from toolroute.route import stage as strategy  # the stages (multi, _lift) live in stage.py
     from toolroute.router import top_k
 
     rng = np.random.default_rng(3)

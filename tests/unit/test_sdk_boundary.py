@@ -3,13 +3,14 @@ upgrade is checked against one file (pyproject bounds mcp to the minor it was te
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "toolroute"
 PRIVATE = re.compile(
     r"^\s*(from\s+mcp[\w.]*\._\w+|from\s+mcp[\w.]*\s+import\s+.*\b_\w+|import\s+mcp[\w.]*\._)"
-    r"|\._connection\b|\._stamp\b",
+    r"|\._connection\b|\._stamp\b|\bsuper\(\)\._[a-z]\w*",
     re.M,
 )
 
@@ -29,4 +30,36 @@ def test_the_pattern_catches_a_private_import() -> None:
     assert PRIVATE.search("from mcp.server._otel import OpenTelemetryMiddleware")
     assert PRIVATE.search("from mcp.client.stdio import _stop_server_process, x")
     assert PRIVATE.search("session = ctx.session._connection")
+    assert PRIVATE.search("        await super()._handle_token_response(response)")
     assert not PRIVATE.search("from mcp.server.runner import serve_loop")
+    assert not PRIVATE.search("        super().__init__(inner)")
+
+
+def test_the_private_oauth_methods_and_fields_the_sdk_module_overrides_are_in_the_sdk() -> None:
+    from mcp.client.auth import OAuthClientProvider
+    from mcp.client.auth.oauth2 import OAuthContext
+
+    from toolroute.sdk import EarlyRefreshProvider
+
+    ours = {"_keep_discovery", "_early"}
+    overridden = {
+        name
+        for name, value in vars(EarlyRefreshProvider).items()
+        if callable(value) and name.startswith("_") and not name.startswith("__")
+    }
+    assert overridden - ours == {
+        "_initialize",
+        "_handle_token_response",
+        "_handle_refresh_response",
+    }
+    assert all(callable(getattr(OAuthClientProvider, name, None)) for name in overridden - ours)
+    assert not ours & set(dir(OAuthClientProvider))  # our helpers shadow nothing of the SDK's
+    fields = {f.name for f in dataclasses.fields(OAuthContext)}
+    used = {
+        "current_tokens",
+        "token_expiry_time",
+        "oauth_metadata",
+        "protected_resource_metadata",
+        "auth_server_url",
+    }
+    assert used <= fields

@@ -60,6 +60,8 @@ log = logging.getLogger(__name__)
 
 RELIST_DEBOUNCE_S = 1.0
 """A server is re-listed at most this often on its own list_changed or reconnect."""
+STATUS_RETRY_S = 1.0
+"""How soon a status.json that could not be written (full disk, read-only) is tried again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +164,7 @@ async def review(
     catalog = _without(catalog, held, pool)
     for s in statuses:
         pool[s.name].tools = s.tools
+    pool.note_change()  # the tools counts (and the quarantine set next) are in the status
     return catalog, statuses, held
 
 
@@ -437,7 +440,12 @@ async def _watch_changes(
     held tool is approved; re-list every server each relist_interval_s (a tool changed
     without a notification). Swap the router only when the tools or the quarantine changed.
     Writes status.json on every change. With a :class:`~toolroute.gateway.reload.Live`,
-    its config is read each turn (a reload swaps it)."""
+    its config is read each turn (a reload swaps it).
+
+    Between turns it sleeps on the pool's change event (a server's tools, connection or
+    status, a fault, a store notification), waking on its own only when a debounced server
+    is due, at the relist interval, to retry an unwritten status file, and, for a store no
+    notification covers (SQLite), every ``file_check_s`` for :class:`StoreWatch`'s look."""
     from toolroute.gateway.reload import Live
 
     live = source if isinstance(source, Live) else live_of(source, listings=listings)
@@ -451,7 +459,12 @@ async def _watch_changes(
     rev = revision(gateway.router.store)
     next_relist = anyio.current_time() + config.relist_interval_s
     written: dict[str, Any] | None = None
+    watch.on_notify = pool.note_change
+    faults = getattr(gateway, "faults", None)
+    if faults is not None:
+        faults.on_change = pool.note_change
     while True:
+        pool.take_changes()  # before reading the state: a change from now on wakes the wait
         config = live.config
         status = gateway.status()
         if status != written and write_status(
@@ -459,17 +472,24 @@ async def _watch_changes(
         ):  # not written (full disk, read-only): noted in the faults, tried again next turn
             written = status
         now = anyio.current_time()
-        changed = [
-            d
+        pending = {
+            d.name: listed_at.get(d.name, -RELIST_DEBOUNCE_S) + RELIST_DEBOUNCE_S
             for d in pool.servers.values()
-            if (d.tools_changed.is_set() or connects.get(d.name) != d.connects)
-            and now - listed_at.get(d.name, -RELIST_DEBOUNCE_S) >= RELIST_DEBOUNCE_S
-        ]
+            if d.tools_changed.is_set() or connects.get(d.name) != d.connects
+        }
+        changed = [d for d in pool.servers.values() if pending.get(d.name, now + 1) <= now]
         # the store is read only when it may have changed (StoreWatch), not every turn
         new_rev = revision(gateway.router.store) if watch.changed() else rev
         due = now >= next_relist
         if not (changed or due or new_rev != rev):
-            await anyio.sleep(0.2)
+            wake = min([next_relist, *pending.values()])  # a debounced server's turn
+            if status != written:  # the status file could not be written: try again
+                wake = min(wake, now + STATUS_RETRY_S)
+            if not (gateway.router.store.shared and watch.listening):
+                # no notification: look when StoreWatch's next look is due (it was just
+                # asked, so a hair later than file_check_s from now)
+                wake = min(wake, now + watch.file_check_s + 0.01)
+            await pool.wait_change(wake - now)
             continue
         for d in pool.servers.values() if due else changed:
             d.tools_changed = anyio.Event()  # a notification from now on means another change

@@ -59,10 +59,13 @@ class StoreWatch:
         self._notified = False
         self.listening = False
         """Set while :func:`follow_store` delivers the shared store's notifications."""
+        self.on_notify: Callable[[], None] | None = None  # wakes whoever waits on changes
 
     def notify(self) -> None:
         """Another replica wrote metadata (its ``NOTIFY``)."""
         self._notified = True
+        if self.on_notify is not None:
+            self.on_notify()
 
     def changed(self) -> bool:
         """True when this process wrote metadata, a notification came, or (SQLite, or a

@@ -23,10 +23,9 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
-from contextvars import ContextVar
-from typing import Any, TypeVar
+from typing import Any
 
 import anyio
 import mcp.types as types
@@ -34,7 +33,6 @@ from mcp import Client
 from mcp.server import Server
 from mcp.server.subscriptions import InMemorySubscriptionBus
 from mcp.shared.exceptions import MCPError
-from mcp.shared.message import ServerMessageMetadata
 from mcp.shared.subscriptions import (
     PromptsListChanged,
     ResourcesListChanged,
@@ -44,8 +42,8 @@ from mcp.shared.subscriptions import (
 from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 
 from toolroute.catalog.name import qualified_name, server_of, split_name
-from toolroute.gateway.access import is_stateless
-from toolroute.sdk import allowed_log_levels, connection_of
+from toolroute.gateway.caller import Caller, caller_var, connection_key, current_caller
+from toolroute.sdk import connection_of
 from toolroute.sources.pool import DownstreamPool
 
 __all__ = ["STATUS_URI", "Caller", "Relay", "current_caller", "exposed_names"]
@@ -73,14 +71,6 @@ STATUS_RESOURCE = types.Resource(
     mime_type="application/json",
 )
 RESOURCE_NOT_FOUND = -32002
-T = TypeVar("T")
-
-_caller: ContextVar[Caller | None] = ContextVar("toolroute_caller", default=None)
-
-
-def current_caller() -> Caller | None:
-    """The client request the current task serves (set around each relayed request)."""
-    return _caller.get()
 
 
 def exposed_names(owners: Iterable[tuple[str, str]]) -> dict[str, tuple[str, str]]:
@@ -96,90 +86,6 @@ def exposed_names(owners: Iterable[tuple[str, str]]) -> dict[str, tuple[str, str
     }
 
 
-def _key(ctx: Any) -> int:
-    return id(connection_of(getattr(ctx, "session", None)))
-
-
-class Caller:
-    """One gateway client request that downstream messages are sent back to.
-
-    A 2026-07-28 caller (``stateless``) has no back-channel: the gateway cannot push a
-    sampling, elicitation or roots request to it. A 2026-07-28 server asks through an
-    input-required result instead, which goes back to the caller as it is; a handshake-era
-    server's pushed request is refused with an error naming the reason.
-    """
-
-    def __init__(self, relay: Relay, ctx: Any, params: Any = None) -> None:
-        self.relay = relay
-        self.ctx = ctx
-        self.stateless = is_stateless(ctx)
-        self.input_responses = getattr(params, "input_responses", None)
-        self.request_state = getattr(params, "request_state", None)
-        client = getattr(getattr(ctx, "session", None), "client_params", None)
-        caps = getattr(client, "capabilities", None)
-        self.capabilities: dict[str, Any] | None = (
-            caps.model_dump(by_alias=True, exclude_none=True) if caps is not None else None
-        )
-
-    async def roots(self) -> types.ListRootsResult | types.ErrorData:
-        wanted = types.ClientCapabilities(roots=types.RootsCapability())
-        if not self.ctx.session.check_client_capability(wanted):
-            return _unsupported("roots")
-        return await self._ask(types.ListRootsRequest(), types.ListRootsResult)
-
-    async def progress(self, progress: float, total: float | None, message: str | None) -> None:
-        # against the caller's own progress token; nothing when the caller asked for none
-        await self.ctx.session.report_progress(progress, total, message)
-
-    async def log(self, params: types.LoggingMessageNotificationParams) -> None:
-        if self.stateless:  # 2026-07-28: only what this request's _meta logLevel asked for
-            meta = self.ctx.meta if isinstance(self.ctx.meta, Mapping) else None
-            if params.level not in allowed_log_levels(self.ctx.protocol_version, meta):
-                return
-        if self.relay.wants_log(_key(self.ctx), params.level):
-            note = types.LoggingMessageNotification(params=params)
-            await self.ctx.session.send_notification(note, related_request_id=self.ctx.request_id)
-
-    async def sample(
-        self, params: types.CreateMessageRequestParams
-    ) -> types.CreateMessageResult | types.CreateMessageResultWithTools | types.ErrorData:
-        wanted = types.ClientCapabilities(sampling=types.SamplingCapability())
-        if not self.ctx.session.check_client_capability(wanted):
-            return _unsupported("sampling")
-        result_type: type[types.CreateMessageResult | types.CreateMessageResultWithTools] = (
-            types.CreateMessageResultWithTools if params.tools else types.CreateMessageResult
-        )
-        return await self._ask(types.CreateMessageRequest(params=params), result_type)
-
-    async def elicit(
-        self, params: types.ElicitRequestParams
-    ) -> types.ElicitResult | types.ErrorData:
-        wanted = types.ClientCapabilities(elicitation=types.ElicitationCapability())
-        if not self.ctx.session.check_client_capability(wanted):
-            return _unsupported("elicitation")
-        return await self._ask(types.ElicitRequest(params=params), types.ElicitResult)
-
-    async def _ask(self, request: Any, result_type: type[T]) -> T | types.ErrorData:
-        if self.stateless:
-            return types.ErrorData(
-                code=types.INVALID_REQUEST,
-                message="the client connected to toolroute speaks MCP 2026-07-28, which has no "
-                "server-to-client requests; this server asked during a call (a 2025 server)",
-            )
-        try:
-            answer: T = await self.ctx.session.send_request(
-                request,
-                result_type,
-                # a client that never answers must not hold the request (and the server's
-                # wait) until the session ends: REQUEST_TIMEOUT goes back to the server
-                request_read_timeout_seconds=self.relay.ask_timeout_s,
-                metadata=ServerMessageMetadata(related_request_id=self.ctx.request_id),
-            )
-        except MCPError as e:  # the client's own refusal goes back to the server as is
-            return e.error
-        return answer
-
-
 def _no_resource(uri: str) -> MCPError:
     """What an unknown resource gets, and one another server holds for a restricted client."""
     return MCPError(code=RESOURCE_NOT_FOUND, message=f"Resource not found: {uri}")
@@ -188,13 +94,6 @@ def _no_resource(uri: str) -> MCPError:
 def _no_prompt(name: str) -> MCPError:
     """What an unknown prompt gets, and one another server holds for a restricted client."""
     return MCPError(code=types.INVALID_PARAMS, message=f"Unknown prompt: {name}")
-
-
-def _unsupported(what: str) -> types.ErrorData:
-    return types.ErrorData(
-        code=types.INVALID_REQUEST,
-        message=f"the client connected to toolroute does not support {what}",
-    )
 
 
 class Relay:
@@ -253,18 +152,18 @@ class Relay:
         (``params``: the request's, for a 2026-07-28 retry's answers and state)."""
         self.seen(ctx)
         caller = Caller(self, ctx, params)
-        token = _caller.set(caller)
+        token = caller_var.set(caller)
         try:
             yield caller
         finally:
-            _caller.reset(token)
+            caller_var.reset(token)
 
     def seen(self, ctx: Any) -> None:
         """Remember the client of ``ctx`` (to notify it later) until its connection closes."""
         session = getattr(ctx, "session", None)
         if session is None:
             return
-        key = _key(ctx)
+        key = connection_key(ctx)
         if key not in self.sessions:
             # forgotten when the connection closes: holding a closed connection's session
             # kept its whole request state alive (~0.15 MB per HTTP session, for ever)
@@ -468,7 +367,7 @@ class Relay:
         uri = str(params.uri)
         server, uri = await self._check(ctx, await self.resource_owner(uri), _no_resource(uri))
         first = (server, uri) not in self.subscribers
-        self.subscribers.setdefault((server, uri), set()).add(_key(ctx))
+        self.subscribers.setdefault((server, uri), set()).add(connection_key(ctx))
         if first:
             await self.pool[server].request(
                 lambda c: c.session.send_request(
@@ -485,7 +384,7 @@ class Relay:
         uri = str(params.uri)
         server, uri = await self._check(ctx, await self.resource_owner(uri), _no_resource(uri))
         keys = self.subscribers.get((server, uri), set())
-        keys.discard(_key(ctx))
+        keys.discard(connection_key(ctx))
         if not keys and self.subscribers.pop((server, uri), None) is not None:
             await self.pool[server].request(
                 lambda c: c.session.send_request(
@@ -540,7 +439,7 @@ class Relay:
 
     async def set_level(self, ctx: Any, params: types.SetLevelRequestParams) -> types.EmptyResult:
         self.seen(ctx)
-        self.levels[_key(ctx)] = params.level
+        self.levels[connection_key(ctx)] = params.level
         level = min(self.levels.values(), key=LEVELS.index)
 
         async def one(server: str) -> None:

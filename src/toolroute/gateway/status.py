@@ -17,7 +17,7 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -65,6 +65,7 @@ class Faults:
 
     def __init__(self) -> None:
         self._now: dict[str, tuple[str, float]] = {}
+        self.on_change: Callable[[], None] | None = None  # what is failing changed
 
     def failed(self, part: str, e: BaseException) -> str:
         """Note that writing ``part`` failed with ``e``; the line shown in the status."""
@@ -72,11 +73,15 @@ class Faults:
         if self._now.get(part, ("", 0.0))[0] != why:
             log.error("%s: write failed: %s; skipped until it works again (logged once)", part, e)
             self._now[part] = (why, time.time())
+            if self.on_change is not None:
+                self.on_change()
         return f"write failed: {why}"
 
     def ok(self, part: str) -> None:
         if self._now.pop(part, None) is not None:
             log.warning("%s: writing works again", part)
+            if self.on_change is not None:
+                self.on_change()
 
     @contextmanager
     def audit(self, part: str) -> Iterator[None]:

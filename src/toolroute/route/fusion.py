@@ -29,6 +29,7 @@ from toolroute.errors import ConfigError
 from toolroute.index.build import ToolIndex
 from toolroute.index.document import humanise
 from toolroute.index.fields import FIELDS, field_index, stem_text
+from toolroute.route import stage
 from toolroute.route import strategy as st
 from toolroute.route.derived import index_providers
 from toolroute.route.expand import expand
@@ -174,9 +175,9 @@ def candidate_features(
     nd = _max_norm(ix.name_desc_lexical.scores(q.text))
     fields = {f: _max_norm(v) for f, v in field_index(ix).scores(q.text).items()}
     m = st.multi(ix, q, p)
-    a = st._action_prior(ix, q, p, m)
+    a = stage._action_prior(ix, q, p, m)
     e = expand(a, index_providers(ix), p.expand_pool, p.expand_weight)
-    s = st._near_duplicates(ix, q, p, st._named_files(ix, q, p, e))  # = steps(ix, q, p)
+    s = stage._near_duplicates(ix, q, p, stage._named_files(ix, q, p, e))  # = steps(ix, q, p)
     rows = np.unique(
         np.concatenate([_top(s, pool), _top(flat, 10), _top(nd, 10), _top(fields["stemmed"], 10)])
     )

@@ -52,6 +52,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from toolroute.config import HttpSpec
 from toolroute.errors import ConfigError, ToolrouteError
+from toolroute.sdk import EarlyRefreshProvider
 from toolroute.store import StoreTarget, is_store_url, open_store
 
 __all__ = [
@@ -228,46 +229,17 @@ class StoredCredentials:
             st.put_oauth_client(self.server, self.url, blob)
 
 
-class _Provider(OAuthClientProvider):
-    """The SDK's provider, refreshing :func:`refresh_margin` before expiry, also for tokens
-    loaded from the store (the SDK alone treats a loaded token as never expiring)."""
+class _Provider(EarlyRefreshProvider):
+    """The SDK's provider (through :mod:`toolroute.sdk`), refreshing :func:`refresh_margin`
+    before expiry, also for tokens loaded from the store, and keeping discovery with them."""
 
     storage: StoredCredentials
 
-    async def _initialize(self) -> None:
-        await super()._initialize()
-        ctx, storage = self.context, self.storage
-        if ctx.current_tokens is not None and storage.expires_at is not None:
-            margin = refresh_margin(ctx.current_tokens.expires_in)
-            ctx.token_expiry_time = storage.expires_at - margin
-        if ctx.oauth_metadata is None and storage.metadata is not None:
-            ctx.oauth_metadata = storage.metadata
-        if ctx.protected_resource_metadata is None and storage.resource_metadata is not None:
-            ctx.protected_resource_metadata = storage.resource_metadata
-            servers = storage.resource_metadata.authorization_servers
-            ctx.auth_server_url = str(servers[0]) if servers else None
+    def refresh_margin(self, lifetime_s: float | None) -> float:
+        return refresh_margin(lifetime_s)
 
-    def _keep_discovery(self) -> None:
-        self.storage.metadata = self.context.oauth_metadata
-        self.storage.resource_metadata = self.context.protected_resource_metadata
-
-    def _early(self) -> None:
-        tokens = self.context.current_tokens
-        if tokens is not None and self.context.token_expiry_time is not None:
-            self.context.token_expiry_time -= refresh_margin(tokens.expires_in)
-
-    async def _handle_token_response(self, response: Any) -> None:
-        self._keep_discovery()
-        await super()._handle_token_response(response)
-        self._early()
-
-    async def _handle_refresh_response(self, response: Any) -> bool:
-        self._keep_discovery()
-        ok = await super()._handle_refresh_response(response)
-        if ok:
-            self._early()
-            log.info("OAuth token refreshed for %s", self.storage.server)
-        return ok
+    def refreshed(self) -> None:
+        log.info("OAuth token refreshed for %s", self.storage.server)
 
 
 def make_provider(

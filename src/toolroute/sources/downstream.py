@@ -1,0 +1,585 @@
+"""One downstream MCP server through the official ``mcp`` SDK: its long-lived session.
+
+The SDK requires a client to be opened and closed in the same task, so each server gets an
+owner task (:meth:`Downstream.run`) that holds the session open until it is told to stop or the
+connection dies; any task may call through the open session meanwhile. A dead stdio server is
+restarted with exponential backoff; shutdown closes stdin, then terminates, then kills.
+stdio servers run through :mod:`toolroute.sources.stdio` (replies capped at
+``max_result_bytes``, stderr labelled with the server's name, exit code kept). Contract: errors
+of one server never reach another; calls raise :class:`DownstreamError` with a code the gateway
+maps to an actionable message. A server's state (``status``, ``error``, ``exit_code``,
+``restarts``, ``tools``, ``changed_at``) is logged once per change, not once per retry.
+
+Sessions open in the SDK's ``auto`` mode: a server that speaks 2026-07-28 is spoken to in
+it (no session; each request declares the calling client's capabilities), any other through
+the ``initialize`` handshake. A 2026-07-28 server asks for sampling, elicitation or roots by
+answering a call with an *input-required* result: for a 2026-07-28 caller that result is
+returned as is (the caller answers and retries, ``requestState`` passed through untouched);
+for a handshake-era caller the SDK answers it through the same callbacks a handshake-era
+server's requests take, and retries.
+
+What a server sends back while a call is in flight (progress, log messages, sampling and
+elicitation requests) goes to the :class:`CallContext` of that call: the gateway passes one per
+call. The wire does not say which call a server-to-client request belongs to (stdio has no
+related-request id), so it goes to the newest call in flight on that server; the other
+notifications (list changes, resource updates, logs outside any call) go to ``on_notification``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import AsyncExitStack, contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+import anyio
+import mcp.types as types
+from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
+from mcp.shared.subscriptions import event_to_notification
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
+
+from toolroute.catalog.curation import ServerCuration
+from toolroute.config import HttpSpec, StdioSpec
+from toolroute.sdk import (
+    as_caller,
+    create_mcp_http_client,
+    forward_caller_capabilities,
+    list_tools_leniently,
+)
+from toolroute.sources.failure import (
+    DownstreamError,
+    closed,
+    describe,
+    first_line,
+    http_refusal,
+    too_large,
+)
+from toolroute.sources.memory import MemorySpec
+from toolroute.sources.stdio import RESULT_TOO_LARGE, ProcessInfo, bounded_stdio_client
+
+if TYPE_CHECKING:
+    from toolroute.sources.oauth import DownstreamAuth
+
+__all__ = ["CallContext", "Downstream", "DownstreamError", "ListedServer"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_RESULT_BYTES = 4 * 1024 * 1024
+"""Largest downstream reply kept (bytes of its JSON); larger ones become a ``too_large`` error."""
+T = TypeVar("T")
+
+MAX_PAGES = 1000
+"""tools/list pages read at most from one server (guards against a cursor that never ends)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ListedServer:
+    """What a server said about itself and its tools at sync time."""
+
+    name: str
+    title: str
+    instructions: str
+    tools: tuple[types.Tool, ...]
+    original: tuple[types.Tool, ...] | None = None
+    """The tools as the server listed them, before curation (None: the same as ``tools``);
+    what the rug-pull check pins."""
+
+    @property
+    def listed(self) -> tuple[types.Tool, ...]:
+        return self.tools if self.original is None else self.original
+
+
+class CallContext(Protocol):
+    """Where a server's messages about one in-flight call go: the client that made the call."""
+
+    stateless: bool
+    """The caller speaks 2026-07-28: input-required results go back to it as they are."""
+    capabilities: dict[str, Any] | None
+    """What the caller declared it can do (sampling, elicitation, roots), as on the wire."""
+    input_responses: types.InputResponses | None
+    request_state: str | None
+    """The answers and the opaque state of a retried 2026-07-28 request (else None)."""
+
+    async def progress(self, progress: float, total: float | None, message: str | None) -> None: ...
+
+    async def log(self, params: types.LoggingMessageNotificationParams) -> None: ...
+
+    async def sample(
+        self, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult | types.CreateMessageResultWithTools | types.ErrorData: ...
+
+    async def elicit(
+        self, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData: ...
+
+    async def roots(self) -> types.ListRootsResult | types.ErrorData: ...
+
+
+NotificationHook = Callable[[str, types.ServerNotification], Awaitable[None]]
+"""Called with (server name, notification) for what no in-flight call claims."""
+
+
+class Downstream:
+    """One downstream server and its owner task."""
+
+    def __init__(
+        self,
+        name: str,
+        spec: StdioSpec | HttpSpec | MemorySpec,
+        *,
+        connect_timeout_s: float = 20.0,
+        call_timeout_s: float = 30.0,
+        max_backoff_s: float = 30.0,
+        max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+        auth: DownstreamAuth | None = None,
+    ) -> None:
+        self.name = name
+        self.auth = auth
+        """OAuth of a url server (sources/oauth.py); None: stdio, or headers only."""
+        self.spec = spec
+        self.connect_timeout_s = connect_timeout_s
+        self.call_timeout_s = call_timeout_s
+        self.max_backoff_s = max_backoff_s
+        self.max_result_bytes = max_result_bytes
+        self.status = "starting"
+        """starting, up, down (the last connect failed; retried with backoff), restarting
+        (the session died; reconnecting) or stopped."""
+        self.error: str | None = None
+        self.exit_code: int | None = None
+        """Exit code of the last stdio process of this server that ended (None: none has)."""
+        self.restarts = 0
+        self.connects = 0
+        """Successful connects so far: a change tells the gateway to (re)list this server."""
+        self.tools: int | None = None
+        """Tools listed at the last sync (None before the first)."""
+        self.changed_at = time.time()
+        self._logged: tuple[str, str | None] = ("starting", None)
+        self._http_status: int | None = None  # of the last HTTP response (url servers)
+        self._skipped: dict[str, str] = {}
+        """Tools left out of the last listing (their schema is malformed), and why."""
+        self._process = ProcessInfo()
+        self.tools_changed = anyio.Event()
+        self.on_notification: NotificationHook | None = None
+        self.on_change: Callable[[], None] | None = None
+        """Called when what the gateway follows changes: the tools (list_changed), a
+        (re)connect, the status or restarts (the pool's change event, sources/pool.py)."""
+        self._calls: list[CallContext] = []  # in flight, oldest first
+        self._client: Client | None = None
+        self._ready = anyio.Event()
+        self._dead = anyio.Event()
+        self._stop = anyio.Event()
+        self._stopping = False
+        # live reconfiguration (gateway/reload.py): curation, and ending this server's calls
+        self.curation = ServerCuration()
+        self.renames: dict[str, str] = {}
+        """Exposed name → the server's own name, of the tools curation renamed."""
+        self._settled = anyio.Event()  # the first connect succeeded or failed
+        self._scopes: set[anyio.CancelScope] = set()  # requests in flight
+        self._idle = anyio.Event()
+        self._idle.set()
+        self._ended: str | None = None  # why the calls in flight were ended
+
+    async def _target(self, stack: AsyncExitStack) -> Any:
+        """What the SDK client connects to; an HTTP client made here is closed with ``stack``."""
+        if isinstance(self.spec, MemorySpec):  # an SDK server object in this process
+            return self.spec.server
+        if isinstance(self.spec, StdioSpec):
+            # a server that dies while idle is restarted now, not at the next call
+            self._process = ProcessInfo(on_eof=lambda: self._dead.set())
+            params = StdioServerParameters(
+                command=self.spec.command,
+                args=list(self.spec.args),
+                env=dict(self.spec.env) or None,
+                cwd=self.spec.cwd,
+            )
+            return bounded_stdio_client(
+                self.name, params, max_line_bytes=self.max_result_bytes, info=self._process
+            )
+        if self.spec.type == "sse":  # the older HTTP+SSE transport (VS Code/Claude "sse")
+            from mcp.client.sse import sse_client
+
+            return sse_client(
+                self.spec.url,
+                headers=self.spec.headers or None,
+                httpx_client_factory=self._http_client,
+                auth=await self.auth.connect_auth() if self.auth else None,
+            )
+        from mcp.client.streamable_http import streamable_http_client
+
+        # the SDK's MCP timeouts (30 s, 300 s read), not httpx's 5 s default
+        oauth = await self.auth.connect_auth() if self.auth else None
+        http = await stack.enter_async_context(
+            self._http_client(self.spec.headers or None, auth=oauth)
+        )
+        return streamable_http_client(self.spec.url, http_client=http)
+
+    def _http_client(self, headers: Any = None, timeout: Any = None, auth: Any = None) -> Any:
+        """The SDK's HTTP client, noting each response's status: the SDK reports a 401 as
+        "Server returned an error response", and :meth:`_denied` says what it meant."""
+        http = create_mcp_http_client(headers, timeout, auth)
+
+        async def note(response: Any) -> None:
+            self._http_status = response.status_code
+
+        http.event_hooks["response"].append(note)
+        return http
+
+    def _denied(self) -> str | None:
+        return http_refusal(self.spec, self._http_status, self.auth)
+
+    async def _on_message(self, msg: Any) -> None:  # the SDK's MessageHandlerFnT
+        if isinstance(msg, types.ToolListChangedNotification):
+            self.tools_changed.set()
+            self._changed()
+        # logs come through _on_log, progress through the call's own callback
+        skip = (types.LoggingMessageNotification, types.ProgressNotification, Exception)
+        if self.on_notification is not None and not isinstance(msg, skip):
+            await self.on_notification(self.name, msg)
+
+    async def _on_log(self, params: types.LoggingMessageNotificationParams) -> None:
+        if self._calls:
+            await self._calls[-1].log(params)
+        elif self.on_notification is not None:
+            await self.on_notification(self.name, types.LoggingMessageNotification(params=params))
+
+    async def _on_sampling(
+        self, context: Any, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult | types.CreateMessageResultWithTools | types.ErrorData:
+        if not self._calls:
+            return _no_caller("sampling")
+        return await self._calls[-1].sample(params)
+
+    async def _on_elicitation(
+        self, context: Any, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        if not self._calls:
+            return _no_caller("elicitation")
+        return await self._calls[-1].elicit(params)
+
+    async def _on_roots(self, context: Any) -> types.ListRootsResult | types.ErrorData:
+        if not self._calls:
+            return _no_caller("roots")
+        return await self._calls[-1].roots()
+
+    async def _listen(self, client: Client) -> None:
+        """A 2026-07-28 server's list changes come on a ``subscriptions/listen`` stream (there
+        is no session to push them on): each is handled as the notification it replaces."""
+        try:
+            async with client.listen(
+                tools_list_changed=True, prompts_list_changed=True, resources_list_changed=True
+            ) as changes:
+                async for event in changes:
+                    await self._on_message(event_to_notification(event, {}))
+        except Exception as e:  # a server without listen: re-listed on the interval only
+            log.info("server %s: no change notifications (%s)", self.name, first_line(e))
+
+    async def run(self) -> None:
+        """Owner loop: connect, hold the session until it dies or stop(), reconnect with backoff."""
+        backoff = 0.5
+        while not self._stopping:
+            try:
+                # initialize is bounded by read_timeout_seconds like any request
+                async with (
+                    AsyncExitStack() as stack,
+                    Client(
+                        await self._target(stack),
+                        # 2026-07-28 where the server speaks it (an in-process one: its era)
+                        mode=self.spec.mode if isinstance(self.spec, MemorySpec) else "auto",
+                        read_timeout_seconds=self.connect_timeout_s,
+                        message_handler=self._on_message,  # type: ignore[arg-type]
+                        logging_callback=self._on_log,
+                        sampling_callback=self._on_sampling,
+                        elicitation_callback=self._on_elicitation,
+                        list_roots_callback=self._on_roots,
+                        cache=None,  # a re-list must see the server's tools now, not a cached page
+                    ) as client,
+                    anyio.create_task_group() as tg,
+                ):
+                    forward_caller_capabilities(client)
+                    self._client = client
+                    self.connects += 1
+                    self._set("up", None)
+                    self._changed()  # a reconnect re-lists even when the status stayed "up"
+                    self._ready.set()
+                    backoff = 0.5
+                    if client.session.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                        tg.start_soon(self._listen, client)
+                    await self._dead.wait()
+                    tg.cancel_scope.cancel()
+            except Exception as e:  # owner loop: any failure of one server stays with it
+                self.exit_code = self._process.returncode
+                if not self._stopping:  # a server stopped on purpose has not failed
+                    self._set("down", self._why(e))
+            finally:
+                self._client = None
+                if self._ready.is_set():  # waiters hold the old event only while it is unset
+                    self._ready = anyio.Event()
+                if self._dead.is_set():
+                    self._dead = anyio.Event()
+            if self.status == "up" and not self._stopping:
+                self.exit_code = self._process.returncode
+                self._set("restarting", self._exited() or "the session ended")
+            if self._stopping:
+                break
+            self.restarts += 1
+            self._changed()
+            with anyio.move_on_after(backoff):  # stop() ends the wait at once
+                if self.auth is not None and self.auth.required:  # so does a new sign-in
+                    await self.auth.until_signed_in(self._stop)
+                else:
+                    await self._stop.wait()
+            backoff = min(backoff * 2, self.max_backoff_s)
+        self._set("stopped", None)
+
+    def _set(self, status: str, error: str | None) -> None:
+        """Change state; log only when the state or its reason changed (not every retry)."""
+        if status != "starting":
+            self._settled.set()
+        if (status, error) != (self.status, self.error):
+            self.changed_at = time.time()
+            self.status, self.error = status, error
+            self._changed()
+        if (status, error) == self._logged:
+            return
+        self._logged = (status, error)
+        if status == "down" or (status == "restarting" and error):
+            log.warning("server %s is %s: %s", self.name, status, error)
+        elif status == "up" and self.restarts:
+            log.warning("server %s is up again (restart %d)", self.name, self.restarts)
+
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            self.on_change()
+
+    def _exited(self) -> str | None:
+        """``exited with code N: <its last stderr line>`` once the process has ended."""
+        rc = self._process.returncode
+        if rc is None:
+            return None
+        tail = self._process.stderr_tail
+        return f"exited with code {rc}" + (f": {tail[-1]}" if tail else "")
+
+    def _why(self, e: BaseException) -> str:
+        if self.auth is not None and (needed := self.auth.why(e)):
+            return needed
+        if denied := self._denied():
+            return denied
+        exited = self._exited()
+        killed = (self._process.returncode or 0) < 0  # by our shutdown after a timeout
+        if exited and not killed and closed(e):
+            return exited  # "Connection closed" says less than the exit code and stderr
+        return describe(e)
+
+    def stop(self) -> None:
+        self._stopping = True
+        self._stop.set()
+        self._dead.set()
+
+    async def client(self, wait_s: float | None = None) -> Client:
+        """The open session, waiting up to ``wait_s`` for a (re)connect (not at all when the
+        last connect failed: the error is returned at once, the owner keeps retrying)."""
+        if self._client is None and self.status == "down":
+            if needed := self._auth_required():
+                raise DownstreamError(self.name, None, "auth_required", self.error or needed)
+            raise DownstreamError(self.name, None, "unavailable", self.error or "not connected")
+        if self._client is None:
+            with anyio.move_on_after(self.connect_timeout_s if wait_s is None else wait_s):
+                await self._ready.wait()
+        if self._client is None:
+            raise DownstreamError(
+                self.name, None, "unavailable", self.error or "the server is not connected"
+            )
+        return self._client
+
+    @property
+    def stateless(self) -> bool:
+        """The open session speaks 2026-07-28 (False while none is open)."""
+        c = self._client
+        return c is not None and c.session.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+    @property
+    def capabilities(self) -> types.ServerCapabilities | None:
+        """What the server declared, while a session is open."""
+        return self._client.server_capabilities if self._client is not None else None
+
+    async def list_tools(self) -> ListedServer:
+        """Every tool, following ``next_cursor`` (a repeated cursor or MAX_PAGES ends it); a
+        tool the SDK cannot read (a malformed ``inputSchema``) is left out with a warning."""
+        c = await self.client()
+        tools: list[types.Tool] = []
+        cursor: str | None = None
+        seen: set[str] = set()
+        skipped: dict[str, str] = {}
+        try:
+            for _ in range(MAX_PAGES):
+                try:
+                    page = await c.list_tools(cursor=cursor)
+                except ValidationError:  # maybe one bad tool: check them one by one
+                    page, bad = await list_tools_leniently(c, cursor)
+                    skipped.update(bad)
+                names = {t.name for t in tools}
+                for t in page.tools:  # a repeated page, or a name listed twice, counts once
+                    if t.name not in names:
+                        names.add(t.name)
+                        tools.append(t)
+                cursor = page.next_cursor
+                if cursor is None or cursor in seen:
+                    break
+                seen.add(cursor)
+        except MCPError as e:
+            raise self._error(None, e) from None
+        except ValidationError as e:  # a malformed tools/list reply
+            raise DownstreamError(self.name, None, "protocol", first_line(e)) from None
+        for tool, why in skipped.items():
+            if self._skipped.get(tool) != why:  # once per tool and reason, not every re-list
+                log.warning("server %s: tool %r skipped: %s", self.name, tool, why)
+        self._skipped = skipped
+        info = c.server_info
+        curated, self.renames = self.curation.apply(tools, self.name)
+        return ListedServer(
+            name=self.name,
+            title=(getattr(info, "title", None) or getattr(info, "name", None) or self.name),
+            instructions=c.instructions or "",
+            tools=curated,
+            original=tuple(tools),
+        )
+
+    async def call_tool(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any],
+        timeout_s: float | None = None,
+        caller: CallContext | None = None,
+    ) -> tuple[types.CallToolResult | types.InputRequiredResult, float]:
+        """Forward one call; returns the result unchanged and its latency (s). Progress, logs,
+        sampling, elicitation and roots of the call go to ``caller``; an input-required
+        result goes back to a 2026-07-28 caller as it is."""
+        c = await self.client()
+        start = time.perf_counter()
+        if caller is not None:
+            self._calls.append(caller)
+        timeout = timeout_s or self.call_timeout_s
+        progress = caller.progress if caller is not None else None
+        result: types.CallToolResult | types.InputRequiredResult | None = None
+        own = self.renames.get(tool, tool)  # a curated name goes down as the server's own
+        try:
+            with as_caller(caller.capabilities if caller is not None else None), self._tracked():
+                if caller is not None and caller.stateless:
+                    result = await c.session.call_tool(
+                        own,
+                        dict(arguments),
+                        read_timeout_seconds=timeout,
+                        progress_callback=progress,
+                        input_responses=caller.input_responses,
+                        request_state=caller.request_state,
+                        allow_input_required=True,
+                    )
+                else:
+                    result = await c.call_tool(
+                        own,
+                        dict(arguments),
+                        read_timeout_seconds=timeout,
+                        progress_callback=progress,
+                    )
+        except MCPError as e:
+            raise self._error(tool, e) from None
+        except (RuntimeError, ValidationError) as e:  # malformed result / output-schema check
+            raise DownstreamError(self.name, tool, "protocol", first_line(e)) from None
+        finally:
+            if caller is not None:
+                self._calls.remove(caller)
+        if result is None:  # ended by end_calls(): the server left the configuration
+            raise DownstreamError(self.name, tool, "unavailable", self._ended or "ended")
+        if isinstance(self.spec, HttpSpec):  # stdio replies are capped while they are read
+            size = len(result.model_dump_json(by_alias=True, exclude_unset=True))
+            if size > self.max_result_bytes:
+                raise DownstreamError(
+                    self.name, tool, "too_large", too_large(size, self.max_result_bytes)
+                )
+        return result, time.perf_counter() - start
+
+    async def request(
+        self, send: Callable[[Client], Awaitable[T]], caller: CallContext | None = None
+    ) -> T:
+        """Any other request through the open session (resources, prompts, completion, ...).
+        The server's own JSON-RPC error is raised unchanged (MCPError); a closed connection
+        also schedules the reconnect."""
+        c = await self.client()
+        if caller is not None:
+            self._calls.append(caller)
+        try:
+            with as_caller(caller.capabilities if caller is not None else None):
+                return await send(c)
+        except MCPError as e:
+            if e.error.code == types.CONNECTION_CLOSED:
+                self._dead.set()
+            raise
+        finally:
+            if caller is not None:
+                self._calls.remove(caller)
+
+    def _auth_required(self) -> str | None:
+        return self.auth.required if self.auth is not None else None
+
+    @contextmanager
+    def _tracked(self) -> Iterator[None]:
+        """One request in flight, which :meth:`end_calls` can end."""
+        with anyio.CancelScope() as scope:
+            self._scopes.add(scope)
+            self._idle = anyio.Event() if self._idle.is_set() else self._idle
+            try:
+                yield
+            finally:
+                self._scopes.discard(scope)
+                if not self._scopes:
+                    self._idle.set()
+
+    def end_calls(self, why: str) -> None:
+        """End every request in flight: each raises ``unavailable`` saying ``why``."""
+        self._ended = why
+        for scope in list(self._scopes):
+            scope.cancel()
+
+    async def settled(self, timeout_s: float) -> None:
+        """Until the first connect succeeded or failed, at most ``timeout_s``."""
+        with anyio.move_on_after(timeout_s):
+            await self._settled.wait()
+
+    async def retire(self, grace_s: float, why: str) -> None:
+        """Stop after the calls in flight finished (at most ``grace_s``; the rest end with
+        ``why``): a restarted server's old session drains while the new one serves."""
+        with anyio.move_on_after(grace_s):
+            await self._idle.wait()
+        self.end_calls(why)
+        self.stop()
+
+    def _error(self, tool: str | None, e: MCPError) -> DownstreamError:
+        if e.error.code == types.CONNECTION_CLOSED and (needed := self._auth_required()):
+            self._dead.set()  # the sign-in lapsed mid-session (sources/oauth.py)
+            return DownstreamError(self.name, tool, "auth_required", needed)
+        if e.error.code == types.CONNECTION_CLOSED:
+            self._dead.set()  # the owner task reconnects with backoff
+            return DownstreamError(
+                self.name,
+                tool,
+                "crashed",
+                "the server closed the connection; it is being restarted",
+            )
+        if e.error.code == types.REQUEST_TIMEOUT:
+            return DownstreamError(self.name, tool, "timeout", e.error.message)
+        if e.error.code == RESULT_TOO_LARGE:
+            return DownstreamError(self.name, tool, "too_large", e.error.message)
+        if e.error.code == types.INTERNAL_ERROR and (denied := self._denied()):
+            return DownstreamError(self.name, tool, "protocol", denied)
+        return DownstreamError(self.name, tool, "protocol", e.error.message, e.error)
+
+
+def _no_caller(what: str) -> types.ErrorData:
+    return types.ErrorData(
+        code=types.INVALID_REQUEST,
+        message=f"{what} is only relayed during a call made through toolroute",
+    )
