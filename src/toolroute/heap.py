@@ -16,10 +16,10 @@ Two settings, since the two workloads want opposite ones. Bulk embedding (indexi
 the model) runs under :func:`bulk_allocations`: mmapped from 128 KB, every batch's buffers go
 back on free. Routing wants its per-query temporaries (one float per tool: 400-800 KB at
 100k tools) on the heap: mmapped, each one is fresh zero pages, 300k page faults over 60
-routes of a fresh 100k process and a warm p50 ~1.6x slower; kept on the heap (mmap from
-2 MB, and up to 32 MB of free heap top kept instead of trimmed and faulted in again), about
-10k (benchmarks/results/heap_thresholds.md: one 128 KB setting for both, or 4 MB for both,
-cost one side or the other).
+routes of a fresh 100k process, whose warm p50 they inflated ~1.5-2.5x; kept on the heap
+(mmap from 2 MB, and up to 32 MB of free heap top kept instead of trimmed and faulted in
+again), about 9k. One setting for both costs one side: 128 KB the routes, anything that
+spares them 5-8% of a cold index's peak (benchmarks/results/heap_thresholds.md).
 
 A no-op off glibc, and when the user set ``MALLOC_MMAP_THRESHOLD_`` or
 ``MALLOC_TRIM_THRESHOLD_`` themselves.
