@@ -95,7 +95,7 @@ def test_a_batch_of_texts_embeds_under_bulk_heap_settings_and_a_query_under_rout
         yield
 
     monkeypatch.setattr(module, "bulk_allocations", spy)
-    onnx.embed(["read a file"])
-    assert sizes == []  # a query's temporaries stay on routing's heap (toolroute.heap)
-    onnx.embed(["read a file", "write a file"])
+    onnx.embed(["read a file", "write it"])
+    assert sizes == []  # a query and its parts: routing's heap settings (toolroute.heap)
+    onnx.embed([f"tool {i}" for i in range(33)])  # more than one batch (32 texts)
     assert sizes == [0]

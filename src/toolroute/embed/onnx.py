@@ -168,9 +168,9 @@ class OnnxEmbedder:
         return self._dim
 
     def embed(self, texts: Sequence[str]) -> Matrix:
-        if len(texts) <= 1:  # a query: routing's heap settings (heap.py)
+        if len(texts) <= self._batch:  # a query and its parts, a few new tools: routing's heap
             return self._embed(texts)
-        with bulk_allocations():  # batches' buffers mmapped, each given back after its batch
+        with bulk_allocations():  # batches' buffers mmapped, each given back after it (heap.py)
             return self._embed(texts)
 
     def _embed(self, texts: Sequence[str]) -> Matrix:
