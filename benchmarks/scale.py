@@ -220,7 +220,8 @@ def time_blocks(
 def probe(catalog: Path, store: Path, queries: list[str]) -> dict[str, Any]:
     """A fresh process: load the built store (the index snapshot when there is one) and
     route every query with ``default``: load seconds, the first route (one-off per-index
-    work included), the warm p50, peak RSS, and whether the dense matrix is memory-mapped."""
+    work included), the warm p50 and the minor page faults of the warm routes (glibc's heap
+    tuning, heap.py), peak RSS, and whether the dense matrix is memory-mapped."""
     from toolroute import heap
     from toolroute.router import Router
 
@@ -234,16 +235,19 @@ def probe(catalog: Path, store: Path, queries: list[str]) -> dict[str, Any]:
         router.route(queries[0], k=10)
         first_ms = (time.perf_counter() - t) * 1000
         ms = []
+        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         for q in queries:
             t = time.perf_counter()
             router.route(q, k=10)
             ms.append((time.perf_counter() - t) * 1000)
+        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
         return {
             "tools": ix.size,
             "load_s": round(load_s, 2),
             "first_route_ms": round(first_ms, 1),
             "load_and_first_route_s": round(load_s + first_ms / 1000, 2),
             "route_p50_ms": round(float(np.percentile(ms, 50)), 2),
+            "warm_minor_faults": faults,
             "peak_rss_mb": round(rss_mb(), 1),
             "array_mb": round(array_mb(ix), 1),
             "mapped": isinstance(ix.tool_vectors, np.memmap),
@@ -498,8 +502,8 @@ def fresh_table(results: dict[str, Any]) -> list[str]:
     """Fresh-process rows: this tree's, and the baseline tree's where it ran."""
     lines = [
         "| tools | code | fresh process: load s | first route ms | load + first route s "
-        "| default p50 ms | peak RSS MB | matrix mapped | load avg |",
-        "|---:|---|---:|---:|---:|---:|---:|---|---:|",
+        "| default p50 ms | warm page faults | peak RSS MB | matrix mapped | load avg |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---|---:|",
     ]
     for r in results.values():
         for code, key in (("baseline", "fresh_process_baseline"), ("this", "fresh_process")):
@@ -507,7 +511,8 @@ def fresh_table(results: dict[str, Any]) -> list[str]:
             lines.extend(
                 f"| {r['tools']} | {code} | {f['load_s']} | {f['first_route_ms']} | "
                 f"{f.get('load_and_first_route_s', '')} | {f['route_p50_ms']} | "
-                f"{f['peak_rss_mb']} | {'yes' if f['mapped'] else 'no'} | "
+                f"{f.get('warm_minor_faults', '')} | {f['peak_rss_mb']} | "
+                f"{'yes' if f['mapped'] else 'no'} | "
                 f"{f.get('loadavg_1m', '')} |"
                 for f in (runs if isinstance(runs, list) else [runs] if runs else [])
             )

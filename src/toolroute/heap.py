@@ -1,7 +1,7 @@
-"""The process's memory: freed model buffers kept from inflating it, and start-up's objects
-kept out of the garbage collector's way.
+"""The process's memory: freed model buffers kept from inflating it, routing's temporaries
+kept from faulting, and start-up's objects kept out of the garbage collector's way.
 
-A fixed glibc mmap threshold:
+Fixed glibc malloc thresholds:
 
 onnxruntime (its CPU arena off, embed/onnx.py) allocates each batch's activations with
 ``malloc`` and frees them after the batch. glibc serves large allocations with ``mmap`` and
@@ -12,7 +12,17 @@ by hundreds of MB over its last, longest batches (benchmarks/index_rss_trace.py 
 both ways). Setting ``M_MMAP_THRESHOLD`` explicitly turns the dynamic adjustment off
 (mallopt(3)).
 
-A no-op off glibc, and when the user set ``MALLOC_MMAP_THRESHOLD_`` themselves.
+Two settings, since the two workloads want opposite ones. Bulk embedding (indexing, loading
+the model) runs under :func:`bulk_allocations`: mmapped from 128 KB, every batch's buffers go
+back on free. Routing wants its per-query temporaries (one float per tool: 400-800 KB at
+100k tools) on the heap: mmapped, each one is fresh zero pages, 300k page faults over 60
+routes of a fresh 100k process, whose warm p50 they inflated ~1.5-2.5x; kept on the heap
+(mmap from 2 MB, and up to 32 MB of free heap top kept instead of trimmed and faulted in
+again), about 9k. One setting for both costs one side: 128 KB the routes, anything that
+spares them 5-8% of a cold index's peak (benchmarks/results/heap_thresholds.md).
+
+A no-op off glibc, and when the user set ``MALLOC_MMAP_THRESHOLD_`` or
+``MALLOC_TRIM_THRESHOLD_`` themselves.
 :func:`trim_heap` gives the heap's free pages back after one-off work (loading the model,
 indexing); :func:`freeze_heap` takes what start-up built out of the cyclic GC's scans.
 """
@@ -24,35 +34,81 @@ import gc
 import logging
 import os
 import platform
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["MMAP_THRESHOLD", "fix_mmap_threshold", "freeze_heap", "trim_heap"]
+__all__ = [
+    "BULK_MMAP_THRESHOLD",
+    "MMAP_THRESHOLD",
+    "TRIM_THRESHOLD",
+    "bulk_allocations",
+    "fix_mmap_threshold",
+    "freeze_heap",
+    "trim_heap",
+]
 
 logger = logging.getLogger(__name__)
 
-MMAP_THRESHOLD = 128 * 1024
-"""glibc's default starting threshold, kept fixed."""
-_M_MMAP_THRESHOLD = -3  # <malloc.h>
+MMAP_THRESHOLD = 2 * 2**20
+"""Routing's: allocations from this size are mmapped (a float64 per tool stays below up to
+250k tools)."""
+TRIM_THRESHOLD = 32 * 2**20
+"""Routing's: free heap top kept up to this size instead of given back at every free."""
+BULK_MMAP_THRESHOLD = 128 * 1024
+"""Bulk embedding's (glibc's default starting threshold): both thresholds, within
+:func:`bulk_allocations`."""
+_M_TRIM_THRESHOLD = -1  # <malloc.h>
+_M_MMAP_THRESHOLD = -3
 _done = False
+_lock = threading.Lock()
+_bulk = 0
+
+
+def _set(mmap: int, trim: int) -> bool:
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        ok = bool(libc.mallopt(_M_MMAP_THRESHOLD, mmap))
+        return ok and bool(libc.mallopt(_M_TRIM_THRESHOLD, trim))
+    except (OSError, AttributeError) as e:
+        logger.debug("mallopt unavailable: %s", e)
+        return False
 
 
 def fix_mmap_threshold() -> bool:
-    """Fix glibc's mmap threshold at :data:`MMAP_THRESHOLD` once per process; True if set."""
+    """Fix glibc's mmap and trim thresholds at routing's (:data:`MMAP_THRESHOLD`,
+    :data:`TRIM_THRESHOLD`) once per process; True if set."""
     global _done
     if _done:
         return True
     if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
         return False
-    if "MALLOC_MMAP_THRESHOLD_" in os.environ:
+    if "MALLOC_MMAP_THRESHOLD_" in os.environ or "MALLOC_TRIM_THRESHOLD_" in os.environ:
         return False
+    with _lock:
+        _done = _set(*((BULK_MMAP_THRESHOLD,) * 2 if _bulk else (MMAP_THRESHOLD, TRIM_THRESHOLD)))
+    return _done
+
+
+@contextmanager
+def bulk_allocations() -> Iterator[None]:
+    """Within, bulk embedding's thresholds (:data:`BULK_MMAP_THRESHOLD`): a batch's buffers
+    are mmapped and given back on free. Nests and spans threads (the last one out restores
+    routing's); changes nothing in a process whose thresholds :func:`fix_mmap_threshold`
+    did not set."""
+    global _bulk
+    with _lock:
+        _bulk += 1
+        if _bulk == 1 and _done:
+            _set(BULK_MMAP_THRESHOLD, BULK_MMAP_THRESHOLD)
     try:
-        libc = ctypes.CDLL("libc.so.6")
-        ok = bool(libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD))
-    except (OSError, AttributeError) as e:
-        logger.debug("mallopt unavailable: %s", e)
-        return False
-    _done = ok
-    return ok
+        yield
+    finally:
+        with _lock:
+            _bulk -= 1
+            if _bulk == 0 and _done:
+                _set(MMAP_THRESHOLD, TRIM_THRESHOLD)
 
 
 _libc: Any = None

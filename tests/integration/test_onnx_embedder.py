@@ -76,3 +76,26 @@ def test_one_thread_and_the_query_memo_give_the_same_vectors(onnx: OnnxEmbedder)
     spans = [(0, 24)]
     assert np.allclose(memo.embed_spans(text, spans), onnx.embed_spans(text, spans), atol=1e-4)
     assert np.array_equal(memo.embed([text]), memo.embed([text])) and memo.hits == 2
+
+
+def test_a_batch_of_texts_embeds_under_bulk_heap_settings_and_a_query_under_routing_s(
+    onnx: OnnxEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import contextlib
+    from collections.abc import Iterator
+
+    from toolroute.embed import onnx as module
+
+    onnx.embed(["load the session"])  # loading is bulk work too
+    sizes: list[int] = []
+
+    @contextlib.contextmanager
+    def spy() -> Iterator[None]:
+        sizes.append(len(sizes))
+        yield
+
+    monkeypatch.setattr(module, "bulk_allocations", spy)
+    onnx.embed(["read a file", "write it"])
+    assert sizes == []  # a query and its parts: routing's heap settings (toolroute.heap)
+    onnx.embed([f"tool {i}" for i in range(33)])  # more than one batch (32 texts)
+    assert sizes == [0]

@@ -20,7 +20,7 @@ import numpy as np
 
 from toolroute.embed.base import Matrix, l2_normalise
 from toolroute.errors import EmbedError
-from toolroute.heap import trim_heap
+from toolroute.heap import bulk_allocations, trim_heap
 
 if TYPE_CHECKING:
     from tokenizers import Encoding, Tokenizer
@@ -141,9 +141,10 @@ class OnnxEmbedder:
         # the gateway's one-query embeddings (benchmarks/embed_spin.py: about half the CPU).
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
-            session = ort.InferenceSession(
-                str(self._model_path), sess_options=opts, providers=["CPUExecutionProvider"]
-            )
+            with bulk_allocations():  # the weight folding's temporaries, given back on free
+                session = ort.InferenceSession(
+                    str(self._model_path), sess_options=opts, providers=["CPUExecutionProvider"]
+                )
         except Exception as e:  # onnxruntime raises its own untyped errors for a bad file
             raise EmbedError(f"{self._model_path}: cannot load ONNX model: {e}") from None
         self._inputs = {i.name for i in session.get_inputs()}
@@ -167,6 +168,12 @@ class OnnxEmbedder:
         return self._dim
 
     def embed(self, texts: Sequence[str]) -> Matrix:
+        if len(texts) <= self._batch:  # a query and its parts, a few new tools: routing's heap
+            return self._embed(texts)
+        with bulk_allocations():  # batches' buffers mmapped, each given back after it (heap.py)
+            return self._embed(texts)
+
+    def _embed(self, texts: Sequence[str]) -> Matrix:
         if not texts:
             return np.zeros((0, self._dim), dtype=np.float32)
         # Sorted by token count, cut into batches of at most batch_size texts and

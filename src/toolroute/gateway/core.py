@@ -497,8 +497,8 @@ class GatewayCore:
 
     def record(self, outcome: Outcome) -> None:
         """One executed call into the statistics (EHRR eq. 8)."""
-        # committed before the answer goes out: a kill -9 loses only calls in flight (the
-        # background writer, router.record(wait=False), saved 0.05 ms of a ~2 ms call in
+        # written synchronously, before the answer goes out: a kill -9 loses only calls in
+        # flight (a background writer saved 0.05 ms of a ~2 ms call in
         # benchmarks/results/gateway_latency_loaded.md: not worth an acked-but-lost outcome)
         with self.faults.audit("store"), self.metrics.store("record_outcome"):  # logged once
             self.router.record(outcome)
