@@ -26,6 +26,12 @@ $TR simulate $L $M --planner oracle --stream once \
 # The offline clause planner (retrieval decides): Zipf stream.
 $TR simulate $L $M --planner clauses --stream zipf --tasks 2000 --window 1500:2000 \
     -s hybrid -s default -s adaptive -s adaptive-2 --out "$R/clauses"
+# adaptive-lean (show=2 and V = 0.01 at once) against hybrid alone: Zipf, once-through, clauses.
+$TR simulate $L $M --planner oracle --stream zipf --tasks 2000 --window 1500:2000 \
+    -s hybrid -s adaptive-lean --out "$R/lean"
+$TR simulate $L $M --planner oracle --stream once -s hybrid -s adaptive-lean --out "$R/lean-once"
+$TR simulate $L $M --planner clauses --stream zipf --tasks 2000 --window 1500:2000 \
+    -s hybrid -s adaptive-lean --out "$R/lean-clauses"
 # EHRR's failure modes on recurring work, at the paper's shortlist (5 servers of 210).
 $TR simulate $L --providers 3 -n 3 --attempts 2 --seeds 5 --baseline ehrr --planner oracle \
     --stream zipf --tasks 2000 --window 1500:2000 --servers-k 5 \
