@@ -59,9 +59,24 @@ def main() -> int:
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("-s", "--strategy", action="append", default=None)
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--off-only", action="store_true", help="only the run with the step off")
     args = ap.parse_args()
     args.strategy = args.strategy or ["hybrid", "adaptive-lean"]
     started = time.monotonic()
+    if args.off_only:
+        sim = _run(args.store, False, args)
+        lines = [
+            f"Exact-name pre-rank off, {args.stream} stream, {args.seeds} seeds "
+            f"(`benchmarks/adaptive_exact.py --off-only`, {time.monotonic() - started:.0f} s)",
+            "",
+            "| strategy | success | vs hybrid (paired) |",
+            "|---|---:|---:|",
+        ]
+        for name in args.strategy:
+            rate = sim.summary[name]["success_rate"]["mean"] or 0.0
+            diff = _cell(sim.paired("success_rate", name, "hybrid")) if name != "hybrid" else "—"
+            lines.append(f"| {name} | {rate:.3f} | {diff} |")
+        return _ratios(sim, args, lines)
     sims = {exact: _run(args.store, exact, args) for exact in (True, False)}
     lines = [
         f"Exact-name pre-rank on and off, {args.stream} stream, {args.seeds} seeds "
@@ -81,11 +96,15 @@ def main() -> int:
             f"| {name} | {mean[True]:.3f} | {mean[False]:.3f} | {_cell(ci95(diffs))} | "
             f"{vs[True] if name != 'hybrid' else '—'} | {vs[False] if name != 'hybrid' else '—'} |"
         )
+    return _ratios(sims[False], args, lines)
+
+
+def _ratios(sim: Simulation, args: argparse.Namespace, lines: list[str]) -> int:
     lines += ["", "Ratio of means vs `hybrid` with the step off", ""]
     lines += ["| strategy | " + " | ".join(METRICS) + " |", "|---|" + "---:|" * len(METRICS)]
-    base = sims[False].summary["hybrid"]
+    base = sim.summary["hybrid"]
     for name in args.strategy:
-        s = sims[False].summary[name]
+        s = sim.summary[name]
         cells = [f"{(s[m]['mean'] or 0.0) / (base[m]['mean'] or 1.0):.3f}" for m in METRICS]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     args.out.write_text("\n".join(lines) + "\n")
