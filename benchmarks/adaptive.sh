@@ -26,6 +26,20 @@ $TR simulate $L $M --planner oracle --stream once \
 # The offline clause planner (retrieval decides): Zipf stream.
 $TR simulate $L $M --planner clauses --stream zipf --tasks 2000 --window 1500:2000 \
     -s hybrid -s default -s adaptive -s adaptive-2 --out "$R/clauses"
+# adaptive-lean (show=2 and V = 0.01 at once) against hybrid alone: Zipf, once-through, clauses.
+$TR simulate $L $M --planner oracle --stream zipf --tasks 2000 --window 1500:2000 \
+    -s hybrid -s adaptive-lean --out "$R/lean"
+$TR simulate $L $M --planner oracle --stream once -s hybrid -s adaptive-lean --out "$R/lean-once"
+$TR simulate $L $M --planner clauses --stream zipf --tasks 2000 --window 1500:2000 \
+    -s hybrid -s adaptive-lean --out "$R/lean-clauses"
+# Its siblings in the same tree (lean-siblings/), and the exact-name pre-rank's share of the margin.
+$TR simulate $L $M --planner oracle --stream zipf --tasks 2000 --window 1500:2000 \
+    -s hybrid -s adaptive -s adaptive-2 -s adaptive-budget --out "$R/lean-siblings"
+PYTHONPATH=src $PY benchmarks/adaptive_exact.py --store "$STORE" --stream once --out "$R/lean-exact-once.md"
+PYTHONPATH=src $PY benchmarks/adaptive_exact.py --store "$STORE" --stream zipf --off-only \
+    --out "$R/lean-exact-zipf.md"
+PYTHONPATH=src $PY benchmarks/adaptive_exact.py --store "$STORE" --stream zipf --off-only \
+    -s hybrid -s adaptive -s adaptive-2 --out "$R/lean-exact-zipf-siblings.md"
 # EHRR's failure modes on recurring work, at the paper's shortlist (5 servers of 210).
 $TR simulate $L --providers 3 -n 3 --attempts 2 --seeds 5 --baseline ehrr --planner oracle \
     --stream zipf --tasks 2000 --window 1500:2000 --servers-k 5 \

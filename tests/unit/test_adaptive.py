@@ -220,3 +220,12 @@ def test_an_abandoned_answer_lets_the_next_capability_up_for_that_client(tmp_pat
         assert _keys(r.route("what time is it now", k=1, strategy="adaptive")) == first
     with Router(SMALL_CATALOG_FILE(tmp_path), store=store, embedder=HashingEmbedder()) as r:
         assert r.store.load_memory()[0].skips == 1.0
+
+
+def test_adaptive_lean_shows_two_vendors_cheapest_first(tmp_path: Path) -> None:
+    from toolroute.route.strategy import STRATEGIES
+
+    assert "adaptive-lean" in STRATEGIES
+    with Router(_market(tmp_path), store=tmp_path / "s", embedder=HashingEmbedder()) as r:
+        shown = _keys(r.route("convert a time between timezones", k=5, strategy="adaptive-lean"))
+        assert shown == [("time", "convert_time"), ("time@acme", "convert_time")]

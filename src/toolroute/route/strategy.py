@@ -270,6 +270,13 @@ STRATEGIES: dict[str, Strategy] = {
             True,
         ),
         Strategy(
+            "adaptive-lean",
+            _adaptive(steps, show=2, value_usd=0.01),
+            "intent-spans",
+            "adaptive-2 and adaptive-budget at once: best two shown, V = 0.01 USD",
+            True,
+        ),
+        Strategy(
             "adaptive-hybrid",
             _adaptive(hybrid),
             "query",
