@@ -11,7 +11,6 @@ node or those packages are absent.
 from __future__ import annotations
 
 import json
-import shutil
 import socket
 import subprocess
 import sys
@@ -24,26 +23,20 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tests.conftest import MEMORY_JS, NPM_MODULES, REPO, TIME_MAIN
+from tests.conftest import (
+    INSPECTOR,
+    NPM_SERVERS,
+    REPO,
+    TIME_MAIN,
+    TOOLROUTE,
+    needs_npm,
+)
 from toolroute.config import load_config
 from toolroute.embed.onnx import OnnxEmbedder
 from toolroute.gateway.app import running_pool, sync_once, sync_router
 from toolroute.gateway.server import Gateway
 
 pytestmark = pytest.mark.integration
-
-NPM = NPM_MODULES
-NPM_SERVERS = {
-    "memory": MEMORY_JS,
-    "filesystem": NPM / "@modelcontextprotocol" / "server-filesystem" / "dist" / "index.js",
-    "everything": NPM / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js",
-}
-INSPECTOR = NPM / ".bin" / "mcp-inspector"
-TOOLROUTE = Path(sys.executable).with_name("toolroute")
-needs_npm = pytest.mark.skipif(
-    shutil.which("node") is None or not all(p.is_file() for p in NPM_SERVERS.values()),
-    reason="node or the npm reference servers are missing (bash .ci/run installs them)",
-)
 
 
 @pytest.fixture
