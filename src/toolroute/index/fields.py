@@ -79,18 +79,9 @@ class FieldIndex:
         return {f: self.indexes[f].scores(stemmed if f == "stemmed" else query) for f in FIELDS}
 
 
-_FIELDS: dict[int, tuple[object, FieldIndex]] = {}
-
-
 def field_index(ix: ToolIndex) -> FieldIndex:
-    """The :class:`FieldIndex` of ``ix``, built once per tools tuple."""
-    hit = _FIELDS.get(id(ix.tools))
-    if hit is not None and hit[0] is ix.tools:
-        return hit[1]
-    made = FieldIndex(ix)
-    if len(_FIELDS) > 8:
-        _FIELDS.clear()
-    _FIELDS[id(ix.tools)] = (ix.tools, made)
+    """The :class:`FieldIndex` of ``ix``, kept by the index (built once)."""
+    made: FieldIndex = ix.derived.memo("field-index", lambda: FieldIndex(ix))
     return made
 
 
@@ -131,17 +122,12 @@ class StopwordLexical:
         return np.asarray(self._bm25.get_scores_from_ids(ids), dtype=np.float32)
 
 
-_STOP: dict[tuple[int, bool], tuple[object, StopwordLexical]] = {}
-
-
 def stopword_lexical(ix: ToolIndex, *, split: bool = False) -> StopwordLexical:
-    """The :class:`StopwordLexical` of ``ix``'s tool documents, built once per tools tuple."""
-    hit = _STOP.get((id(ix.tools), split))
-    if hit is not None and hit[0] is ix.tools:
-        return hit[1]
-    texts = [d.lexical_text() for d in build_docs(ix.catalog.servers, None)]
-    made = StopwordLexical(texts, split=split)
-    if len(_STOP) > 8:
-        _STOP.clear()
-    _STOP[(id(ix.tools), split)] = (ix.tools, made)
+    """The :class:`StopwordLexical` of ``ix``'s tool documents, kept by the index."""
+
+    def make() -> StopwordLexical:
+        texts = [d.lexical_text() for d in build_docs(ix.catalog.servers, None)]
+        return StopwordLexical(texts, split=split)
+
+    made: StopwordLexical = ix.derived.memo(("stopword-lexical", split), make)
     return made

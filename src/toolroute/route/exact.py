@@ -194,17 +194,9 @@ def exact_name_cases(catalog: Catalog, limit: int, seed: int = 0) -> list[tuple[
     return out
 
 
-_TABLES: dict[int, tuple[object, NameTable]] = {}
-
-
 def prerank_index(
     ix: ToolIndex, query: str, scores: npt.NDArray[np.float32]
 ) -> npt.NDArray[np.float32]:
-    """:func:`prerank` over an index, its name table built once per tools tuple."""
-    hit = _TABLES.get(id(ix.tools))
-    if hit is None or hit[0] is not ix.tools:
-        if len(_TABLES) > 16:
-            _TABLES.clear()
-        hit = (ix.tools, name_table(ix.catalog))
-        _TABLES[id(ix.tools)] = hit
-    return prerank(hit[1], ix.server_of, query, scores)
+    """:func:`prerank` over an index, its name table kept by the index (built once)."""
+    table: NameTable = ix.derived.memo("exact-name-table", lambda: name_table(ix.catalog))
+    return prerank(table, ix.server_of, query, scores)

@@ -152,17 +152,13 @@ def _top(s: Scores, k: int) -> npt.NDArray[np.intp]:
     return out
 
 
-_NAMES: dict[int, tuple[object, list[frozenset[str]]]] = {}
-
-
 def _name_words(ix: ToolIndex) -> list[frozenset[str]]:
-    hit = _NAMES.get(id(ix.tools))
-    if hit is None or hit[0] is not ix.tools:
-        if len(_NAMES) > 8:
-            _NAMES.clear()
-        hit = (ix.tools, [frozenset(stem_text(humanise(t.name)).split()) for t in ix.tools])
-        _NAMES[id(ix.tools)] = hit
-    return hit[1]
+    """Each tool name's stemmed words, kept by the index (computed once per index)."""
+    words: list[frozenset[str]] = ix.derived.memo(
+        "fusion-name-words",
+        lambda: [frozenset(stem_text(humanise(t.name)).split()) for t in ix.tools],
+    )
+    return words
 
 
 def candidate_features(
