@@ -28,6 +28,12 @@ def sdk(mode: str, *extra: str) -> dict[str, Any]:
     return {"command": sys.executable, "args": [str(SDK), "--mode", mode, *extra]}
 
 
+def rug(tmp_path: Path, state: dict[str, Any]) -> dict[str, Any]:
+    path = tmp_path / "rug-state.json"
+    path.write_text(json.dumps(state))
+    return sdk("rug", "--state", str(path))
+
+
 def raw(mode: str) -> dict[str, Any]:
     return {"command": sys.executable, "args": [str(RAW), "--mode", mode]}
 

@@ -16,10 +16,9 @@ import pytest
 from mcp import Client
 
 from tests.conftest import REPO, TIME_MAIN
+from tests.helpers.faults import rug, run_gateway, text
+from tests.helpers.faults import write_config as write_fault_config
 from tests.integration.gateways import http_gateway
-from tests.integration.test_faults import run_gateway, text
-from tests.integration.test_faults import write_config as write_fault_config
-from tests.integration.test_faults_gateway import rug
 from toolroute.config import load_config
 from toolroute.embed.onnx import OnnxEmbedder
 from toolroute.gateway.app import _watch_changes, resync

@@ -21,8 +21,8 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from tests.conftest import RAW_INITIALIZE, REPO, TIME_MAIN
+from tests.helpers.faults import run_gateway
 from tests.integration.gateways import TOOLROUTE, GatewayProcess
-from tests.integration.test_faults import run_gateway
 from toolroute.config import load_config
 from toolroute.gateway.app import live_of
 from toolroute.gateway.reload import apply
