@@ -14,7 +14,8 @@ import anyio
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from tests.integration.test_relay import _config, _conformance
+from tests.helpers.relay import conformance_servers as _conformance
+from tests.helpers.relay import relay_config as _config
 from toolroute.config import load_config
 
 pytestmark = pytest.mark.integration

@@ -24,6 +24,8 @@ from mcp.shared.exceptions import MCPError
 
 from tests.conftest import REPO, HashingEmbedder
 from tests.fixtures import conformance_server as fixture
+from tests.helpers.relay import conformance_servers as _conformance
+from tests.helpers.relay import relay_config as _config
 from toolroute.config import load_config
 from toolroute.gateway.app import running_pool, sync_router
 from toolroute.gateway.relay import STATUS_URI
@@ -40,21 +42,6 @@ needs_everything = pytest.mark.skipif(
     shutil.which("node") is None or not (EVERYTHING / "dist" / "index.js").is_file(),
     reason="node or npm server-everything is missing (bash .ci/run installs it)",
 )
-
-
-def _config(tmp: Path, servers: dict[str, Any], expose: str) -> Path:
-    path = tmp / "servers.json"
-    path.write_text(json.dumps({"mcpServers": servers}))
-    (tmp / "toolroute.toml").write_text(
-        f'[toolroute]\nstore = "{tmp / "store"}"\ncall_timeout_s = 20\nexpose = "{expose}"\n'
-        "call_gate = false\n"
-    )
-    return path
-
-
-def _conformance(copies: int = 1) -> dict[str, Any]:
-    names = ["conformance", "twin"][:copies]
-    return {n: {"command": sys.executable, "args": [str(FIXTURE)]} for n in names}
 
 
 def _everything() -> dict[str, Any]:
