@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import threading
@@ -65,3 +66,26 @@ def http_server(handler: type[BaseHTTPRequestHandler]) -> Iterator[int]:
         httpd.shutdown()
         httpd.server_close()
         thread.join(timeout=5)
+
+
+class Denying(BaseHTTPRequestHandler):
+    """Answers 401 with a Bearer challenge to every GET, POST and DELETE."""
+
+    def _deny(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        body = json.dumps({"error": "invalid_token"}).encode()
+        self.send_response(401)
+        self.send_header("WWW-Authenticate", 'Bearer realm="mcp"')
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = do_DELETE = _deny
+
+
+@contextmanager
+def denying_server(handler: type[BaseHTTPRequestHandler] = Denying) -> Iterator[str]:
+    """A loopback HTTP server answering 401 to every request (or as ``handler`` does)."""
+    with http_server(handler) as port:
+        yield f"http://127.0.0.1:{port}/mcp"

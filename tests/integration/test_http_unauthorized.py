@@ -4,9 +4,6 @@ not the SDK's "Server returned an error response"."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -14,26 +11,13 @@ import anyio
 import pytest
 
 from tests.helpers.faults import config
-from tests.helpers.net import http_server
+from tests.helpers.net import Denying as _Denying
+from tests.helpers.net import denying_server
 from toolroute.gateway.app import running_pool
 from toolroute.sources.pool import DownstreamError
 from toolroute.sources.sync import list_all
 
 pytestmark = pytest.mark.integration
-
-
-class _Denying(BaseHTTPRequestHandler):
-    def _deny(self) -> None:
-        self.rfile.read(int(self.headers.get("content-length") or 0))
-        body = json.dumps({"error": "invalid_token"}).encode()
-        self.send_response(401)
-        self.send_header("WWW-Authenticate", 'Bearer realm="mcp"')
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    do_GET = do_POST = do_DELETE = _deny
 
 
 class _ExpiringToken(_Denying):
@@ -77,13 +61,6 @@ class _ExpiringToken(_Denying):
 
     def log_message(self, *args: Any) -> None:  # the test reads statuses, not access logs
         pass
-
-
-@contextmanager
-def denying_server(handler: type[BaseHTTPRequestHandler] = _Denying) -> Iterator[str]:
-    """A loopback HTTP server answering 401 to every request (or as ``handler`` does)."""
-    with http_server(handler) as port:
-        yield f"http://127.0.0.1:{port}/mcp"
 
 
 @pytest.mark.parametrize("sse", [False, True])

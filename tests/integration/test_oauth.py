@@ -428,7 +428,7 @@ def test_a_url_server_with_a_header_from_the_environment_sends_it_and_no_oauth(
 
 
 def test_toolroute_auth_on_a_server_without_oauth_fails_in_one_line(tmp_path: Path) -> None:
-    from tests.integration.test_http_unauthorized import denying_server
+    from tests.helpers.net import denying_server
 
     with denying_server() as url:  # 401 to everything: no metadata, no registration
         config = write_config(tmp_path, {"locked": {"url": url}})
