@@ -12,15 +12,12 @@ from typing import Any
 
 import pytest
 
-from tests.integration.test_gateway_stdio import (
-    CALL,
-    HELLO,
-    _config,
-    _lines,
-    _read_until,
-    _serve,
-    _stop,
-)
+from tests.helpers.stdio import CALL, HELLO
+from tests.helpers.stdio import config as _config
+from tests.helpers.stdio import lines as _lines
+from tests.helpers.stdio import read_until as _read_until
+from tests.helpers.stdio import serve as _serve
+from tests.helpers.stdio import stop_gateway as _stop
 
 pytestmark = pytest.mark.integration
 
