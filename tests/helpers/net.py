@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import socket
 import subprocess
@@ -12,6 +13,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import anyio
+
+from tests.conftest import RAW_INITIALIZE
 
 
 def free_port() -> int:
@@ -89,3 +92,24 @@ def denying_server(handler: type[BaseHTTPRequestHandler] = Denying) -> Iterator[
     """A loopback HTTP server answering 401 to every request (or as ``handler`` does)."""
     with http_server(handler) as port:
         yield f"http://127.0.0.1:{port}/mcp"
+
+
+def post_initialize(port: int, headers: dict[str, str], path: str = "/mcp") -> int:
+    """The HTTP status of one raw 2025-11-25 initialize POST to a loopback gateway."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        conn.request(
+            "POST",
+            path,
+            body=json.dumps(RAW_INITIALIZE),
+            headers={
+                "Content-Type": "application/json",
+                "Accept": "application/json, text/event-stream",
+                **headers,
+            },
+        )
+        response = conn.getresponse()
+        response.read()
+        return response.status
+    finally:
+        conn.close()

@@ -28,6 +28,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from tests.conftest import INSPECTOR, RAW_INITIALIZE, REPO, TIME_MAIN, TOOLROUTE, needs_npm
+from tests.helpers.net import post_initialize
 from tests.integration.gateways import client_as, http_gateway
 from toolroute.config import load_config
 from toolroute.embed.onnx import OnnxEmbedder
@@ -123,23 +124,7 @@ def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gw]:
 
 
 def _post(gw: Gw, headers: dict[str, str], path: str = "/mcp") -> int:
-    conn = http.client.HTTPConnection("127.0.0.1", gw.port, timeout=30)
-    try:
-        conn.request(
-            "POST",
-            path,
-            body=json.dumps(RAW_INITIALIZE),
-            headers={
-                "Content-Type": "application/json",
-                "Accept": "application/json, text/event-stream",
-                **headers,
-            },
-        )
-        response = conn.getresponse()
-        response.read()
-        return response.status
-    finally:
-        conn.close()
+    return post_initialize(gw.port, headers, path)
 
 
 @asynccontextmanager

@@ -5,7 +5,6 @@ each call until the test releases it), and a broken edit is refused."""
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import signal
@@ -20,8 +19,9 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from tests.conftest import RAW_INITIALIZE, REPO, TIME_MAIN
+from tests.conftest import REPO, TIME_MAIN
 from tests.helpers.faults import run_gateway
+from tests.helpers.net import post_initialize
 from tests.integration.gateways import TOOLROUTE, GatewayProcess
 from toolroute.config import load_config
 from toolroute.gateway.app import live_of
@@ -169,24 +169,7 @@ async def _edit_while_calls_are_in_flight(tmp_path: Path, transport: str) -> Non
 
 def _status(port: int, token: str | None) -> int:
     """The HTTP status of one initialize POST, with or without a bearer token."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    try:
-        auth = {"Authorization": f"Bearer {token}"} if token else {}
-        conn.request(
-            "POST",
-            "/mcp",
-            body=json.dumps(RAW_INITIALIZE),
-            headers={
-                "Content-Type": "application/json",
-                "Accept": "application/json, text/event-stream",
-                **auth,
-            },
-        )
-        response = conn.getresponse()
-        response.read()
-        return response.status
-    finally:
-        conn.close()
+    return post_initialize(port, {"Authorization": f"Bearer {token}"} if token else {})
 
 
 def test_a_settings_edit_reloads_tokens_and_sighup_reloads_without_stopping(
