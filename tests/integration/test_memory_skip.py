@@ -15,7 +15,6 @@ import pytest
 
 from tests.conftest import TIME_MAIN
 from toolroute.config import load_config
-from toolroute.embed.onnx import OnnxEmbedder
 from toolroute.gateway.app import running_pool, sync_router
 from toolroute.gateway.server import Gateway
 
@@ -32,7 +31,7 @@ def _score(found: dict[str, Any], server: str, tool: str) -> float:
 
 
 def test_a_call_past_the_answer_lowers_what_it_passed_over_for_that_client_only(
-    tmp_path: Path,
+    tmp_path: Path, onnx: Any
 ) -> None:
     time_server = {"command": sys.executable, "args": ["-c", TIME_MAIN]}
     path = tmp_path / "servers.json"
@@ -41,7 +40,7 @@ def test_a_call_past_the_answer_lowers_what_it_passed_over_for_that_client_only(
         f'[toolroute]\nstore = "{tmp_path / "store"}"\ncall_timeout_s = 20\ncall_gate = false\n'
     )
     cfg = load_config(path)
-    embedder = OnnxEmbedder()
+    embedder = onnx  # the session's model: built once for the whole run
 
     async def main() -> None:
         with anyio.fail_after(120):
