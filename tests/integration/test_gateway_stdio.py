@@ -93,7 +93,9 @@ def test_a_downstream_asking_the_client_after_stdin_closed_is_refused_at_once(
 
 
 def test_sigterm_during_a_call_answers_it_with_an_error_and_exits(tmp_path: Path) -> None:
-    proc = _serve(_config(tmp_path), subprocess.PIPE)
+    # the call's own timeout far past the nap's start: only the SIGTERM can end it (with the
+    # default 30 s, a loaded machine's slow first tools/list let the timeout answer it first)
+    proc = _serve(_config(tmp_path, "call_timeout_s = 600\n"), subprocess.PIPE)
     assert proc.stdin is not None
     try:
         listing = {"jsonrpc": "2.0", "id": 4, "method": "tools/list"}
