@@ -13,6 +13,9 @@ the first query does not pay a model load per worker.
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.connection
+import os
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
@@ -36,7 +39,17 @@ def default_factory() -> Embedder:
 
 def _start(factory: Callable[[], Embedder]) -> None:
     global _worker
+    parent = multiprocessing.parent_process()
+    if parent is not None:  # a worker blocks on its task queue, whose both ends it holds: it
+        # would outlive a gateway that was killed (each worker holds its own model's memory)
+        threading.Thread(target=_exit_with, args=(parent.sentinel,), daemon=True).start()
     _worker = factory()
+
+
+def _exit_with(sentinel: int) -> None:
+    """End this worker as soon as the process that started it has ended, however it ended."""
+    multiprocessing.connection.wait([sentinel])
+    os._exit(0)
 
 
 def _describe() -> tuple[str, int, bool]:
