@@ -2,7 +2,8 @@
 
     python benchmarks/load.py [--sessions 10 50 200] [--duration 60] [--rate 100]
                               [--saturate 50] [--queries time|union] [--query-cache N]
-                              [--json-response] [--repeat 2] [--out benchmarks/results/load]
+                              [--json-response] [--repeat 2] [--calls-per-find 3]
+                              [--out benchmarks/results/load]
 
 Starts ``toolroute serve --transport http --port 0`` in front of the real reference time server
 (``mcp-server-time``), then for each session count opens that many official-SDK clients over
@@ -80,6 +81,7 @@ class Run:
     sessions: int
     rate: float | None
     duration_s: float
+    calls_per_find: int = CALLS_PER_FIND
     latency_ms: dict[str, list[float]] = field(
         default_factory=lambda: {"find_tools": [], "call_tool": []}
     )
@@ -103,6 +105,40 @@ def _rss_kb(pid: int) -> int:
 def _cpu_s(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
     return (int(fields[11]) + int(fields[12])) / TICKS  # utime + stime
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (downstream servers, embedding workers)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:
+            continue  # ended while we looked
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    out, todo = [], list(children.get(pid, []))
+    while todo:
+        child = todo.pop()
+        out.append(child)
+        todo.extend(children.get(child, []))
+    return out
+
+
+def _children_cpu_s(pid: int) -> tuple[float, float]:
+    """CPU seconds of the gateway's embedding workers, and of everything else below it (the
+    downstream servers)."""
+    workers = downstream = 0.0
+    for child in _descendants(pid):
+        try:
+            cpu = _cpu_s(child)
+            worker = b"multiprocessing" in Path(f"/proc/{child}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if worker:
+            workers += cpu
+        else:
+            downstream += cpu
+    return workers, downstream
 
 
 def _text(r: CallToolResult) -> str:
@@ -163,7 +199,7 @@ async def _requests(
             return
         if next_at > now:
             await anyio.sleep(next_at - now)
-        find = step % (CALLS_PER_FIND + 1) == 0
+        find = step % (run.calls_per_find + 1) == 0
         tool = "find_tools" if find else "call_tool"
         zone = rnd.choice(ZONES)
         args: dict[str, Any] = (
@@ -205,8 +241,9 @@ async def _run(
     rate: float | None,
     duration: float,
     queries: list[str] = QUERIES,
+    calls_per_find: int = CALLS_PER_FIND,
 ) -> Any:
-    run = Run(sessions, rate, duration)
+    run = Run(sessions, rate, duration, calls_per_find)
     start = _Start(sessions)
     rss_before = _rss_kb(pid)
     rss_open: list[int] = []
@@ -218,12 +255,14 @@ async def _run(
             await start.go.wait()
         open_s = time.perf_counter() - t_open
         cpu_before, client_cpu_before = _cpu_s(pid), time.process_time()
+        below_before = _children_cpu_s(pid)
         t0 = time.perf_counter()
         start.deadline = t0 + duration
         tg.start_soon(_sample_rss, pid, t0 + 0.9 * duration, rss_open)  # sessions still open
     wall = time.perf_counter() - t0
     cpu = _cpu_s(pid) - cpu_before
     client_cpu = time.process_time() - client_cpu_before
+    below = [b - a for a, b in zip(below_before, _children_cpu_s(pid), strict=True)]
     done = sum(len(v) for v in run.latency_ms.values())
 
     def pct(ms: list[float], q: float) -> float | None:
@@ -247,6 +286,8 @@ async def _run(
         "gateway_cpu_pct": round(100 * cpu / wall, 1),
         "gateway_cpu_ms_per_request": round(1000 * cpu / done, 2) if done else None,
         "client_cpu_pct": round(100 * client_cpu / wall, 1),
+        "workers_cpu_pct": round(100 * below[0] / wall, 1),
+        "downstream_cpu_pct": round(100 * below[1] / wall, 1),
         "gateway_rss_mb_before": round(rss_before / 1024, 1),
         "gateway_rss_mb_open": round(rss_open[0] / 1024, 1) if rss_open else None,
         "gateway_rss_mb_after": round(_rss_kb(pid) / 1024, 1),
@@ -288,11 +329,21 @@ async def _measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         runs, rss_pass = [], []
         for _ in range(args.repeat):
             for n in args.sessions:  # one after another, never at once
-                run = await _run(url, proc.pid, n, args.rate, args.duration, queries)
+                run = await _run(
+                    url, proc.pid, n, args.rate, args.duration, queries, args.calls_per_find
+                )
                 runs.append(run)  # noqa: PERF401
             if args.saturate:
                 runs.append(
-                    await _run(url, proc.pid, args.saturate, None, args.saturate_duration, queries)
+                    await _run(
+                        url,
+                        proc.pid,
+                        args.saturate,
+                        None,
+                        args.saturate_duration,
+                        queries,
+                        args.calls_per_find,
+                    )
                 )
             rss_pass.append(round(_rss_kb(proc.pid) / 1024, 1))
         rss_end = _rss_kb(proc.pid)
@@ -310,7 +361,7 @@ async def _measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             "loadavg_1m_start": round(load_start[0], 2),
             "loadavg_1m_end": round(os.getloadavg()[0], 2),
             "cpus": os.cpu_count(),
-            "calls_per_find": CALLS_PER_FIND,
+            "calls_per_find": args.calls_per_find,
             "command": "python benchmarks/load.py " + " ".join(sys.argv[1:]),
         }
     finally:
@@ -333,12 +384,12 @@ def _markdown(rep: dict[str, Any]) -> str:
         f"{rep['loadavg_1m_end']} at the end). find_tools queries: {rep['queries']} "
         f"({rep['distinct_queries']} distinct); gateway query-embedding cache: "
         f"{rep['query_cache'] or 'off'}; embedding worker processes "
-        f"(TOOLROUTE_EMBED_WORKERS, their CPU not in the gateway's): "
+        f"(TOOLROUTE_EMBED_WORKERS; their CPU is the 'workers' column): "
         f"{rep.get('embed_workers', '0')}; HTTP replies: "
         f"{'JSON bodies (json_response)' if rep['json_response'] else 'SSE streams (default)'}.",
         "",
         "| sessions | offered req/s | s | requests | req/s | errors | find p50 ms | find p99 ms "
-        "| call p50 ms | call p99 ms | call max ms | CPU % gateway / client "
+        "| call p50 ms | call p99 ms | call max ms | CPU % gateway / workers / downstream / client "
         "| gateway CPU ms/request | gateway RSS MB before → sessions open → after "
         "| open all s |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|---:|",
@@ -349,7 +400,8 @@ def _markdown(rep: dict[str, Any]) -> str:
             f"| {r['sessions']} | {r['offered_rate'] or 'unpaced'} | {r['duration_s']} "
             f"| {r['requests']} | {r['throughput_rps']} | {r['errors']} | {f['p50']} "
             f"| {f['p99']} | {c['p50']} | {c['p99']} | {c['max']} "
-            f"| {r['gateway_cpu_pct']} / {r['client_cpu_pct']} "
+            f"| {r['gateway_cpu_pct']} / {r.get('workers_cpu_pct', '–')} "
+            f"/ {r.get('downstream_cpu_pct', '–')} / {r['client_cpu_pct']} "
             f"| {r['gateway_cpu_ms_per_request']} "
             f"| {r['gateway_rss_mb_before']} → {r['gateway_rss_mb_open']} → "
             f"{r['gateway_rss_mb_after']} | {r['open_all_s']} |"
@@ -384,6 +436,12 @@ def main() -> None:
     ap.add_argument("--queries", choices=["time", "union"], default="time")
     ap.add_argument("--query-cache", type=int, default=1024, help="gateway LRU size (0: off)")
     ap.add_argument("--json-response", action="store_true", help="[http] json_response")
+    ap.add_argument(
+        "--calls-per-find",
+        type=int,
+        default=CALLS_PER_FIND,
+        help="call_tool requests after each find_tools (0: find_tools only, the routing path)",
+    )
     ap.add_argument("--repeat", type=int, default=1, help="passes over the whole sequence")
     ap.add_argument("--out", type=Path, help="write OUT.md and OUT.json")
     args = ap.parse_args()

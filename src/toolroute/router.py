@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import copy
 import json
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -38,6 +40,9 @@ from toolroute.route.intent import intent_spans
 from toolroute.route.strategy import Embeds, QueryContext, RouteParams, Scores, resolve_strategy
 from toolroute.stats import Outcome, StatsBook
 from toolroute.store import StoreTarget, catalog_digest, default_store_target, open_store
+
+ROUTED_VECTORS = 1024
+"""Whole-query vectors of recent routes kept for the usage memory (1.5 KB each)."""
 
 __all__ = ["Candidate", "IndexReport", "Router"]
 
@@ -93,6 +98,11 @@ class Router:
 
             embedder = OnnxEmbedder()
         self.embedder = embedder
+        # the whole-query vectors of the last routes: the usage memory keys a call by its
+        # find_tools query, which the route has just embedded (re-embedding it cost every
+        # call_tool a model run when the query cache is off or evicted it)
+        self._routed: OrderedDict[str, Any] = OrderedDict()
+        self._routed_lock = threading.Lock()
         if isinstance(documents, str):
             if documents not in PRESETS:
                 raise ConfigError(
@@ -212,7 +222,7 @@ class Router:
         book = stats if stats is not None else self.stats
         if book.tool_row((server, tool)) is None:
             return  # a tool the catalog no longer has
-        vector = self.embedder.embed([query])[0]
+        vector = self._query_vector(query)
         key = query_key(query)
         row = book.memory.add(client, key, vector, (server, tool), success)
         if stats is None:
@@ -235,7 +245,7 @@ class Router:
         if not query.strip() or not shown:
             return
         book = stats if stats is not None else self.stats
-        vector = self.embedder.embed([query])[0]
+        vector = self._query_vector(query)
         key = query_key(query)
         for server, tool in dict.fromkeys(shown):
             if book.tool_row((server, tool)) is None:
@@ -254,6 +264,12 @@ class Router:
         if self._stats is not None:
             self._stats.memory.clear(client)
         return dropped
+
+    def _query_vector(self, query: str) -> Any:
+        """``query``'s vector: the one its route made, else a fresh embedding."""
+        with self._routed_lock:
+            vector = self._routed.get(query)
+        return vector if vector is not None else self.embedder.embed([query])[0]
 
     def record(self, outcome: Outcome) -> None:
         """Feed one executed call back into the statistics (and the store, atomically)."""
@@ -276,6 +292,11 @@ class Router:
             vecs = self.embedder.embed_spans(query, spans)
         else:
             vecs = self.embedder.embed([query, *parts])
+        with self._routed_lock:
+            self._routed[query] = vecs[0]
+            self._routed.move_to_end(query)
+            while len(self._routed) > ROUTED_VECTORS:
+                self._routed.popitem(last=False)
         return QueryContext(
             text=query,
             vector=vecs[0],

@@ -229,3 +229,16 @@ def test_adaptive_lean_shows_two_vendors_cheapest_first(tmp_path: Path) -> None:
     with Router(_market(tmp_path), store=tmp_path / "s", embedder=HashingEmbedder()) as r:
         shown = _keys(r.route("convert a time between timezones", k=5, strategy="adaptive-lean"))
         assert shown == [("time", "convert_time"), ("time@acme", "convert_time")]
+
+
+def test_remembering_a_use_reuses_the_vector_its_route_made(tmp_path: Path) -> None:
+    embedder = HashingEmbedder()
+    with Router(SMALL_CATALOG_FILE(tmp_path), store=tmp_path / "s", embedder=embedder) as r:
+        r.route("what time is it now", k=2, strategy="adaptive")
+        embedder.calls.clear()
+        for _ in range(3):  # find_tools, then three calls: the model does not run again
+            r.remember_use("what time is it now", "time", "convert_time", True, client="ci")
+        r.remember_skip("what time is it now", [("time", "get_current_time")], client="ci")
+        assert embedder.calls == []
+        r.remember_use("a need never routed", "time", "convert_time", True, client="ci")
+        assert embedder.calls == ["a need never routed"]
