@@ -3,6 +3,7 @@
     python benchmarks/load.py [--sessions 10 50 200] [--duration 60] [--rate 100]
                               [--saturate 50] [--queries time|union] [--query-cache N]
                               [--json-response] [--repeat 2] [--calls-per-find 3]
+                              [--baseline-src DIR]
                               [--out benchmarks/results/load]
 
 Starts ``toolroute serve --transport http --port 0`` in front of the real reference time server
@@ -318,7 +319,10 @@ async def _measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     cmd = [TOOLROUTE, "serve", "--config", str(config), "--store", str(tmp / "store")]
     cmd += ["--settings", str(settings)]
     with err.open("wb") as f:
-        proc = subprocess.Popen([*cmd, "--transport", "http", "--port", "0"], stderr=f)
+        env = dict(os.environ)
+        if args.baseline_src:  # the gateway runs that tree's code (e.g. a `git archive`)
+            env["PYTHONPATH"] = str(args.baseline_src.resolve())
+        proc = subprocess.Popen([*cmd, "--transport", "http", "--port", "0"], stderr=f, env=env)
     try:
         url = await _wait_listening(err, proc)
         warm = await _run(url, proc.pid, 1, None, 3.0)  # caches warm before the baseline
@@ -353,6 +357,7 @@ async def _measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             "distinct_queries": len(set(queries)),
             "query_cache": args.query_cache,
             "embed_workers": os.environ.get("TOOLROUTE_EMBED_WORKERS", "0"),
+            "baseline_src": str(args.baseline_src) if args.baseline_src else None,
             "json_response": args.json_response,
             "gateway_rss_mb_start": round(rss_start / 1024, 1),
             "gateway_rss_mb_after_pass": rss_pass,
@@ -386,7 +391,9 @@ def _markdown(rep: dict[str, Any]) -> str:
         f"{rep['query_cache'] or 'off'}; embedding worker processes "
         f"(TOOLROUTE_EMBED_WORKERS; their CPU is the 'workers' column): "
         f"{rep.get('embed_workers', '0')}; HTTP replies: "
-        f"{'JSON bodies (json_response)' if rep['json_response'] else 'SSE streams (default)'}.",
+        f"{'JSON bodies (json_response)' if rep['json_response'] else 'SSE streams (default)'}"
+        + (f"; gateway code: {rep['baseline_src']}" if rep.get("baseline_src") else "")
+        + ".",
         "",
         "| sessions | offered req/s | s | requests | req/s | errors | find p50 ms | find p99 ms "
         "| call p50 ms | call p99 ms | call max ms | CPU % gateway / workers / downstream / client "
@@ -441,6 +448,11 @@ def main() -> None:
         type=int,
         default=CALLS_PER_FIND,
         help="call_tool requests after each find_tools (0: find_tools only, the routing path)",
+    )
+    ap.add_argument(
+        "--baseline-src",
+        type=Path,
+        help="serve the toolroute package under this src/ directory (an older tree) instead",
     )
     ap.add_argument("--repeat", type=int, default=1, help="passes over the whole sequence")
     ap.add_argument("--out", type=Path, help="write OUT.md and OUT.json")

@@ -141,6 +141,17 @@ if want load; then
     run $PY benchmarks/load.py --sessions ${S%% *} $D --rate 100 --queries union --query-cache 0 \
         --out "$R/load_union_nocache"
     run $PY benchmarks/load.py --sessions $S $D --rate 100 --json-response --out "$R/load_json"
+    # Fresh queries (cache off) against embedding worker processes, and against the gateway
+    # before the call path stopped re-embedding the query (9e9383f), one after another.
+    BASE=.toolroute/base-9e9383f
+    [ -n "$DRY" ] || [ -d "$BASE/src" ] || { mkdir -p "$BASE" && git archive 9e9383f src | tar -x -C "$BASE"; }
+    F="--queries union --query-cache 0 --rate 100"
+    run $PY benchmarks/load.py --sessions $S $D $F $SAT --baseline-src "$BASE/src" \
+        --out "$R/load_fresh_before"
+    for W in 0 2; do
+        run env TOOLROUTE_EMBED_WORKERS=$W $PY benchmarks/load.py --sessions $S $D $F $SAT \
+            --out "$R/load_fresh_w$W"
+    done
 fi
 
 if want store; then
