@@ -13,9 +13,12 @@ appended to ``--rows`` (JSON lines) as it is measured: a rerun with the same fil
 rows it holds, so an interrupted run resumes with its latencies intact. ``--budget-min`` stops
 starting queries once that much LLM time is spent (the table says how many were measured).
 
-The table gives the means, paired bootstrap intervals (src/toolroute/bench/paired.py) of
-1.5B − none, 0.5B − none and 1.5B − 0.5B per set, LLM seconds per query (and the 1.5B/0.5B
-ratio of per-query medians) and each server's resident memory after load and at its peak.
+``pa-rag-complex:decompose`` (the default) lets the model decompose and keeps the offline
+selector, so decomposition and selection (``atr``'s filter) are each measured on their own, at
+one call per query each. The table gives the means, paired bootstrap intervals
+(src/toolroute/bench/paired.py) of 1.5B − none, 0.5B − none and 1.5B − 0.5B per set, LLM seconds
+per query (and the 1.5B/0.5B ratio of per-query medians) and each server's resident memory
+after load and at its peak.
 """
 
 from __future__ import annotations
@@ -35,8 +38,9 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "benchmarks"
 MODELS = ("none", "0.5b", "1.5b")
-METRICS = ("set_recall", "set_f1", "recall@5", "mrr")
-"""Paired per query; pa-rag and atr hand over a set, so set recall and F1 lead."""
+METRICS = ("set_recall", "set_f1", "recall@5", "recall@10", "mrr")
+"""Paired per query. Set recall and F1 are of the set each hands over (sizes differ: the
+offline atr keeps 10); recall@5 and @10 compare the rankings (selected tools first) at one size."""
 
 
 def _rss_mb(pid: int | None) -> dict[str, float]:
@@ -71,12 +75,32 @@ def _store(src: Path, dst: Path) -> Path:
     return dst
 
 
-def _measure(router: Any, q: Any, strategy: str, llm: Any) -> dict[str, Any]:
-    """One query through one strategy: its metrics and the LLM spend it caused."""
+def _only(llm: Any, stages: frozenset[str]) -> Any:
+    """``llm`` answering only ``stages`` (e.g. ``decompose``); every other stage runs its
+    offline fallback, so one stage's effect (and cost) is measured on its own."""
+    from toolroute.llm.client import ChatLLM
+
+    class OnlyStages(ChatLLM):
+        def json(self, stage: str, *args: Any, **kw: Any) -> tuple[Any, bool]:
+            if stage not in stages:
+                return args[3](), False  # (system, user, schema, fallback)
+            return super().json(stage, *args, **kw)
+
+    only = OnlyStages(llm.config)
+    only.usage = llm.usage  # one account per model
+    return only
+
+
+def _measure(router: Any, q: Any, spec: str, llm: Any) -> dict[str, Any]:
+    """One query through one strategy (``name`` or ``name:stage+stage``, the LLM answering
+    only those stages): its metrics and the LLM spend it caused."""
     from toolroute.bench.metrics import query_metrics, set_metrics
     from toolroute.route.strategy import RouteParams
     from toolroute.router import top_k
 
+    strategy, _, stages = spec.partition(":")
+    if llm is not None and stages:
+        llm = _only(llm, frozenset(stages.split("+")))
     router.params = RouteParams(llm=llm)
     before = (
         (llm.usage.latency_s, llm.usage.calls, llm.usage.fallbacks, llm.usage.completion_tokens)
@@ -192,7 +216,12 @@ def main() -> int:
     ap.add_argument("--sets", nargs="+", default=["livemcpbench", "sealtools"])
     ap.add_argument("--sample", type=int, default=24, help="queries per set (0: all)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--strategies", nargs="+", default=["pa-rag-complex", "atr"])
+    ap.add_argument(
+        "--strategies",
+        nargs="+",
+        default=["pa-rag-complex:decompose", "atr"],
+        help="strategy, or strategy:stage+stage to let the LLM answer only those stages",
+    )
     ap.add_argument(
         "--budget-min", type=float, default=25.0, help="LLM minutes, both models, all sets"
     )
