@@ -289,6 +289,7 @@ def main() -> int:
         for size, srv in procs.items():
             servers[size]["end"] = _rss_mb(srv.pid)
     meta = {
+        "command": "python benchmarks/llm_models.py " + " ".join(sys.argv[1:]),
         "sets": " ".join(args.sets),
         "sample per set": args.sample or "all",
         "seed": args.seed,
