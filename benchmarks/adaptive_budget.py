@@ -9,8 +9,9 @@ reported; once: the 95 tasks once). One run holds `ehrr` and today's fixed-V var
 (``--fixed``, default `adaptive-lean` and `adaptive-budget`); then, per V of ``--value`` (the
 router's ``value_usd``), each strategy of ``--sweep`` (default `adaptive-2`) runs with
 ``reserve`` (V is a reservation value: no vendor with V q < p is shown) and, per V of
-``--plain`` (default: the same values), as it is (V orders vendors only). Every run draws the
-same worlds and streams from the seeds, so all runs pair with `ehrr` seed by seed.
+``--plain`` (default: the same values; none with ``--no-plain``), as it is (V orders vendors
+only). Every run draws the same worlds and streams from the seeds, so all runs pair with
+`ehrr` seed by seed.
 
 Both of the issue's payment rules are read: `ehrr` charged its tools' prices (``cost_usd``) or
 Theorem 1's posted price tau_i per call (``cost_posted_usd``); a strategy that posts no price pays
@@ -93,6 +94,7 @@ def main() -> int:
     ap.add_argument("--fixed", action="append", default=None)
     ap.add_argument("--sweep", action="append", default=None)
     ap.add_argument("--plain", type=float, action="append", default=None)
+    ap.add_argument("--no-plain", action="store_true", help="no run without the cut")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
     values = args.value or [0.002, 0.005, 0.01, 0.02]
@@ -102,7 +104,7 @@ def main() -> int:
     first = _run(args, ["ehrr", *fixed])
     runs = [r for r in first.runs if r.strategy != "oracle-router"]
     oracle = [r for r in first.runs if r.strategy == "oracle-router"]
-    plain = values if args.plain is None else args.plain
+    plain = [] if args.no_plain else values if args.plain is None else args.plain
     for v in sorted(set(values) | set(plain)):
         for reserve in (False, True):
             if v in (values if reserve else plain):
