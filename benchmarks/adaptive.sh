@@ -70,7 +70,7 @@ PYTHONPATH=src $PY benchmarks/adaptive_budget.py --store "$STORE" --stream once 
     --plain 0.002 --plain 0.005 --plain 0.01 --plain 0.02 --out "$R/budget-once"
 PYTHONPATH=src $PY benchmarks/adaptive_budget.py --store "$STORE" --stream once --servers-k 5 \
     --value 0.005 --value 0.01 --value 0.02 --plain 0.01 --fixed adaptive-lean \
-    --out "$R/budget-once-k5"
+    --sweep adaptive-2 --sweep adaptive --out "$R/budget-once-k5"
 PYTHONPATH=src $PY benchmarks/adaptive_budget.py --store "$STORE" --stream zipf \
     --value 0.001 --value 0.002 --value 0.01 --value 0.02 --no-plain --fixed adaptive-lean \
     --out "$R/budget-zipf"
