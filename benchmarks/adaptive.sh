@@ -62,3 +62,15 @@ diff <(head -12 "$R/reproduce-simulate/simulate.md") <(head -12 benchmarks/resul
 # Harder worlds: rho 0 and vendor-correlated quality (rho 0.5) alone, and with one vendor down for tasks
 # 800-1,200 of a 2,000-task Zipf stream; adaptive, hybrid, ehrr, 5 seeds (hardened/).
 PYTHONPATH=src $PY benchmarks/adaptive_outage.py --store "$STORE" --out "$R/hardened"
+# The budget target (cost <= 1.05x ehrr at >= 3x its success) under both payment rules, V swept
+# with the reservation cut (adaptive-2 + reserve) and without: once-through at the scaled and at
+# the paper's shortlist, and the Zipf window (budget-*.md, budget-*.json).
+PYTHONPATH=src $PY benchmarks/adaptive_budget.py --store "$STORE" --stream once \
+    --value 0.002 --value 0.005 --value 0.01 --value 0.02 --value 0.05 \
+    --plain 0.002 --plain 0.005 --plain 0.01 --plain 0.02 --out "$R/budget-once"
+PYTHONPATH=src $PY benchmarks/adaptive_budget.py --store "$STORE" --stream once --servers-k 5 \
+    --value 0.005 --value 0.01 --value 0.02 --plain 0.01 --fixed adaptive-lean \
+    --sweep adaptive-2 --sweep adaptive --out "$R/budget-once-k5"
+PYTHONPATH=src $PY benchmarks/adaptive_budget.py --store "$STORE" --stream zipf \
+    --value 0.001 --value 0.002 --value 0.01 --value 0.02 --no-plain --fixed adaptive-lean \
+    --out "$R/budget-zipf"

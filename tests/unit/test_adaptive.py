@@ -242,3 +242,25 @@ def test_remembering_a_use_reuses_the_vector_its_route_made(tmp_path: Path) -> N
         assert embedder.calls == []
         r.remember_use("a need never routed", "time", "convert_time", True, client="ci")
         assert embedder.calls == ["a need never routed"]
+
+
+def test_with_a_reservation_value_no_vendor_worth_less_than_its_price_is_shown(
+    tmp_path: Path,
+) -> None:
+    from dataclasses import replace
+
+    from toolroute.route.strategy import RouteParams
+
+    params = RouteParams()
+    budget = replace(params, adaptive=replace(params.adaptive, value_usd=0.001, reserve=True))
+    with Router(
+        _market(tmp_path), store=tmp_path / "s", embedder=HashingEmbedder(), params=budget
+    ) as r:
+        shown = _keys(r.route("convert a time between timezones", k=5, strategy="adaptive"))
+        # V q = 0.001 × ~0.8 is below both priced vendors' 0.001 and 0.002: only the free one
+        assert shown and shown[0] == ("time", "convert_time")
+        assert not {s for s, _ in shown} & {"time@acme", "time@zeta"}
+        open_ = replace(budget, adaptive=replace(budget.adaptive, reserve=False))
+        r.params = open_
+        shown = _keys(r.route("convert a time between timezones", k=5, strategy="adaptive"))
+        assert {s for s, _ in shown} & {"time@acme", "time@zeta"}

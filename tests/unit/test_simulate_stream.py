@@ -10,7 +10,12 @@ import pytest
 
 from tests.conftest import HashingEmbedder
 from toolroute import Router
-from toolroute.bench.simulate import run_simulation, task_stream, write_learning_outputs
+from toolroute.bench.simulate import (
+    markdown_table,
+    run_simulation,
+    task_stream,
+    write_learning_outputs,
+)
 from toolroute.catalog.loader import load_queries
 from toolroute.errors import ConfigError
 
@@ -159,3 +164,13 @@ def test_both_payment_rules_are_reported_and_only_ehrr_posts_prices(
     hybrid, ehrr = summary["hybrid"], summary["ehrr"]
     assert hybrid["cost_posted_usd"]["mean"] == hybrid["cost_usd"]["mean"]
     assert ehrr["cost_posted_usd"]["mean"] != pytest.approx(ehrr["cost_usd"]["mean"])
+    table = markdown_table(summary)
+    assert "| cost USD/query | cost USD/query at τ |" in table
+    row = next(line for line in table.splitlines() if line.startswith("| ehrr |"))
+    assert f"{ehrr['cost_posted_usd']['mean']:.4f} ± " in row
+    ratios = sim.paired_table("hybrid").split("Ratio of means")[1]  # type: ignore[attr-defined]
+    assert "| success_rate | cost_usd | cost_posted_usd |" in ratios
+    posted = ehrr["cost_posted_usd"]["mean"] / hybrid["cost_posted_usd"]["mean"]
+    success = ehrr["success_rate"]["mean"] / hybrid["success_rate"]["mean"]
+    assert f"| ehrr | {success:.3f} | " in ratios
+    assert f" | {posted:.3f} | " in ratios

@@ -13,7 +13,9 @@ gains its regret: ``regret_success`` (oracle − strategy success rate) and ``re
 (strategy − oracle cost per query), per seed, then mean ± 95 %.
 
 Counting, per query, then averaged over the stream: ``success_rate`` (every group met),
-``groups_met`` (share of the groups met), ``cost_usd`` (Σ prices of attempts), ``invalid_calls``
+``groups_met`` (share of the groups met), ``cost_usd`` (Σ prices of attempts),
+``cost_posted_usd`` (per-step agent: the same under EHRR Theorem 1's payment rule, each call
+paying the posted price τ_i of its server where the strategy posted one), ``invalid_calls``
 = ``invalid_route_calls`` (candidates shown and never usable, as each agent defines it) +
 ``invalid_tool_calls`` (failed attempts), ``tool_calls``,
 ``latency_s`` (Σ of G_i + call latency over attempts; routing itself is not counted),
@@ -182,7 +184,8 @@ class Simulation:
                 cells.append(f"{mean:+.4f}" + ("" if half is None else f" ± {half:.4f}"))
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
         summary = self.summary
-        ratio = ("success_rate", "cost_usd", "invalid_calls", "latency_s", "tokens")
+        ratio = ("success_rate", "cost_usd", "cost_posted_usd", "invalid_calls", "latency_s",
+                 "tokens")  # fmt: skip
         lines += [
             "",
             f"Ratio of means vs `{baseline}` (strategy mean / baseline mean)",
@@ -484,9 +487,14 @@ _REGRET_COLUMNS = (
     ("regret_cost_usd", "cost regret USD", 4),
 )
 
+_POSTED_COLUMN = ("cost_posted_usd", "cost USD/query at τ", 4)
+"""Theorem 1's payment rule (EHRR pays its posted price τ_i per call; a strategy posting no
+price pays the tool's): tracked by the per-step agent, so shown beside its regret."""
+
 
 def markdown_table(result: Mapping[str, Mapping[str, Stat]], title: str = "") -> str:
-    """One row per strategy: mean ± 95 % half-width of the issue's five metrics."""
+    """One row per strategy: mean ± 95 % half-width of the issue's five metrics; with the
+    per-step agent (regret known) also the cost under Theorem 1's payment rule."""
 
     def cell(s: Stat, digits: int) -> str:
         mean, half = s["mean"], s["ci95"]
@@ -496,7 +504,7 @@ def markdown_table(result: Mapping[str, Mapping[str, Stat]], title: str = "") ->
     lines = [f"### {title}", ""] if title else []
     columns: tuple[tuple[str, str, int], ...] = _COLUMNS
     if result and all(m in r for r in result.values() for m in REGRET):
-        columns = (*_COLUMNS, *_REGRET_COLUMNS)
+        columns = (*_COLUMNS[:2], _POSTED_COLUMN, *_COLUMNS[2:], *_REGRET_COLUMNS)
     lines.append("| strategy | " + " | ".join(h for _, h, _ in columns) + " |")
     lines.append("|---|" + "---:|" * len(columns))
     for name, r in result.items():

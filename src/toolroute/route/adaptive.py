@@ -19,7 +19,9 @@ others whatever its value (a loose grouping never trades relevance for price). E
 capability shows its best vendor at R_c and its second (the fallback) at R_c − δ: after
 every capability within δ of it, so an agent sees either the best two vendors of a clear
 winner or the best vendor of each of two close capabilities. Further vendors rank below every
-pooled capability; tools outside the pool keep their order below those.
+pooled capability; tools outside the pool keep their order below those. With ``reserve``
+(the budget setting) a vendor with u_t < 0 is not shown at all, as no agent valuing a success
+at V pays more than V q for a call (EHRR's auction likewise rejects asks above τ_i).
 """
 
 from __future__ import annotations
@@ -90,6 +92,9 @@ class AdaptiveParams:
     """Lift capabilities by the usage memory (off: the ablation without it)."""
     learn: bool = True
     """Choose vendors by the posterior (off: by price alone, V·q at the prior)."""
+    reserve: bool = False
+    """Show no vendor worth less than its price (u_t < 0), nor tools outside the pool (never
+    valued): V becomes a reservation value, the budget knob (issue 24)."""
 
     def __post_init__(self) -> None:
         if self.value_usd < 0 or any(v < 0 for _, v in self.values):
@@ -218,6 +223,10 @@ def adaptive_route(
     rest = np.ones(ix.size, dtype=bool)
     rest[rows] = False
     rest &= np.isfinite(rel)
+    if p.reserve:  # a call expected to be worth less than it costs is not offered
+        out[rows[worth < 0]] = -np.inf
+        out[rest] = -np.inf
+        rest[:] = False
     if rest.any():  # below every pooled tool, in their own order
         floor = float(assigned.min())
         top_rest = float(rel[rest].max())
