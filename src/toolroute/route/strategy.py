@@ -277,6 +277,16 @@ STRATEGIES: dict[str, Strategy] = {
             True,
         ),
         Strategy(
+            # issue 24's budget target: 10.8x ehrr's success at 0.46x its posted-price cost on
+            # the Zipf stream (benchmarks/results/adaptive/budget-zipf.md); it drops steps that
+            # need the high price tier, so it is a budget mode, not a default
+            "adaptive-thrift",
+            _adaptive(steps, show=2, value_usd=0.01, reserve=True),
+            "intent-spans",
+            "adaptive-lean that shows no vendor worth less than its price (V·q < price)",
+            True,
+        ),
+        Strategy(
             "adaptive-hybrid",
             _adaptive(hybrid),
             "query",
