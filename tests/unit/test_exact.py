@@ -174,6 +174,7 @@ def test_a_tool_named_as_the_need_still_ranks_first_beside_sequencing_words(
         "First, call git_log for the working tree",
         "show changes between the working tree and the index, then git_log",
         "use git_log before the release",  # "before" cues the release, not the tool
+        "the diff is not enough, use git_log instead",
     )
     with Router(_catalog(tmp_path), store=tmp_path / "s", embedder=HashingEmbedder()) as r:
         for strategy in ("default", "hybrid", "bm25"):

@@ -63,8 +63,8 @@ _CUE_BEFORE = re.compile(
     re.IGNORECASE,
 )
 _CUE_AFTER = re.compile(
-    # "X tool FIRST", "X first", "X is required", "use X instead"
-    r"^\W*(?:\w+\W+){0,2}?(?:first|beforehand|instead|required)\b",
+    # "X tool FIRST", "X first", "X is required" (not "use X instead": that asks for X)
+    r"^\W*(?:\w+\W+){0,2}?(?:first|beforehand|required)\b",
     re.IGNORECASE,
 )
 _COMMON_SERVERS = frozenset(
