@@ -59,7 +59,9 @@ _CUE_BEFORE = re.compile(
     # that, use X" is a later step, not a prerequisite); "requires an id from X" (any words)
     rf"(?:(?:\b(?:after|before|once|prerequisites?|already|instead\s+of|rather\s+than)\b\W*"
     rf"|\bfirst\s+)(?:{_FILLER}\W+){{0,3}}"
-    rf"|\b(?:requires?|required|requiring)\b\W*(?:\w+\W+){{0,3}})$",
+    rf"|\b(?:requires?|required|requiring)\b\W*(?:\w+\W+){{0,3}}"
+    # "For articles about variants, use X": X is for another purpose than the text's
+    rf"|(?:^|[.:!?]\s*|\bnote\W+)for\b[^,.;:!?()]{{1,60}},\s*(?:{_FILLER}\W+){{1,3}})$",
     re.IGNORECASE,
 )
 _CUE_AFTER = re.compile(
