@@ -157,7 +157,7 @@ PREREQUISITES = (
     "show the commit logs of the working tree; it requires the branch from git_status",
     "show the commit logs of the working tree with git_log instead of git_status",
     # an alternative for another purpose than the text's
-    "Show the commit logs of the working tree. For the file status, use git_status",
+    "Show the commit logs of the working tree. For a summary, use git_status",
 )
 
 
