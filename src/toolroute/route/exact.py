@@ -160,7 +160,7 @@ def _occurrences(
 def _is_context(query: str, start: int, end: int) -> bool:
     """The mention at ``query[start:end]`` is named as context, not as the need (module
     docstring): a prerequisite, an alternative, or an aside."""
-    before = _SENTENCE_END.split(query[max(0, start - 120) : start])[-1]
+    before = _SENTENCE_END.split(query[:start])[-1]  # the mention's sentence, up to it
     after = _SENTENCE_END.split(query[end : end + 60])[0]
     return bool(
         _CUE_BEFORE.search(before)
