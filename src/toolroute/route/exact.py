@@ -1,4 +1,5 @@
-"""Exact names: a request that names a tool gets that tool first, whatever the strategy.
+"""Exact names: a request that names a tool as its need gets that tool first, whatever the
+strategy.
 
 Embeddings and BM25 both blur identifiers: ``git_status`` is three tokens to BM25 and a
 neighbourhood to MiniLM, so "run git_status" can rank ``git_diff`` first. This pre-ranking
@@ -9,7 +10,31 @@ step runs after every strategy (the router calls :func:`prerank`):
   ``server/tool``, or a tool's name in words inside quotes or backticks (``"create
   entities"``, a title). A one-word name with no ``_``/``-``/camel case/digit (``fetch``,
   ``search``) is English as often as a name, so it counts only quoted, or qualified by its
-  server. Mentioned tools rank above every other tool, in the strategy's order;
+  server; an unquoted name counts only written as an identifier (``endGame``, not the film
+  "Avengers: Endgame"; ``takeOff``, not "ready for takeoff": sealtools' whole requests held 4
+  such false mentions and no true one written as a word). Mentioned tools rank above every
+  other tool, in the strategy's order, **when the mention names the need**;
+- a mention names **context**, and lifts nothing, when its sentence marks it as
+  - a prerequisite: a cue before it with only filler words between ("after calling X",
+    "before 'X'", "PREREQUISITE: Use the 'X' tool", "first use X"; not "First, use X", a
+    request's own first step, nor "after that, use X", a later one), "requires … from X"
+    (up to three words), or a cue after it ("X first", "the 'X' tool FIRST", "X is required");
+  - an alternative: "instead of X", "rather than X", or "For <a purpose>, use X" (the
+    purpose is another than the text's: "For articles about variants, use
+    article_searcher"). "Use X instead" asks for X and lifts it;
+  - an aside: inside parentheses.
+  A tool named once as context is context. Per-step needs name prerequisites: the oracle
+  planner's step texts are tool descriptions ("⚠️ PREREQUISITE: Use the 'think' tool FIRST",
+  "You must call 'resolve-library-id' first"), and when every mention lifted, the named
+  prerequisite ranked above the need on every such step (the need was first before the
+  lift on all of them): per-step oracle MRR −0.013 / −0.019 / −0.036 on livemcpbench /
+  mcpbench / union (benchmarks/results/recall_suite_exact.md), and on the 3-vendor market
+  (three copies of ``think`` above three vendors of the need) `hybrid` lost 0.05 success
+  and `adaptive` 0.06 (benchmarks/results/adaptive/lean-exact-*.md). What roles change is in
+  benchmarks/results/recall_suite_exact_intent.md and adaptive/exact-intent-*.md.
+  Still lifted, as the need, though the data shows them as context: a list of four names
+  ("use the specialized getter tools: - a: … - b: …"), "Use X for more detailed
+  information", "this tool + X", "First use X, then Y" (Y);
 - a **server mention**: the query names a server by its id (``github``,
   ``brave-search``), as an identifier token. Its best tool is first among equals: a lift of
   :data:`SERVER_LIFT`, the scale of a near tie in hybrid scores, so a server named in passing
