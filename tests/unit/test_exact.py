@@ -158,6 +158,8 @@ PREREQUISITES = (
     "show the commit logs of the working tree with git_log instead of git_status",
     # an alternative for another purpose than the text's
     "Show the commit logs of the working tree. For a summary, use git_status",
+    # a companion of the tool the text is about
+    "Show the commit logs of the working tree. ALWAYS use this tool + git_status",
 )
 
 

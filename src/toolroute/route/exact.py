@@ -22,7 +22,8 @@ step runs after every strategy (the router calls :func:`prerank`):
   - an alternative: "instead of X", "rather than X", or "For <a purpose>, use X" (the
     purpose is another than the text's: "For articles about variants, use
     article_searcher"). "Use X instead" asks for X and lifts it;
-  - an aside: inside parentheses.
+  - an aside: inside parentheses; or a companion of the tool the text is about ("ALWAYS
+    use this tool + interact_with_process").
   A tool named once as context is context. Per-step needs name prerequisites: the oracle
   planner's step texts are tool descriptions ("⚠️ PREREQUISITE: Use the 'think' tool FIRST",
   "You must call 'resolve-library-id' first"), and when every mention lifted, the named
@@ -34,7 +35,7 @@ step runs after every strategy (the router calls :func:`prerank`):
   benchmarks/results/recall_suite_exact_intent.md and adaptive/exact-intent-*.md.
   Still lifted, as the need, though the data shows them as context: a list of four names
   ("use the specialized getter tools: - a: … - b: …"), "Use X for more detailed
-  information", "this tool + X", "First use X, then Y" (Y);
+  information", "First use X, then Y" (Y);
 - a **server mention**: the query names a server by its id (``github``,
   ``brave-search``), as an identifier token. Its best tool is first among equals: a lift of
   :data:`SERVER_LIFT`, the scale of a near tie in hybrid scores, so a server named in passing
@@ -86,7 +87,9 @@ _CUE_BEFORE = re.compile(
     rf"|\bfirst\s+)(?:{_FILLER}\W+){{0,3}}"
     rf"|\b(?:requires?|required|requiring)\b\W*(?:\w+\W+){{0,3}}"
     # "For articles about variants, use X": X is for another purpose than the text's
-    rf"|(?:^|[.:!?]\s*|\bnote\W+)for\b[^,.;:!?()]{{1,60}},\s*(?:{_FILLER}\W+){{1,3}})$",
+    rf"|(?:^|[.:!?]\s*|\bnote\W+)for\b[^,.;:!?()]{{1,60}},\s*(?:{_FILLER}\W+){{1,3}}"
+    # "use this tool + X": X goes beside the tool the text is about
+    rf"|\bthis\s+(?:tool|function)\s*(?:\+|&|\band\b|\bwith\b|\bplus\b)\W*)$",
     re.IGNORECASE,
 )
 _CUE_AFTER = re.compile(
