@@ -31,8 +31,12 @@ step runs after every strategy (the router calls :func:`prerank`):
   lift on all of them): per-step oracle MRR −0.013 / −0.019 / −0.036 on livemcpbench /
   mcpbench / union (benchmarks/results/recall_suite_exact.md), and on the 3-vendor market
   (three copies of ``think`` above three vendors of the need) `hybrid` lost 0.05 success
-  and `adaptive` 0.06 (benchmarks/results/adaptive/lean-exact-*.md). What roles change is in
-  benchmarks/results/recall_suite_exact_intent.md and adaptive/exact-intent-*.md.
+  and `adaptive` 0.06 (benchmarks/results/adaptive/lean-exact-*.md). With roles, per-step
+  oracle MRR against every mention lifting: livemcpbench +0.018, mcpbench +0.033, union
+  +0.036 (intervals exclude 0; livemcpbench and union now equal the step off), no set or view
+  loses, exact-name R@1 stays 0.995–1.000 (benchmarks/results/recall_suite_exact_intent*.md);
+  the market's success equals the step off: Zipf `hybrid` 0.524 → 0.575, `adaptive` 0.677 →
+  0.738; once 0.606 → 0.640, 0.622 → 0.668 (benchmarks/results/adaptive/exact-intent-*.md).
   Still lifted, as the need, though the data shows them as context: a list of four names
   ("use the specialized getter tools: - a: … - b: …"), "Use X for more detailed
   information", "First use X, then Y" (Y);
