@@ -1,26 +1,30 @@
-"""Issue 24: how much of `adaptive-lean`'s margin over `hybrid` is the exact-name pre-rank's?
+"""Issue 24: what the exact-name pre-rank does to the market's strategies, per rule.
 
     PYTHONPATH=src nice -n 10 python benchmarks/adaptive_exact.py --store DIR --stream zipf \
-        --out benchmarks/results/adaptive/lean-exact.md
+        [-s hybrid -s adaptive] --out benchmarks/results/adaptive/exact-intent-zipf.md
 
 The exact-name step (route/exact.py, ``RouteParams.exact_names``) runs after every strategy.
 This runs the issue's market setting (livemcpbench, 3 vendors, oracle planner, n = 3,
-2 attempts, ``--seeds`` seeds; Zipf: 2,000 tasks, tasks 1,500-2,000 reported) twice over the
-same worlds, with the step on (today) and off (the router `benchmarks/results/adaptive/zipf`
-and `once` were measured with), and writes per strategy the mean success and the paired
-difference against `hybrid` of each run, and per strategy the paired difference off - on.
+2 attempts, ``--seeds`` seeds; Zipf: 2,000 tasks, tasks 1,500-2,000 reported) over the same
+worlds once per rule of the step: ``need`` (today: only a tool named as the need is lifted),
+``every`` (every mention lifts it, the rule before mention roles) and ``off`` (no step), and
+writes per strategy the mean success of each, the paired per-seed differences against
+``every``, and each run's paired difference against `hybrid`. ``--off-only``: one run, off.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
 from dataclasses import replace
 from pathlib import Path
 
+import toolroute.router as router_module
 from toolroute.bench.simulate import Simulation, ci95, run_simulation
 from toolroute.catalog.loader import load_queries
+from toolroute.route.exact import prerank_index
 from toolroute.router import Router
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "benchmarks" / "livemcpbench"
@@ -32,7 +36,19 @@ def _cell(stat: dict[str, float | None], digits: int = 3) -> str:
     return f"{mean:+.{digits}f}" + ("" if half is None else f" ± {half:.{digits}f}")
 
 
-def _run(store: Path, exact: bool, args: argparse.Namespace) -> Simulation:
+MODES = ("need", "every", "off")
+
+
+def _run(store: Path, mode: str, args: argparse.Namespace) -> Simulation:
+    # the router calls prerank_index by this module-level name: swap the rule for one run
+    router_module.prerank_index = functools.partial(prerank_index, roles=mode == "need")  # type: ignore[assignment]
+    try:
+        return _simulate(store, mode != "off", args)
+    finally:
+        router_module.prerank_index = prerank_index  # type: ignore[assignment]
+
+
+def _simulate(store: Path, exact: bool, args: argparse.Namespace) -> Simulation:
     with Router(SHARED / "catalog.json", store=store) as router:
         router.params = replace(router.params, exact_names=exact)
         queries = load_queries(SHARED / "queries.jsonl", router.catalog)
@@ -64,7 +80,7 @@ def main() -> int:
     args.strategy = args.strategy or ["hybrid", "adaptive-lean"]
     started = time.monotonic()
     if args.off_only:
-        sim = _run(args.store, False, args)
+        sim = _run(args.store, "off", args)
         lines = [
             f"Exact-name pre-rank off, {args.stream} stream, {args.seeds} seeds "
             f"(`benchmarks/adaptive_exact.py --off-only`, {time.monotonic() - started:.0f} s)",
@@ -76,31 +92,41 @@ def main() -> int:
             rate = sim.summary[name]["success_rate"]["mean"] or 0.0
             diff = _cell(sim.paired("success_rate", name, "hybrid")) if name != "hybrid" else "—"
             lines.append(f"| {name} | {rate:.3f} | {diff} |")
-        return _ratios(sim, args, lines)
-    sims = {exact: _run(args.store, exact, args) for exact in (True, False)}
+        return _ratios(sim, "off", args, lines)
+    sims = {mode: _run(args.store, mode, args) for mode in MODES}
     lines = [
-        f"Exact-name pre-rank on and off, {args.stream} stream, {args.seeds} seeds "
-        f"(`benchmarks/adaptive_exact.py`, {time.monotonic() - started:.0f} s)",
+        f"Exact-name pre-rank per rule, {args.stream} stream, {args.seeds} seeds "
+        f"(`benchmarks/adaptive_exact.py {' '.join(sys.argv[1:])}`, "
+        f"{time.monotonic() - started:.0f} s)",
         "",
-        "| strategy | success, on | success, off | off − on (paired) | vs hybrid, on | "
-        "vs hybrid, off |",
-        "|---|---:|---:|---:|---:|---:|",
+        "Success; paired per-seed differences (mean ± 95 % half-width) against the `every` rule,",
+        "and each rule's paired difference against `hybrid` under the same rule.",
+        "",
+        "| strategy | need | every | off | need − every | off − every | "
+        "vs hybrid: need | every | off |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name in args.strategy:
-        on, off = (sims[e].by_strategy() for e in (True, False))
-        first = {r.seed: r.means()["success_rate"] for r in on[name]}
-        diffs = [r.means()["success_rate"] - first[r.seed] for r in off[name]]
-        mean = {e: sims[e].summary[name]["success_rate"]["mean"] or 0.0 for e in (True, False)}
-        vs = {e: _cell(sims[e].paired("success_rate", name, "hybrid")) for e in (True, False)}
+        runs = {m: sims[m].by_strategy()[name] for m in MODES}
+        base = {r.seed: r.means()["success_rate"] for r in runs["every"]}
+
+        def diff(mode: str) -> str:
+            return _cell(ci95([r.means()["success_rate"] - base[r.seed] for r in runs[mode]]))  # noqa: B023
+
+        mean = {m: sims[m].summary[name]["success_rate"]["mean"] or 0.0 for m in MODES}
+        vs = {
+            m: _cell(sims[m].paired("success_rate", name, "hybrid")) if name != "hybrid" else "—"
+            for m in MODES
+        }
         lines.append(
-            f"| {name} | {mean[True]:.3f} | {mean[False]:.3f} | {_cell(ci95(diffs))} | "
-            f"{vs[True] if name != 'hybrid' else '—'} | {vs[False] if name != 'hybrid' else '—'} |"
+            f"| {name} | {mean['need']:.3f} | {mean['every']:.3f} | {mean['off']:.3f} | "
+            f"{diff('need')} | {diff('off')} | {vs['need']} | {vs['every']} | {vs['off']} |"
         )
-    return _ratios(sims[False], args, lines)
+    return _ratios(sims["need"], "need", args, lines)
 
 
-def _ratios(sim: Simulation, args: argparse.Namespace, lines: list[str]) -> int:
-    lines += ["", "Ratio of means vs `hybrid` with the step off", ""]
+def _ratios(sim: Simulation, mode: str, args: argparse.Namespace, lines: list[str]) -> int:
+    lines += ["", f"Ratio of means vs `hybrid`, rule `{mode}`", ""]
     lines += ["| strategy | " + " | ".join(METRICS) + " |", "|---|" + "---:|" * len(METRICS)]
     base = sim.summary["hybrid"]
     for name in args.strategy:

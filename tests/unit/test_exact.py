@@ -146,3 +146,69 @@ def test_a_named_server_lifts_only_its_best_tool_so_other_steps_stay_in_the_top(
     out = prerank(table, server_of, "find it on github", scores)
     order = list(np.argsort(-out, kind="stable"))
     assert order[:3] == [5, 0, 6]
+
+
+PREREQUISITES = (
+    # the need is the commit log (git_log); git_status is named only as what comes before it
+    "Show the commit logs of the working tree. PREREQUISITE: use the 'git_status' tool FIRST",
+    "after calling git_status, show the commit logs of the working tree",
+    "show the commit logs of the working tree; call git_status first to get the branch",
+    "show the commit logs of the working tree (git_status lists the branch)",
+    "show the commit logs of the working tree; it requires the branch from git_status",
+    "show the commit logs of the working tree with git_log instead of git_status",
+    # an alternative for another purpose than the text's
+    "Show the commit logs of the working tree. For a summary, use git_status",
+    # a companion of the tool the text is about
+    "Show the commit logs of the working tree. ALWAYS use this tool + git_status",
+)
+
+
+def test_a_tool_named_as_a_prerequisite_does_not_outrank_the_need(tmp_path: Path) -> None:
+    with Router(_catalog(tmp_path), store=tmp_path / "s", embedder=HashingEmbedder()) as r:
+        for strategy in ("default", "hybrid", "bm25"):
+            for query in PREREQUISITES:
+                assert _top(r, query, strategy) == ("git", "git_log"), (strategy, query)
+
+
+def test_a_tool_named_as_the_need_still_ranks_first_beside_sequencing_words(
+    tmp_path: Path,
+) -> None:
+    needs = (
+        "Show changes between the working tree and the index. After that, use git_log",
+        "First, call git_log for the working tree",
+        "show changes between the working tree and the index, then git_log",
+        "use git_log before the release",  # "before" cues the release, not the tool
+        "the diff is not enough, use git_log instead",
+    )
+    with Router(_catalog(tmp_path), store=tmp_path / "s", embedder=HashingEmbedder()) as r:
+        for strategy in ("default", "hybrid", "bm25"):
+            for query in needs:
+                assert _top(r, query, strategy) == ("git", "git_log"), (strategy, query)
+
+
+def test_a_camel_case_name_counts_only_written_as_an_identifier(tmp_path: Path) -> None:
+    path = tmp_path / "c.json"
+    path.write_text(
+        json.dumps(
+            {
+                "servers": [
+                    {
+                        "id": "air",
+                        "name": "Air",
+                        "description": "Aircraft",
+                        "tools": [
+                            tool("takeOff", "Start the take-off of an aircraft"),
+                            tool("checkSensors", "Calibrate the flight sensors"),
+                        ],
+                    }
+                ]
+            }
+        )
+    )
+    table = name_table(load_catalog(path))
+    server_of = np.zeros(2, dtype=np.int32)
+    scores = np.array([0.2, 0.6], dtype=np.float32)
+    # the English word is not the tool: the sensors stay first
+    out = prerank(table, server_of, "Our aircraft is ready for takeoff; calibrate sensors", scores)
+    assert np.argmax(out) == 1
+    assert np.argmax(prerank(table, server_of, "call takeOff after that", scores)) == 0

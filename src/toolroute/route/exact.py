@@ -1,4 +1,5 @@
-"""Exact names: a request that names a tool gets that tool first, whatever the strategy.
+"""Exact names: a request that names a tool as its need gets that tool first, whatever the
+strategy.
 
 Embeddings and BM25 both blur identifiers: ``git_status`` is three tokens to BM25 and a
 neighbourhood to MiniLM, so "run git_status" can rank ``git_diff`` first. This pre-ranking
@@ -9,7 +10,36 @@ step runs after every strategy (the router calls :func:`prerank`):
   ``server/tool``, or a tool's name in words inside quotes or backticks (``"create
   entities"``, a title). A one-word name with no ``_``/``-``/camel case/digit (``fetch``,
   ``search``) is English as often as a name, so it counts only quoted, or qualified by its
-  server. Mentioned tools rank above every other tool, in the strategy's order;
+  server; an unquoted name counts only written as an identifier (``endGame``, not the film
+  "Avengers: Endgame"; ``takeOff``, not "ready for takeoff": sealtools' whole requests held 4
+  such false mentions and no true one written as a word). Mentioned tools rank above every
+  other tool, in the strategy's order, **when the mention names the need**;
+- a mention names **context**, and lifts nothing, when its sentence marks it as
+  - a prerequisite: a cue before it with only filler words between ("after calling X",
+    "before 'X'", "PREREQUISITE: Use the 'X' tool", "first use X"; not "First, use X", a
+    request's own first step, nor "after that, use X", a later one), "requires … from X"
+    (up to three words), or a cue after it ("X first", "the 'X' tool FIRST", "X is required");
+  - an alternative: "instead of X", "rather than X", or "For <a purpose>, use X" (the
+    purpose is another than the text's: "For articles about variants, use
+    article_searcher"). "Use X instead" asks for X and lifts it;
+  - an aside: inside parentheses; or a companion of the tool the text is about ("ALWAYS
+    use this tool + interact_with_process").
+  A tool named once as context is context. Per-step needs name prerequisites: the oracle
+  planner's step texts are tool descriptions ("⚠️ PREREQUISITE: Use the 'think' tool FIRST",
+  "You must call 'resolve-library-id' first"), and when every mention lifted, the named
+  prerequisite ranked above the need on every such step (the need was first before the
+  lift on all of them): per-step oracle MRR −0.013 / −0.019 / −0.036 on livemcpbench /
+  mcpbench / union (benchmarks/results/recall_suite_exact.md), and on the 3-vendor market
+  (three copies of ``think`` above three vendors of the need) `hybrid` lost 0.05 success
+  and `adaptive` 0.06 (benchmarks/results/adaptive/lean-exact-*.md). With roles, per-step
+  oracle MRR against every mention lifting: livemcpbench +0.018, mcpbench +0.033, union
+  +0.036 (intervals exclude 0; livemcpbench and union now equal the step off), no set or view
+  loses, exact-name R@1 stays 0.995–1.000 (benchmarks/results/recall_suite_exact_intent*.md);
+  the market's success equals the step off: Zipf `hybrid` 0.524 → 0.575, `adaptive` 0.677 →
+  0.738; once 0.606 → 0.640, 0.622 → 0.668 (benchmarks/results/adaptive/exact-intent-*.md).
+  Still lifted, as the need, though the data shows them as context: a list of four names
+  ("use the specialized getter tools: - a: … - b: …"), "Use X for more detailed
+  information", "First use X, then Y" (Y);
 - a **server mention**: the query names a server by its id (``github``,
   ``brave-search``), as an identifier token. Its best tool is first among equals: a lift of
   :data:`SERVER_LIFT`, the scale of a near tie in hybrid scores, so a server named in passing
@@ -48,6 +78,29 @@ _IDENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-.:/]*[A-Za-z0-9]|[A-Za-z0-9]")
 _QUOTED = re.compile(r"[`\"'“‘]([^`\"'”’]{2,80})[`\"'”’]")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _QUALIFIERS = ("__", ".", "/", ":")
+_SENTENCE_END = re.compile(r"[.!?;]\s+|\n")
+_FILLER = (
+    r"(?:you|have|had|calling|called|call|using|used|use|running|ran|run|invoking|invoked|"
+    r"invoke|the|a|an|tool|function)"
+)
+_CUE_BEFORE = re.compile(
+    # "after calling X", "before 'X'", "PREREQUISITE: use the X", "instead of X", "first use
+    # X" (not "First, use X": a request's own first step), only filler words between ("after
+    # that, use X" is a later step, not a prerequisite); "requires an id from X" (any words)
+    rf"(?:(?:\b(?:after|before|once|prerequisites?|already|instead\s+of|rather\s+than)\b\W*"
+    rf"|\bfirst\s+)(?:{_FILLER}\W+){{0,3}}"
+    rf"|\b(?:requires?|required|requiring)\b\W*(?:\w+\W+){{0,3}}"
+    # "For articles about variants, use X": X is for another purpose than the text's
+    rf"|(?:^|[.:!?]\s*|\bnote\W+)for\b[^,.;:!?()]{{1,60}},\s*(?:{_FILLER}\W+){{1,3}}"
+    # "use this tool + X": X goes beside the tool the text is about
+    rf"|\bthis\s+(?:tool|function)\s*(?:\+|&|\band\b|\bwith\b|\bplus\b)\W*)$",
+    re.IGNORECASE,
+)
+_CUE_AFTER = re.compile(
+    # "X tool FIRST", "X first", "X is required" (not "use X instead": that asks for X)
+    r"^\W*(?:\w+\W+){0,2}?(?:first|beforehand|required)\b",
+    re.IGNORECASE,
+)
 _COMMON_SERVERS = frozenset(
     # server ids that are everyday words: named in passing far more often than meant
     {"time", "fetch", "memory", "search", "file", "files", "web", "data", "everything", "mcp"}
@@ -107,35 +160,77 @@ def name_table(catalog: Catalog) -> NameTable:
     return NameTable(frozen(plain), frozen(bare), frozen(qualified), frozen(phrases), servers)
 
 
-def mentions(table: NameTable, query: str) -> tuple[set[int], set[int]]:
-    """(tool rows, server indices) the query names (module docstring)."""
+def _occurrences(
+    table: NameTable, query: str, written: bool
+) -> list[tuple[tuple[int, ...], int, int]]:
+    """Every tool mention as (rows, start, end) in ``query``; with ``written``, an unquoted
+    name counts only written as an identifier (``endGame``, not the word "Endgame")."""
+    out: list[tuple[tuple[int, ...], int, int]] = []
+    for m in _IDENT.finditer(query):
+        token = m.group(0).rstrip(".:/")
+        low = token.lower()
+        rows = table.qualified.get(low) or (
+            table.plain.get(low, ()) if not written or _is_identifier(token) else ()
+        )
+        if rows:
+            out.append((rows, m.start(), m.end()))
+    for m in _QUOTED.finditer(query):
+        text = m.group(1).strip()
+        low = text.lower()
+        rows = tuple(
+            dict.fromkeys(
+                r
+                for lookup in (table.plain, table.bare, table.qualified)
+                for r in lookup.get(low, ())
+            )
+        ) + table.phrases.get(_words(text), ())
+        if rows:
+            out.append((tuple(dict.fromkeys(rows)), m.start(), m.end()))
+    return out
+
+
+def _is_context(query: str, start: int, end: int) -> bool:
+    """The mention at ``query[start:end]`` is named as context, not as the need (module
+    docstring): a prerequisite, an alternative, or an aside."""
+    before = _SENTENCE_END.split(query[:start])[-1]  # the mention's sentence, up to it
+    after = _SENTENCE_END.split(query[end : end + 60])[0]
+    return bool(
+        _CUE_BEFORE.search(before)
+        or _CUE_AFTER.match(after)
+        or before.count("(") > before.count(")")
+    )
+
+
+def mentions(table: NameTable, query: str, *, roles: bool = False) -> tuple[set[int], set[int]]:
+    """(tool rows, server indices) the query names (module docstring); with ``roles``, only
+    the tools named as the need: a tool any of whose mentions is context is left out."""
     tools: set[int] = set()
+    context: set[int] = set()
     servers: set[int] = set()
-    quoted = [m.group(1).strip() for m in _QUOTED.finditer(query)]
+    for rows, start, end in _occurrences(table, query, roles):
+        tools.update(rows)
+        if roles and _is_context(query, start, end):
+            context.update(rows)
     for token in _IDENT.findall(query):
         low = token.lower().rstrip(".:/")
-        if low in table.qualified:
-            tools.update(table.qualified[low])
-            continue
-        if low in table.plain:
-            tools.update(table.plain[low])
-        if low in table.servers:
+        if low not in table.qualified and low in table.servers:
             servers.add(table.servers[low])
-    for text in quoted:
-        low = text.lower()
-        for lookup in (table.plain, table.bare, table.qualified):
-            tools.update(lookup.get(low, ()))
-        tools.update(table.phrases.get(_words(text), ()))
-    return tools, servers
+    return tools - context, servers
 
 
 def prerank(
-    table: NameTable, server_of: npt.NDArray[np.int32], query: str, scores: npt.NDArray[np.float32]
+    table: NameTable,
+    server_of: npt.NDArray[np.int32],
+    query: str,
+    scores: npt.NDArray[np.float32],
+    *,
+    roles: bool = True,
 ) -> npt.NDArray[np.float32]:
-    """``scores`` with the tools the query names above all others (in their own order), and
-    the best tool of a server it names lifted by :data:`SERVER_LIFT`. Unchanged when it names
-    nothing; ``-inf`` (a tool the strategy does not return) stays."""
-    tools, servers = mentions(table, query)
+    """``scores`` with the tools the query names as its need above all others (in their own
+    order), and the best tool of a server it names lifted by :data:`SERVER_LIFT`. Unchanged
+    when it names nothing; ``-inf`` (a tool the strategy does not return) stays. ``roles``
+    off: every mention lifts (the rule before roles, kept as the measured ablation)."""
+    tools, servers = mentions(table, query, roles=roles)
     if not tools and not servers:
         return scores
     out = scores.astype(np.float32, copy=True)
@@ -195,8 +290,8 @@ def exact_name_cases(catalog: Catalog, limit: int, seed: int = 0) -> list[tuple[
 
 
 def prerank_index(
-    ix: ToolIndex, query: str, scores: npt.NDArray[np.float32]
+    ix: ToolIndex, query: str, scores: npt.NDArray[np.float32], *, roles: bool = True
 ) -> npt.NDArray[np.float32]:
     """:func:`prerank` over an index, its name table kept by the index (built once)."""
     table: NameTable = ix.derived.memo("exact-name-table", lambda: name_table(ix.catalog))
-    return prerank(table, ix.server_of, query, scores)
+    return prerank(table, ix.server_of, query, scores, roles=roles)
