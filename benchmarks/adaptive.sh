@@ -40,6 +40,15 @@ PYTHONPATH=src $PY benchmarks/adaptive_exact.py --store "$STORE" --stream zipf -
     --out "$R/lean-exact-zipf.md"
 PYTHONPATH=src $PY benchmarks/adaptive_exact.py --store "$STORE" --stream zipf --off-only \
     -s hybrid -s adaptive -s adaptive-2 --out "$R/lean-exact-zipf-siblings.md"
+# The exact-name rule that lifts only a tool named as the need, against lifting every mention
+# and no step (route/exact.py): on the market, and per step on every recall set.
+PYTHONPATH=src $PY benchmarks/adaptive_exact.py --store "$STORE" --stream zipf -s hybrid -s adaptive \
+    --out "$R/exact-intent-zipf.md"
+PYTHONPATH=src $PY benchmarks/adaptive_exact.py --store "$STORE" --stream once -s hybrid -s adaptive \
+    --out "$R/exact-intent-once.md"
+PYTHONPATH=src $PY benchmarks/exact_intent.py --strategy default --strategy hybrid --store "$STORE" \
+    --out benchmarks/results/recall_suite_exact_intent.md \
+    --json benchmarks/results/recall_suite_exact_intent.json
 # EHRR's failure modes on recurring work, at the paper's shortlist (5 servers of 210).
 $TR simulate $L --providers 3 -n 3 --attempts 2 --seeds 5 --baseline ehrr --planner oracle \
     --stream zipf --tasks 2000 --window 1500:2000 --servers-k 5 \
