@@ -78,8 +78,8 @@ def register_lodo(held_out: str, directory: Path, name: str) -> bool:
 
 def recall(args: argparse.Namespace) -> int:
     from toolroute.catalog import load_queries
-    from toolroute.embed.blend import BlendEmbedder
     from toolroute.embed.bge import BgeEmbedder
+    from toolroute.embed.blend import BlendEmbedder
     from toolroute.embed.cache import CachedEmbedder
     from toolroute.embed.onnx import OnnxEmbedder
     from toolroute.route.exact import exact_name_cases
@@ -189,10 +189,11 @@ def cost(args: argparse.Namespace) -> int:
     docs = [f"{t.name}: {t.description}" for t in catalog.tools()]
     texts = (queries * (args.queries // len(queries) + 1))[: args.queries]
     minilm, bge = OnnxEmbedder(), BgeEmbedder()
+    blend = BlendEmbedder(minilm, bge)
     models: dict[str, Any] = {
         "MiniLM-L6 (default)": lambda t: minilm.embed([t]),
         "bge-small": lambda t: bge.embed([t]),
-        "blend (both)": lambda t, b=BlendEmbedder(minilm, bge): b.embed([t]),
+        "blend (both)": lambda t: blend.embed([t]),
     }
     cross = CrossEncoder()
     rng = np.random.default_rng(0)
