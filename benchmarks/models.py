@@ -48,7 +48,7 @@ rs.DEVELOPED_ON.update(
     {
         # bge's blend and v2's features were chosen before any of these figures were seen;
         # v2's lodo model never saw the set it is scored on
-        "default+bge": (),
+        "default+bge": ("livemcpbench",),  # shared/MODELS.md probed RRF of both there
         "default@bge": (),
         "fusion2-lodo": (),
     }

@@ -2,7 +2,7 @@
 
     python benchmarks/train_fusion.py [--store DIR] [--cache /tmp/fusion-features]
         [--out-dir benchmarks/results/fusion] [--ship src/toolroute/data/fusion-v1.json]
-        [--second bge]
+        [--second bge [--cross N]]
 
 For every query of every set (recall_suite.SETS), the candidate pool and its features are
 computed exactly as the ``fusion`` strategy computes them at query time; a pooled tool's
@@ -19,7 +19,10 @@ JSON file with numpy.
 ``--second bge`` trains the version-2 model (``fusion-v2.json``, lodo files under
 ``benchmarks/results/fusion-v2/``): the same features plus bge-small's cosines
 (route/fusion.py ``SECOND_FEATURES``), from a second index of each catalog built with
-embed/bge.py in the same store (its vectors cached under bge's own model id).
+embed/bge.py in the same store (its vectors cached under bge's own model id). Its table adds
+the same model trained on v1's features over the same pool (what bge's columns add), and with
+``--cross N`` the same again with the cross-encoder's logit (embed/cross.py) over each query's
+top N by ``steps`` as two more features (measured only; nothing shipped uses it).
 """
 
 from __future__ import annotations
@@ -98,6 +101,39 @@ def features_of(
     return {**out, "queries": queries, "keys": ix.keys}
 
 
+def cross_features(name: str, d: dict[str, Any], cache: Path, n: int) -> np.ndarray:
+    """(rows × 2): the cross-encoder's logit of the query and each of its top ``n`` pooled
+    tools by ``steps`` (the rest: the query's lowest scored logit), and its gap to the best."""
+    from toolroute.catalog import load_catalog
+    from toolroute.embed.cross import CrossEncoder
+
+    path = cache / f"{name}-cross{n}.npy"
+    if path.exists():
+        out: np.ndarray = np.load(path)
+        return out
+    tools = list(load_catalog(SETS[name][0]).tools())
+    assert [t.key for t in tools] == list(d["keys"]), "the router's tool order"
+    enc = CrossEncoder()
+    steps = d["x"][:, d["steps_col"]]
+    col = np.zeros(len(d["y"]))
+    for i, q in enumerate(d["queries"]):
+        sel = np.flatnonzero(d["q"] == i)
+        top = sel[np.argsort(-steps[sel], kind="stable")][:n]
+        if not top.size:
+            continue
+        texts = [f"{tools[j].name}: {tools[j].description}" for j in d["row"][top]]
+        logits = enc.score(q.text, texts)
+        col[sel] = float(logits.min())
+        col[top] = logits
+    gap = col.copy()
+    for i in range(len(d["queries"])):
+        sel = d["q"] == i
+        gap[sel] -= col[sel].max() if sel.any() else 0.0
+    out = np.column_stack([col, gap])
+    np.save(path, out)
+    return out
+
+
 def fit(
     data: dict[str, dict[str, Any]], names: list[str], c: float, features: tuple[str, ...]
 ) -> Any:
@@ -146,6 +182,7 @@ def main() -> int:
     ap.add_argument("--ship", type=Path, default=None)
     ap.add_argument("--c", type=float, default=1.0, help="inverse L2 strength")
     ap.add_argument("--second", choices=("none", "bge"), default="none")
+    ap.add_argument("--cross", type=int, default=0, help="v2 only: cross-encoder top N")
     args = ap.parse_args()
     v2 = args.second == "bge"
     results = REPO / "benchmarks" / "results"
@@ -174,6 +211,21 @@ def main() -> int:
         "| held-out set | steps R@5 | fusion R@5 | steps MRR | fusion MRR |",
         "|---|---:|---:|---:|---:|",
     ]
+    if v2:
+        lines = [
+            "| held-out set | steps R@5 | v1 features R@5 | v2 R@5 | "
+            + ("v2 + cross R@5 | " if args.cross else "")
+            + "steps MRR | v1 features MRR | v2 MRR |"
+            + (" v2 + cross MRR |" if args.cross else ""),
+            "|---|" + "---:|" * (8 if args.cross else 6),
+        ]
+        n1 = len(FEATURES)
+        for n, d in data.items():
+            d["steps_col"] = steps_col
+            if args.cross:
+                t1 = time.perf_counter()
+                d["xc"] = np.hstack([d["x"], cross_features(n, d, args.cache, args.cross)])
+                print(f"{n}: cross-encoder {time.perf_counter() - t1:.0f} s", file=sys.stderr)
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO
     ).stdout.strip()
@@ -194,9 +246,26 @@ def main() -> int:
         d = data[held]
         base = pool_metrics(d, d["x"][:, steps_col])
         fused = pool_metrics(d, model.logits(d["x"]))
+        if not v2:
+            lines.append(
+                f"| {held} | {base['recall@5']:.3f} | {fused['recall@5']:.3f} | "
+                f"{base['mrr']:.3f} | {fused['mrr']:.3f} |"
+            )
+            continue
+        # the same pool and training, without bge's columns (and with the cross-encoder's)
+        only1 = {k: {**v, "x": v["x"][:, :n1]} for k, v in data.items()}
+        m1 = fit(only1, train, args.c, FEATURES)
+        cols = [base, pool_metrics(d, m1.logits(only1[held]["x"])), fused]
+        if args.cross:
+            withc = {k: {**v, "x": v["xc"]} for k, v in data.items()}
+            mc = fit(withc, train, args.c, (*features, "cross", "cross_gap"))
+            cols.append(pool_metrics(d, mc.logits(d["xc"])))
         lines.append(
-            f"| {held} | {base['recall@5']:.3f} | {fused['recall@5']:.3f} | "
-            f"{base['mrr']:.3f} | {fused['mrr']:.3f} |"
+            f"| {held} | "
+            + " | ".join(f"{c['recall@5']:.3f}" for c in cols)
+            + " | "
+            + " | ".join(f"{c['mrr']:.3f}" for c in cols)
+            + " |"
         )
     full = fit(data, list(SETS), args.c, features)
     shipped = FusionModel(
