@@ -13,7 +13,7 @@ features of :data:`FEATURES`; its fused score is the model's logit × ``score_sc
 cosine scale the adaptive layer's margins assume), and every tool outside the pool ranks below
 the pool in ``steps``' order.
 
-Version 2 (``fusion-v2.json``, strategies ``fusion-bge`` / ``adaptive-fusion-bge``) adds a
+Version 2 (``fusion-v2.json``, :func:`second_model`; benchmarks/models.py measures it) adds a
 second dense signal: :data:`SECOND_FEATURES`, the cosines of another embedding model
 (bge-small, embed/bge.py) over the same tool documents, from a :class:`SecondDense` view
 attached to the index with :func:`attach_second_dense`; that model's flat top 10 joins the pool.
@@ -110,7 +110,7 @@ _SECOND: weakref.WeakKeyDictionary[Any, SecondDense] = weakref.WeakKeyDictionary
 
 
 def attach_second_dense(ix: ToolIndex, view: SecondDense) -> None:
-    """Give ``ix`` a second dense signal (what ``fusion-bge`` needs); replaces an older one."""
+    """Give ``ix`` a second dense signal (what a v2 model reads); replaces an older one."""
     if view.tool_vectors.shape[0] != ix.size or view.flat_vectors.shape[0] != ix.size:
         raise ConfigError(f"a second dense view needs {ix.size} rows, one per tool of the index")
     _SECOND[ix.derived] = view
@@ -334,20 +334,6 @@ st.register_strategy(
 )
 
 
-def fusion_bge(ix: ToolIndex, q: Any, p: Any) -> Scores:
-    """The shipped two-model fusion (needs :func:`attach_second_dense`)."""
-    return fused_scores(ix, q, p, second_model())
-
-
-st.register_strategy(
-    "fusion-bge",
-    lambda: st.Strategy(
-        "fusion-bge",
-        fusion_bge,
-        "intent-spans",
-        "learned fusion with a second dense model's cosines (bge-small; toolroute[models])",
-    ),
-)
 st.register_strategy(
     "adaptive-fusion",
     lambda: st.Strategy(
