@@ -168,3 +168,13 @@ def test_the_cross_encoder_scores_the_matching_text_highest() -> None:
         "read a file from disk", ["send an email", "read the contents of a file", "git commit"]
     )
     assert s.shape == (3,) and int(np.argmax(s)) == 1
+
+
+def test_the_shipped_v2_model_reads_both_models_cosines_and_says_where_it_came_from() -> None:
+    from toolroute.route.fusion import second_model
+
+    m = second_model()
+    assert m.features == FEATURES_V2 and m.coef.shape == (len(FEATURES_V2),)
+    assert np.all(m.coef[len(FEATURES) :] != 0)
+    prov = dict(m.provenance)
+    assert prov["script"] == "benchmarks/train_fusion.py" and "bge" in prov["second_embedder"]
