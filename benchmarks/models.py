@@ -1,7 +1,7 @@
 """Other models, measured not assumed (issue 25 item 5): bge-small and a cross-encoder.
 
     python benchmarks/models.py recall [--sets a,b] [--steps 150] [--exact 150] [--store DIR]
-        [--out benchmarks/results/models_recall.md] [--json FILE] [--bge-only]
+        [--out benchmarks/results/models_recall.md] [--json FILE] [--bge-only] [--vs-v1]
     python benchmarks/models.py cost [--queries 200] [--out benchmarks/results/models_cost.md]
 
 ``recall`` runs benchmarks/recall_suite.py's views (whole requests, oracle and clause steps,
@@ -14,12 +14,14 @@ exact names) on every set, for ``default`` against:
   (results/fusion-v2/, benchmarks/train_fusion.py --second bge);
 - with ``--bge-only``: ``default`` over a bge-small index alone (``default@bge``).
 
+``--vs-v1`` runs only the two fusion models, with v1 as the baseline of the intervals.
+
 Every strategy answers the same cases (the planner's step texts come from MiniLM), so the
 paired intervals compare like with like. bge's vectors are cached in the store under bge's
 own model id, beside MiniLM's.
 
 ``cost`` measures, in one process and one run, per-query latency (p50/p95 over the same
-queries) of MiniLM, bge-small, the blend, and the cross-encoder over 10 and 20 candidates,
+queries) of MiniLM, bge-small, the blend, and the cross-encoder over 5 and 10 candidates,
 each as a ratio to MiniLM; and in a fresh subprocess per model, the RSS a model adds once
 loaded and warmed (what serving it costs in memory).
 """
@@ -93,10 +95,13 @@ def recall(args: argparse.Namespace) -> int:
     names = ["default", "default+bge", "fusion-lodo", "fusion2-lodo"]
     if args.bge_only:
         names.append("default@bge")
+    baseline = "default"
+    if args.vs_v1:
+        names, baseline = ["fusion-lodo", "fusion2-lodo"], "fusion-lodo"
     t_start = time.perf_counter()
     for name in args.sets.split(","):
         cat, qf = rs.SETS[name]
-        mine = ["default"]
+        mine = [] if args.vs_v1 else ["default"]
         if register_lodo(name, RESULTS / "fusion", "fusion-lodo"):
             mine.append("fusion-lodo")
         if register_lodo(name, RESULTS / "fusion-v2", "fusion2-lodo"):
@@ -116,6 +121,9 @@ def recall(args: argparse.Namespace) -> int:
                     (t, [frozenset([k])]) for t, k in exact_name_cases(r.catalog, args.exact)
                 ]
             results[name] = rs.run_set(r, cases, mine)
+        if args.vs_v1:
+            print(f"{name}: done at {time.perf_counter() - t_start:.0f} s", file=sys.stderr)
+            continue
         # The blend index is assembled from both models' cached vectors; queries then go
         # through the raw models, as a served router's would (MiniLM's late-chunked intents).
         store = open_store(args.store)
@@ -132,7 +140,7 @@ def recall(args: argparse.Namespace) -> int:
         finally:
             store.close()
         print(f"{name}: done at {time.perf_counter() - t_start:.0f} s", file=sys.stderr)
-    table, summary = rs.render(results, names, "default")
+    table, summary = rs.render(results, names, baseline)
     took = time.perf_counter() - t_start
     head = (
         f"`python benchmarks/models.py {' '.join(sys.argv[1:])}` ({took:.0f} s, no LLM; "
@@ -153,16 +161,19 @@ def _merge(into: dict[str, dict[str, Any]], got: dict[str, dict[str, Any]], as_:
 
 
 _RSS_PROBE = """
-import json, resource, sys
+import json, sys
 import numpy, onnxruntime, tokenizers  # the runtime alone is not the model's cost
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+def rss_kb():
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+before = rss_kb()
 which = sys.argv[1]
 texts = json.loads(sys.stdin.read())
 if which == "cross":
     from toolroute.embed.cross import CrossEncoder
     m = CrossEncoder()
     for t in texts:
-        m.score(t, texts[:20])
+        m.score(t, texts[:10])
 else:
     from toolroute.embed.bge import BgeEmbedder
     from toolroute.embed.blend import BlendEmbedder
@@ -171,7 +182,7 @@ else:
          "blend": lambda: BlendEmbedder(OnnxEmbedder(), BgeEmbedder())}[which]()
     for t in texts:
         m.embed([t])
-after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+after = rss_kb()
 print(json.dumps({"before_kb": before, "after_kb": after}))
 """
 
@@ -197,8 +208,8 @@ def cost(args: argparse.Namespace) -> int:
     }
     cross = CrossEncoder()
     rng = np.random.default_rng(0)
-    pick = [list(rng.choice(len(docs), 20, replace=False)) for _ in texts]
-    for n in (10, 20):
+    pick = [list(rng.choice(len(docs), 10, replace=False)) for _ in texts]
+    for n in (5, 10):
         models[f"cross-encoder, {n} candidates"] = lambda t, n=n: cross.score(
             t, [docs[j] for j in pick[texts.index(t)][:n]]
         )
@@ -218,7 +229,7 @@ def cost(args: argparse.Namespace) -> int:
         ("MiniLM-L6 (default)", "minilm"),
         ("bge-small", "bge"),
         ("blend (both)", "blend"),
-        ("cross-encoder, 20 candidates", "cross"),
+        ("cross-encoder, 10 candidates", "cross"),
     ):
         out = subprocess.run(
             [sys.executable, "-c", _RSS_PROBE, which],
@@ -232,11 +243,13 @@ def cost(args: argparse.Namespace) -> int:
         rss[key] = (got["after_kb"] - got["before_kb"]) / 1024
     lines = [
         f"`python benchmarks/models.py {' '.join(sys.argv[1:])}` — {len(texts)} livemcpbench "
-        "queries, one at a time, models interleaved per query in one process (2 shared cores: "
-        "read the ratios, not the milliseconds); RSS: peak RSS a fresh process adds by loading "
-        "the model and answering 20 queries.",
+        "queries, one at a time (candidates: random livemcpbench tools), models interleaved "
+        "per query in one process (2 shared cores: read the ratios, not the milliseconds); "
+        "RSS: what a fresh process's resident memory "
+        "grows by (VmRSS, after numpy/onnxruntime/tokenizers are imported) once the model is "
+        "loaded and has answered 20 queries (the cross-encoder: 20 queries × 10 candidates).",
         "",
-        "| model | p50 ms | p95 ms | p50 ÷ MiniLM | added peak RSS (MB) |",
+        "| model | p50 ms | p95 ms | p50 ÷ MiniLM | added RSS (MB) |",
         "|---|---:|---:|---:|---:|",
     ]
     for k, v in lat.items():
@@ -268,6 +281,7 @@ def main() -> int:
     r.add_argument("--out", type=Path, default=None)
     r.add_argument("--json", type=Path, default=None)
     r.add_argument("--bge-only", action="store_true")
+    r.add_argument("--vs-v1", action="store_true")
     c = sub.add_parser("cost")
     c.add_argument("--queries", type=int, default=200)
     c.add_argument("--out", type=Path, default=None)
