@@ -12,11 +12,18 @@ flat dense, BM25 (name + description) and stemmed BM25 rankings. Each pooled too
 features of :data:`FEATURES`; its fused score is the model's logit × ``score_scale`` (on the
 cosine scale the adaptive layer's margins assume), and every tool outside the pool ranks below
 the pool in ``steps``' order.
+
+Version 2 (``fusion-v2.json``, :func:`second_model`; benchmarks/models.py measures it) adds a
+second dense signal: :data:`SECOND_FEATURES`, the cosines of another embedding model
+(bge-small, embed/bge.py) over the same tool documents, from a :class:`SecondDense` view
+attached to the index with :func:`attach_second_dense`; that model's flat top 10 joins the pool.
 """
 
 from __future__ import annotations
 
 import json
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -25,6 +32,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from toolroute.embed.base import Matrix
 from toolroute.errors import ConfigError
 from toolroute.index.build import ToolIndex
 from toolroute.index.document import humanise
@@ -36,16 +44,23 @@ from toolroute.route.expand import expand
 
 __all__ = [
     "FEATURES",
+    "FEATURES_V2",
     "FORMAT",
+    "SECOND_FEATURES",
     "FusionModel",
+    "SecondDense",
+    "attach_second_dense",
     "candidate_features",
     "default_model",
     "fused_scores",
     "load_model",
+    "second_dense",
+    "second_model",
 ]
 
 FORMAT = "toolroute-fusion"
-VERSION = 1
+VERSION = 2
+"""The newest model file version (1: :data:`FEATURES`; 2: :data:`FEATURES_V2`)."""
 FEATURES = (
     "dense",  # TDWA cosine (seed 001 eq. 1)
     "flat",  # cosine of "server: tool: description"
@@ -63,14 +78,52 @@ FEATURES = (
     "steps_rank",  # 1 / log2(rank + 1) in steps' order
     "name_overlap",  # share of the tool name's words (stemmed) in the query
 )
+SECOND_FEATURES = (
+    "dense2",  # the second model's TDWA cosine
+    "flat2",  # the second model's flat cosine
+    "intent_best2",  # the second model's best sub-intent cosine (the query's when one clause)
+    "dense2_gap",  # dense2 − the query's best dense2
+)
+FEATURES_V2 = FEATURES + SECOND_FEATURES
+_VERSIONS = {1: FEATURES, 2: FEATURES_V2}
 
 Floats = npt.NDArray[np.float64]
 Scores = npt.NDArray[np.float32]
 
 
 @dataclass(frozen=True, slots=True)
+class SecondDense:
+    """Another embedding model's view of an index's tools, row for row."""
+
+    model_id: str
+    tool_vectors: Matrix
+    """TDWA document vectors under the index's document configuration."""
+    flat_vectors: Matrix
+    """Embeddings of ``"server name: tool name: description"``."""
+    embed: Callable[[list[str]], Matrix]
+    """Embeds a query and its sub-intents with that model."""
+
+
+# Keyed by the index's DerivedData (the index itself is a slotted dataclass, not weakly
+# referenceable): the view lives exactly as long as the index it describes.
+_SECOND: weakref.WeakKeyDictionary[Any, SecondDense] = weakref.WeakKeyDictionary()
+
+
+def attach_second_dense(ix: ToolIndex, view: SecondDense) -> None:
+    """Give ``ix`` a second dense signal (what a v2 model reads); replaces an older one."""
+    if view.tool_vectors.shape[0] != ix.size or view.flat_vectors.shape[0] != ix.size:
+        raise ConfigError(f"a second dense view needs {ix.size} rows, one per tool of the index")
+    _SECOND[ix.derived] = view
+
+
+def second_dense(ix: ToolIndex) -> SecondDense | None:
+    """The view attached to ``ix``, if any."""
+    return _SECOND.get(ix.derived)
+
+
+@dataclass(frozen=True, slots=True)
 class FusionModel:
-    """A standardised logistic regression over :data:`FEATURES`."""
+    """A standardised logistic regression over :data:`FEATURES` (or :data:`FEATURES_V2`)."""
 
     mean: Floats
     scale: Floats
@@ -79,6 +132,11 @@ class FusionModel:
     pool: int = 30
     score_scale: float = 0.05
     provenance: tuple[tuple[str, Any], ...] = ()
+    features: tuple[str, ...] = FEATURES
+
+    @property
+    def version(self) -> int:
+        return next(v for v, f in _VERSIONS.items() if f == self.features)
 
     def logits(self, x: Floats) -> Floats:
         out: Floats = ((x - self.mean) / self.scale) @ self.coef + self.intercept
@@ -87,8 +145,8 @@ class FusionModel:
     def to_json(self) -> dict[str, Any]:
         return {
             "format": FORMAT,
-            "version": VERSION,
-            "features": list(FEATURES),
+            "version": self.version,
+            "features": list(self.features),
             "mean": [round(float(v), 6) for v in self.mean],
             "scale": [round(float(v), 6) for v in self.scale],
             "coef": [round(float(v), 6) for v in self.coef],
@@ -106,14 +164,19 @@ def load_model(path: Path) -> FusionModel:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         raise ConfigError(f"cannot read fusion model {path}: {e}") from None
+    version = data.get("version") if isinstance(data, dict) else None
+    features = _VERSIONS.get(version) if isinstance(version, int) else None
     if (
         not isinstance(data, dict)
         or data.get("format") != FORMAT
-        or data.get("version") != VERSION
-        or data.get("features") != list(FEATURES)
+        or features is None
+        or data.get("features") != list(features)
     ):
-        raise ConfigError(f"{path} is not a {FORMAT} v{VERSION} model over this router's features")
-    n = len(FEATURES)
+        raise ConfigError(
+            f"{path} is not a {FORMAT} v{'/v'.join(map(str, _VERSIONS))} model over this "
+            "router's features"
+        )
+    n = len(features)
     arrays = [np.asarray(data[k], dtype=np.float64) for k in ("mean", "scale", "coef")]
     if any(a.shape != (n,) for a in arrays) or (arrays[1] <= 0).any():
         raise ConfigError(f"{path}: mean, scale and coef need {n} values (scale > 0)")
@@ -125,18 +188,27 @@ def load_model(path: Path) -> FusionModel:
         int(data.get("pool", 30)),
         float(data.get("score_scale", 0.05)),
         tuple(sorted(dict(data.get("provenance", {})).items())),
+        features,
     )
 
 
-_DEFAULT: list[FusionModel] = []
+_SHIPPED: dict[str, FusionModel] = {}
+
+
+def _shipped(name: str) -> FusionModel:
+    if name not in _SHIPPED:
+        _SHIPPED[name] = load_model(Path(str(resources.files("toolroute") / "data" / name)))
+    return _SHIPPED[name]
 
 
 def default_model() -> FusionModel:
     """The shipped model (``toolroute/data/fusion-v1.json``), read once."""
-    if not _DEFAULT:
-        path = Path(str(resources.files("toolroute") / "data" / "fusion-v1.json"))
-        _DEFAULT.append(load_model(path))
-    return _DEFAULT[0]
+    return _shipped("fusion-v1.json")
+
+
+def second_model() -> FusionModel:
+    """The shipped two-model fusion (``toolroute/data/fusion-v2.json``), read once."""
+    return _shipped("fusion-v2.json")
 
 
 def _max_norm(s: Scores) -> Scores:
@@ -162,9 +234,10 @@ def _name_words(ix: ToolIndex) -> list[frozenset[str]]:
 
 
 def candidate_features(
-    ix: ToolIndex, q: Any, p: Any, pool: int = 30
+    ix: ToolIndex, q: Any, p: Any, pool: int = 30, second: SecondDense | None = None
 ) -> tuple[npt.NDArray[np.intp], Floats, Scores]:
-    """(pooled rows, their (rows × :data:`FEATURES`) matrix, ``steps``' scores of every tool)."""
+    """(pooled rows, their (rows × features) matrix, ``steps``' scores of every tool): the
+    features are :data:`FEATURES`, or :data:`FEATURES_V2` with a ``second`` dense view."""
     d = st.dense(ix, q, p)
     flat = ix.flat_vectors @ q.vector
     lex = _max_norm(ix.tool_lexical.scores(q.text))
@@ -174,9 +247,13 @@ def candidate_features(
     a = stage._action_prior(ix, q, p, m)
     e = expand(a, index_providers(ix), p.expand_pool, p.expand_weight)
     s = stage._near_duplicates(ix, q, p, stage._named_files(ix, q, p, e))  # = steps(ix, q, p)
-    rows = np.unique(
-        np.concatenate([_top(s, pool), _top(flat, 10), _top(nd, 10), _top(fields["stemmed"], 10)])
-    )
+    tops = [_top(s, pool), _top(flat, 10), _top(nd, 10), _top(fields["stemmed"], 10)]
+    if second is not None:
+        qv = second.embed([q.text, *q.intents])
+        d2 = second.tool_vectors @ qv[0]
+        flat2 = second.flat_vectors @ qv[0]
+        tops.append(_top(flat2, 10))
+    rows = np.unique(np.concatenate(tops))
     rows = rows[np.isfinite(s[rows])]
     srv = st.server_scores(ix, q, p)[ix.server_of[rows]]
     if q.intent_vectors is not None and len(q.intent_vectors):
@@ -208,12 +285,24 @@ def candidate_features(
             overlap,
         ]
     ).astype(np.float64)
+    if second is not None:
+        best2 = (second.tool_vectors[rows] @ qv[1:].T).max(axis=1) if len(qv) > 1 else d2[rows]
+        extra = np.column_stack([d2[rows], flat2[rows], best2, d2[rows] - float(d2.max())])
+        x = np.hstack([x, extra.astype(np.float64)])
     return rows, x, s
 
 
 def fused_scores(ix: ToolIndex, q: Any, p: Any, model: FusionModel) -> Scores:
     """The model's order over the pool, ``steps``' order below it (module docstring)."""
-    rows, x, s = candidate_features(ix, q, p, model.pool)
+    second = None
+    if model.features != FEATURES:
+        second = second_dense(ix)
+        if second is None:
+            raise ConfigError(
+                "this fusion model needs a second dense view of the index "
+                "(route.fusion.attach_second_dense, e.g. bge-small from toolroute[models])"
+            )
+    rows, x, s = candidate_features(ix, q, p, model.pool, second)
     out = s.astype(np.float64, copy=True)
     if not rows.size:
         return s
@@ -243,6 +332,8 @@ st.register_strategy(
         "learned fusion: a logistic regression over steps' signals and per-field BM25",
     ),
 )
+
+
 st.register_strategy(
     "adaptive-fusion",
     lambda: st.Strategy(
