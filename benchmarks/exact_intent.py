@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from recall_suite import SETS, Case, render, run_set, step_cases
+from recall_suite import SETS, Case, render, run_set, suite_cases
 
 
 def _variant_runs(router: Any, cases: dict[str, list[Case]], strategy: str) -> dict[str, Any]:
@@ -57,7 +57,6 @@ def main() -> int:
 
     from toolroute.catalog import load_queries
     from toolroute.embed.onnx import OnnxEmbedder
-    from toolroute.route.exact import exact_name_cases
     from toolroute.route.strategy import RouteParams
     from toolroute.router import Router
 
@@ -70,16 +69,7 @@ def main() -> int:
         with Router(cat, store=args.store, embedder=embedder, params=RouteParams()) as r:
             r.index()
             queries = load_queries(qf, r.catalog)
-            cases: dict[str, list[Case]] = {"whole": [(q.text, list(q.groups)) for q in queries]}
-            if args.steps:
-                for planner in ("oracle", "clauses"):
-                    cases[planner] = step_cases(
-                        queries, r.catalog, planner, embedder.embed, args.steps
-                    )
-            if args.exact:
-                cases["exact"] = [
-                    (t, [frozenset([k])]) for t, k in exact_name_cases(r.catalog, args.exact)
-                ]
+            cases = suite_cases(r.catalog, queries, embedder.embed, args.steps, args.exact)
             results[name] = {}
             for s in strategies:
                 for view, per in _variant_runs(r, cases, s).items():

@@ -84,7 +84,6 @@ def recall(args: argparse.Namespace) -> int:
     from toolroute.embed.blend import BlendEmbedder
     from toolroute.embed.cache import CachedEmbedder
     from toolroute.embed.onnx import OnnxEmbedder
-    from toolroute.route.exact import exact_name_cases
     from toolroute.route.fusion import attach_second_dense
     from toolroute.route.strategy import RouteParams
     from toolroute.router import Router
@@ -110,16 +109,7 @@ def recall(args: argparse.Namespace) -> int:
             r.index()
             attach_second_dense(r.built, second_view(cat, args.store, bge, r.built.keys))
             queries = load_queries(qf, r.catalog)
-            cases: dict[str, list[rs.Case]] = {"whole": [(q.text, list(q.groups)) for q in queries]}
-            if args.steps:
-                for planner in ("oracle", "clauses"):
-                    cases[planner] = rs.step_cases(
-                        queries, r.catalog, planner, minilm.embed, args.steps
-                    )
-            if args.exact:
-                cases["exact"] = [
-                    (t, [frozenset([k])]) for t, k in exact_name_cases(r.catalog, args.exact)
-                ]
+            cases = rs.suite_cases(r.catalog, queries, minilm.embed, args.steps, args.exact)
             results[name] = rs.run_set(r, cases, mine)
         if args.vs_v1:
             print(f"{name}: done at {time.perf_counter() - t_start:.0f} s", file=sys.stderr)

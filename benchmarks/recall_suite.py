@@ -139,6 +139,22 @@ def register_lodo(held_out: str) -> None:
         )
 
 
+def suite_cases(
+    catalog: Any, queries: Any, embed: Any, steps: int, exact: int
+) -> dict[str, list[Case]]:
+    """The suite's views of one set: whole requests, ``steps`` per-step needs from each
+    planner (oracle, clauses), and ``exact`` generated exact-name queries (0: a view left out)."""
+    from toolroute.route.exact import exact_name_cases
+
+    cases: dict[str, list[Case]] = {"whole": [(q.text, list(q.groups)) for q in queries]}
+    if steps:
+        for planner in ("oracle", "clauses"):
+            cases[planner] = step_cases(queries, catalog, planner, embed, steps)
+    if exact:
+        cases["exact"] = [(t, [frozenset([k])]) for t, k in exact_name_cases(catalog, exact)]
+    return cases
+
+
 def run_set(
     router: Any, cases: dict[str, list[Case]], strategies: Sequence[str]
 ) -> dict[str, dict[str, Any]]:
@@ -277,7 +293,6 @@ def main() -> int:
 
     from toolroute.catalog import load_queries
     from toolroute.embed.onnx import OnnxEmbedder
-    from toolroute.route.exact import exact_name_cases
     from toolroute.route.strategy import RouteParams
     from toolroute.router import Router
 
@@ -294,16 +309,7 @@ def main() -> int:
         with Router(cat, store=args.store, embedder=embedder, params=RouteParams()) as r:
             r.index()
             queries = load_queries(qf, r.catalog)
-            cases: dict[str, list[Case]] = {"whole": [(q.text, list(q.groups)) for q in queries]}
-            if args.steps:
-                for planner in ("oracle", "clauses"):
-                    cases[planner] = step_cases(
-                        queries, r.catalog, planner, embedder.embed, args.steps
-                    )
-            if args.exact:
-                cases["exact"] = [
-                    (t, [frozenset([k])]) for t, k in exact_name_cases(r.catalog, args.exact)
-                ]
+            cases = suite_cases(r.catalog, queries, embedder.embed, args.steps, args.exact)
             results[name] = run_set(r, cases, strategies)
         print(f"{name}: done at {time.perf_counter() - t_start:.0f} s", file=sys.stderr)
     table, summary = render(results, strategies, args.baseline)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Embedder", "Matrix", "SpanEmbedder", "l2_normalise"]
+__all__ = ["Embedder", "Matrix", "SpanEmbedder", "l2_normalise", "padded_ids"]
 
 Matrix = npt.NDArray[np.float32]
 """Row-major float32 matrix, one L2-normalised row per text."""
@@ -49,3 +49,17 @@ def l2_normalise(m: npt.NDArray[np.floating]) -> Matrix:
     norms[norms == 0] = 1.0
     out: Matrix = (m32 / norms).astype(np.float32, copy=False)
     return out
+
+
+def padded_ids(
+    batch: Sequence[Any],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """A batch of tokenizer encodings as (input ids, attention mask), zero-padded to the
+    longest (0 is [PAD] in the BERT vocabularies the bundled models use)."""
+    width = max(len(e.ids) for e in batch)
+    ids = np.zeros((len(batch), width), dtype=np.int64)
+    mask = np.zeros((len(batch), width), dtype=np.int64)
+    for row, e in enumerate(batch):
+        ids[row, : len(e.ids)] = e.ids
+        mask[row, : len(e.ids)] = 1
+    return ids, mask

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from toolroute.embed.base import Matrix, l2_normalise
+from toolroute.embed.base import Matrix, l2_normalise, padded_ids
 from toolroute.embed.onnx import OnnxEmbedder, _sha256
 from toolroute.errors import EmbedError
 
@@ -114,12 +114,7 @@ class BgeEmbedder(OnnxEmbedder):
         return self.embed([text, *(text[a:b] for a, b in spans)])
 
     def _run(self, batch: list[Any]) -> Matrix:
-        width = max(len(e.ids) for e in batch)
-        ids = np.zeros((len(batch), width), dtype=np.int64)  # 0 is [PAD]
-        mask = np.zeros((len(batch), width), dtype=np.int64)
-        for row, e in enumerate(batch):
-            ids[row, : len(e.ids)] = e.ids
-            mask[row, : len(e.ids)] = 1
+        ids, mask = padded_ids(batch)
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         hidden = self._session().run(None, feeds)[0]
         return l2_normalise(hidden[:, 0, :])

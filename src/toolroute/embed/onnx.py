@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from toolroute.embed.base import Matrix, l2_normalise
+from toolroute.embed.base import Matrix, l2_normalise, padded_ids
 from toolroute.errors import EmbedError
 from toolroute.heap import bulk_allocations, trim_heap
 
@@ -219,12 +219,7 @@ class OnnxEmbedder:
         return l2_normalise(np.stack(rows))
 
     def _run(self, batch: list[Encoding]) -> Matrix:
-        width = max(len(e.ids) for e in batch)
-        ids = np.zeros((len(batch), width), dtype=np.int64)  # 0 is [PAD]
-        mask = np.zeros((len(batch), width), dtype=np.int64)
-        for row, e in enumerate(batch):
-            ids[row, : len(e.ids)] = e.ids
-            mask[row, : len(e.ids)] = 1
+        ids, mask = padded_ids(batch)
         feeds = {"input_ids": ids, "attention_mask": mask}
         session = self._session()
         if "token_type_ids" in self._inputs:
