@@ -71,6 +71,10 @@ def serve(config: Path, stdin: Any) -> subprocess.Popen[bytes]:
             stdin=stdin,
             stdout=subprocess.PIPE,
             stderr=err,
+            # unbuffered: read_until waits on the pipe with select, and a buffered readline
+            # would swallow two answers that arrived together, leaving the second in Python's
+            # buffer while select waits for the pipe (the CI hang of test_stdio_bad_frame)
+            bufsize=0,
         )
 
 
