@@ -116,6 +116,40 @@ def _is_identifier(name: str) -> bool:
     return bool(re.search(r"[_\-.\d]", name) or _CAMEL.search(name))
 
 
+class _Qualified:
+    """``server__tool`` and its ``.``/``/``/``:`` forms (lower case) → rows, split on demand:
+    a table of every form held eight strings per tool (800,000 at 100k tools, most of a fresh
+    gateway's first route: benchmarks/results/scale_s3.md)."""
+
+    __slots__ = ("_names", "_row_server", "_server_forms")
+
+    def __init__(
+        self,
+        names: dict[str, tuple[int, ...]],
+        server_forms: dict[str, frozenset[int]],
+        row_server: list[int],
+    ) -> None:
+        self._names = names
+        self._server_forms = server_forms
+        self._row_server = row_server
+
+    def get(self, form: str, default: tuple[int, ...] = ()) -> tuple[int, ...]:
+        found: dict[int, None] = {}
+        for sep in _QUALIFIERS:
+            at = form.find(sep)
+            while at > 0:  # every split: a server id may itself hold the separator
+                servers = self._server_forms.get(form[:at])
+                if servers:
+                    for row in self._names.get(form[at + len(sep) :], ()):
+                        if self._row_server[row] in servers:
+                            found[row] = None
+                at = form.find(sep, at + 1)
+        return tuple(found) if found else default
+
+    def __contains__(self, form: object) -> bool:
+        return isinstance(form, str) and bool(self.get(form))
+
+
 @dataclass(frozen=True, slots=True)
 class NameTable:
     """Lookups from a written form to the tool rows (or server ids) it names."""
@@ -124,8 +158,8 @@ class NameTable:
     """Identifier-like tool names (lower case) → rows."""
     bare: dict[str, tuple[int, ...]]
     """One-word English tool names → rows (count only quoted or qualified)."""
-    qualified: dict[str, tuple[int, ...]]
-    """``server__tool`` and its ``.``/``/``/``:`` forms (lower case) → row."""
+    qualified: _Qualified
+    """``server__tool`` and its ``.``/``/``/``:`` forms (lower case) → rows."""
     phrases: dict[str, tuple[int, ...]]
     """Tool names in words (``create entities``) → rows (count only quoted)."""
     servers: dict[str, int]
@@ -135,29 +169,38 @@ class NameTable:
 def name_table(catalog: Catalog) -> NameTable:
     plain: dict[str, list[int]] = {}
     bare: dict[str, list[int]] = {}
-    qualified: dict[str, list[int]] = {}
+    every: dict[str, list[int]] = {}
     phrases: dict[str, list[int]] = {}
     servers: dict[str, int] = {}
+    server_forms: dict[str, set[int]] = {}
+    row_server: list[int] = []
+    read: dict[str, tuple[bool, str]] = {}  # per distinct name: mirrors repeat their names
     row = 0
     for si, server in enumerate(catalog.servers):
         for form in {server.id.lower(), server.name.lower()}:
+            server_forms.setdefault(form, set()).add(si)
             if form and " " not in form and form not in _COMMON_SERVERS and len(form) > 2:
                 servers.setdefault(form, si)
         for tool in server.tools:
             name = tool.name.lower()
-            (plain if _is_identifier(tool.name) else bare).setdefault(name, []).append(row)
-            for sid in {server.id.lower(), server.name.lower()}:
-                for sep in _QUALIFIERS:
-                    qualified.setdefault(f"{sid}{sep}{name}", []).append(row)
-            words = _words(tool.name)
+            seen = read.get(tool.name)
+            if seen is None:
+                seen = read[tool.name] = (_is_identifier(tool.name), _words(tool.name))
+            identifier, words = seen
+            (plain if identifier else bare).setdefault(name, []).append(row)
+            every.setdefault(name, []).append(row)
             if words:
                 phrases.setdefault(words, []).append(row)
+            row_server.append(si)
             row += 1
 
     def frozen(d: dict[str, list[int]]) -> dict[str, tuple[int, ...]]:
         return {k: tuple(dict.fromkeys(v)) for k, v in d.items()}
 
-    return NameTable(frozen(plain), frozen(bare), frozen(qualified), frozen(phrases), servers)
+    qualified = _Qualified(
+        frozen(every), {k: frozenset(v) for k, v in server_forms.items()}, row_server
+    )
+    return NameTable(frozen(plain), frozen(bare), qualified, frozen(phrases), servers)
 
 
 def _occurrences(
