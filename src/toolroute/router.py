@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -26,6 +24,7 @@ from toolroute.catalog.loader import load_catalog
 from toolroute.catalog.models import Catalog, Tool
 from toolroute.embed.base import Embedder, SpanEmbedder
 from toolroute.embed.cache import CachedEmbedder
+from toolroute.embed.memo import VectorLru
 from toolroute.errors import ConfigError
 from toolroute.index.build import ToolIndex, build_index, economics_arrays
 from toolroute.index.document import QuestionGenerator, TemplateQuestions
@@ -101,8 +100,7 @@ class Router:
         # the whole-query vectors of the last routes: the usage memory keys a call by its
         # find_tools query, which the route has just embedded (re-embedding it cost every
         # call_tool a model run when the query cache is off or evicted it)
-        self._routed: OrderedDict[str, Any] = OrderedDict()
-        self._routed_lock = threading.Lock()
+        self._routed = VectorLru(ROUTED_VECTORS)
         if isinstance(documents, str):
             if documents not in PRESETS:
                 raise ConfigError(
@@ -267,8 +265,7 @@ class Router:
 
     def _query_vector(self, query: str) -> Any:
         """``query``'s vector: the one its route made, else a fresh embedding."""
-        with self._routed_lock:
-            vector = self._routed.get(query)
+        vector = self._routed.get(query)
         return vector if vector is not None else self.embedder.embed([query])[0]
 
     def record(self, outcome: Outcome) -> None:
@@ -292,11 +289,7 @@ class Router:
             vecs = self.embedder.embed_spans(query, spans)
         else:
             vecs = self.embedder.embed([query, *parts])
-        with self._routed_lock:
-            self._routed[query] = vecs[0]
-            self._routed.move_to_end(query)
-            while len(self._routed) > ROUTED_VECTORS:
-                self._routed.popitem(last=False)
+        self._routed.put(query, vecs[0])
         return QueryContext(
             text=query,
             vector=vecs[0],

@@ -19,7 +19,33 @@ import numpy as np
 
 from toolroute.embed.base import Embedder, Matrix, SpanEmbedder
 
-__all__ = ["QueryMemo"]
+__all__ = ["QueryMemo", "VectorLru"]
+
+
+class VectorLru:
+    """The last ``size`` vectors by key, least recently used out first; thread-safe."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[Hashable, Matrix] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def get(self, key: Hashable) -> Matrix | None:
+        with self._lock:
+            found = self._items.get(key)
+            if found is not None:
+                self._items.move_to_end(key)
+            return found
+
+    def put(self, key: Hashable, value: Matrix) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
 
 
 class QueryMemo:
@@ -35,8 +61,8 @@ class QueryMemo:
         self.size = size
         self.hits = 0
         self.misses = 0
-        self._memo: OrderedDict[Hashable, Matrix] = OrderedDict()
-        self._lock = threading.Lock()
+        self._memo = VectorLru(size)
+        self._count = threading.Lock()
 
     @property
     def model_id(self) -> str:
@@ -66,10 +92,9 @@ class QueryMemo:
         return self._memoised(key, compute) if self.size else compute()
 
     def _memoised(self, key: Hashable, compute: Any) -> Matrix:
-        with self._lock:
-            found = self._memo.get(key)
+        found = self._memo.get(key)
+        with self._count:
             if found is not None:
-                self._memo.move_to_end(key)
                 self.hits += 1
                 return found
             self.misses += 1
@@ -77,9 +102,5 @@ class QueryMemo:
         # get the same vector); one slow embedding never blocks another thread's hit
         vectors = np.array(compute(), dtype=np.float32)
         vectors.flags.writeable = False
-        with self._lock:
-            self._memo[key] = vectors
-            self._memo.move_to_end(key)
-            while len(self._memo) > self.size:
-                self._memo.popitem(last=False)
+        self._memo.put(key, vectors)
         return vectors
