@@ -17,6 +17,7 @@ from mcp import Client
 from mcp.server._otel import OpenTelemetryMiddleware
 
 from tests.conftest import TIME_MAIN
+from tests.helpers.stdio import HELLO
 from tests.integration.gateways import http_gateway
 from toolroute.config import load_config
 from toolroute.embed.onnx import OnnxEmbedder
@@ -27,16 +28,7 @@ from toolroute.gateway.app import (
 
 pytestmark = pytest.mark.integration
 
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "1"},
-    },
-}
+INITIALIZE = HELLO[0]  # the raw initialize request a client sends first
 
 
 def _config(tmp_path: Path, toml: str) -> Any:
