@@ -22,6 +22,7 @@ from toolroute.route.adaptive import AdaptiveParams
 from toolroute.route.derived import index_actions, index_providers
 from toolroute.route.ehrr import EhrrParams, EhrrTrace
 from toolroute.route.expand import expand
+from toolroute.route.feedback import intent_feedback
 from toolroute.route.intent import READ_FILE_INTENT, WRITE_FILE_INTENT, named_files
 from toolroute.stats import StatsBook
 
@@ -116,6 +117,10 @@ class RouteParams:
     ``duplicate_cosine`` (0: no demotion)."""
     duplicate_window: int = 15
     """``steps``: the top this many are checked for near duplicates."""
+    intent_feedback: float = 0.0
+    """``multi``: β of pseudo-relevance feedback on sub-intents, each moved towards its own top
+    ``intent_feedback_depth`` tools (route/feedback.py). 0: off."""
+    intent_feedback_depth: int = 5
     exact_names: bool = True
     """Every strategy: a tool the query names ranks first, a named server's tools are first
     among equals (route/exact.py; off: the ablation without it)."""
@@ -154,6 +159,7 @@ def multi(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
     intents = q.intent_vectors
     if intents is None or not len(intents):
         return out
+    intents = intent_feedback(ix, intents, p.intent_feedback, p.intent_feedback_depth)
     keep = 1.0 - p.intent_mix
     top = p.intent_exact_top
     rows: npt.NDArray[np.intp] | None = None

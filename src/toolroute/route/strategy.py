@@ -35,6 +35,7 @@ from toolroute.index.build import ToolIndex
 from toolroute.route import llm_stages
 from toolroute.route.adaptive import adaptive_route
 from toolroute.route.ehrr import ehrr_route
+from toolroute.route.feedback import DEFAULT_FEEDBACK
 from toolroute.route.stage import (  # noqa: F401 (benchmarks and tests reach them through here)
     QueryContext,
     RouteParams,
@@ -205,6 +206,16 @@ def _adaptive(base: StrategyFn, **variant: Any) -> StrategyFn:
     return score
 
 
+def _with_feedback(base: StrategyFn) -> StrategyFn:
+    """``base`` with sub-intent feedback on (route/feedback.py), at the params' β if set."""
+
+    def score(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
+        beta = p.intent_feedback if p.intent_feedback > 0 else DEFAULT_FEEDBACK
+        return base(ix, q, replace(p, intent_feedback=beta))
+
+    return score
+
+
 @dataclass(frozen=True, slots=True)
 class Strategy:
     name: str
@@ -253,6 +264,13 @@ STRATEGIES: dict[str, Strategy] = {
             _adaptive(steps),
             "intent-spans",
             "capabilities by relevance (steps), vendor by posterior V·q − price, usage memory",
+            True,
+        ),
+        Strategy(
+            "adaptive-prf",
+            _adaptive(_with_feedback(steps)),
+            "intent-spans",
+            "adaptive, each sub-intent moved towards its own top tools (Rocchio, no LLM)",
             True,
         ),
         Strategy(

@@ -1,0 +1,262 @@
+"""Query expansion from the catalog itself (issue 25): pseudo-relevance feedback, no LLM.
+
+    python benchmarks/recall_feedback.py [--strategy S]... [--baseline default] [--sets a,b]
+        [--steps 150] [--exact 0] [--store DIR] [--out FILE] [--json FILE]
+
+A first pass of ``steps`` ranks the catalog; its top tools then rewrite the query, and the
+request is scored again (``_adaptive`` over the result, as ``default`` is over ``steps``):
+
+- ``prf-dense-<β>-<m>``: Rocchio on the vectors: the query vector and each sub-intent vector
+  move towards the mean of their own top-``m`` tools' vectors, ``normalise(v + β · mean)``;
+- ``prf-whole-<β>-<m>``: the same on the whole-query vector only (sub-intents untouched);
+- ``prf-intent-<β>-<m>``: the same on the sub-intent vectors only;
+- ``prf-lex-<λ>-<t>-<m>``: RM3 on BM25: the ``t`` heaviest terms of the top-``m`` tool
+  documents (per-document BM25 weights, normalised) join the query with weight ``λ``;
+- ``ctx-<γ>``: server context among the top 10's servers: each of their tools gains ``γ`` ×
+  the mean of its server's best three scores minus the lowest such mean among them;
+- ``companion-<δ>``: a tool of a top-5 server within ``δ`` of the fifth score rises to just
+  above it (at most one per server).
+
+``prf-intent-0.3-5`` is what the router ships as ``adaptive-prf`` (route/feedback.py, the
+switch ``RouteParams.intent_feedback``); ``recall_feedback_product.md`` checks the two agree.
+Variants are named with their knobs; ``--strategy`` takes any such name. The suite's harness
+(benchmarks/recall_suite.py) does the cases, the paired intervals and the keep-rule.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import recall_suite as rs  # noqa: E402
+
+# the sets each variant's knobs were chosen on (filled by --developed-on; see the results file)
+DEVELOPED: tuple[str, ...] = ()
+
+
+def _unit(v: Any) -> Any:
+    n = np.linalg.norm(v, axis=-1, keepdims=True)
+    return (v / np.maximum(n, 1e-12)).astype(np.float32)
+
+
+def _rocchio(ix: Any, v: Any, beta: float, m: int, first: Any | None = None) -> Any:
+    """``normalise(v + β · mean of the top-m tool vectors)``, ranked by ``first`` when given,
+    else by the cosine with ``v``."""
+    s = first if first is not None else ix.tool_vectors @ v
+    from toolroute.route.stage import _top_rows
+
+    top = _top_rows(s, m)
+    return _unit(v + beta * ix.tool_vectors[top].mean(axis=0))
+
+
+def prf_dense(beta: float, m: int, intents: bool, whole: bool = True) -> Any:
+    from toolroute.route import strategy as st
+
+    def score(ix: Any, q: Any, p: Any) -> Any:
+        first = st.steps(ix, q, p) if whole else None
+        qv = _rocchio(ix, q.vector, beta, m, first) if whole else q.vector
+        iv = q.intent_vectors
+        if intents and iv is not None and len(iv):
+            iv = np.stack([_rocchio(ix, v, beta, m) for v in iv])
+        return st.steps(ix, replace(q, vector=qv, intent_vectors=iv), p)
+
+    return score
+
+
+def _doc_terms(ix: Any) -> tuple[Any, Any, Any]:
+    """Per document (tool row): its vocabulary ids and BM25 weights, CSR-like, from bm25s'
+    token-major score arrays."""
+
+    def make() -> tuple[Any, Any, Any]:
+        sc = ix.tool_lexical._bm25.scores
+        indptr = np.asarray(sc["indptr"])
+        docs = np.asarray(sc["indices"])
+        data = np.asarray(sc["data"], dtype=np.float32)
+        tokens = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
+        order = np.argsort(docs, kind="stable")
+        ptr = np.concatenate([[0], np.cumsum(np.bincount(docs, minlength=ix.size))])
+        return ptr, tokens[order], data[order]
+
+    return ix.derived.memo("prf:doc-terms", make)  # type: ignore[no-any-return]
+
+
+def _term_scores(ix: Any, term: int) -> Any:
+    sc = ix.tool_lexical._bm25.scores
+    indptr = sc["indptr"]
+    out = np.zeros(ix.size, dtype=np.float32)
+    a, b = int(indptr[term]), int(indptr[term + 1])
+    out[np.asarray(sc["indices"][a:b])] = sc["data"][a:b]
+    return out
+
+
+def rm3_lexical(ix: Any, q: Any, first: Any, lam: float, t: int, m: int) -> Any:
+    """RM3: BM25 of the query interpolated with the feedback terms of the top ``m``."""
+    from toolroute.index.document import tokenise
+    from toolroute.route.stage import _top_rows
+
+    base = ix.tool_lexical.scores(q.text)
+    vocab = ix.tool_lexical._bm25.vocab_dict
+    qids = {vocab[w] for w in tokenise(q.text) if w in vocab}
+    ptr, tok, w = _doc_terms(ix)
+    weights: dict[int, float] = {}
+    for d in _top_rows(first, m):
+        a, b = int(ptr[d]), int(ptr[d + 1])
+        tot = float(w[a:b].sum()) or 1.0
+        for k, x in zip(tok[a:b].tolist(), w[a:b].tolist(), strict=True):
+            weights[k] = weights.get(k, 0.0) + x / tot / m
+    terms = sorted((k for k in weights if k not in qids), key=lambda k: -weights[k])[:t]
+    if not terms:
+        return base
+    z = sum(weights[k] for k in terms)
+    fb = sum(weights[k] / z * _term_scores(ix, k) for k in terms)
+    nq = max(len(tokenise(q.text)), 1)
+    return (1 - lam) * base / nq + lam * fb
+
+
+def prf_lex(lam: float, t: int, m: int) -> Any:
+    from toolroute.route import strategy as st
+
+    def score(ix: Any, q: Any, p: Any) -> Any:
+        first = st.steps(ix, q, p)
+        new = st._normalised(rm3_lexical(ix, q, first, lam, t, m))
+        old = st._normalised(ix.tool_lexical.scores(q.text))
+        return st.steps(ix, q, p) + p.lexical_weight * (new - old)
+
+    return score
+
+
+def server_context(gamma: float) -> Any:
+    from toolroute.route import strategy as st
+    from toolroute.route.stage import _top_rows
+
+    def score(ix: Any, q: Any, p: Any) -> Any:
+        s = st.steps(ix, q, p)
+        servers = np.unique(ix.server_of[_top_rows(s, 10)])
+        ctx = {}
+        for sv in servers.tolist():
+            rows = np.flatnonzero(ix.server_of == sv)
+            own = np.sort(s[rows])[::-1][:3]
+            ctx[sv] = float(own[np.isfinite(own)].mean())
+        low = min(ctx.values())
+        out = s.copy()
+        for sv, c in ctx.items():
+            out[ix.server_of == sv] += gamma * (c - low)
+        return out
+
+    return score
+
+
+def companion(delta: float) -> Any:
+    from toolroute.route import strategy as st
+    from toolroute.route.stage import _top_rows
+
+    def score(ix: Any, q: Any, p: Any) -> Any:
+        s = st.steps(ix, q, p)
+        top = _top_rows(s, 5)
+        if len(top) < 5:
+            return s
+        fifth = float(s[top[-1]])
+        out = s.copy()
+        for sv in dict.fromkeys(ix.server_of[top].tolist()):
+            rows = np.flatnonzero(ix.server_of == sv)
+            rows = rows[~np.isin(rows, top)]
+            if not len(rows):
+                continue
+            j = rows[np.argmax(s[rows])]
+            if s[j] >= fifth - delta:
+                out[j] = fifth + 1e-4
+        return out
+
+    return score
+
+
+_PATTERNS: list[tuple[str, Any]] = [
+    (r"prf-dense-([\d.]+)-(\d+)", lambda b, m: prf_dense(float(b), int(m), True)),
+    (r"prf-whole-([\d.]+)-(\d+)", lambda b, m: prf_dense(float(b), int(m), False)),
+    (r"prf-intent-([\d.]+)-(\d+)", lambda b, m: prf_dense(float(b), int(m), True, False)),
+    (r"prf-lex-([\d.]+)-(\d+)-(\d+)", lambda lam, t, m: prf_lex(float(lam), int(t), int(m))),
+    (r"ctx-([\d.]+)", lambda g: server_context(float(g))),
+    (r"companion-([\d.]+)", lambda d: companion(float(d))),
+]
+
+
+def register(name: str) -> bool:
+    """Register ``name`` if it is one of this script's variants; False when it is not."""
+    from toolroute.route import strategy as st
+
+    for pat, make in _PATTERNS:
+        hit = re.fullmatch(pat, name)
+        if hit:
+            fn = st._adaptive(make(*hit.groups()))
+            st.register_strategy(
+                name,
+                lambda fn=fn, name=name: st.Strategy(name, fn, "intent-spans", name, True),
+                overwrite=True,
+            )
+            rs.DEVELOPED_ON[name] = DEVELOPED
+            return True
+    return False
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--strategy", action="append", default=None)
+    ap.add_argument("--baseline", default="default")
+    ap.add_argument("--sets", default=",".join(rs.SETS))
+    ap.add_argument("--steps", type=int, default=150)
+    ap.add_argument("--exact", type=int, default=0)
+    ap.add_argument("--developed-on", default="", help="sets the knobs were chosen on")
+    ap.add_argument("--store", type=Path, default=rs.REPO / ".toolroute" / "bench-store")
+    ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args()
+
+    from toolroute.catalog import load_queries
+    from toolroute.embed.onnx import OnnxEmbedder
+    from toolroute.route.strategy import RouteParams
+    from toolroute.router import Router
+
+    global DEVELOPED
+    DEVELOPED = tuple(s for s in args.developed_on.split(",") if s)
+    strategies = args.strategy or ["default"]
+    if args.baseline not in strategies:
+        strategies.insert(0, args.baseline)
+    for s in strategies:
+        register(s.split("/")[0])
+    embedder = OnnxEmbedder()
+    results: dict[str, dict[str, dict[str, Any]]] = {}
+    t0 = time.perf_counter()
+    for name in args.sets.split(","):
+        cat, qf = rs.SETS[name]
+        with Router(cat, store=args.store, embedder=embedder, params=RouteParams()) as r:
+            r.index()
+            queries = load_queries(qf, r.catalog)
+            cases = rs.suite_cases(r.catalog, queries, embedder.embed, args.steps, args.exact)
+            results[name] = rs.run_set(r, cases, strategies)
+        print(f"{name}: done at {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    table, summary = rs.render(results, strategies, args.baseline)
+    head = (
+        f"`python benchmarks/recall_feedback.py {' '.join(sys.argv[1:])}` "
+        f"({time.perf_counter() - t0:.0f} s, MiniLM int8, no LLM)\n\n"
+    )
+    if args.out:
+        args.out.write_text(head + table, encoding="utf-8")
+    if args.json:
+        args.json.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    print(head + table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
