@@ -45,6 +45,7 @@ from toolroute.route.expand import expand
 __all__ = [
     "FEATURES",
     "FEATURES_V2",
+    "FEATURES_V3",
     "FORMAT",
     "SECOND_FEATURES",
     "FusionModel",
@@ -59,8 +60,9 @@ __all__ = [
 ]
 
 FORMAT = "toolroute-fusion"
-VERSION = 2
-"""The newest model file version (1: :data:`FEATURES`; 2: :data:`FEATURES_V2`)."""
+VERSION = 3
+"""The newest model file version (1: :data:`FEATURES`; 2: :data:`FEATURES_V2`;
+3: :data:`FEATURES_V3`)."""
 FEATURES = (
     "dense",  # TDWA cosine (seed 001 eq. 1)
     "flat",  # cosine of "server: tool: description"
@@ -85,7 +87,16 @@ SECOND_FEATURES = (
     "dense2_gap",  # dense2 − the query's best dense2
 )
 FEATURES_V2 = FEATURES + SECOND_FEATURES
-_VERSIONS = {1: FEATURES, 2: FEATURES_V2}
+_ZSCORED = ("dense", "flat", "bm25", "bm25_name_desc", "bm25_stemmed", "server", "intent_best")
+_ZSCORED += ("multi", "steps", "name_overlap")
+POSITION_FEATURES = (
+    "default_rank",  # 1 / log2(rank + 1) in default's order (adaptive over steps)
+    "default_top5",  # 1 when default ranks the tool in its top 5
+    "steps_top5",  # 1 when steps ranks the tool in its top 5
+    *(f"{f}_z" for f in _ZSCORED),  # z-score within the query's pool
+)
+FEATURES_V3 = FEATURES + POSITION_FEATURES
+_VERSIONS = {1: FEATURES, 2: FEATURES_V2, 3: FEATURES_V3}
 
 Floats = npt.NDArray[np.float64]
 Scores = npt.NDArray[np.float32]
@@ -292,9 +303,36 @@ def candidate_features(
     return rows, x, s
 
 
+def default_ranks(ix: ToolIndex, q: Any, p: Any, s: Scores, rows: npt.NDArray[np.intp]) -> Floats:
+    """Each pooled row's 1-based rank in ``default``'s order (adaptive over ``steps``' scores
+    ``s``), among every tool of the index."""
+    a = np.asarray(st._adaptive(lambda *_: s)(ix, q, p), dtype=np.float64)
+    ranked = np.sort(a[np.isfinite(a)])
+    out: Floats = 1.0 + ranked.size - np.searchsorted(ranked, a[rows], side="right")
+    return out
+
+
+def position_features(x: Floats, ranks: Floats) -> Floats:
+    """(rows × :data:`POSITION_FEATURES`) of one query's pool: where ``default`` and ``steps``
+    put each tool, and :data:`FEATURES`' columns ``x`` as z-scores within the pool (what a
+    model learns then holds for pools of any score scale)."""
+    steps_top5 = x[:, FEATURES.index("steps_rank")] >= 1.0 / np.log2(6.0) - 1e-9
+    cols = x[:, [FEATURES.index(f) for f in _ZSCORED]]
+    sd = cols.std(axis=0)
+    z = (cols - cols.mean(axis=0)) / np.where(sd > 1e-9, sd, 1.0)
+    return np.column_stack([1.0 / np.log2(ranks + 1.0), ranks <= 5, steps_top5, z]).astype(
+        np.float64
+    )
+
+
 def fused_scores(ix: ToolIndex, q: Any, p: Any, model: FusionModel) -> Scores:
     """The model's order over the pool, ``steps``' order below it (module docstring)."""
     second = None
+    if model.features == FEATURES_V3:
+        rows, x, s = candidate_features(ix, q, p, model.pool)
+        if rows.size:
+            x = np.hstack([x, position_features(x, default_ranks(ix, q, p, s, rows))])
+        return _place(rows, x, s, model)
     if model.features != FEATURES:
         second = second_dense(ix)
         if second is None:
@@ -303,6 +341,10 @@ def fused_scores(ix: ToolIndex, q: Any, p: Any, model: FusionModel) -> Scores:
                 "(route.fusion.attach_second_dense, e.g. bge-small from toolroute[models])"
             )
     rows, x, s = candidate_features(ix, q, p, model.pool, second)
+    return _place(rows, x, s, model)
+
+
+def _place(rows: npt.NDArray[np.intp], x: Floats, s: Scores, model: FusionModel) -> Scores:
     out = s.astype(np.float64, copy=True)
     if not rows.size:
         return s
