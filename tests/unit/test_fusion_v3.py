@@ -18,6 +18,7 @@ from toolroute.route.fusion import (
     fused_scores,
     load_model,
     position_features,
+    third_model,
 )
 
 
@@ -102,3 +103,14 @@ def test_an_anchor_pulls_the_pool_toward_defaults_order_and_survives_the_file(
     path = tmp_path / "m.json"
     path.write_text(json.dumps(held.to_json()))
     assert load_model(path).anchor == 10.0
+
+
+def test_the_shipped_v3_model_is_anchored_and_routes_the_small_catalog(
+    tmp_path: Path, catalog_file: Path
+) -> None:
+    m = third_model()
+    assert m.features == FEATURES_V3 and m.anchor > 0 and np.any(m.coef != 0)
+    assert dict(m.provenance)["script"] == "benchmarks/train_fusion_v3.py"
+    with Router(catalog_file, store=tmp_path / "s", embedder=HashingEmbedder()) as r:
+        got = r.route("what is the current time in a timezone", k=1, strategy="fusion3")
+        assert got[0].tool == "get_current_time"
