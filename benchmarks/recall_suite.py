@@ -54,6 +54,8 @@ DEVELOPED_ON: dict[str, tuple[str, ...]] = {
     "adaptive-stop": tuple(SETS),
     "fusion-lodo": (),  # trained on the other sets only: no set is its own development set
     "adaptive-fusion-lodo": (),
+    "fusion3-lodo": (),
+    "adaptive-fusion3-lodo": (),
     "dense": (),
 }
 
@@ -112,13 +114,14 @@ def register_experiments() -> None:
         )
 
 
-def register_lodo(held_out: str) -> None:
-    """``fusion-lodo`` (and ``adaptive-fusion-lodo``): the learned fusion trained without
-    ``held_out`` (benchmarks/train_fusion.py's lodo-<set>.json), the honest figure for it."""
+def register_lodo(held_out: str, version: str = "", folder: str = "fusion") -> None:
+    """``fusion<version>-lodo`` (and ``adaptive-fusion<version>-lodo``): the learned fusion
+    trained without ``held_out`` (benchmarks/train_fusion*.py's ``<folder>/lodo-<set>.json``),
+    the honest figure for it."""
     from toolroute.route import strategy as st
     from toolroute.route.fusion import fused_scores, load_model
 
-    path = REPO / "benchmarks" / "results" / "fusion" / f"lodo-{held_out}.json"
+    path = REPO / "benchmarks" / "results" / folder / f"lodo-{held_out}.json"
     if not path.exists():
         return
     model = load_model(path)
@@ -127,8 +130,8 @@ def register_lodo(held_out: str) -> None:
         return fused_scores(ix, q, p, model)
 
     for name, fn, stats in (
-        ("fusion-lodo", score, False),
-        ("adaptive-fusion-lodo", st._adaptive(score), True),
+        (f"fusion{version}-lodo", score, False),
+        (f"adaptive-fusion{version}-lodo", st._adaptive(score), True),
     ):
         st.register_strategy(
             name,
@@ -306,6 +309,7 @@ def main() -> int:
     for name in args.sets.split(","):
         cat, qf = SETS[name]
         register_lodo(name)
+        register_lodo(name, "3", "fusion-v3")
         with Router(cat, store=args.store, embedder=embedder, params=RouteParams()) as r:
             r.index()
             queries = load_queries(qf, r.catalog)

@@ -17,6 +17,14 @@ Version 2 (``fusion-v2.json``, :func:`second_model`; benchmarks/models.py measur
 second dense signal: :data:`SECOND_FEATURES`, the cosines of another embedding model
 (bge-small, embed/bge.py) over the same tool documents, from a :class:`SecondDense` view
 attached to the index with :func:`attach_second_dense`; that model's flat top 10 joins the pool.
+
+Version 3 (``fusion-v3.json``, :func:`third_model`, strategy ``fusion3``; trained by
+benchmarks/train_fusion_v3.py) keeps v1's pool and features and adds
+:data:`POSITION_FEATURES`: where ``default`` and ``steps`` rank the tool, and v1's main
+columns as z-scores within the query's pool. It is trained on per-step needs beside whole
+requests with a pairwise (RankNet-linear) objective, and ranks the pool by its logit's z-score
+plus :attr:`FusionModel.anchor` × the z-score of ``default``'s rank: how close it stays to
+``default``, chosen leave-one-set-out as the smallest weight under which no held-out set loses.
 """
 
 from __future__ import annotations
@@ -45,6 +53,7 @@ from toolroute.route.expand import expand
 __all__ = [
     "FEATURES",
     "FEATURES_V2",
+    "FEATURES_V3",
     "FORMAT",
     "SECOND_FEATURES",
     "FusionModel",
@@ -56,11 +65,13 @@ __all__ = [
     "load_model",
     "second_dense",
     "second_model",
+    "third_model",
 ]
 
 FORMAT = "toolroute-fusion"
-VERSION = 2
-"""The newest model file version (1: :data:`FEATURES`; 2: :data:`FEATURES_V2`)."""
+VERSION = 3
+"""The newest model file version (1: :data:`FEATURES`; 2: :data:`FEATURES_V2`;
+3: :data:`FEATURES_V3`)."""
 FEATURES = (
     "dense",  # TDWA cosine (seed 001 eq. 1)
     "flat",  # cosine of "server: tool: description"
@@ -85,7 +96,16 @@ SECOND_FEATURES = (
     "dense2_gap",  # dense2 − the query's best dense2
 )
 FEATURES_V2 = FEATURES + SECOND_FEATURES
-_VERSIONS = {1: FEATURES, 2: FEATURES_V2}
+_ZSCORED: tuple[str, ...] = ("dense", "flat", "bm25", "bm25_name_desc", "bm25_stemmed")
+_ZSCORED += ("server", "intent_best", "multi", "steps", "name_overlap")
+POSITION_FEATURES = (
+    "default_rank",  # 1 / log2(rank + 1) in default's order (adaptive over steps)
+    "default_top5",  # 1 when default ranks the tool in its top 5
+    "steps_top5",  # 1 when steps ranks the tool in its top 5
+    *(f"{f}_z" for f in _ZSCORED),  # z-score within the query's pool
+)
+FEATURES_V3 = FEATURES + POSITION_FEATURES
+_VERSIONS = {1: FEATURES, 2: FEATURES_V2, 3: FEATURES_V3}
 
 Floats = npt.NDArray[np.float64]
 Scores = npt.NDArray[np.float32]
@@ -133,6 +153,9 @@ class FusionModel:
     score_scale: float = 0.05
     provenance: tuple[tuple[str, Any], ...] = ()
     features: tuple[str, ...] = FEATURES
+    anchor: float = 0.0
+    """v3: a query's pool is ranked by z(logit) + anchor · z(default_rank), z-scores within
+    the pool: how close the model stays to ``default``'s order (0: the logit alone)."""
 
     @property
     def version(self) -> int:
@@ -141,6 +164,13 @@ class FusionModel:
     def logits(self, x: Floats) -> Floats:
         out: Floats = ((x - self.mean) / self.scale) @ self.coef + self.intercept
         return out
+
+    def pool_scores(self, x: Floats) -> Floats:
+        """One query's pool ``x`` → the scores it is ranked by (see :attr:`anchor`)."""
+        logit = self.logits(x)
+        if not self.anchor:
+            return logit
+        return _z(logit) + self.anchor * _z(x[:, self.features.index("default_rank")])
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -153,6 +183,7 @@ class FusionModel:
             "intercept": round(self.intercept, 6),
             "pool": self.pool,
             "score_scale": self.score_scale,
+            **({"anchor": self.anchor} if self.anchor else {}),
             "provenance": dict(self.provenance),
         }
 
@@ -189,6 +220,7 @@ def load_model(path: Path) -> FusionModel:
         float(data.get("score_scale", 0.05)),
         tuple(sorted(dict(data.get("provenance", {})).items())),
         features,
+        float(data.get("anchor", 0.0)) if features == FEATURES_V3 else 0.0,
     )
 
 
@@ -209,6 +241,17 @@ def default_model() -> FusionModel:
 def second_model() -> FusionModel:
     """The shipped two-model fusion (``toolroute/data/fusion-v2.json``), read once."""
     return _shipped("fusion-v2.json")
+
+
+def third_model() -> FusionModel:
+    """The shipped v3 fusion (``toolroute/data/fusion-v3.json``), read once."""
+    return _shipped("fusion-v3.json")
+
+
+def _z(v: Floats) -> Floats:
+    sd = float(v.std())
+    out: Floats = (v - v.mean()) / (sd if sd > 1e-9 else 1.0)
+    return out
 
 
 def _max_norm(s: Scores) -> Scores:
@@ -292,9 +335,36 @@ def candidate_features(
     return rows, x, s
 
 
+def default_ranks(ix: ToolIndex, q: Any, p: Any, s: Scores, rows: npt.NDArray[np.intp]) -> Floats:
+    """Each pooled row's 1-based rank in ``default``'s order (adaptive over ``steps``' scores
+    ``s``), among every tool of the index."""
+    a = np.asarray(st._adaptive(lambda *_: s)(ix, q, p), dtype=np.float64)
+    ranked = np.sort(a[np.isfinite(a)])
+    below = np.searchsorted(ranked, a[rows], side="right")
+    return np.asarray(1.0 + ranked.size - below, dtype=np.float64)
+
+
+def position_features(x: Floats, ranks: Floats) -> Floats:
+    """(rows × :data:`POSITION_FEATURES`) of one query's pool: where ``default`` and ``steps``
+    put each tool, and :data:`FEATURES`' columns ``x`` as z-scores within the pool (what a
+    model learns then holds for pools of any score scale)."""
+    steps_top5 = x[:, FEATURES.index("steps_rank")] >= 1.0 / np.log2(6.0) - 1e-9
+    cols = x[:, [FEATURES.index(f) for f in _ZSCORED]]
+    sd = cols.std(axis=0)
+    z = (cols - cols.mean(axis=0)) / np.where(sd > 1e-9, sd, 1.0)
+    return np.column_stack([1.0 / np.log2(ranks + 1.0), ranks <= 5, steps_top5, z]).astype(
+        np.float64
+    )
+
+
 def fused_scores(ix: ToolIndex, q: Any, p: Any, model: FusionModel) -> Scores:
     """The model's order over the pool, ``steps``' order below it (module docstring)."""
     second = None
+    if model.features == FEATURES_V3:
+        rows, x, s = candidate_features(ix, q, p, model.pool)
+        if rows.size:
+            x = np.hstack([x, position_features(x, default_ranks(ix, q, p, s, rows))])
+        return _place(rows, x, s, model)
     if model.features != FEATURES:
         second = second_dense(ix)
         if second is None:
@@ -303,10 +373,14 @@ def fused_scores(ix: ToolIndex, q: Any, p: Any, model: FusionModel) -> Scores:
                 "(route.fusion.attach_second_dense, e.g. bge-small from toolroute[models])"
             )
     rows, x, s = candidate_features(ix, q, p, model.pool, second)
+    return _place(rows, x, s, model)
+
+
+def _place(rows: npt.NDArray[np.intp], x: Floats, s: Scores, model: FusionModel) -> Scores:
     out = s.astype(np.float64, copy=True)
     if not rows.size:
         return s
-    fused = model.logits(x) * model.score_scale
+    fused = model.pool_scores(x) * model.score_scale
     out[rows] = fused
     rest = np.isfinite(s)
     rest[rows] = False
@@ -341,6 +415,23 @@ st.register_strategy(
         st._adaptive(fusion),
         "intent-spans",
         "adaptive over the learned fusion's relevance",
+        True,
+    ),
+)
+
+
+def fusion3(ix: ToolIndex, q: Any, p: Any) -> Scores:
+    """The shipped v3 fusion: a pairwise-trained model anchored to ``default``'s order."""
+    return fused_scores(ix, q, p, third_model())
+
+
+st.register_strategy(
+    "fusion3",
+    lambda: st.Strategy(
+        "fusion3",
+        fusion3,
+        "intent-spans",
+        "learned fusion v3: pairwise-trained on whole and per-step needs, anchored to default",
         True,
     ),
 )

@@ -16,6 +16,7 @@ does not return (e.g. outside the servers a cascade kept). Stages are plain func
   vendor inside each chosen from executed calls, and the asking client's usage memory;
 - ``fusion``: a shipped logistic regression over ``steps``' signals, per-field BM25 and the
   server layer, over ``steps``' candidates (route/fusion.py, trained leave-one-dataset-out);
+  ``fusion3``: its v3, trained pairwise on whole and per-step needs, anchored to ``default``;
 - ``baseline-*``: the three reference methods of shared/benchmarks/BASELINES.md, verbatim.
 
 Every strategy's scores then pass the router's exact-name step (route/exact.py). New
