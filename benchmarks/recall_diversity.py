@@ -36,20 +36,27 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import recall_suite as rs  # noqa: E402
 
-METHODS = ("xquad", "pm2", "mmr")
+VARIANTS: dict[str, dict[str, Any]] = {
+    "xquad": {"method": "xquad"},
+    # intents weighted by their cosine with the request, each intent's best 5 tools pooled
+    "xquad-wide": {"method": "xquad", "weights": "query", "intent_pool": 5},
+    "pm2": {"method": "pm2"},
+    "mmr": {"method": "mmr"},
+}
+METHODS = tuple(VARIANTS)
 TRADES = {"xquad": (0.3, 0.5, 0.7), "pm2": (0.3, 0.5), "mmr": (0.8, 0.9)}
 POOLS = (10, 20)
 KEEPS = (1,)  # keep=0 measured lower MRR on livemcpbench for every method (exploration)
 WHERE = {"at": "steps"}
 
 
-def grid() -> list[Any]:
+def grid() -> list[tuple[str, Any]]:
     from toolroute.route.diversify import DiversifyParams
 
     return [
-        DiversifyParams(method=m, pool=n, trade=lam, keep_top=k)  # type: ignore[arg-type]
-        for m in METHODS
-        for lam, n, k in itertools.product(TRADES[m], POOLS, KEEPS)
+        (v, DiversifyParams(pool=n, trade=lam, keep_top=k, **kw))
+        for v, kw in VARIANTS.items()
+        for lam, n, k in itertools.product(TRADES[kw["method"]], POOLS, KEEPS)
     ]
 
 
@@ -109,7 +116,7 @@ def evaluate(ix: Any, params: Any, rows: list[Any], p: Any, base: Any = None) ->
     per = []
     for i, (ctx, groups, s) in enumerate(rows):
         if p is not None:
-            moved = diversify(s, ix.tool_vectors, ctx.intent_vectors, p)
+            moved = diversify(s, ix.tool_vectors, ctx.intent_vectors, p, ctx.vector)
             if moved is s and base is not None:
                 per.append({m: float(v[i]) for m, v in base.items()})
                 continue
@@ -120,8 +127,8 @@ def evaluate(ix: Any, params: Any, rows: list[Any], p: Any, base: Any = None) ->
     return {m: np.array([r[m] for r in per]) for m in REPORT_METRICS}
 
 
-def label(p: Any) -> str:
-    return f"{p.method} λ={p.trade} pool={p.pool} keep={p.keep_top}"
+def label(v: str, p: Any) -> str:
+    return f"{v} λ={p.trade} pool={p.pool} keep={p.keep_top}"
 
 
 def main() -> int:
@@ -165,9 +172,9 @@ def main() -> int:
             ix = r.built
             for view, rows in got.items():
                 base = evaluate(ix, r.params, rows, None)
-                for p in [None, *configs]:
+                for v, p in [("default", None), *configs]:
                     per = base if p is None else evaluate(ix, r.params, rows, p, base)
-                    key = "default" if p is None else label(p)
+                    key = "default" if p is None else label(v, p)
                     cell = table.setdefault(name, {}).setdefault(key, {})
                     for m in ("recall@5", "mrr"):
                         cell[f"{view}:{m}"] = float(per[m].mean())
@@ -181,11 +188,11 @@ def main() -> int:
 
     chosen: dict[str, dict[str, Any]] = {m: {} for m in METHODS}
     for m in METHODS:
-        mine = [p for p in configs if p.method == m]
+        mine = [p for v, p in configs if v == m]
         for held in sets:
             others = [s for s in sets if s != held]
-            chosen[m][held] = max(mine, key=lambda p, o=others: objective(label(p), o))
-        chosen[m]["(all sets)"] = max(mine, key=lambda p: objective(label(p), sets))
+            chosen[m][held] = max(mine, key=lambda p, o=others: objective(label(m, p), o))
+        chosen[m]["(all sets)"] = max(mine, key=lambda p: objective(label(m, p), sets))
 
     # pass 2: recall_suite's harness, each set with knobs chosen without it
     names = [f"div-{m}" for m in METHODS]
@@ -215,7 +222,7 @@ def main() -> int:
         "|---|" + "---|" * (len(sets) + 1),
     ]
     for m in METHODS:
-        cells = [label(chosen[m][s]).split(" ", 1)[1] for s in [*sets, "(all sets)"]]
+        cells = [label(m, chosen[m][s]).split(" ", 1)[1] for s in [*sets, "(all sets)"]]
         knobs.append(f"| div-{m} | " + " | ".join(cells) + " |")
     text = head + body + "\n" + "\n".join(knobs) + "\n"
     if args.out:
@@ -234,12 +241,12 @@ def register(st: Any, name: str, p: Any) -> None:
     from toolroute.route.diversify import diversify
 
     def score(ix: Any, q: Any, params: Any) -> Any:
-        s = diversify(relevance(ix, q, params), ix.tool_vectors, q.intent_vectors, p)
+        s = diversify(relevance(ix, q, params), ix.tool_vectors, q.intent_vectors, p, q.vector)
         return finish(ix, q, params, s)
 
     st.register_strategy(
         name,
-        lambda: st.Strategy(name, score, "intent-spans", f"default, then {label(p)}", True),
+        lambda: st.Strategy(name, score, "intent-spans", f"default, then {p}", True),
         overwrite=True,
     )
 

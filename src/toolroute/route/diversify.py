@@ -49,6 +49,12 @@ class DiversifyParams:
     """λ: the weight of coverage (xquad, pm2) or of relevance (mmr, as in its paper)."""
     keep_top: int = 1
     """The base's first this many keep their places (the best match is never displaced)."""
+    weights: Literal["uniform", "query"] = "uniform"
+    """xquad, pm2: intents weigh the same, or in proportion to their cosine with the whole
+    request (a clause far from the request's gist, "how can I achieve this?", counts less)."""
+    intent_pool: int = 0
+    """xquad, pm2: each intent's best this many tools by cosine (over the whole catalog) join
+    the pool, so a need the whole request's ranking buries can still be covered."""
 
 
 def _pool_rows(s: npt.NDArray[np.float32], k: int) -> npt.NDArray[np.intp]:
@@ -56,6 +62,23 @@ def _pool_rows(s: npt.NDArray[np.float32], k: int) -> npt.NDArray[np.intp]:
     finite = np.flatnonzero(np.isfinite(s))
     order = finite[np.lexsort((finite, -s[finite]))]
     out: npt.NDArray[np.intp] = order[:k]
+    return out
+
+
+def _with_intent_tops(
+    s: npt.NDArray[np.float32],
+    rows: npt.NDArray[np.intp],
+    tool_vectors: Matrix,
+    intents: Matrix,
+    k: int,
+) -> npt.NDArray[np.intp]:
+    """``rows`` then each intent's ``k`` best tools by cosine not yet in it, by score."""
+    cos = tool_vectors @ intents.T
+    k = min(k, len(s))
+    tops = np.argpartition(-cos, k - 1, axis=0)[:k].ravel()
+    extra = np.setdiff1d(tops[np.isfinite(s[tops])], rows)
+    extra = extra[np.lexsort((extra, -s[extra]))]
+    out: npt.NDArray[np.intp] = np.concatenate([rows, extra]).astype(np.intp)
     return out
 
 
@@ -72,6 +95,7 @@ def diversify(
     tool_vectors: Matrix,
     intent_vectors: Matrix | None,
     p: DiversifyParams,
+    query_vector: Matrix | None = None,
 ) -> npt.NDArray[np.float32]:
     """``s`` with its top ``p.pool`` re-ordered by ``p.method`` (a copy; ``s`` itself when
     nothing moves). ``tool_vectors`` are the index's unit tool vectors, one row per score."""
@@ -81,6 +105,8 @@ def diversify(
     if p.method != "mmr" and len(intents) < 2:
         return s
     rows = _pool_rows(s, p.pool)
+    if p.intent_pool > 0 and p.method != "mmr":
+        rows = _with_intent_tops(s, rows, tool_vectors, intents, p.intent_pool)
     n = len(rows)
     fixed = min(max(p.keep_top, 0), n)
     if n - fixed < 2:
@@ -106,6 +132,9 @@ def diversify(
         cov = _coverage(vecs, intents)
         m = cov.shape[1]
         weight = np.full(m, 1.0 / m)
+        if p.weights == "query" and query_vector is not None and query_vector.size:
+            sim = np.clip(np.asarray(intents @ query_vector, dtype=np.float64), 1e-6, None)
+            weight = sim / sim.sum()
         residual = np.ones(m)
         seats = np.zeros(m)
         for j in chosen:
