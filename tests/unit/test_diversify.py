@@ -64,3 +64,23 @@ def test_tools_outside_the_pool_keep_their_scores_and_stay_below_it() -> None:
     assert out[4] == scores[4] and out[5] == -np.inf
     assert sorted(out[:4].tolist()) == sorted(scores[:4].tolist())
     assert out[:4].min() > out[4]
+
+
+def test_an_intents_best_tool_below_the_pool_joins_it_when_intent_pool_is_set() -> None:
+    narrow = DiversifyParams("xquad", pool=3, trade=0.9)
+    assert _order(diversify(SCORES, TOOLS, INTENTS, narrow))[3] == 3  # below the pool
+    wide = DiversifyParams("xquad", pool=3, trade=0.9, intent_pool=1)
+    assert _order(diversify(SCORES, TOOLS, INTENTS, wide))[:2] == [0, 3]
+
+
+def test_query_weights_favour_the_intent_closer_to_the_request() -> None:
+    # after tool 0 (need A, a little of B), the second slot goes to B's tool (2) or C's (3):
+    # uniform weights pick C's, left wholly uncovered; a request about A and B picks B's
+    tools = _unit([1, 0.3, 0], [1, 0, 0.01], [0, 1, 0], [0, 0, 1])
+    scores = np.array([0.90, 0.89, 0.80, 0.79], dtype=np.float32)
+    intents = _unit([1, 0, 0], [0, 1, 0], [0, 0, 1])
+    query = _unit([1, 0.8, 0.1])[0]
+    uniform = DiversifyParams("xquad", pool=4, trade=0.9)
+    assert _order(diversify(scores, tools, intents, uniform, query))[1] == 3
+    weighted = DiversifyParams("xquad", pool=4, trade=0.9, weights="query")
+    assert _order(diversify(scores, tools, intents, weighted, query))[1] == 2

@@ -16,10 +16,12 @@ not spend its top 5 on three tools for one need. Each re-ranker re-orders only t
 
 ``rel`` is the base score min-max scaled over the pool; ``cov(t, i)`` is the tool vector's
 cosine with intent ``i`` (clipped at 0) divided by the pool's best for that intent, so the
-best tool for an intent covers it fully. Intents are weighted uniformly. A request with fewer
-than two intents keeps its order under ``xquad`` and ``pm2``. The first ``keep_top``
-candidates never move. Re-ranking permutes the pool's own scores, so every tool outside the
-pool keeps its score and its place below the pool.
+best tool for an intent covers it fully. Intents weigh the same, or (``weights="query"``) in
+proportion to their cosine with the request; with ``intent_pool`` each intent's best tools
+over the whole catalog join the pool. A request with fewer than two intents keeps its order
+under ``xquad`` and ``pm2``. The first ``keep_top`` candidates never move. Re-ranking permutes
+the pool's own scores (slot i takes the pool's i-th best score), so every tool outside the
+pool keeps its score and its place.
 """
 
 from __future__ import annotations
