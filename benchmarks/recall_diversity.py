@@ -131,6 +131,52 @@ def label(v: str, p: Any) -> str:
     return f"{v} λ={p.trade} pool={p.pool} keep={p.keep_top}"
 
 
+def headroom(sets: list[str], store: Path, embedder: Any) -> str:
+    """Why a re-ranker of the top N can or cannot help: per set, R@5 if an oracle re-ordered
+    ``default``'s top N (each tool counted for one group, at most 5), and how often xquad
+    (pool 20, top 1 kept) changes the top 5 and how many relevant tools enter or leave it."""
+    from toolroute.bench.metrics import hit_ranks
+    from toolroute.catalog import load_queries
+    from toolroute.route import strategy as st
+    from toolroute.route.diversify import DiversifyParams, diversify
+    from toolroute.route.exact import prerank_index
+    from toolroute.router import Router, top_k
+
+    lines = [
+        "| set | R@5 | oracle order of top 10 | of top 20 | of top 30 | "
+        + " | ".join(f"xquad λ={lam}: top 5 changed / relevant in / out" for lam in (0.3, 0.5, 0.7))
+        + " |",
+        "|---|---:|---:|---:|---:|---|---|---|",
+    ]
+    for name in sets:
+        cat, qf = rs.SETS[name]
+        with Router(cat, store=store, embedder=embedder, params=st.RouteParams()) as r:
+            r.index()
+            ix = r.built
+            cases = rs.suite_cases(r.catalog, load_queries(qf, r.catalog), embedder.embed, 0, 0)
+            rows = collect(r, cases)["whole"]
+            bound = {n: [] for n in (5, 10, 20, 30)}  # type: ignore[var-annotated]
+            moves = {lam: [0, 0, 0] for lam in (0.3, 0.5, 0.7)}
+            for ctx, groups, s in rows:
+                final = prerank_index(ix, ctx.text, finish(ix, ctx, r.params, s))
+                ranks = hit_ranks([ix.keys[j] for j in top_k(final, 30)], groups)
+                for n in bound:
+                    bound[n].append(min(5, sum(x <= n for x in ranks)) / len(groups))
+                top5 = set(top_k(final, 5))
+                relevant = {k for g in groups for k in g}
+                for lam, m in moves.items():
+                    p = DiversifyParams("xquad", pool=20, trade=lam, keep_top=1)
+                    d = diversify(s, ix.tool_vectors, ctx.intent_vectors, p, ctx.vector)
+                    new = set(top_k(prerank_index(ix, ctx.text, finish(ix, ctx, r.params, d)), 5))
+                    m[0] += new != top5
+                    m[1] += sum(ix.keys[j] in relevant for j in new - top5)
+                    m[2] += sum(ix.keys[j] in relevant for j in top5 - new)
+            cells = [f"{np.mean(bound[n]):.3f}" for n in (5, 10, 20, 30)]
+            cells += [f"{a}/{len(rows)} / {b} / {c}" for a, b, c in moves.values()]
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -147,6 +193,7 @@ def main() -> int:
         default="steps",
         help="re-rank after steps' action words (steps) or default's final order (final)",
     )
+    ap.add_argument("--headroom", action="store_true", help="only the headroom table")
     args = ap.parse_args()
     WHERE["at"] = args.where
 
@@ -158,6 +205,13 @@ def main() -> int:
 
     embedder = QueryMemo(OnnxEmbedder(), size=20_000)
     sets = args.sets.split(",")
+    if args.headroom:
+        table_md = headroom(sets, args.store, embedder)
+        text = f"`python benchmarks/recall_diversity.py {' '.join(sys.argv[1:])}`\n\n{table_md}"
+        if args.out:
+            args.out.write_text(text, encoding="utf-8")
+        print(text)
+        return 0
     configs = grid()
     t0 = time.perf_counter()
     # pass 1: the grid on every set's whole requests (and steps, for the record)
