@@ -1,4 +1,4 @@
-"""Coverage-aware re-ranking (route/diversify.py) over ``default``, knobs chosen leave-one-out.
+"""Coverage-aware re-ranking (benchmarks/diversify.py) over ``default``, knobs chosen leave-one-out.
 
     python benchmarks/recall_diversity.py [--sets a,b] [--steps 150] [--store DIR]
         [--out benchmarks/results/recall_diversity.md] [--json FILE] [--grid-out FILE]
@@ -51,7 +51,7 @@ WHERE = {"at": "steps"}
 
 
 def grid() -> list[tuple[str, Any]]:
-    from toolroute.route.diversify import DiversifyParams
+    from diversify import DiversifyParams
 
     return [
         (v, DiversifyParams(pool=n, trade=lam, keep_top=k, **kw))
@@ -107,9 +107,10 @@ def collect(router: Any, cases: dict[str, list[rs.Case]]) -> dict[str, list[Any]
 def evaluate(ix: Any, params: Any, rows: list[Any], p: Any, base: Any = None) -> dict[str, Any]:
     """Per-query metrics of ``default`` re-ranked by ``p`` (None: unchanged); where nothing
     moves, ``base``'s row is reused."""
+    from diversify import diversify
+
     from toolroute.bench.metrics import query_metrics
     from toolroute.bench.paired import REPORT_METRICS
-    from toolroute.route.diversify import diversify
     from toolroute.route.exact import prerank_index
     from toolroute.router import top_k
 
@@ -135,10 +136,11 @@ def headroom(sets: list[str], store: Path, embedder: Any) -> str:
     """Why a re-ranker of the top N can or cannot help: per set, R@5 if an oracle re-ordered
     ``default``'s top N (each tool counted for one group, at most 5), and how often xquad
     (pool 20, top 1 kept) changes the top 5 and how many relevant tools enter or leave it."""
+    from diversify import DiversifyParams, diversify
+
     from toolroute.bench.metrics import hit_ranks
     from toolroute.catalog import load_queries
     from toolroute.route import strategy as st
-    from toolroute.route.diversify import DiversifyParams, diversify
     from toolroute.route.exact import prerank_index
     from toolroute.router import Router, top_k
 
@@ -292,7 +294,7 @@ def main() -> int:
 
 def register(st: Any, name: str, p: Any) -> None:
     """``name`` = ``default`` with ``p``'s re-ranking where ``--where`` says."""
-    from toolroute.route.diversify import diversify
+    from diversify import diversify
 
     def score(ix: Any, q: Any, params: Any) -> Any:
         s = diversify(relevance(ix, q, params), ix.tool_vectors, q.intent_vectors, p, q.vector)

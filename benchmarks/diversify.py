@@ -1,4 +1,6 @@
-"""Coverage-aware re-ranking of a strategy's top candidates (search-result diversification).
+"""Coverage-aware re-ranking of a strategy's top candidates (search-result diversification),
+measured by benchmarks/recall_diversity.py and not shipped: no re-ranker passed issue 25's
+keep-rule (benchmarks/results/recall_diversity.md).
 
 A request with several needs ("get Apple's stock price … and summarise it in a PPT") should
 not spend its top 5 on three tools for one need. Each re-ranker re-orders only the top
