@@ -57,6 +57,8 @@ DEVELOPED_ON: dict[str, tuple[str, ...]] = {
     "fusion3-lodo": (),
     "adaptive-fusion3-lodo": (),
     "dense": (),
+    # β and depth were chosen on these four (benchmarks/recall_feedback.py)
+    "adaptive-prf": ("mcpbench", "union", "sealtools", "metatool"),
 }
 
 Case = tuple[str, list[frozenset[tuple[str, str]]]]
