@@ -149,10 +149,20 @@ def main() -> int:
 
                 per[label] = per_query_metrics(rank, cases)
     took = time.perf_counter() - t0
+    foreign = {
+        (server["id"], tool["name"])
+        for server in catalog["servers"]
+        for tool in server["tools"]
+        if FOREIGN.search(tool.get("description") or "")
+    }
+    groups = [g for _, gs in cases for g in gs]
+    unread = sum(1 for g in groups if g <= foreign)
     lines = [
         f"`python benchmarks/translation.py {' '.join(sys.argv[1:])}` ({took:.0f} s; "
         f"{tools} tool descriptions{' and their parameters' if args.params else ''} translated "
         f"by the local {args.size} LLM at index time; `default`, no LLM at query time)",
+        "",
+        f"{unread} of the {len(groups)} required groups are met only by tools described this way.",
         "",
         f"| {args.set} ({len(cases)} queries) | R@1 | R@5 | R@10 | MRR | nDCG@10 | Full@10 | "
         "ΔR@5 [95 % CI] | ΔMRR [95 % CI] |",
