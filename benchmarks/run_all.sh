@@ -77,6 +77,26 @@ if want retrieval; then
             --out "$R/models_recall.md" --json "$R/models_recall.json"
         run $PY benchmarks/models.py recall --vs-v1 --store "$STORE" --steps 150 --exact 0 \
             --out "$R/models_recall_vs_v1.md" --json "$R/models_recall_vs_v1.json"
+        # Issue 25, last session: fusion v3 leave-one-dataset-out, sub-intent feedback,
+        # diversification, and the before/after of default on every set and view.
+        run $PY benchmarks/train_fusion_v3.py --store "$STORE"
+        run $PY benchmarks/recall_suite.py --strategy default --strategy fusion3-lodo \
+            --strategy adaptive-fusion3-lodo --steps 150 --exact 0 --store "$STORE" \
+            --out "$R/recall_fusion_v3.md" --json "$R/recall_fusion_v3.json"
+        run $PY benchmarks/recall_feedback.py --store "$STORE" --steps 150 --exact 0 \
+            --developed-on mcpbench,union,sealtools,metatool --strategy default \
+            --strategy prf-intent-0.3-5 --strategy prf-dense-0.2-5 --strategy prf-lex-0.1-5-5 \
+            --strategy ctx-0.1 --strategy companion-0.01 \
+            --out "$R/recall_feedback.md" --json "$R/recall_feedback.json"
+        run $PY benchmarks/recall_diversity.py --steps 150 --store "$STORE" \
+            --out "$R/recall_diversity.md" --json "$R/recall_diversity.json" \
+            --grid-out "$R/recall_diversity-grid.json"
+        run $PY benchmarks/recall_diversity.py --headroom --sets livemcpbench,mcpbench,union,metatool \
+            --store "$STORE" --out "$R/recall_diversity-headroom.md"
+        run $PY benchmarks/recall_suite.py --store "$STORE" --baseline default/raw \
+            --strategy default/raw --strategy default --strategy hybrid --strategy fusion3-lodo \
+            --strategy adaptive-prf --steps 150 --exact 150 \
+            --out "$R/recall_suite_s4.md" --json "$R/recall_suite_s4.json"
     fi
     run $PY benchmarks/models.py cost --queries 150 --out "$R/models_cost.md"
 fi
@@ -181,6 +201,9 @@ if want llm; then
     if full; then N=24; B=18; else N=1; B=1; fi
     run $PY benchmarks/llm_models.py --sample $N --seed 0 --threads 1 --budget-min $B \
         --out "$R/llm_stages_1p5b.md"
+    # What a model that reads Chinese would add: livemcpbench's Chinese tool descriptions
+    # translated at index time by the 0.5B, default ranking over them (no LLM at query time).
+    full && run $PY benchmarks/translation.py --store "$STORE" --out "$R/translation.md"
 fi
 
 if want conformance; then
