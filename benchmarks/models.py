@@ -137,11 +137,7 @@ def recall(args: argparse.Namespace) -> int:
         "`default+bge`: mean of MiniLM and bge-small cosines in every dense stage; "
         "`fusion2-lodo`: learned fusion with bge-small's cosines, trained without the set)\n\n"
     )
-    if args.out:
-        args.out.write_text(head + table, encoding="utf-8")
-    if args.json:
-        args.json.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
-    print(head + table)
+    rs.write_report(head + table, summary, args.out, args.json)
     return 0
 
 

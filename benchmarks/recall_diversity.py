@@ -281,14 +281,9 @@ def main() -> int:
         cells = [label(m, chosen[m][s]).split(" ", 1)[1] for s in [*sets, "(all sets)"]]
         knobs.append(f"| div-{m} | " + " | ".join(cells) + " |")
     text = head + body + "\n" + "\n".join(knobs) + "\n"
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text, encoding="utf-8")
-    if args.json:
-        args.json.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     if args.grid_out:
         args.grid_out.write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
-    print(text)
+    rs.write_report(text, summary, args.out, args.json)
     return 0
 
 

@@ -26,7 +26,6 @@ Variants are named with their knobs; ``--strategy`` takes any such name. The sui
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 import time
@@ -250,11 +249,7 @@ def main() -> int:
         f"`python benchmarks/recall_feedback.py {' '.join(sys.argv[1:])}` "
         f"({time.perf_counter() - t0:.0f} s, MiniLM int8, no LLM)\n\n"
     )
-    if args.out:
-        args.out.write_text(head + table, encoding="utf-8")
-    if args.json:
-        args.json.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
-    print(head + table)
+    rs.write_report(head + table, summary, args.out, args.json)
     return 0
 
 

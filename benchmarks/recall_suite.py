@@ -279,6 +279,16 @@ def render(
     return "\n".join(lines) + "\n", summary
 
 
+def write_report(text: str, summary: Any, out: Path | None, json_out: Path | None) -> None:
+    """Print a suite report, and write it (and its summary as JSON) where asked."""
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text, encoding="utf-8")
+    if json_out:
+        json_out.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    print(text)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -324,12 +334,7 @@ def main() -> int:
         f"`python benchmarks/recall_suite.py {' '.join(sys.argv[1:])}` "
         f"({took:.0f} s, MiniLM int8, no LLM)\n\n"
     )
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(head + table, encoding="utf-8")
-    if args.json:
-        args.json.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
-    print(head + table)
+    write_report(head + table, summary, args.out, args.json)
     return 0
 
 
