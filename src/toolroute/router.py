@@ -27,7 +27,7 @@ from toolroute.embed.cache import CachedEmbedder
 from toolroute.embed.memo import VectorLru
 from toolroute.errors import ConfigError
 from toolroute.index.build import ToolIndex, build_index, economics_arrays
-from toolroute.index.document import QuestionGenerator, TemplateQuestions
+from toolroute.index.document import QuestionGenerator, StoredQuestions, TemplateQuestions
 from toolroute.index.snapshot import load_snapshot, save_snapshot, snapshot_key
 from toolroute.index.tdwa import PRESETS, DocConfig
 from toolroute.llm.client import ChatLLM
@@ -108,7 +108,7 @@ class Router:
                 )
             documents = PRESETS[documents]
         self.documents = documents
-        self.questions = questions if questions is not None else TemplateQuestions()
+        self.questions = questions if questions is not None else self._indexed_questions()
         if params is None:
             params = RouteParams(llm=llm)
         elif llm is not None:
@@ -116,6 +116,15 @@ class Router:
         self.params = params
         self._index: ToolIndex | None = None
         self._stats: StatsBook | None = None
+
+    def _indexed_questions(self) -> QuestionGenerator:
+        """The questions the store's last index was built with: an LLM's are read back from
+        the store (``index --questions llm`` once, then every command routes with them, no
+        LLM needed), else the offline templates."""
+        name = self.store.get_meta("questions")
+        if name and name.startswith("llm:"):
+            return StoredQuestions(name, self.store)
+        return TemplateQuestions()
 
     def close(self) -> None:
         self.store.close()

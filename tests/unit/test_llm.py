@@ -225,3 +225,32 @@ def test_llm_questions_are_asked_once_per_tool_hash(
         r.questions = LLMQuestions(llm2, r.store)
         report = r.index()
     assert len(SEEN) == 7 and report.embedded == 0
+
+
+def test_a_later_router_with_no_llm_routes_with_the_questions_the_llm_wrote(
+    tmp_path: Path, catalog_file: Path, endpoint: str
+) -> None:
+    from toolroute.index.document import LLMQuestions, TemplateQuestions
+
+    llm = ChatLLM(LLMConfig(endpoint, "m"))
+    ANSWERS.extend(['{"questions": ["what time is it in Lima", "time now in Oslo"]}'] * 7)
+    with Router(catalog_file, store=tmp_path, embedder=HashingEmbedder()) as r:
+        r.questions = LLMQuestions(llm, r.store)
+        r.index()
+        asked = r.questions.name
+    # `route` or `serve` later, with no LLM configured: the LLM's build is reused as it is
+    with Router(catalog_file, store=tmp_path, embedder=HashingEmbedder()) as r:
+        report = r.index()
+        assert r.questions.name == asked
+        tool = next(iter(r.catalog.tools()))
+        server = next(s for s in r.catalog.servers if s.id == tool.server)
+        assert r.questions.questions(server, tool) == [
+            "what time is it in Lima",
+            "time now in Oslo",
+        ]
+    assert report.embedded == 0 and len(SEEN) == 7
+    # asked for templates, it gets them
+    with Router(
+        catalog_file, store=tmp_path, embedder=HashingEmbedder(), questions=TemplateQuestions()
+    ) as r:
+        assert r.index().embedded > 0

@@ -44,7 +44,7 @@ def index(
     catalog: Path | None,
     store: Path | None,
     documents: str,
-    questions: str,
+    questions: str | None,
     local_llm: bool,
     as_json: bool,
 ) -> None:

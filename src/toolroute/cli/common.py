@@ -143,10 +143,11 @@ json_option = click.option(
 questions_option = click.option(
     "--questions",
     type=click.Choice(["template", "llm"]),
-    default="template",
-    show_default=True,
+    default=None,
     help="Synthetic questions of the tool documents: offline templates, or an LLM at "
-    "TOOLROUTE_LLM_BASE_URL (cached by tool hash: an unchanged tool is never asked again).",
+    "TOOLROUTE_LLM_BASE_URL (cached by tool hash: an unchanged tool is never asked again; "
+    "later commands route with them, no LLM needed). Default: what this store's last index "
+    "used, else template.",
 )
 
 
@@ -182,7 +183,7 @@ def _router(
     catalog: Path | None,
     store: Path | None,
     documents: str,
-    questions: str = "template",
+    questions: str | None = None,
     config: Path | None = None,
     llm: LLMConfig | None | Literal["env"] = "env",
 ) -> Any:
@@ -206,6 +207,10 @@ def _router(
     if llm is not None:  # its answer cache lives beside the store's database
         chat = ChatLLM(llm, cache_path=llm_cache_path(router.store.directory))
         router.params = replace(router.params, llm=chat)
+    if questions == "template":
+        from toolroute.index.document import TemplateQuestions
+
+        router.questions = TemplateQuestions()
     if questions == "llm":
         from toolroute.errors import ConfigError
         from toolroute.index.document import LLMQuestions

@@ -19,6 +19,7 @@ from toolroute.llm.client import prompt_text
 __all__ = [
     "LLMQuestions",
     "QuestionGenerator",
+    "StoredQuestions",
     "TemplateQuestions",
     "ToolDoc",
     "build_docs",
@@ -155,6 +156,22 @@ class LLMQuestions:
         if self.cache is not None:
             self.cache.put_questions(self.name, tool.hash, questions)
         return questions
+
+
+class StoredQuestions:
+    """The questions an LLM wrote at index time, read back from the store by a later command
+    that has no LLM (``route``, ``serve``): under the LLM generator's ``name``, so the index
+    it built is reused as it is. A tool the LLM was never asked about (added since) gets the
+    offline templates."""
+
+    def __init__(self, name: str, cache: QuestionCache) -> None:
+        self.name = name
+        self.cache = cache
+        self._fallback = TemplateQuestions()
+
+    def questions(self, server: Server, tool: Tool) -> list[str]:
+        cached = self.cache.get_questions(self.name, tool.hash)
+        return cached if cached is not None else self._fallback.questions(server, tool)
 
 
 @dataclass(frozen=True, slots=True)
