@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -209,16 +210,26 @@ def test_functional_subtasks_fall_back_to_clauses() -> None:
     assert [llm_stages.subtask_text(s) for s in subtasks] == ["find the repo", "open an issue"]
 
 
+LIMA = ["what time is it in Lima", "time now in Oslo"]
+
+
+def _index_with_llm_questions(store: Path, catalog_file: Path, endpoint: str) -> str:
+    """Index ``catalog_file`` with an LLM's questions (7 tools, 7 answers queued); its name."""
+    from toolroute.index.document import LLMQuestions
+
+    ANSWERS.extend([json.dumps({"questions": LIMA})] * 7)
+    with Router(catalog_file, store=store, embedder=HashingEmbedder()) as r:
+        r.questions = LLMQuestions(ChatLLM(LLMConfig(endpoint, "m")), r.store)
+        r.index()
+        return r.questions.name
+
+
 def test_llm_questions_are_asked_once_per_tool_hash(
     tmp_path: Path, catalog_file: Path, endpoint: str
 ) -> None:
     from toolroute.index.document import LLMQuestions
 
-    llm = ChatLLM(LLMConfig(endpoint, "m"))
-    ANSWERS.extend(['{"questions": ["what time is it in Lima", "time now in Oslo"]}'] * 7)
-    with Router(catalog_file, store=tmp_path, embedder=HashingEmbedder()) as r:
-        r.questions = LLMQuestions(llm, r.store)
-        r.index()
+    _index_with_llm_questions(tmp_path, catalog_file, endpoint)
     assert len(SEEN) == 7  # one request per tool
     llm2 = ChatLLM(LLMConfig(endpoint, "m"))  # a new process: no in-memory cache
     with Router(catalog_file, store=tmp_path, embedder=HashingEmbedder()) as r:
@@ -230,24 +241,16 @@ def test_llm_questions_are_asked_once_per_tool_hash(
 def test_a_later_router_with_no_llm_routes_with_the_questions_the_llm_wrote(
     tmp_path: Path, catalog_file: Path, endpoint: str
 ) -> None:
-    from toolroute.index.document import LLMQuestions, TemplateQuestions
+    from toolroute.index.document import TemplateQuestions
 
-    llm = ChatLLM(LLMConfig(endpoint, "m"))
-    ANSWERS.extend(['{"questions": ["what time is it in Lima", "time now in Oslo"]}'] * 7)
-    with Router(catalog_file, store=tmp_path, embedder=HashingEmbedder()) as r:
-        r.questions = LLMQuestions(llm, r.store)
-        r.index()
-        asked = r.questions.name
+    asked = _index_with_llm_questions(tmp_path, catalog_file, endpoint)
     # `route` or `serve` later, with no LLM configured: the LLM's build is reused as it is
     with Router(catalog_file, store=tmp_path, embedder=HashingEmbedder()) as r:
         report = r.index()
         assert r.questions.name == asked
         tool = next(iter(r.catalog.tools()))
         server = next(s for s in r.catalog.servers if s.id == tool.server)
-        assert r.questions.questions(server, tool) == [
-            "what time is it in Lima",
-            "time now in Oslo",
-        ]
+        assert r.questions.questions(server, tool) == LIMA
     assert report.embedded == 0 and len(SEEN) == 7
     # asked for templates, it gets them
     with Router(
