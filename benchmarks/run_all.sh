@@ -204,6 +204,8 @@ if want llm; then
     # What a model that reads Chinese would add: livemcpbench's Chinese tool descriptions
     # translated at index time by the 0.5B, default ranking over them (no LLM at query time).
     full && run $PY benchmarks/translation.py --store "$STORE" --out "$R/translation.md"
+    # ScaleMCP's LLM-written questions in the tool documents vs the offline templates.
+    full && run $PY benchmarks/llm_questions.py --out "$R/llm_questions.md"
 fi
 
 if want conformance; then
