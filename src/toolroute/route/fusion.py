@@ -249,8 +249,9 @@ def third_model() -> FusionModel:
 
 
 def _z(v: Floats) -> Floats:
-    sd = float(v.std())
-    out: Floats = (v - v.mean()) / (sd if sd > 1e-9 else 1.0)
+    """Z-scores of ``v`` (of each column, for a matrix); a constant column stays at 0."""
+    sd = v.std(axis=0)
+    out: Floats = (v - v.mean(axis=0)) / np.where(sd > 1e-9, sd, 1.0)
     return out
 
 
@@ -349,9 +350,7 @@ def position_features(x: Floats, ranks: Floats) -> Floats:
     put each tool, and :data:`FEATURES`' columns ``x`` as z-scores within the pool (what a
     model learns then holds for pools of any score scale)."""
     steps_top5 = x[:, FEATURES.index("steps_rank")] >= 1.0 / np.log2(6.0) - 1e-9
-    cols = x[:, [FEATURES.index(f) for f in _ZSCORED]]
-    sd = cols.std(axis=0)
-    z = (cols - cols.mean(axis=0)) / np.where(sd > 1e-9, sd, 1.0)
+    z = _z(x[:, [FEATURES.index(f) for f in _ZSCORED]])
     return np.column_stack([1.0 / np.log2(ranks + 1.0), ranks <= 5, steps_top5, z]).astype(
         np.float64
     )
