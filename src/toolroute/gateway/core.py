@@ -112,6 +112,18 @@ _HINTS = {
 }
 """What to do next after a downstream failure, by :attr:`DownstreamError.code`."""
 
+_GATE_HINT = {
+    "client": "the call gate admits the tools find_tools returned to the same client. A "
+    "client that opens a new connection per call keeps them when it names itself "
+    "(clientInfo.name, an X-Toolroute-Client header or a token); call_gate = \"off\" in "
+    "toolroute.toml turns the gate off",
+    "connection": "the call gate admits only the tools find_tools returned on this "
+    'connection (call_gate = "connection"); call_gate = "client" keeps them for every '
+    'connection of the same client, call_gate = "off" turns the gate off',
+    "off": "",
+}
+"""The call gate's refusal hint, by scope."""
+
 
 @dataclass(frozen=True, slots=True)
 class Shortlist:
@@ -154,7 +166,7 @@ class GatewayCore:
         strategy: str = "default",
         call_timeout_s: float = 30.0,
         expose: Literal["meta", "bind", "all"] = "meta",
-        call_gate: bool | CallGateScope = True,
+        call_gate: bool | CallGateScope = "client",
         presenter: Presenter | None = None,
         tool_gates: Mapping[str, Preconditions] | None = None,
         server_gates: Mapping[str, Preconditions] | None = None,
@@ -424,9 +436,7 @@ class GatewayCore:
             told,
             available=sorted(n for n in state.promoted | pinned if allowed is None or allowed(n)),
             call_gate=self.gate_scope,
-            hint="the call gate admits only tools find_tools returned. A client that "
-            "opens a new connection (or starts a new gateway) per call needs "
-            'call_gate = "client" in toolroute.toml; call_gate = "off" turns the gate off',
+            hint=_GATE_HINT[self.gate_scope],
         )
 
     def _names(self) -> list[str]:
