@@ -358,6 +358,7 @@ async def serve_http(
 
     from toolroute.gateway.auth import is_loopback
     from toolroute.gateway.connection import HttpLimits, limited_protocol
+    from toolroute.gateway.reload import note_auth
 
     limits = limits if limits is not None else HttpLimits()
 
@@ -372,6 +373,7 @@ async def serve_http(
         sock.close()
         raise ConfigError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
     bound = sock.getsockname()[1]
+    note_auth(config, gateway)  # [auth] enabled = false: a warning and a line in status
     if not is_loopback(host) and not config.clients:
         log.warning(
             "listening on %s without [auth] tokens: anyone who can reach it may call your tools",
