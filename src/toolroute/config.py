@@ -43,6 +43,8 @@ cwd, url and headers are expanded from the environment; an unset variable is ref
     allowed_hosts = ["gateway.lan:8765"] # Host / Origin accepted besides loopback (DNS rebinding)
     allowed_origins = ["https://app.example"]
     json_response = false                # true: plain JSON replies, no progress/sampling relay
+    forwarded_allow_ips = ["10.0.0.5"]   # behind a reverse proxy: believe its X-Forwarded-For
+                                         # (default: no one's; the TCP peer is the client)
     [metrics]
     enabled = true                       # /metrics (Prometheus) over HTTP, behind [auth]
     [limits]                             # per client (docs/operations.md); [limits.clients.ID]
@@ -207,6 +209,9 @@ class GatewayConfig:
     """Host headers accepted over HTTP besides loopback (``host:port``, ``host:*``)."""
     allowed_origins: tuple[str, ...] = ()
     """Origin headers accepted over HTTP besides loopback (``scheme://host:port``, ``…:*``)."""
+    forwarded_allow_ips: tuple[str, ...] = ()
+    """``[http] forwarded_allow_ips``: the reverse proxies whose ``X-Forwarded-For`` names the
+    client (the status sign-in throttle keys on it); empty: no forwarded header is trusted."""
     http_json_response: bool = False
     """Answer each HTTP request with one JSON body, not an SSE stream: less CPU per request,
     but a call's progress, log and sampling messages cannot reach the client."""
@@ -503,6 +508,7 @@ def load_config(
         allowed_hosts=tuple(t.http.allowed_hosts),
         allowed_origins=tuple(t.http.allowed_origins),
         http_json_response=t.http.json_response,
+        forwarded_allow_ips=tuple(t.http.forwarded_allow_ips),
         limits=limit_settings(t.limits),
         metrics=t.metrics.enabled,
         llm=llm,

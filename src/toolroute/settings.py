@@ -89,6 +89,9 @@ class _Http(BaseModel):
     allowed_hosts: list[str] = Field(default_factory=list)
     allowed_origins: list[str] = Field(default_factory=list)
     json_response: bool = False
+    forwarded_allow_ips: list[str] = Field(default_factory=list)
+    """Proxies whose X-Forwarded-For/-Proto are believed (addresses or networks, ``*``: any);
+    empty: none, the TCP peer is the client (a header from anyone else is ignored)."""
 
 
 class _Gate(BaseModel):

@@ -387,6 +387,11 @@ async def serve_http(
         log_level="warning",
         timeout_graceful_shutdown=5,
         http=limited_protocol(limits),  # httptools' parser, ~1 ms of CPU less than h11
+        # X-Forwarded-For names the client only from a configured proxy: uvicorn's default
+        # trusts it from loopback, where anyone on the machine (or a local proxy passing it
+        # on) could forge the address the status sign-in throttle keys on
+        proxy_headers=bool(config.forwarded_allow_ips),
+        forwarded_allow_ips=list(config.forwarded_allow_ips) or None,
         timeout_keep_alive=limits.keep_alive_s,
     )
     with sock:

@@ -64,6 +64,7 @@ RESTART_FIELDS = (
     "value_usd",
     "values",
     "http_json_response",
+    "forwarded_allow_ips",
     "relist_interval_s",
     "scopes",
     "milestones",
