@@ -18,51 +18,14 @@ from typing import Any
 import mcp.types as types
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
+from tests.helpers.hostile import hostile_frames
 from tests.helpers.stdio import HELLO, config, lines, serve, stop_gateway
 
 pytestmark = pytest.mark.integration
 
 WAIT_S = 180  # the first answer waits for the model load and the servers' sync
 PROBES = itertools.count(10**9)  # ids of the pings after each frame; no frame uses them
-
-
-def _frames() -> st.SearchStrategy[bytes]:
-    """One line each (no newline inside), none a JSON-RPC message."""
-    nested = st.tuples(st.integers(150, 50_000), st.sampled_from(["[", '{"a":'])).map(
-        lambda d: (d[1] * d[0] + ("]" if d[1] == "[" else "}") * d[0]).encode()
-    )
-    deep_in_envelope = st.integers(201, 20_000).map(
-        lambda d: (
-            '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":' + "[" * d + "]" * d + "}"
-        ).encode()
-    )
-    junk = st.binary(min_size=1, max_size=300).filter(
-        lambda b: b"\n" not in b and b"\r" not in b and b.strip() != b""
-    )
-    json_scalar = st.recursive(
-        st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
-        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
-        max_leaves=20,
-    )
-    ids = st.none() | st.integers(-(2**70), 10**8) | st.text(max_size=8)
-    wrong_envelope = st.fixed_dictionaries(
-        {"id": ids, "method": json_scalar},
-        optional={"jsonrpc": st.sampled_from(["1.0", "2", 2.0, None, ""]), "params": json_scalar},
-    ).map(lambda d: json.dumps(d).encode())
-    not_object = json_scalar.filter(lambda v: not isinstance(v, dict)).map(
-        lambda v: json.dumps(v).encode()
-    )
-    huge_number = st.integers(5_000, 100_000).map(
-        lambda n: b'{"jsonrpc":"2.0","id":1' + b"0" * n + b',"method":"ping"}'
-    )
-    bad_escape = st.sampled_from(
-        [b'{"jsonrpc":"2.0","id":"\\ud800","method":"ping"', b'"\\x"', b"\xc0\xaf{}", b"\x00"]
-    )
-    return st.one_of(
-        nested, deep_in_envelope, junk, wrong_envelope, not_object, huge_number, bad_escape
-    )
 
 
 class Pipe:
@@ -124,7 +87,7 @@ def _check(pipe: Pipe, frame: bytes) -> None:
     database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(frame=_frames())
+@given(frame=hostile_frames())
 def test_a_hostile_frame_is_answered_with_an_error_and_the_gateway_keeps_serving(
     pipe: Pipe, frame: bytes
 ) -> None:
@@ -138,7 +101,7 @@ def test_a_hostile_frame_is_answered_with_an_error_and_the_gateway_keeps_serving
     database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(frame=_frames())
+@given(frame=hostile_frames())
 def test_many_hostile_frames_are_answered_and_the_gateway_keeps_serving(
     pipe: Pipe, frame: bytes
 ) -> None:
