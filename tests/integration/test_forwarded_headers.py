@@ -1,12 +1,14 @@
 """Forwarded headers and status sessions on a real `toolroute serve --transport http`:
 ``X-Forwarded-For`` is believed only from a proxy named in ``[http] forwarded_allow_ips``
 (none by default), so a guesser cannot dodge the sign-in throttle (or lock out an address of
-its choosing) by naming a new address per guess; and one token's sign-ins end only its own
-oldest sessions, never another client's."""
+its choosing) by naming a new address per guess; one token's sign-ins end only its own
+oldest sessions, never another client's; and a client a reload removes loses its status
+sessions and its sign-in (its cookie does not fall back to the operator's view)."""
 
 from __future__ import annotations
 
 import http.client
+import time
 from http.cookies import SimpleCookie
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
@@ -72,3 +74,22 @@ def test_one_token_s_sign_ins_do_not_end_another_client_s_session(tmp_path: Path
         assert _request(s.base, "GET", "/status/json", {"Cookie": bob})[0] == 200
         assert _request(s.base, "GET", "/status/json", {"Cookie": _cookie(headers)})[0] == 200
         assert _request(s.base, "GET", "/status/json", {"Cookie": first})[0] == 401
+
+
+def test_a_client_removed_by_a_reload_loses_its_status_sessions_and_sign_in(
+    tmp_path: Path,
+) -> None:
+    with serving_gateway(tmp_path, {"alice": ["time"], "bob": ["time"]}) as s:
+        alice = _cookie(_login(s.base, s.tokens["alice"])[1])
+        bob = _cookie(_login(s.base, s.tokens["bob"])[1])
+        toml = s.config.with_name("toolroute.toml")
+        text = toml.read_text()
+        bob_table = text[text.index("[auth.clients.bob]") :]
+        toml.write_text(text.replace(bob_table, ""))  # bob's token no longer configured
+        deadline = time.monotonic() + 120  # the reload follows the edit
+        while _login(s.base, s.tokens["bob"])[0] != 401:
+            assert time.monotonic() < deadline, "bob's token still signs in"
+            time.sleep(0.1)
+        # bob's cookie is no session any more (it must not fall back to the operator's view)
+        assert _request(s.base, "GET", "/status/json", {"Cookie": bob})[0] == 401
+        assert _request(s.base, "GET", "/status/json", {"Cookie": alice})[0] == 200

@@ -127,6 +127,8 @@ class HttpGuard:
         self.hosts = (*LOOPBACK_HOSTS, *allowed_hosts)
         self.origins = (*LOOPBACK_ORIGINS, *allowed_origins)
         self._tokens = [(_digest(c.token), c.client_id) for c in clients]
+        if self.logins is not None:  # the status page's sign-ins follow the same tokens
+            self.logins.reconfigure({c.client_id: c.token for c in clients})
 
     def _client(self, authorization: str | None) -> str | None:
         scheme, _, token = (authorization or "").partition(" ")

@@ -207,6 +207,17 @@ class LoginBook:
         self._key = secrets.token_bytes(32)
         self._spent: dict[str, float] = {}  # nonce of each code used, until it would expire
 
+    def reconfigure(self, tokens: Mapping[str, str]) -> None:
+        """New tokens (a config reload): the sessions of a client whose token is gone or
+        changed end (a removed client's cookie must not fall back to the operator's view);
+        with no tokens left, every session ends."""
+        old = {c: d for d, c in self._tokens}
+        self._tokens = [(_digest(t), c) for c, t in tokens.items()]
+        kept = {c for d, c in self._tokens if old.get(c) == d}
+        for sid, login in list(self._sessions.items()):
+            if not self._tokens or (login.client is not None and login.client not in kept):
+                del self._sessions[sid]
+
     @property
     def required(self) -> bool:
         """Whether the page needs a login at all (the gateway has tokens)."""
