@@ -43,10 +43,11 @@ def _config(
     # downstream servers' stderr, one line each labelled with the server (sources/stdio.py)
     logging.getLogger("toolroute.downstream").setLevel(logging.INFO)
 
+    from toolroute.cli.common import config_store
     from toolroute.config import load_config
 
     cfg = load_config(config_path, settings, secrets=secrets)
-    return replace(cfg, store=store) if store is not None else cfg
+    return replace(cfg, store=config_store(cfg, store))  # this config's own
 
 
 @main.command()
