@@ -160,8 +160,9 @@ def snapshot(
     running: bool = True,
     faults: Faults | None = None,
 ) -> dict[str, Any]:
-    """The JSON ``toolroute status`` prints: servers, quarantined tools, pid, and what the
-    gateway cannot write (``faults``, only when something fails)."""
+    """The JSON ``toolroute status`` prints: servers, quarantined tools, pid, what the
+    gateway cannot write (``faults``, only when something fails), and the pool's notes
+    (``names``, ``indexing``: only while they say something)."""
     out: dict[str, Any] = {
         "pid": os.getpid(),
         "running": running,
@@ -171,6 +172,7 @@ def snapshot(
     failing = faults.now() if faults is not None else {}
     if failing:
         out["faults"] = failing
+    out.update((section, dict(notes)) for section, notes in pool.notes.items() if notes)
     return out
 
 
