@@ -15,8 +15,9 @@ One name, one tool. The rule, applied on every listing and stated in the status
 - a name inside another server's namespace (server ``evil`` listing ``time__get_current_time``)
   or equal to one of the gateway's own tools is never exposed as is: ``evil``'s tool is
   ``evil__time__get_current_time``;
-- a quarantined tool (:mod:`toolroute.gateway.quarantine`: changed, poisoned, or with a name
-  that looks like another's) is not listed.
+- only indexed tools are listed (the ones a call can reach): not a quarantined one
+  (:mod:`toolroute.gateway.quarantine`: changed, poisoned, or with a name that looks like
+  another's), nor one of a server still being indexed at start.
 
 The definitions are the servers' own (title, annotations, output schema and every JSON Schema
 keyword), listed live and kept until a server's tools change.
@@ -25,7 +26,7 @@ keyword), listed live and kept until a server's tools change.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Container
 
 import anyio
 import mcp.types as types
@@ -46,11 +47,12 @@ class PassThrough:
     """The merged tool list of every downstream server under collision-safe names."""
 
     def __init__(
-        self, pool: DownstreamPool, held: Callable[[], Collection[str]] | None = None
+        self, pool: DownstreamPool, indexed: Callable[[], Container[str]] | None = None
     ) -> None:
-        """``held``: the names (``<server>__<tool>``) of the quarantined tools, left out."""
+        """``indexed``: the names (``<server>__<tool>``) of the tools in the index, the only
+        ones listed (None: every tool)."""
         self.pool = pool
-        self.held = held or (lambda: ())
+        self.indexed = indexed
         self._tools: dict[str, tuple[str, types.Tool]] | None = None
         self._lock = anyio.Lock()
         self.claims: dict[str, str] = {}
@@ -79,12 +81,12 @@ class PassThrough:
             for d in self.pool.servers.values():  # a curated tool's own name stays its server's
                 for own in d.renames.values():
                     self.claims.setdefault(own, d.name)
-            held = set(self.held())
+            indexed = self.indexed() if self.indexed is not None else None
             pairs = [
                 (s, t)
                 for s in self.pool.servers
                 for t in listed.get(s, ())
-                if qualified_name(s, t.name) not in held
+                if indexed is None or qualified_name(s, t.name) in indexed
             ]
             self._retire([(s, t.name) for s, t in pairs])
             names = exposed_names(
