@@ -42,6 +42,8 @@ def _config(
 
     # downstream servers' stderr, one line each labelled with the server (sources/stdio.py)
     logging.getLogger("toolroute.downstream").setLevel(logging.INFO)
+    # indexing progress at start, "indexing docs: 3,200 of 20,000 tools" (gateway/startup.py)
+    logging.getLogger("toolroute.gateway.startup").setLevel(logging.INFO)
 
     from toolroute.cli.common import config_store
     from toolroute.config import load_config

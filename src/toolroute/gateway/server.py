@@ -325,7 +325,7 @@ class Gateway(GatewayCore):
         self.continuations = Continuations(wait_s=call_timeout_s)
         """2025 servers' requests during a call, bridged to 2026-07-28 clients (runs while
         ``continuations.serving()`` is entered: ``toolroute serve`` enters it)."""
-        self.passthrough = PassThrough(pool)
+        self.passthrough = PassThrough(pool, lambda: self.presenter.tools_by_name)
         relisted = self.passthrough.invalidate if expose == "all" else None
         self.relay = Relay(  # resources, prompts, ... and the toolroute://status resource
             pool, self.bus, relisted, self._may_use, status=self.status
@@ -366,6 +366,8 @@ class Gateway(GatewayCore):
             meta.append(SET_MILESTONE)
         allowed = self.allowed_for(ctx)
         if self.expose == "all":  # every allowed tool; set_milestone where preconditions need it
+            if self.warmup is not None:  # at start: the quick servers' tools reviewed first
+                await self.warmup.wait()
             listed = await self.passthrough.listed()
             tools = [t for t, name in listed if allowed is None or allowed(name)]
             return types.ListToolsResult(tools=[*tools, *([SET_MILESTONE] if milestones else [])])
@@ -376,7 +378,12 @@ class Gateway(GatewayCore):
             bound = await self._bound_for(state, allowed)
         return types.ListToolsResult(tools=[*meta, *bound])
 
+    warmup: Any = None
+    """At start, what a call waits for: the quick servers indexed (gateway/startup.py)."""
+
     async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> CallResult:
+        if self.warmup is not None:
+            await self.warmup.wait()
         # the call's progress, logs and sampling come back to this client; a 2026-07-28
         # retry's answers and requestState go down with it
         async with self.relay.serving(ctx, params):
@@ -425,6 +432,9 @@ class Gateway(GatewayCore):
             return _invalid("find_tools needs `query`: what you need to get done, in words")
         before = set(r.state.promoted)
         found = await self.find_async(query, k, r.state, may_use=r.allowed, client=r.client)
+        indexing = self.pool.notes.get("indexing", {})  # servers whose tools are not found yet
+        if shown := {n: v for n, v in indexing.items() if self._may_use(r.ctx, n)}:
+            found["indexing"] = shown
         if self.expose == "bind":
             await self._bind(r.ctx, r.state, found["candidates"], before)
         return json_result(found)

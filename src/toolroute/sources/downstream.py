@@ -73,7 +73,8 @@ DEFAULT_MAX_RESULT_BYTES = 4 * 1024 * 1024
 T = TypeVar("T")
 
 MAX_PAGES = 1000
-"""tools/list pages read at most from one server (guards against a cursor that never ends)."""
+"""tools/list pages read at most from one server: a cursor that never ends is cut there, with a
+warning, and the tools of the pages read are kept (a cursor seen before ends it the same way)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +161,7 @@ class Downstream:
         self._logged: tuple[str, str | None] = ("starting", None)
         self._http_status: int | None = None  # of the last HTTP response (url servers)
         self._skipped: dict[str, str] = {}
+        self._cut: str | None = None  # why the last listing was cut short (warned once)
         """Tools left out of the last listing (their schema is malformed), and why."""
         self._process = ProcessInfo()
         self.tools_changed = anyio.Event()
@@ -406,34 +408,52 @@ class Downstream:
         """What the server declared, while a session is open."""
         return self._client.server_capabilities if self._client is not None else None
 
-    async def list_tools(self) -> ListedServer:
-        """Every tool, following ``next_cursor`` (a repeated cursor or MAX_PAGES ends it); a
-        tool the SDK cannot read (a malformed ``inputSchema``) is left out with a warning."""
+    async def list_tools(
+        self,
+        page_timeout_s: float | None = None,
+        on_page: Callable[[int], None] | None = None,
+    ) -> ListedServer:
+        """Every tool, following ``next_cursor`` (a repeated cursor or :data:`MAX_PAGES` ends
+        it, with a warning), each page within ``page_timeout_s`` (TimeoutError beyond), and
+        ``on_page(tools so far)`` after each; a tool the SDK cannot read (a malformed
+        ``inputSchema``) is left out with a warning."""
         c = await self.client()
         tools: list[types.Tool] = []
+        names: set[str] = set()
         cursor: str | None = None
         seen: set[str] = set()
         skipped: dict[str, str] = {}
+        cut: str | None = None
         try:
-            for _ in range(MAX_PAGES):
-                try:
-                    page = await c.list_tools(cursor=cursor)
-                except ValidationError:  # maybe one bad tool: check them one by one
-                    page, bad = await list_tools_leniently(c, cursor)
-                    skipped.update(bad)
-                names = {t.name for t in tools}
+            for page_number in range(1, MAX_PAGES + 1):
+                with anyio.fail_after(page_timeout_s):
+                    try:
+                        page = await c.list_tools(cursor=cursor)
+                    except ValidationError:  # maybe one bad tool: check them one by one
+                        page, bad = await list_tools_leniently(c, cursor)
+                        skipped.update(bad)
                 for t in page.tools:  # a repeated page, or a name listed twice, counts once
                     if t.name not in names:
                         names.add(t.name)
                         tools.append(t)
+                if on_page is not None:
+                    on_page(len(tools))
                 cursor = page.next_cursor
-                if cursor is None or cursor in seen:
+                if cursor is None:
+                    break
+                if cursor in seen:
+                    cut = f"its tools/list cursor repeated after {page_number} pages"
                     break
                 seen.add(cursor)
+            else:
+                cut = f"its tools/list cursor did not end in {MAX_PAGES} pages"
         except MCPError as e:
             raise self._error(None, e) from None
         except ValidationError as e:  # a malformed tools/list reply
             raise DownstreamError(self.name, None, "protocol", first_line(e)) from None
+        if cut is not None and self._cut != cut:  # once, not on every re-list
+            log.warning("server %s: %s; its first %d tools are kept", self.name, cut, len(tools))
+        self._cut = cut
         for tool, why in skipped.items():
             if self._skipped.get(tool) != why:  # once per tool and reason, not every re-list
                 log.warning("server %s: tool %r skipped: %s", self.name, tool, why)
