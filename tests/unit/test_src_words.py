@@ -37,7 +37,9 @@ CLEAN = (
 PENDING = {"cli/gateway.py"}
 """Files of a clean part not rewritten yet (``serve``'s comment on uvloop cites a results file)."""
 FORBIDDEN = {
-    "a paper by its research-notes number": re.compile(r"\bseeds?\s+`*0\d\d|\b00\d_[0-9a-f]{8,}"),
+    "a paper by its research-notes number": re.compile(
+        r"\bseeds?\s+`*0\d\d|\b00\d_[0-9a-f]{8,}", re.IGNORECASE
+    ),
     "an issue number": re.compile(r"\bissues?\s+#?\d+|\bissue\s+\d+'s", re.IGNORECASE),
     "a results file": re.compile(r"benchmarks/results/"),
     "a file outside the repository": re.compile(r"\bshared/|BASELINES\.md|MODELS\.md"),
@@ -67,7 +69,7 @@ def test_published_text_names_papers_and_cites_no_notes_issues_or_results(path: 
 
 def test_the_check_sees_each_kind_of_lab_note() -> None:
     text = (
-        '"""Weighted average (seed 001 eq. 1), as issue 24 asked; see seed '
+        '"""Weighted average (Seed 001 eq. 1), as issue 24 asked; see seed '
         "``000_33cbc8800e6eb5c6.txt``,\nbenchmarks/results/load.md and "
         'shared/benchmarks/BASELINES.md."""\n'
     )
