@@ -178,7 +178,7 @@ class GatewayConfig:
     pinned: tuple[str, ...] = ()
     """``server__tool`` names always promoted and callable."""
     events_log: Path | None = None
-    """JSON-lines file receiving one routing event per find_tools (seed 002 §5.7)."""
+    """JSON-lines file receiving one routing event per find_tools (Tool Attention §5.7)."""
     otel: bool = False
     """Also emit each routing event as an OpenTelemetry span (``toolroute[otel]``)."""
     path: Path | None = None

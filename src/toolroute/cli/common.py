@@ -89,7 +89,7 @@ catalog_option = click.option(
     "--catalog",
     type=click.Path(path_type=Path),
     default=None,
-    help="Catalog JSON (shared/benchmarks format). Default: the shipped demo catalog.",
+    help='Catalog JSON ({"servers": [...]}). Default: the shipped demo catalog.',
 )
 synced_option = click.option(
     "--config",
@@ -127,7 +127,7 @@ documents_option = click.option(
     "--documents",
     default="toolroute",
     show_default=True,
-    help="Tool-document preset: toolroute, concat, var-1, var-2 (seed 001 TDWA).",
+    help="Tool-document preset: toolroute, concat, var-1, var-2 (ScaleMCP's TDWA).",
 )
 queries_option = click.option(
     "--queries",

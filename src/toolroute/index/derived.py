@@ -3,10 +3,10 @@ schema keys): owned by the :class:`~toolroute.index.build.ToolIndex` it was deri
 saved with its snapshot.
 
 Computed from a 100k-tool catalog these take seconds (Python loops over every tool and every
-pair of a server's tools); a fresh process that recomputed them spent 12 s on its first route
-(benchmarks/scale.py). A :class:`Derivation` names a function of the index that returns plain
-arrays; :class:`DerivedData` computes it once per index, and where the index came from a
-snapshot, reads it from (and, when missing, writes it into) the snapshot's ``derived/``
+pair of a server's tools); a fresh process that recomputed them would spend those seconds on
+its first route (benchmarks/scale.py). A :class:`Derivation` names a function of the index
+that returns plain arrays; :class:`DerivedData` computes it once per index, and where the index
+came from a snapshot, reads it from (and, when missing, writes it into) the snapshot's ``derived/``
 folder, memory-mapped like the index's own arrays.
 
 A derivation's files are keyed by its name, its ``version`` and a fingerprint of the source of
@@ -132,7 +132,7 @@ class DerivedData:
         try:
             count = int((where / "count").read_text(encoding="utf-8"))
             # plain arrays over the mapping: np.memmap's Python-level indexing hooks cost
-            # ~9 ms per route at 100k tools (benchmarks/scale.py, warm p50)
+            # a visible share of a route at 100k tools (benchmarks/scale.py)
             return tuple(
                 np.asarray(np.load(where / f"{i}.npy", mmap_mode="r")) for i in range(count)
             )
