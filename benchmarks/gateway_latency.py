@@ -223,6 +223,11 @@ async def _measure(args: argparse.Namespace, tmp: Path) -> dict[str, list[float]
                 store = str(tmp / f"store-stdio-{mode}")
                 target = StdioServerParameters(command=TOOLROUTE, args=[*serve, store])
                 gws[f"stdio{era}"] = await connect(target, mode)
+                if args.baseline_src:  # the same gateway from another source tree, same run
+                    env = {**os.environ, "PYTHONPATH": str(Path(args.baseline_src) / "src")}
+                    old = [*serve, str(tmp / f"store-baseline-{mode}")]
+                    target = StdioServerParameters(command=TOOLROUTE, args=old, env=env)
+                    gws[f"stdio{era}, baseline"] = await connect(target, mode)
                 if url is not None:
                     gws[f"http{era}"] = await connect(url, mode)
             if args.proxies:  # pass-through: toolroute's and FastMCP's, the same server behind
@@ -502,6 +507,12 @@ def main() -> None:
     ap.add_argument("--warmup", "-w", type=int, default=20, help="untimed warm-up calls per path")
     ap.add_argument("--batch", type=int, default=20, help="calls per path before switching path")
     ap.add_argument("--http", action="store_true", help="also measure over streamable HTTP")
+    ap.add_argument(
+        "--baseline-src",
+        metavar="DIR",
+        help="also time the stdio gateway run from the source tree DIR (e.g. a worktree of an "
+        "earlier commit: git worktree add /tmp/before COMMIT), in the same run",
+    )
     ap.add_argument(
         "--proxies",
         metavar="PYTHON",
