@@ -79,9 +79,7 @@ def test_a_cycle_closed_only_by_a_type_checking_import_is_reported_as_type_level
         {
             "a.py": "from pkg import b\n",
             "b.py": (
-                "from typing import TYPE_CHECKING\n"
-                "if TYPE_CHECKING:\n"
-                "    from pkg.a import Thing\n"
+                "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.a import Thing\n"
             ),
         },
     )

@@ -165,8 +165,8 @@ def serve(
         )
 
     cfg = _config(config_path, settings, store)
-    # uvloop where it installs (not Windows): about 1 ms of CPU less per HTTP request
-    # (benchmarks/results/load.md); the stdlib loop otherwise
+    # uvloop where it installs (not Windows): less CPU per HTTP request (benchmarks/load.py);
+    # the stdlib loop otherwise
     uvloop = importlib.util.find_spec("uvloop") is not None
     anyio.run(
         lambda: run_serve(

@@ -258,7 +258,7 @@ async def sync_once(config: GatewayConfig, progress: Any = None) -> SyncResult:
 def gateway_embedder(config: GatewayConfig, transport: str = "stdio") -> Any:
     """The embedder of a serving gateway: the default model on one intra-op thread (it embeds
     one short query at a time beside the event loop; a second thread costs more CPU than it
-    saves: benchmarks/results/load.md), unless ``TOOLROUTE_THREADS`` says otherwise, behind
+    saves, as benchmarks/load.py shows), unless ``TOOLROUTE_THREADS`` says otherwise, behind
     an LRU of query vectors (``query_cache``). Over HTTP, ``TOOLROUTE_EMBED_WORKERS=N``
     embeds in N worker processes instead (embed/pool.py); stdio stays one process."""
     import os

@@ -69,7 +69,8 @@ log = logging.getLogger(__name__)
 ROUTE_THREADS = 2
 """find_tools routings running at once in worker threads (more wait for a free one)."""
 MAX_CAPABILITY_REQUESTS = 3
-"""request_capability calls per session before it answers with a stop (seed 004 §V loop guard)."""
+"""request_capability calls per session before it answers with a stop (Adaptive Tool
+Routing's loop guard)."""
 
 Allowed = Callable[[str], bool] | None
 """A client's allow-list over ``server__tool`` names (None: every tool)."""
@@ -321,8 +322,8 @@ class GatewayCore:
                 sink.emit(event)
 
     def admits(self, state: SessionState, name: str) -> bool:
-        """The call gate (seed 002 Alg. 1 line 8): ``name`` is pinned or was promoted to
-        this session (or the gate is off)."""
+        """The call gate (Tool Attention, Alg. 1 line 8): ``name`` is pinned or was
+        promoted to this caller (or the gate is off)."""
         gated = self.call_gate and self.expose != "all"  # pass-through lists every tool
         pinned = name in self.presenter.config.pinned
         return not gated or pinned or self.sessions.is_promoted(state, name)
@@ -330,8 +331,8 @@ class GatewayCore:
     async def request_capability(
         self, state: SessionState, need: str, k: int, allowed: Allowed = None
     ) -> types.CallToolResult:
-        """Re-route on a missing capability (seed 004 §V): the stated need plus the original
-        request, tools already shown excluded; bounded per session to stop loops."""
+        """Re-route on a missing capability (Adaptive Tool Routing): the stated need plus the
+        original request, tools already shown excluded; bounded per session to stop loops."""
         state.capability_requests += 1
         if state.capability_requests > MAX_CAPABILITY_REQUESTS:
             return error_result(
@@ -441,8 +442,8 @@ class GatewayCore:
     def record(self, outcome: Outcome) -> None:
         """One executed call into the statistics (EHRR eq. 8)."""
         # written synchronously, before the answer goes out: a kill -9 loses only calls in
-        # flight (a background writer saved 0.05 ms of a ~2 ms call in
-        # benchmarks/results/gateway_latency_loaded.md: not worth an acked-but-lost outcome)
+        # flight (a background writer saves too little to be worth an acked-but-lost outcome:
+        # benchmarks/gateway_latency.py --breakdown)
         with self.faults.audit("store"), self.metrics.store("record_outcome"):  # logged once
             self.router.record(outcome)
         if self._on_outcome is not None:

@@ -6,17 +6,19 @@ this module adds what is MCP: the meta-tools (a table of handlers, :attr:`Gatewa
 bound and passed-through tools, the relay of resources, prompts and notifications, and the
 bridge between a 2026-07-28 client and a 2025-11-25 server.
 
-- ``find_tools(query, k?)`` → ranked candidates (seed 000 ROUTE), as structured content and as
+- ``find_tools(query, k?)`` → ranked candidates, as structured content and as
   the same JSON in text: ``{"candidates": [{"name", "server", "tool", "description",
   "input_schema", "score"}]}``. ``name`` is ``<server>__<tool>`` (server names may not contain
   ``__``, so it always splits at the first ``__``).
-- In ``bind`` exposure mode (seed 001 §3.3), tools that find_tools returns are also bound: added
-  to the gateway's own ``tools/list`` under their namespaced name, with a
-  ``notifications/tools/list_changed``, so a client can call them directly.
+- In ``bind`` exposure mode (ScaleMCP's dynamic binding), tools that find_tools returns to a
+  client are also bound for that client: added to its ``tools/list`` under their namespaced
+  name, with a ``notifications/tools/list_changed`` to its connections (a listen event at
+  2026-07-28), so it can call them directly.
 - ``call_tool(name, arguments)`` → validates the arguments against the tool's input schema,
-  forwards the call with a deadline and returns the downstream result unchanged (seed 000
-  EXECUTE-TOOL). Unknown tool, invalid arguments, timeout and crash come back as ``isError``
-  results whose JSON says what to do next; every executed call is recorded (EHRR eq. 8).
+  forwards the call with a deadline and returns the downstream result unchanged (the call
+  path, :mod:`toolroute.gateway.pipeline`). Unknown tool, invalid arguments, timeout and
+  crash come back as ``isError`` results whose JSON says what to do next; every executed call
+  is recorded (EHRR eq. 8).
 - Routing runs in a worker thread (at most ``core.ROUTE_THREADS`` at once), so a slow strategy (an
   LLM stage, a big index) never holds up another client's ``call_tool`` on the event loop.
 - A tool in quarantine (:mod:`toolroute.gateway.quarantine`) is not indexed, so find_tools
