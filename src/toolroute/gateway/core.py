@@ -49,6 +49,7 @@ from toolroute.present.events import EventSink, RoutingEvent, query_hash
 from toolroute.present.presenter import Presentation, PresentConfig, Presenter
 from toolroute.route.gate import Preconditions, SessionState, blocked_by, preconditions_for
 from toolroute.router import Router
+from toolroute.settings import DEFAULTS
 from toolroute.sources.pool import CallContext, DownstreamError, DownstreamPool
 from toolroute.stats import Outcome
 
@@ -151,11 +152,11 @@ class GatewayCore:
         router: Router,
         pool: DownstreamPool | None = None,
         *,
-        k: int = 5,
-        strategy: str = "default",
-        call_timeout_s: float = 30.0,
-        expose: Literal["meta", "bind", "all"] = "meta",
-        call_gate: bool | CallGateScope = "client",
+        k: int = DEFAULTS.k,
+        strategy: str = DEFAULTS.strategy,
+        call_timeout_s: float = DEFAULTS.call_timeout_s,
+        expose: Literal["meta", "bind", "all"] = DEFAULTS.expose,
+        call_gate: bool | CallGateScope = DEFAULTS.call_gate,
         presenter: Presenter | None = None,
         tool_gates: Mapping[str, Preconditions] | None = None,
         server_gates: Mapping[str, Preconditions] | None = None,

@@ -72,6 +72,7 @@ from toolroute.route.gate import Preconditions, SessionState
 from toolroute.route.llm_stages import subtask_text
 from toolroute.router import Router
 from toolroute.sdk import OpenTelemetryMiddleware, connection_of
+from toolroute.settings import DEFAULTS
 from toolroute.sources.pool import CallContext, DownstreamError, DownstreamPool
 from toolroute.stats import Outcome
 
@@ -257,11 +258,11 @@ class Gateway(GatewayCore):
         router: Router,
         pool: DownstreamPool,
         *,
-        k: int = 5,
-        strategy: str = "default",
-        call_timeout_s: float = 30.0,
-        expose: Literal["meta", "bind", "all"] = "meta",
-        call_gate: bool | CallGateScope = "client",
+        k: int = DEFAULTS.k,
+        strategy: str = DEFAULTS.strategy,
+        call_timeout_s: float = DEFAULTS.call_timeout_s,
+        expose: Literal["meta", "bind", "all"] = DEFAULTS.expose,
+        call_gate: bool | CallGateScope = DEFAULTS.call_gate,
         clients: Mapping[str, ClientAccess] | None = None,
         presenter: Presenter | None = None,
         tool_gates: Mapping[str, Preconditions] | None = None,
