@@ -121,7 +121,8 @@ store_option = click.option(
     callback=_store_target,
     metavar="DIR|URL",
     help="Store directory (SQLite + embedding cache) or postgresql:// URL (shared by gateway"
-    " replicas). Default: the per-user data dir.",
+    " replicas). Default: the per-user data dir. With --config, each config keeps its store in"
+    " a folder of its own under DIR.",
 )
 documents_option = click.option(
     "--documents",
