@@ -166,9 +166,9 @@ class GatewayConfig:
     expose: Literal["meta", "bind", "all"] = "meta"
     """``meta``: only find_tools/call_tool; ``bind``: found tools are added to tools/list too;
     ``all``: pass-through, every server's tools in tools/list, no routing."""
-    call_gate: CallGateScope = "connection"
-    """Refuse call_tool on a tool find_tools has not promoted (seed 002 §5.5) in this
-    ``connection``, for this ``client`` (any of its connections), or ``off``."""
+    call_gate: CallGateScope = "client"
+    """Refuse call_tool on a tool find_tools has not returned: to this ``client`` (any of its
+    sessions; the default), in this ``connection`` only, or ``off``."""
     scopes: tuple[str, ...] = ()
     """Scopes granted to the client (``requires_scope`` preconditions)."""
     milestones: tuple[str, ...] = ()

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -41,7 +41,7 @@ from mcp.shared.subscriptions import (
 )
 from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 
-from toolroute.catalog.name import qualified_name, server_of, split_name
+from toolroute.catalog.name import SEPARATOR, qualified_name, server_of, split_name
 from toolroute.gateway.caller import Caller, caller_var, connection_key, current_caller
 from toolroute.sdk import connection_of
 from toolroute.sources.pool import DownstreamPool
@@ -73,15 +73,27 @@ STATUS_RESOURCE = types.Resource(
 RESOURCE_NOT_FOUND = -32002
 
 
-def exposed_names(owners: Iterable[tuple[str, str]]) -> dict[str, tuple[str, str]]:
+def exposed_names(
+    owners: Iterable[tuple[str, str]],
+    servers: Collection[str] = (),
+    refused: Collection[str] = (),
+) -> dict[str, tuple[str, str]]:
     """``{exposed: (server, name)}``: a name kept as is where one server has it, else
-    ``<server>__<name>`` for each server that has it."""
+    ``<server>__<name>`` for each server that has it. A name never kept as is: one inside a
+    server's namespace (``time__x``, with ``time`` in ``servers`` or listing), which would
+    shadow that server's own; and one in ``refused``. So every exposed name is one item's."""
     pairs = list(dict.fromkeys(owners))
+    spaces = {*servers, *(s for s, _ in pairs)}
     count: dict[str, int] = {}
     for _, name in pairs:
         count[name] = count.get(name, 0) + 1
+
+    def plain(name: str) -> bool:
+        owned = SEPARATOR in name and server_of(name) in spaces
+        return count[name] == 1 and not owned and name not in refused
+
     return {
-        (name if count[name] == 1 else qualified_name(server, name)): (server, name)
+        (name if plain(name) else qualified_name(server, name)): (server, name)
         for server, name in pairs
     }
 
@@ -227,7 +239,7 @@ class Relay:
     ) -> tuple[dict[str, tuple[str, str]], list[Any]]:
         """The exposed names of ``listed`` items (keyed by their ``field``: uri, uri_template or
         name) and the items under those names that this client may use."""
-        names = exposed_names((s, getattr(item, field)) for s, item in listed)
+        names = exposed_names(((s, getattr(item, field)) for s, item in listed), self.pool.servers)
         back = {v: k for k, v in names.items()}
         items = [
             item.model_copy(update={field: back[(s, getattr(item, field))]})

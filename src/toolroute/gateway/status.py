@@ -173,8 +173,9 @@ def snapshot(
     running: bool = True,
     faults: Faults | None = None,
 ) -> dict[str, Any]:
-    """The JSON ``toolroute status`` prints: servers, quarantined tools, pid, and what the
-    gateway cannot write (``faults``, only when something fails)."""
+    """The JSON ``toolroute status`` prints: servers, quarantined tools, pid, what the
+    gateway cannot write (``faults``, only when something fails), and the pool's notes
+    (``names``, ``indexing``: only while they say something)."""
     out: dict[str, Any] = {
         "pid": os.getpid(),
         "running": running,
@@ -186,6 +187,7 @@ def snapshot(
         out["faults"] = failing
     if faults is not None and faults.config:
         out["config"] = dict(sorted(faults.config.items()))
+    out.update((section, dict(notes)) for section, notes in pool.notes.items() if notes)
     return out
 
 

@@ -70,7 +70,7 @@ def _root(store_dir: Path) -> Path:
 
 
 def save_snapshot(
-    ix: ToolIndex, store_dir: Path, key: str, derivations: tuple[Derivation, ...] = ()
+    ix: ToolIndex, store_dir: Path, key: str, derivations: tuple[Derivation[ToolIndex], ...] = ()
 ) -> Path | None:
     """Write ``ix`` as the snapshot ``key`` (atomically: a temporary directory renamed into
     place), with ``derivations`` computed and saved beside its arrays (index/derived.py), and
