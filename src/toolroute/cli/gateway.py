@@ -49,7 +49,7 @@ def _config(
     from toolroute.config import load_config
 
     cfg = load_config(config_path, settings, secrets=secrets)
-    return replace(cfg, store=config_store(cfg, store))  # this config's own
+    return replace(cfg, store=config_store(cfg, store, config_path))  # this config's own
 
 
 @main.command()
