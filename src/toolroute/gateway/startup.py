@@ -204,6 +204,8 @@ async def index_at_start(
             indexed.update(step)
             for n in step:
                 notes.pop(n, None)
+            if (passthrough := getattr(gateway, "passthrough", None)) is not None:
+                passthrough.invalidate()  # the step's servers are reviewed: listed from now on
             pool.note_change()
             settle_if_only_big_left()
             log.info("indexed %s: %s tools", progress.label, f"{tools:,}")
