@@ -19,12 +19,12 @@ import pytest
 from tests.conftest import REPO
 from tests.helpers.faults import text
 from tests.integration.gateways import GatewayProcess, client_as
-from toolroute.gateway.relay import MAX_ASKS_PER_SESSION
-from toolroute.sources.downstream import MAX_ASKS
 
 pytestmark = pytest.mark.integration
 
 ASKING = REPO / "tests" / "fixtures" / "asking_server.py"
+MAX_ASKS_PER_SESSION = 16  # gateway/relay.py's
+MAX_ASKS = 64  # sources/downstream.py's
 CALL = {"name": "asking__ask_many", "arguments": {}}
 
 
