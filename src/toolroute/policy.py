@@ -28,9 +28,9 @@ CallGateScope = Literal["connection", "client", "off"]
 
 
 def gate_scope(value: bool | str) -> CallGateScope:
-    """``call_gate`` as a scope: ``true`` is ``"connection"``, ``false`` is ``"off"``."""
+    """``call_gate`` as a scope: ``true`` is the default ``"client"``, ``false`` is ``"off"``."""
     if value is True:
-        return "connection"
+        return "client"
     if value is False:
         return "off"
     if value in ("connection", "client", "off"):

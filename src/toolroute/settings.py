@@ -72,8 +72,16 @@ class _Client(BaseModel):
 
 class _Auth(BaseModel):
     model_config = ConfigDict(extra="forbid")
+    enabled: bool = True
+    """False: no tokens at all, said explicitly (logged as a warning, shown in status)."""
     bearer_token_env: str | None = None
     clients: dict[str, _Client] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _off_means_no_tokens(self) -> _Auth:
+        if not self.enabled and (self.bearer_token_env or self.clients):
+            raise ValueError("enabled = false with tokens given: remove one or the other")
+        return self
 
 
 class _Http(BaseModel):
@@ -81,6 +89,9 @@ class _Http(BaseModel):
     allowed_hosts: list[str] = Field(default_factory=list)
     allowed_origins: list[str] = Field(default_factory=list)
     json_response: bool = False
+    forwarded_allow_ips: list[str] = Field(default_factory=list)
+    """Proxies whose X-Forwarded-For/-Proto are believed (addresses or networks, ``*``: any);
+    empty: none, the TCP peer is the client (a header from anyone else is ignored)."""
 
 
 class _Gate(BaseModel):
@@ -190,7 +201,7 @@ def store_target(toml_path: Path | None, value: str | None) -> StoreTarget | Non
 def client_access(source: Path, auth: _Auth | None, secrets: bool) -> tuple[ClientAccess, ...]:
     """The HTTP clients of ``[auth]``, their tokens read from the environment (without
     ``secrets``, a client whose variable is unset is left out instead of refused)."""
-    if auth is None:
+    if auth is None or not auth.enabled:
         return ()
     wanted = [(c, v.token_env, v.servers, v.tools) for c, v in auth.clients.items()]
     if auth.bearer_token_env:

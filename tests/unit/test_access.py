@@ -17,7 +17,12 @@ from toolroute.gateway.access import (
     client_identity,
     gate_scope,
 )
-from toolroute.gateway.checks import check_arguments, check_find_args, check_k
+from toolroute.gateway.checks import (
+    check_arguments,
+    check_find_args,
+    coerce_arguments,
+    coerce_k,
+)
 from toolroute.route.gate import SessionState
 
 TOKEN = "t" * 24
@@ -32,7 +37,13 @@ def _config(tmp_path: Path, toml: str) -> Path:
 
 @pytest.mark.parametrize(
     ("value", "scope"),
-    [("true", "connection"), ("false", "off"), ('"client"', "client"), ('"off"', "off")],
+    [
+        ("true", "client"),
+        ("false", "off"),
+        ('"client"', "client"),
+        ('"connection"', "connection"),
+        ('"off"', "off"),
+    ],
 )
 def test_call_gate_takes_a_scope_or_the_old_booleans(
     tmp_path: Path, value: str, scope: str
@@ -122,6 +133,26 @@ class _Conn:
     pass
 
 
+def test_the_default_call_gate_keeps_promotions_per_client(tmp_path: Path) -> None:
+    assert load_config(_config(tmp_path, "")).call_gate == "client"
+
+
+def test_client_scope_keeps_a_nameless_session_to_its_connection() -> None:
+    """With no token, header or client name there is no client to share promotions with:
+    such a session must not see another nameless session's promotions."""
+    states = SessionStates("client", SessionState)
+
+    def nameless(connection: object) -> object:
+        session = SimpleNamespace(_connection=connection, client_params=None)
+        return SimpleNamespace(request=SimpleNamespace(scope={"headers": []}), session=session)
+
+    first, second = _Conn(), _Conn()
+    states.for_request(nameless(first)).promoted.add("time__x")
+    assert "time__x" in states.for_request(nameless(first)).promoted
+    assert "time__x" not in states.for_request(nameless(second)).promoted
+    assert states.for_request(nameless(first)).client is None
+
+
 def test_client_identity_prefers_the_token_then_the_header_then_the_client_name() -> None:
     conn = _Conn()
     assert client_identity(_ctx(conn, client="ci", header="h")) == "token:ci"
@@ -145,10 +176,49 @@ def test_connection_scope_forgets_a_closed_connection_and_client_scope_outlives_
     assert "time__x" not in by_client.for_request(_ctx(_Conn(), client="other")).promoted
 
 
-@pytest.mark.parametrize("k", [0, -1, 51, "3", 2.5, True, None, [3]])
-def test_k_outside_one_to_fifty_is_refused_with_the_range(k: object) -> None:
-    assert check_k(k, 50) == f"`k` must be an integer from 1 to 50; got {json.dumps(k)}"
-    assert check_find_args({"query": "x", "k": k}) is not None
+@pytest.mark.parametrize(
+    ("k", "coerced"),
+    [(None, 5), ("3", 3), (3.0, 3), (" 7 ", 7), (0, 1), (-1, 1), (51, 50), ("80", 50)],
+)
+def test_k_as_models_send_it_is_read_as_an_integer_within_the_range(
+    k: object, coerced: int
+) -> None:
+    assert coerce_k(k, 5, 50) == (coerced, None)
+    assert check_find_args({"query": "x", "k": k}) is None
+
+
+@pytest.mark.parametrize("k", [2.5, True, "three", [3], {"k": 3}, float("nan")])
+def test_k_that_is_no_whole_number_is_refused_with_the_range(k: object) -> None:
+    value, problem = coerce_k(k, 5, 50)
+    assert problem is not None and problem.startswith("`k` must be an integer from 1 to 50")
+    assert check_find_args({"query": "x", "k": k}) == problem
+
+
+@pytest.mark.parametrize(
+    ("arguments", "read"),
+    [({"a": 1}, {"a": 1}), ('{"a": 1}', {"a": 1}), ("", {}), (" {} ", {})],
+)
+def test_arguments_are_an_object_or_that_object_as_json_text(
+    arguments: object, read: dict[str, object]
+) -> None:
+    assert coerce_arguments(arguments) == (read, None)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "says"),
+    [
+        (None, "`arguments` is null"),
+        ("[1, 2]", "must be an object"),
+        ("{not json", "not a JSON object"),
+        ("[" * 100_000, "not a JSON object"),
+        (3, "must be an object"),
+    ],
+)
+def test_arguments_of_another_kind_are_refused_with_what_to_send(
+    arguments: object, says: str
+) -> None:
+    read, problem = coerce_arguments(arguments)
+    assert problem is not None and says in problem and "{}" in problem
 
 
 def test_arguments_deeper_than_32_or_over_a_megabyte_are_refused() -> None:

@@ -49,7 +49,12 @@ def _notes_server() -> MCPServer:
         facts.setdefault(person, []).append(fact)
         return f"{person}: {len(facts[person])} facts"
 
-    @server.tool(description="Recall every fact remembered about a person")
+    @server.tool(
+        title="Recall facts",
+        description="Recall every fact remembered about a person",
+        annotations=types.ToolAnnotations(read_only_hint=True),
+        meta={"example.org/team": "notes"},
+    )
     def recall_facts(person: str) -> str:
         return "; ".join(facts.get(person, [])) or "nothing"
 
@@ -172,7 +177,7 @@ def test_find_then_call_runs_an_in_memory_server_and_records_the_outcome(
 
 def test_call_gate_refuses_a_tool_until_find_tools_promotes_it(tmp_path: Path) -> None:
     events = tmp_path / "events.jsonl"
-    cfg = _config(tmp_path, events_log=events)
+    cfg = _config(tmp_path, events_log=events, call_gate="connection")
 
     async def main() -> None:
         async with (
@@ -185,7 +190,7 @@ def test_call_gate_refuses_a_tool_until_find_tools_promotes_it(tmp_path: Path) -
             await c.call_tool("find_tools", {"query": "current time in Tokyo", "k": 1})
             r = await c.call_tool("call_tool", TOKYO)
             assert not r.is_error and "Asia/Tokyo" in _text(r)
-            # another connection has its own session: nothing promoted there yet
+            # the strict scope: another connection has nothing promoted yet
             async with Client(gw.server, mode="legacy", raise_exceptions=True) as other:
                 r = await other.call_tool("call_tool", TOKYO)
                 assert r.structured_content["error"] == "tool_not_available"
@@ -251,6 +256,124 @@ def test_bind_mode_adds_found_tools_to_tools_list(tmp_path: Path) -> None:
             assert {"find_tools", "call_tool", "time__get_current_time"} <= names
             r = await c.call_tool("time__get_current_time", {"timezone": "Asia/Tokyo"})
             assert not r.is_error and "Asia/Tokyo" in _text(r)
+
+    anyio.run(main)
+
+
+def test_bind_mode_lists_to_each_client_only_what_was_found_for_it(tmp_path: Path) -> None:
+    """Bound tools are scoped like the call gate: every connection of the client that
+    searched is told and lists them; a connection of another client lists none of them and
+    is refused when it calls one."""
+    cfg = _config(tmp_path, expose="bind")
+    told = {"a2": anyio.Event(), "b": anyio.Event()}
+
+    def named(gw: Gateway, name: str, key: str | None = None) -> Client:
+        async def on_message(msg: Any) -> None:
+            if key and isinstance(msg, types.ToolListChangedNotification):
+                told[key].set()
+
+        info = types.Implementation(name=name, version="1")
+        return Client(gw.server, mode="legacy", client_info=info, message_handler=on_message)
+
+    async def main() -> None:
+        async with (
+            _gateway(cfg) as gw,
+            named(gw, "agent-a") as a,
+            named(gw, "agent-a", "a2") as a2,
+            named(gw, "agent-b", "b") as b,
+        ):
+            for c in (a2, b):  # both connections have listed once: the gateway knows them
+                assert len((await c.list_tools()).tools) == 3
+            await a.call_tool("find_tools", {"query": "recall the facts about a person"})
+            with anyio.fail_after(5):
+                await told["a2"].wait()
+            listed = {t.name: t for t in (await a2.list_tools()).tools}
+            recall = listed["notes__recall_facts"]
+            assert recall.title == "Recall facts" and recall.annotations is not None
+            assert recall.annotations.read_only_hint is True
+            assert recall.output_schema is not None and recall.meta == {"example.org/team": "notes"}
+            assert not told["b"].is_set()
+            assert [t.name for t in (await b.list_tools()).tools] == [
+                "find_tools",
+                "call_tool",
+                "request_capability",
+            ]
+            r = await b.call_tool("notes__recall_facts", {"person": "Ada"})
+            assert r.is_error and r.structured_content["error"] == "tool_not_available"
+            r = await a2.call_tool("notes__recall_facts", {"person": "Ada"})
+            assert not r.is_error and "nothing" in _text(r)
+
+    anyio.run(main)
+
+
+def test_bind_mode_tells_a_2026_client_s_listen_stream_only_of_its_own_tools(
+    tmp_path: Path,
+) -> None:
+    cfg = _config(tmp_path, expose="bind")
+
+    def named(gw: Gateway, name: str) -> Client:
+        info = types.Implementation(name=name, version="1")
+        return Client(gw.server, client_info=info)
+
+    async def main() -> None:
+        async with _gateway(cfg) as gw, named(gw, "agent-a") as a, named(gw, "agent-b") as b:
+            events: dict[str, int] = {"a": 0, "b": 0}
+
+            async def watch(c: Client, key: str, ready: anyio.Event) -> None:
+                async with c.listen(tools_list_changed=True) as sub:
+                    ready.set()
+                    async for _ in sub:
+                        events[key] += 1
+
+            async with anyio.create_task_group() as tg:
+                ready_a, ready_b = anyio.Event(), anyio.Event()
+                tg.start_soon(watch, a, "a", ready_a)
+                tg.start_soon(watch, b, "b", ready_b)
+                with anyio.fail_after(5):
+                    await ready_a.wait()
+                    await ready_b.wait()
+                await a.call_tool("find_tools", {"query": "recall the facts about a person"})
+                with anyio.fail_after(5):
+                    while events["a"] == 0:
+                        await anyio.sleep(0.01)
+                # b's stream had the same time to receive an event; a's tool list only changed
+                await b.call_tool("find_tools", {"query": "what time is it in Tokyo", "k": 1})
+                with anyio.fail_after(5):
+                    while events["b"] == 0:
+                        await anyio.sleep(0.01)
+                assert events["a"] == 1
+                tg.cancel_scope.cancel()
+            names_b = {t.name for t in (await b.list_tools()).tools}
+            assert any(n.startswith("time__") for n in names_b)
+            assert "notes__recall_facts" not in names_b
+
+    anyio.run(main)
+
+
+def test_find_tools_is_read_only_and_its_answer_matches_its_output_schema(
+    tmp_path: Path,
+) -> None:
+    cfg = _config(tmp_path)
+
+    async def main() -> None:
+        async with _gateway(cfg) as gw, Client(gw.server, raise_exceptions=True) as c:
+            find = next(t for t in (await c.list_tools()).tools if t.name == "find_tools")
+            assert find.annotations is not None and find.annotations.read_only_hint is True
+            assert find.input_schema["required"] == ["query"]
+            assert find.output_schema is not None
+            # the client validates structured content against the output schema it listed
+            for k in (None, "2", 2.0, 80):
+                r = await c.call_tool("find_tools", {"query": "time in Tokyo", "k": k})
+                assert not r.is_error, r
+            assert len(_names(r)) <= 50
+            r = await c.call_tool("find_tools", {"query": "time in Tokyo", "k": None})
+            await c.call_tool("find_tools", {"query": "current time in Tokyo", "k": 1})
+            by_text = {"name": "time__get_current_time", "arguments": '{"timezone": "UTC"}'}
+            r = await c.call_tool("call_tool", by_text)
+            assert not r.is_error and "UTC" in _text(r)
+            r = await c.call_tool("call_tool", {**by_text, "arguments": None})
+            assert r.structured_content["error"] == "invalid_arguments"
+            assert "null" in r.structured_content["message"]
 
     anyio.run(main)
 

@@ -13,13 +13,18 @@ from toolroute.cli.app import main
 from toolroute.cli.common import _friendly, _progress, json_option, store_option
 from toolroute.errors import ConfigError
 
+CONFIG_HELP = (
+    "Servers JSON as MCP clients write it: mcpServers (Claude Desktop, Cursor, Claude "
+    "Code's .mcp.json) or servers (VS Code's mcp.json). Default: $TOOLROUTE_CONFIG."
+)
 config_option = click.option(
     "--config",
     "config_path",
     type=click.Path(path_type=Path, dir_okay=False),
     required=True,
-    help="Servers JSON as MCP clients write it: mcpServers (Claude Desktop, Cursor, Claude "
-    "Code's .mcp.json) or servers (VS Code's mcp.json).",
+    envvar="TOOLROUTE_CONFIG",
+    show_envvar=False,
+    help=CONFIG_HELP,
 )
 settings_option = click.option(
     "--settings",
@@ -40,10 +45,11 @@ def _config(
     # indexing progress at start, "indexing docs: 3,200 of 20,000 tools" (gateway/startup.py)
     logging.getLogger("toolroute.gateway.startup").setLevel(logging.INFO)
 
+    from toolroute.cli.common import config_store
     from toolroute.config import load_config
 
     cfg = load_config(config_path, settings, secrets=secrets)
-    return replace(cfg, store=store) if store is not None else cfg
+    return replace(cfg, store=config_store(cfg, store))  # this config's own
 
 
 @main.command()
@@ -94,7 +100,15 @@ def sync(
 
 
 @main.command()
-@config_option
+@click.argument("config_file", required=False, type=click.Path(path_type=Path, dir_okay=False))
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    envvar="TOOLROUTE_CONFIG",
+    help=CONFIG_HELP,
+)
 @settings_option
 @store_option
 @click.option(
@@ -114,24 +128,41 @@ def sync(
 )
 @_friendly
 def serve(
-    config_path: Path,
+    config_file: Path | None,
+    config_path: Path | None,
     settings: Path | None,
     store: Path | None,
     transport: str,
     host: str,
     port: int,
 ) -> None:
-    """Serve toolroute as one MCP server in front of every server of the config.
+    """Serve toolroute as one MCP server in front of every server of CONFIG_FILE.
 
     Exposes find_tools(query, k) and call_tool(name, arguments). Over stdio, stdout carries
     MCP messages only; logs go to stderr. Edits of the config files and SIGHUP are applied
     live: only the servers that changed are started, stopped or restarted.
+
+    The servers file is the argument, --config, or $TOOLROUTE_CONFIG (for launchers that
+    own --config themselves, such as the MCP Inspector:
+    `npx @modelcontextprotocol/inspector --cli toolroute serve servers.json`).
     """
     import importlib.util
 
     import anyio
 
     from toolroute.gateway.app import serve as run_serve
+
+    if config_file is not None and config_path is not None and config_file != config_path:
+        raise click.UsageError(
+            f"two servers files: {config_file} (argument) and {config_path} (--config or "
+            "$TOOLROUTE_CONFIG); give one"
+        )
+    config_path = config_file or config_path
+    if config_path is None:
+        raise click.UsageError(
+            "which servers? toolroute serve SERVERS.json (or --config SERVERS.json, or "
+            "TOOLROUTE_CONFIG=SERVERS.json)"
+        )
 
     cfg = _config(config_path, settings, store)
     # uvloop where it installs (not Windows): about 1 ms of CPU less per HTTP request

@@ -4,18 +4,22 @@
   (``[auth.clients.<id>]`` in toolroute.toml), with an optional allow-list of servers and tools.
   ``find_tools`` never shows it a tool outside its list, and ``call_tool``, bound tools and
   ``request_capability`` check the list again.
-- The call gate's scope (``call_gate`` in toolroute.toml) says how long a promotion by
-  ``find_tools`` lasts: ``"connection"`` (one MCP connection; ``true``), ``"client"`` (every
-  connection of one client, for clients that open one session per call) or ``"off"``
+- The call gate's scope (``call_gate`` in toolroute.toml) says whose promotions by
+  ``find_tools`` a call may use: ``"client"`` (the default, ``true``: every session of one
+  client, keyed by the most stable identity the request carries, so clients that open a
+  session or a process per call — LangChain's MCP adapters, the Inspector CLI — call what
+  they found), ``"connection"`` (one MCP connection only: the strict scope) or ``"off"``
   (``false``: no gate).
 - A 2026-07-28 client has no connection to speak of: each request stands alone (no
   ``initialize``, no session). Its requests are therefore always scoped by client, whatever
   ``call_gate`` says (``"connection"`` keeps its meaning for handshake-era sessions).
 - The client of a request: the authenticated client id when the gateway has tokens; else the
   ``X-Toolroute-Client`` HTTP header when the client sends one; else the ``clientInfo.name`` it
-  gave in ``initialize`` or, at 2026-07-28, in the request's ``_meta``. Without tokens that
-  identity is the client's own word, so it only keeps the gate's promotions together; it
-  grants nothing (the allow-lists, not the gate, decide what a client may use).
+  gave in ``initialize`` or, at 2026-07-28, in the request's ``_meta``; a handshake-era
+  session that names itself in none of these ways keeps its promotions to its connection.
+  Without tokens that identity is the client's own word, so it only keeps the gate's
+  promotions together; it grants nothing (the allow-lists, not the gate, decide what a
+  client may use).
 - A client-scoped promotion is also written to the store (:data:`PROMOTION_TTL_S`), so the
   next request finds it in another gateway process: a client that starts a gateway per call
   (the Inspector CLI over stdio), or a stateless request that lands on another replica.
@@ -38,6 +42,7 @@ from toolroute.sdk import connection_of
 from toolroute.store.base import StoreInterface
 
 __all__ = [
+    "ANONYMOUS",
     "CLIENT_HEADER",
     "CLIENT_SCOPE_KEY",
     "PROMOTION_TTL_S",
@@ -52,6 +57,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+ANONYMOUS = "anonymous"
+"""The identity of a request that carries none (no token, header or client name)."""
 CLIENT_SCOPE_KEY = "toolroute.client"
 """Key of the authenticated client id in the ASGI scope (set by :mod:`toolroute.gateway.auth`)."""
 CLIENT_HEADER = "x-toolroute-client"
@@ -77,7 +84,7 @@ def authenticated_client(ctx: Any) -> str | None:
 
 def client_identity(ctx: Any) -> str:
     """Who sent this request: the authenticated id, else the ``X-Toolroute-Client`` header,
-    else ``clientInfo.name`` from ``initialize``, else ``"anonymous"``."""
+    else ``clientInfo.name`` from ``initialize``, else :data:`ANONYMOUS`."""
     authenticated = authenticated_client(ctx)
     if authenticated is not None:
         return f"token:{authenticated}"
@@ -88,7 +95,7 @@ def client_identity(ctx: Any) -> str:
                 return "header:" + bytes(value).decode("latin-1")[:200]
     params = getattr(getattr(ctx, "session", None), "client_params", None)
     name = getattr(getattr(params, "client_info", None), "name", None)
-    return f"name:{name[:200]}" if isinstance(name, str) and name else "anonymous"
+    return f"name:{name[:200]}" if isinstance(name, str) and name else ANONYMOUS
 
 
 def is_stateless(ctx: Any) -> bool:
@@ -108,7 +115,8 @@ class SessionStates:
     ``connection`` (and ``off``): one state per MCP connection, dropped with it (held weakly,
     so a closed connection's promotions can never pass to a new one that reuses its address);
     ``client``: one state per client identity, kept for the gateway's life (at most
-    :data:`MAX_CLIENT_STATES`, least recently used dropped first).
+    :data:`MAX_CLIENT_STATES`, least recently used dropped first), and per connection for a
+    handshake-era session with no identity.
     """
 
     def __init__(
@@ -132,8 +140,11 @@ class SessionStates:
         return len(self._by_connection) + len(self._by_client)
 
     def for_request(self, ctx: Any) -> SessionState:
-        if self.scope == "client" or is_stateless(ctx):
-            return self.for_client(client_identity(ctx))
+        stateless = is_stateless(ctx)
+        if self.scope == "client" or stateless:
+            identity = client_identity(ctx)
+            if identity != ANONYMOUS or stateless:
+                return self.for_client(identity)
         return self.for_connection(_connection_of(ctx))
 
     def describe(self, state: SessionState) -> str:
@@ -171,6 +182,18 @@ class SessionStates:
         if found:
             state.promoted.add(name)
         return found
+
+    def promotions(self, state: SessionState) -> list[str]:
+        """Every name promoted for ``state``, by name: its own and, for a client-scoped
+        state, those made for the same client in other processes sharing the store."""
+        names = set(state.promoted)
+        store = self._store() if state.client is not None else None
+        if store is not None:
+            try:
+                names.update(store.promotions(state.client or ""))
+            except Exception:
+                log.exception("cannot read promotions of %s", state.client)
+        return sorted(names)
 
     def for_client(self, client: str) -> SessionState:
         state = self._by_client.get(client)

@@ -375,6 +375,7 @@ async def serve_http(
 
     from toolroute.gateway.auth import is_loopback
     from toolroute.gateway.connection import HttpLimits, limited_protocol
+    from toolroute.gateway.reload import note_auth
 
     limits = limits if limits is not None else HttpLimits()
 
@@ -389,6 +390,7 @@ async def serve_http(
         sock.close()
         raise ConfigError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
     bound = sock.getsockname()[1]
+    note_auth(config, gateway)  # [auth] enabled = false: a warning and a line in status
     if not is_loopback(host) and not config.clients:
         log.warning(
             "listening on %s without [auth] tokens: anyone who can reach it may call your tools",
@@ -402,6 +404,11 @@ async def serve_http(
         log_level="warning",
         timeout_graceful_shutdown=5,
         http=limited_protocol(limits),  # httptools' parser, ~1 ms of CPU less than h11
+        # X-Forwarded-For names the client only from a configured proxy: uvicorn's default
+        # trusts it from loopback, where anyone on the machine (or a local proxy passing it
+        # on) could forge the address the status sign-in throttle keys on
+        proxy_headers=bool(config.forwarded_allow_ips),
+        forwarded_allow_ips=list(config.forwarded_allow_ips) or None,
         timeout_keep_alive=limits.keep_alive_s,
     )
     with sock:

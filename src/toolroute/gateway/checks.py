@@ -8,6 +8,7 @@ from an exception).
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 __all__ = [
@@ -18,6 +19,8 @@ __all__ = [
     "check_arguments",
     "check_find_args",
     "check_k",
+    "coerce_arguments",
+    "coerce_k",
 ]
 
 MAX_ARGUMENT_DEPTH = 32
@@ -40,15 +43,35 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def coerce_k(k: Any, default: int, most: int) -> tuple[int, str | None]:
+    """``k`` as a model sends it, as an integer from 1 to ``most``.
+
+    Models write numbers as they please: null (strict-mode clients make every field
+    required) is the default, ``"3"`` and ``3.0`` are 3, and a number outside the range is
+    clamped to it. A boolean, a fraction or anything else is refused with the range.
+    """
+    if k is None:
+        return default, None
+    value: Any = k
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            value = None
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        return default, f"`k` must be an integer from 1 to {most}; got {_shown(k)}"
+    return min(max(value, 1), most), None
+
+
 def check_k(k: Any, most: int) -> str | None:
-    """``k`` must be a JSON integer from 1 to ``most`` (not a string, float or boolean)."""
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= most:
-        return f"`k` must be an integer from 1 to {most}; got {_shown(k)}"
-    return None
+    """None when :func:`coerce_k` accepts ``k``, else its sentence."""
+    return coerce_k(k, 1, most)[1]
 
 
 def check_find_args(args: dict[str, Any]) -> str | None:
-    """find_tools: ``query`` a string, ``subtask`` an object of strings, ``k`` in 1..50."""
+    """find_tools: ``query`` a string, ``subtask`` an object of strings, ``k`` a number."""
     query = args.get("query")
     if query is not None and (not isinstance(query, str) or len(query) > MAX_QUERY_CHARS):
         return f"`query` must be a string of at most {MAX_QUERY_CHARS} characters"
@@ -60,9 +83,34 @@ def check_find_args(args: dict[str, Any]) -> str | None:
             value = subtask.get(key)
             if value is not None and (not isinstance(value, str) or len(value) > MAX_QUERY_CHARS):
                 return f"`subtask.{key}` must be a string of at most {MAX_QUERY_CHARS} characters"
-    if "k" in args:
-        return check_k(args["k"], 50)
-    return None
+    return check_k(args.get("k"), 50)
+
+
+def coerce_arguments(arguments: Any) -> tuple[dict[str, Any], str | None]:
+    """call_tool's ``arguments`` as a model sends them: an object, or that object written as
+    a JSON string (some models and converters do). Null and anything else are refused with
+    what to send instead (``{}`` for a tool that takes no arguments)."""
+    if isinstance(arguments, str):
+        if len(arguments) > MAX_ARGUMENT_BYTES:
+            return {}, f"`arguments` are larger than {MAX_ARGUMENT_BYTES} bytes of JSON"
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except (ValueError, RecursionError):
+            return {}, (
+                "`arguments` is a string that is not a JSON object: send an object such as "
+                '{"path": "/tmp"} ({} for a tool without arguments)'
+            )
+    if isinstance(arguments, dict):
+        return arguments, None
+    if arguments is None:
+        return {}, (
+            "`arguments` is null: send an object matching the tool's input_schema ({} for a "
+            "tool without arguments)"
+        )
+    return {}, (
+        "`arguments` must be an object matching the tool's input_schema ({} for a tool "
+        f"without arguments); got {_shown(arguments)}"
+    )
 
 
 def check_arguments(arguments: dict[str, Any]) -> str | None:

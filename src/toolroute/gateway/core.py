@@ -1,19 +1,18 @@
-"""The gateway's core, free of any transport: route → gate → present → refuse unpromoted calls.
+"""The gateway's core, free of any transport: route → gate → present, and the call path.
 
-One copy of seed 002 Alg. 1 for every shell over it — the MCP server
-(:class:`toolroute.gateway.server.Gateway`, both protocol eras, stdio and HTTP) and the Python
-:class:`toolroute.gateway.attention.ToolAttention`:
+One core for every shell over it — the MCP server (:class:`toolroute.gateway.server.Gateway`,
+both protocol eras, stdio and HTTP) and the Python
+:class:`toolroute.gateway.attention.ToolAttention` — following the gate of *Tool Attention*:
 
 - :meth:`GatewayCore.find` ranks ``route_depth(k)`` candidates (in a worker thread with
   :meth:`~GatewayCore.find_async`), drops those outside the client's allow-list and those whose
-  preconditions fail (seed 002 eq. 6), presents the gated top-k (θ, pinned first) and promotes
-  them in the session (:class:`toolroute.gateway.access.SessionStates`); the routing is audited
-  as a :class:`~toolroute.present.events.RoutingEvent`.
-- :meth:`GatewayCore.gated_call` refuses a tool outside the allow-list, a call whose arguments
-  are malformed, a tool the session was never shown (the call gate, Alg. 1 line 8) or whose
-  preconditions fail; :meth:`GatewayCore.call` refuses quarantined and unknown tools and
-  arguments that break the schema, then runs the call downstream and records its outcome
-  (EHRR eq. 8) before the answer goes out.
+  preconditions fail, presents the gated top-k (θ, pinned first) and promotes them for the
+  caller (:class:`toolroute.gateway.access.SessionStates`); the routing is audited as a
+  :class:`~toolroute.present.events.RoutingEvent`.
+- :meth:`GatewayCore.gated_call` runs a tool call through the call path,
+  :mod:`toolroute.gateway.pipeline` (allow-list, arguments, call gate, preconditions, learn,
+  limits, quarantine, known tool, schema, forward and record); the core supplies what its
+  steps read (:class:`toolroute.gateway.pipeline.Host`).
 - Every refusal is an ``isError`` result whose JSON names one
   :class:`~toolroute.errors.ErrorCode` and says what to do next.
 
@@ -24,9 +23,7 @@ call that must run through another path, e.g. a 2026-07-28 client calling a 2025
 
 from __future__ import annotations
 
-import difflib
 import functools
-import json
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -39,15 +36,15 @@ from mcp.shared.exceptions import MCPError
 
 from toolroute.catalog.candidate import Candidate
 from toolroute.catalog.name import SEPARATOR, qualified_name, split_name
-from toolroute.errors import ErrorCode, error_payload
+from toolroute.errors import ErrorCode
+from toolroute.gateway import pipeline
 from toolroute.gateway.access import CallGateScope, SessionStates, gate_scope
-from toolroute.gateway.checks import MAX_NAME_CHARS, check_arguments
 from toolroute.gateway.limit import NoLimits
 from toolroute.gateway.metrics import NoMetrics
+from toolroute.gateway.pipeline import Call, json_result, refusal
 from toolroute.gateway.quarantine import Held
 from toolroute.gateway.status import Faults
-from toolroute.gateway.validate import check_call
-from toolroute.memory import learn_from_call, shown_keys
+from toolroute.memory import shown_keys
 from toolroute.present.events import EventSink, RoutingEvent, query_hash
 from toolroute.present.presenter import Presentation, PresentConfig, Presenter
 from toolroute.route.gate import Preconditions, SessionState, blocked_by, preconditions_for
@@ -85,20 +82,11 @@ def route_depth(k: int) -> int:
     return max(4 * k, 20)
 
 
-def json_result(payload: dict[str, Any], *, error: bool = False) -> types.CallToolResult:
-    """``payload`` as structured content and as the same JSON in text."""
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=json.dumps(payload, ensure_ascii=False))],
-        structured_content=payload,
-        is_error=error,
-    )
-
-
 def error_result(
     code: ErrorCode, message: str, *, tool: str | None = None, **extra: Any
 ) -> types.CallToolResult:
     """An ``isError`` result naming ``code`` (:func:`toolroute.errors.error_payload`)."""
-    return json_result(error_payload(code, message, tool=tool, **extra), error=True)
+    return refusal(code, message, tool=tool, **extra)
 
 
 _HINTS = {
@@ -111,6 +99,18 @@ _HINTS = {
     "says how); tell the user, or try another tool from find_tools",
 }
 """What to do next after a downstream failure, by :attr:`DownstreamError.code`."""
+
+_GATE_HINT = {
+    "client": "the call gate admits the tools find_tools returned to the same client. A "
+    "client that opens a new connection per call keeps them when it names itself "
+    '(clientInfo.name, an X-Toolroute-Client header or a token); call_gate = "off" in '
+    "toolroute.toml turns the gate off",
+    "connection": "the call gate admits only the tools find_tools returned on this "
+    'connection (call_gate = "connection"); call_gate = "client" keeps them for every '
+    'connection of the same client, call_gate = "off" turns the gate off',
+    "off": "",
+}
+"""The call gate's refusal hint, by scope."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +154,7 @@ class GatewayCore:
         strategy: str = "default",
         call_timeout_s: float = 30.0,
         expose: Literal["meta", "bind", "all"] = "meta",
-        call_gate: bool | CallGateScope = True,
+        call_gate: bool | CallGateScope = "client",
         presenter: Presenter | None = None,
         tool_gates: Mapping[str, Preconditions] | None = None,
         server_gates: Mapping[str, Preconditions] | None = None,
@@ -364,46 +364,18 @@ class GatewayCore:
         allowed: Allowed = None,
         client: str = "",
     ) -> CallResult:
-        """call_tool behind the client's allow-list, the call gate (seed 002 Alg. 1 line 8)
-        and the preconditions; a completed call of a found tool feeds ``client``'s usage
-        memory (what it called after which find_tools query, and whether it worked)."""
-        server, tool = split_name(name)
-        known = name in self.presenter.tools_by_name
-        if allowed is not None and not (known and allowed(name)):
-            return error_result(
-                ErrorCode.UNKNOWN_TOOL,
-                f"no tool named {name[:200]!r} is available to this client; "
-                "names come from find_tools",
-                closest=_closest(name, [n for n in self._names() if allowed(n)]),
-            )
-        problem = check_arguments(arguments)
-        if problem:
-            return error_result(ErrorCode.INVALID_ARGUMENTS, problem, tool=name[:200])
-        if known:
-            if not self.admits(state, name):
-                return self._not_promoted(name, state, allowed)
-            reason = self.blocked(name, server, state)
-            if reason:
-                return error_result(ErrorCode.PRECONDITION_FAILED, reason, tool=name)
-        result = await self.limits.call(self.call, name, arguments)  # [limits]
-        if self.limits.refused(result):  # the client's limit, not the tool's failure
-            return result
-        if known and isinstance(result, types.CallToolResult):
-            if not result.is_error:
-                state.succeeded.append(name)
-            if state.last_query:
-                self._remember(state.last_query, server, tool, not result.is_error, client)
-            # usage memory: what this call passed over in the latest answer (memory.py)
-            learn_from_call(self.router, state, (server, tool), name in state.promoted, client)
-        return result
+        """One tool call of a client through every step of the call path
+        (:data:`toolroute.gateway.pipeline.STEPS`); ``client`` names whose usage memory a
+        completed call feeds."""
+        return await pipeline.run(self, Call(name, arguments, state, allowed, client))
 
-    def _remember(self, query: str, server: str, tool: str, ok: bool, client: str) -> None:
+    def remember(self, query: str, server: str, tool: str, ok: bool, client: str) -> None:
         try:  # the usage memory must never break a call
             self.router.remember_use(query, server, tool, ok, client=client)
         except Exception:
             log.exception("cannot remember the use of %s/%s", server, tool)
 
-    def _not_promoted(
+    def not_promoted(
         self, name: str, state: SessionState, allowed: Allowed
     ) -> types.CallToolResult:
         """The call gate's refusal: what the client did, what to do next, and the setting."""
@@ -424,46 +396,17 @@ class GatewayCore:
             told,
             available=sorted(n for n in state.promoted | pinned if allowed is None or allowed(n)),
             call_gate=self.gate_scope,
-            hint="the call gate admits only tools find_tools returned. A client that "
-            "opens a new connection (or starts a new gateway) per call needs "
-            'call_gate = "client" in toolroute.toml; call_gate = "off" turns the gate off',
+            hint=_GATE_HINT[self.gate_scope],
         )
 
     def _names(self) -> list[str]:
         return list(self.presenter.tools_by_name)
 
     async def call(self, name: str, arguments: dict[str, Any]) -> CallResult:
-        """Validate and forward one call; an input-required result (the server needs the
-        caller's answers first) goes back as it is and is not an outcome yet."""
-        server, tool = split_name(name)
-        if name in self.quarantined:
-            held = self.quarantined[name]
-            return error_result(ErrorCode.QUARANTINED, held.message, tool=name)
-        definition = self.presenter.tools_by_name.get(name)  # one lookup, not a catalog scan
-        if definition is None or server not in self.pool.servers:
-            return error_result(
-                ErrorCode.UNKNOWN_TOOL,
-                f"no tool named {name[:200]!r}; names come from find_tools",
-                closest=_closest(name, self._names()),
-            )
-        schema = dict(definition.input_schema)
-        problem = await check_call(name, schema, arguments)  # off the loop, nothing fetched
-        if problem:
-            return json_result(problem, error=True)
-        caller = self.caller()
-        bridged = await self.bridged(server, tool, arguments, caller)
-        if bridged is not None:
-            return bridged
-        try:
-            result, latency = await self.pool[server].call_tool(
-                tool, arguments, self.call_timeout_s, caller=caller
-            )
-        except DownstreamError as e:
-            return self.failed(e, name, caller is not None and caller.stateless)
-        if isinstance(result, types.InputRequiredResult):
-            return result
-        self.record(Outcome(server, tool, success=not result.is_error, latency_s=latency))
-        return result
+        """Run one call through the call's own steps (quarantine, known tool, schema,
+        forward): for a caller already checked, e.g. a test or the Python API."""
+        state = self.state()
+        return await pipeline.run(self, Call(name, arguments, state), pipeline.EXECUTE)
 
     def caller(self) -> CallContext | None:
         """Where the downstream server's messages about the current call go (the shell's
@@ -504,10 +447,3 @@ class GatewayCore:
             self.router.record(outcome)
         if self._on_outcome is not None:
             self._on_outcome(outcome)
-
-
-def _closest(name: str, names: list[str]) -> list[str]:
-    """Known names close to a mistyped one (none for a name no tool could have)."""
-    if len(name) > MAX_NAME_CHARS:
-        return []
-    return difflib.get_close_matches(name, names, n=5, cutoff=0.4)

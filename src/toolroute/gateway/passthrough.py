@@ -162,3 +162,12 @@ class PassThrough:
         if rest and any(s == server and t.name == rest for s, t in tools.values()):
             return name
         return None
+
+    async def original(self, name: str) -> types.Tool | None:
+        """The server's own definition of the tool ``<server>__<tool>`` (every field), or
+        None when its server does not list it now."""
+        server, tool = split_name(name)
+        for s, t in (await self._load()).values():
+            if s == server and t.name == tool:
+                return t
+        return None

@@ -25,7 +25,9 @@ bridge between a 2026-07-28 client and a 2025-11-25 server.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
+import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
@@ -33,7 +35,12 @@ from typing import Any, Literal
 
 import mcp.types as types
 from mcp.server import NotificationOptions, Server
-from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.server.subscriptions import (
+    InMemorySubscriptionBus,
+    ListenHandler,
+    ServerEvent,
+    ToolsListChanged,
+)
 from mcp.shared.exceptions import MCPError
 
 from toolroute.catalog.name import qualified_name
@@ -44,7 +51,7 @@ from toolroute.gateway.access import (
     authenticated_client,
     client_identity,
 )
-from toolroute.gateway.checks import check_find_args, check_k
+from toolroute.gateway.checks import check_find_args, coerce_arguments, coerce_k
 from toolroute.gateway.continuation import STATE_PREFIX, Continuations, InvalidState
 from toolroute.gateway.core import (
     MAX_CAPABILITY_REQUESTS,
@@ -62,7 +69,7 @@ from toolroute.present.presenter import Presenter
 from toolroute.route.gate import Preconditions, SessionState
 from toolroute.route.llm_stages import subtask_text
 from toolroute.router import Router
-from toolroute.sdk import OpenTelemetryMiddleware
+from toolroute.sdk import OpenTelemetryMiddleware, connection_of
 from toolroute.sources.pool import CallContext, DownstreamError, DownstreamPool
 from toolroute.stats import Outcome
 
@@ -75,6 +82,41 @@ __all__ = [
     "Gateway",
 ]
 
+_READ_ONLY = types.ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+FOUND_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "candidates": {
+            "type": "array",
+            "description": "The tools found, best first (empty when none fits).",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "description": "Pass this to call_tool."},
+                    "server": {"type": "string"},
+                    "tool": {"type": "string"},
+                    "description": {"type": "string"},
+                    "input_schema": {"type": "object"},
+                    "score": {"type": "number"},
+                },
+                "required": ["name", "server", "tool", "description", "input_schema"],
+            },
+        },
+        "gated_out": {
+            "type": "array",
+            "description": "Tools that match but cannot be called yet, and why.",
+            "items": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}, "reason": {"type": "string"}},
+            },
+        },
+    },
+    "required": ["candidates"],
+}
+"""find_tools' (and request_capability's) structured result."""
+
 FIND_TOOLS = types.Tool(
     name="find_tools",
     description=(
@@ -86,31 +128,23 @@ FIND_TOOLS = types.Tool(
         "type": "object",
         "properties": {
             "query": {"type": "string", "description": "What you need to get done."},
-            "subtask": {
-                "type": "object",
-                "description": "Or the need as a functional subtask (EHRR): "
-                "{domain, operation, target}.",
-                "properties": {
-                    "domain": {"type": "string"},
-                    "operation": {"type": "string"},
-                    "target": {"type": "string"},
-                },
-                "required": ["operation"],
-            },
             "k": {
-                "type": "integer",
+                "type": ["integer", "null"],
                 "minimum": 1,
                 "maximum": 50,
-                "description": "How many tools to return (default 5).",
+                "description": "How many tools to return (null: 5).",
             },
         },
+        "required": ["query"],
     },
+    output_schema=FOUND_SCHEMA,
+    annotations=_READ_ONLY,
 )
 CALL_TOOL = types.Tool(
     name="call_tool",
     description=(
         "Run a tool returned by find_tools: pass its `name` exactly and `arguments` matching "
-        "its input_schema."
+        "its input_schema ({} when it takes none)."
     ),
     input_schema={
         "type": "object",
@@ -147,10 +181,12 @@ REQUEST_CAPABILITY = types.Tool(
         "type": "object",
         "properties": {
             "need": {"type": "string", "description": "The missing capability."},
-            "k": {"type": "integer", "minimum": 1, "maximum": 20},
+            "k": {"type": ["integer", "null"], "minimum": 1, "maximum": 20},
         },
         "required": ["need"],
     },
+    output_schema=FOUND_SCHEMA,
+    annotations=_READ_ONLY,
 )
 try:
     VERSION = version("toolroute")
@@ -185,6 +221,30 @@ class _GatewayServer(Server):
 
 Handler = Callable[[_Request], Awaitable[CallResult]]
 
+MAX_LISTENERS = 1024
+"""``subscriptions/listen`` streams open at once (2026-07-28 clients); more are refused."""
+
+
+class _Buses:
+    """The events a listen stream receives: the gateway's own (resources, prompts, every
+    client's tool list) and its client's (the tools bound for that client alone)."""
+
+    def __init__(self, *buses: InMemorySubscriptionBus) -> None:
+        self.buses = buses
+
+    async def publish(self, event: ServerEvent) -> None:
+        for bus in self.buses:
+            await bus.publish(event)
+
+    def subscribe(self, listener: Callable[[ServerEvent], None]) -> Callable[[], None]:
+        undo = [bus.subscribe(listener) for bus in self.buses]
+
+        def unsubscribe() -> None:
+            for u in undo:
+                u()
+
+        return unsubscribe
+
 
 class Gateway(GatewayCore):
     """The gateway's MCP server: a shell over :class:`GatewayCore` that adds the meta-tools,
@@ -199,7 +259,7 @@ class Gateway(GatewayCore):
         strategy: str = "default",
         call_timeout_s: float = 30.0,
         expose: Literal["meta", "bind", "all"] = "meta",
-        call_gate: bool | CallGateScope = True,
+        call_gate: bool | CallGateScope = "client",
         clients: Mapping[str, ClientAccess] | None = None,
         presenter: Presenter | None = None,
         tool_gates: Mapping[str, Preconditions] | None = None,
@@ -229,6 +289,15 @@ class Gateway(GatewayCore):
         self.clients = dict(clients or {})
         """Authenticated HTTP clients by id, with their allow-lists (:mod:`.access`)."""
         self.bound: dict[str, types.Tool] = {}
+        """bind mode: the definitions of tools bound so far, by gateway name. Which of them a
+        connection lists is its scope's promotions (:meth:`_bound_for`)."""
+        self._scope_buses: weakref.WeakKeyDictionary[SessionState, InMemorySubscriptionBus] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._scope_of: weakref.WeakKeyDictionary[Any, SessionState] = weakref.WeakKeyDictionary()
+        """Handshake-era connections by the call gate scope they belong to (bind mode tells
+        every connection of a scope when its tools change)."""
+        self._listeners = 0
         self.find_tools_tool = FIND_TOOLS  # app.describe_find_tools names the servers in it
         self.bus = InMemorySubscriptionBus()
         self.handlers: dict[str, Handler] = {
@@ -247,7 +316,7 @@ class Gateway(GatewayCore):
             ),
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
-            on_subscriptions_listen=ListenHandler(self.bus),
+            on_subscriptions_listen=self._listen,
         )
         if not request_spans:  # the SDK's per-request OpenTelemetry span, off unless `otel`
             self.server.middleware = [
@@ -267,6 +336,7 @@ class Gateway(GatewayCore):
     def replace_router(self, router: Router) -> Router:
         """Swap in a router over a resynced catalog; returns the old one (to close)."""
         old = super().replace_router(router)
+        self.bound.clear()  # definitions are read again from the resynced servers
         self.passthrough.invalidate()
         self.relay.invalidate()
         return old
@@ -301,7 +371,11 @@ class Gateway(GatewayCore):
             listed = await self.passthrough.listed()
             tools = [t for t, name in listed if allowed is None or allowed(name)]
             return types.ListToolsResult(tools=[*tools, *([SET_MILESTONE] if milestones else [])])
-        bound = [t for t in self.bound.values() if allowed is None or allowed(t.name)]
+        bound: list[types.Tool] = []
+        if self.expose == "bind":
+            state = self.sessions.for_request(ctx)
+            self._joined(ctx, state)
+            bound = await self._bound_for(state, allowed)
         return types.ListToolsResult(tools=[*meta, *bound])
 
     warmup: Any = None
@@ -334,7 +408,8 @@ class Gateway(GatewayCore):
         handler = self.handlers.get(params.name)
         if handler is not None:
             return await handler(request)
-        if params.name in self.bound:
+        if self.expose == "bind" and params.name in self.presenter.tools_by_name:
+            self._joined(ctx, request.state)
             return await self._gated(request, params.name, request.args)
         return error_result(
             ErrorCode.UNKNOWN_TOOL,
@@ -349,39 +424,42 @@ class Gateway(GatewayCore):
         if problem:
             return _invalid(problem)
         query = r.args.get("query")
-        subtask = r.args.get("subtask")
+        subtask = r.args.get("subtask")  # the Python API's functional subtask, still accepted
         if not query and isinstance(subtask, dict) and subtask.get("operation"):
             query = subtask_text(subtask)
-        k = r.args.get("k", self.k)
+        k, _ = coerce_k(r.args.get("k"), self.k, 50)
         if not isinstance(query, str) or not query.strip():
-            return _invalid("find_tools needs a `query` or a `subtask` with an operation")
+            return _invalid("find_tools needs `query`: what you need to get done, in words")
+        before = set(r.state.promoted)
         found = await self.find_async(query, k, r.state, may_use=r.allowed, client=r.client)
         indexing = self.pool.notes.get("indexing", {})  # servers whose tools are not found yet
         if shown := {n: v for n, v in indexing.items() if self._may_use(r.ctx, n)}:
             found["indexing"] = shown
         if self.expose == "bind":
-            await self._bind(r.ctx, found["candidates"])
+            await self._bind(r.ctx, r.state, found["candidates"], before)
         return json_result(found)
 
     async def _call_meta(self, r: _Request) -> CallResult:
         name = r.args.get("name")
-        arguments = r.args.get("arguments")
-        arguments = {} if arguments is None else arguments
-        if not isinstance(name, str) or not isinstance(arguments, dict):
-            return _invalid("call_tool needs `name` (string) and `arguments` (object)")
+        if not isinstance(name, str) or not name:
+            return _invalid("call_tool needs `name`: the `name` field of a find_tools candidate")
+        arguments, problem = coerce_arguments(r.args.get("arguments", {}))
+        if problem:
+            return _invalid(problem)
         return await self._gated(r, name, arguments)
 
     async def _request_capability(self, r: _Request) -> CallResult:
         need = r.args.get("need")
         if not isinstance(need, str) or not need.strip():
             return _invalid("request_capability needs `need`")
-        k = r.args.get("k", min(self.k, 20))
-        problem = check_k(k, 20)
+        k, problem = coerce_k(r.args.get("k"), min(self.k, 20), 20)
         if problem:
             return _invalid(problem)
+        before = set(r.state.promoted)
         result = await self.request_capability(r.state, need, k, r.allowed)
         if self.expose == "bind" and not result.is_error:
-            await self._bind(r.ctx, (result.structured_content or {})["candidates"])
+            found = (result.structured_content or {})["candidates"]
+            await self._bind(r.ctx, r.state, found, before)
         return result
 
     async def _set_milestone(self, r: _Request) -> CallResult:
@@ -391,18 +469,77 @@ class Gateway(GatewayCore):
         r.state.milestones.add(milestone)
         return json_result({"milestones": sorted(r.state.milestones)})
 
-    async def _bind(self, ctx: Any, candidates: list[dict[str, Any]]) -> None:
-        """Add found tools to tools/list and tell the client (both protocol eras)."""
-        new = [c for c in candidates if c["name"] not in self.bound]
-        if not new:
+    # -- bind mode: found tools join the finder's own tools/list -------------------------
+
+    async def _bind(
+        self, ctx: Any, state: SessionState, candidates: list[dict[str, Any]], before: set[str]
+    ) -> None:
+        """Tell every connection of ``state``'s scope that its tools/list grew (both protocol
+        eras); nobody else's list changes."""
+        self._joined(ctx, state)
+        if all(c["name"] in before for c in candidates):
             return
-        for c in new:
-            self.bound[c["name"]] = types.Tool(
-                name=c["name"], description=c["description"], input_schema=c["input_schema"]
-            )
-        await self.bus.publish(ToolsListChanged())  # 2026-07-28 clients listening
-        if not str(getattr(ctx, "protocol_version", "")).startswith("2026"):
-            await ctx.session.send_tool_list_changed()  # handshake-era clients
+        bus = self._scope_buses.get(state)
+        if bus is not None:  # its 2026-07-28 listen streams
+            await bus.publish(ToolsListChanged())
+        for connection, scope in list(self._scope_of.items()):  # its handshake-era sessions
+            if scope is state:
+                await connection.notify("notifications/tools/list_changed", None)
+
+    def _joined(self, ctx: Any, state: SessionState) -> None:
+        """Remember that ``ctx``'s connection (a handshake-era session) belongs to ``state``'s
+        scope, for as long as the connection lives."""
+        if str(getattr(ctx, "protocol_version", "")).startswith("2026"):
+            return  # no connection: its listen stream is subscribed to the scope instead
+        connection = connection_of(getattr(ctx, "session", None))
+        if connection is None or not hasattr(connection, "notify"):
+            return
+        with contextlib.suppress(TypeError):  # not weakly referable: not told, it re-lists
+            self._scope_of[connection] = state
+
+    async def _bound_for(self, state: SessionState, allowed: Allowed) -> list[types.Tool]:
+        """The tools bound for ``state``'s scope: what find_tools returned to it (in this
+        process or, for a client, in any process on the store), inside its allow-list."""
+        tools = []
+        for name in self.sessions.promotions(state):
+            if allowed is not None and not allowed(name):
+                continue
+            tool = await self._definition(name)
+            if tool is not None:
+                tools.append(tool)
+        return tools
+
+    async def _definition(self, name: str) -> types.Tool | None:
+        """A bound tool as its server defines it (title, annotations, output schema, icons,
+        ``_meta``: every field), under its gateway name; None when it is not routable (gone,
+        hidden or quarantined)."""
+        if name not in self.presenter.tools_by_name:
+            return None
+        tool = self.bound.get(name)
+        if tool is None:
+            original = await self.passthrough.original(name)
+            if original is None:  # the server is down: what the catalog knows
+                t = self.presenter.tools_by_name[name]
+                original = types.Tool(
+                    name=name, description=t.description, input_schema=t.input_schema
+                )
+            tool = self.bound[name] = original.model_copy(update={"name": name})
+        return tool
+
+    async def _listen(self, ctx: Any, params: types.SubscriptionsListenRequestParams) -> Any:
+        """``subscriptions/listen`` (2026-07-28): the gateway's events and those of the
+        client's own scope (its bound tools)."""
+        if self._listeners >= MAX_LISTENERS:
+            raise MCPError(code=types.INTERNAL_ERROR, message="Subscription limit reached")
+        state = self.sessions.for_request(ctx)
+        bus = self._scope_buses.get(state)
+        if bus is None:
+            bus = self._scope_buses[state] = InMemorySubscriptionBus()
+        self._listeners += 1
+        try:
+            return await ListenHandler(_Buses(self.bus, bus))(ctx, params)
+        finally:
+            self._listeners -= 1
 
     # -- the transport's part of the call path (GatewayCore's hooks) -------------------------
 

@@ -130,8 +130,8 @@ async def index_at_start(
 ) -> None:
     """List every server and index each as its listing arrives (smallest first), swapping the
     gateway's router after each step; ``warmup`` settles once only big servers are left."""
-    from toolroute.gateway.app import resync
-
+    assert live.resync is not None  # set by serve (gateway.app.resync)
+    resync = live.resync
     config = live.config
     if live.listings is None:
         live.listings = Listings()

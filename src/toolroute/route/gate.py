@@ -35,7 +35,7 @@ class Preconditions:
         )
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, weakref_slot=True)
 class SessionState:
     """What one client session has: granted scopes, successful calls, milestones, promotions."""
 

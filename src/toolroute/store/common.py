@@ -424,6 +424,11 @@ class Store:
         """Whether find_tools returned ``name`` to ``client`` and the promotion is still valid."""
         return bool(self._rows(sql.IS_PROMOTED, (client, name, time.time())))
 
+    def promotions(self, client: str, limit: int = 1000) -> list[str]:
+        """The names find_tools returned to ``client`` whose promotion is still valid, by
+        name (at most ``limit``)."""
+        return [str(r[0]) for r in self._rows(sql.PROMOTIONS_OF, (client, time.time(), limit))]
+
     # -- usage memory (toolroute/memory.py): shared by replicas, bounded --------------------
     def remember_use(
         self,

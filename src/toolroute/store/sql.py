@@ -186,6 +186,7 @@ UPSERT_PROMOTION = (
     " ON CONFLICT (client, name) DO UPDATE SET expires = excluded.expires"
 )
 IS_PROMOTED = "SELECT 1 FROM promotions WHERE client = ? AND name = ? AND expires > ?"
+PROMOTIONS_OF = "SELECT name FROM promotions WHERE client = ? AND expires > ? ORDER BY name LIMIT ?"
 PRUNE_PROMOTIONS = "DELETE FROM promotions WHERE expires <= ?"
 EVENTS = "SELECT event FROM routing_events ORDER BY id"
 LAST_EVENTS = "SELECT event FROM routing_events ORDER BY id DESC LIMIT ?"
