@@ -12,9 +12,10 @@ descriptors before the guard (:mod:`toolroute.gateway.auth`) ever sees a request
 - **Idle keep-alive**: uvicorn's ``timeout_keep_alive`` between requests.
 - **Idle connections per address**: a connection is idle while it has no request under way
   (opened and silent, or kept alive between requests). One address keeps at most
-  :attr:`HttpLimits.max_idle_per_address` idle; one more idle closes that address's longest
-  idle one. So a peer that keeps re-opening idle connections holds a bounded share, never the
-  whole cap.
+  :attr:`HttpLimits.max_idle_per_address` idle (by default a quarter of the open connections,
+  8 at least: clients behind one proxy share an address); one more idle closes that address's
+  longest idle one. So a peer that keeps re-opening idle connections holds a bounded share,
+  never the whole cap.
 - **Open connections**: at most :attr:`HttpLimits.max_connections` (by default half the
   process's descriptor limit); at the cap, a new connection closes the longest idle one of the
   address with the most idle ones, and only when none is idle is it answered ``503`` and
@@ -53,7 +54,8 @@ class HttpLimits:
     head_timeout_s: float = 10.0
     keep_alive_s: int = 5
     max_connections: int = field(default_factory=_default_connections)
-    max_idle_per_address: int = 8
+    max_idle_per_address: int | None = None
+    """None: a quarter of ``max_connections``, 8 at least."""
 
 
 class _TooManyHeaders(Exception):
@@ -134,6 +136,7 @@ def limited_protocol(limits: HttpLimits) -> type[asyncio.Protocol]:
     """uvicorn's httptools protocol with ``limits`` (pass it as ``uvicorn.Config(http=...)``)."""
     refusals = _Refusals()
     idle = _Idle()
+    idle_cap = limits.max_idle_per_address or max(8, limits.max_connections // 4)
 
     class LimitedHttpTools(HttpToolsProtocol):
         _head_bytes = 0
@@ -150,7 +153,7 @@ def limited_protocol(limits: HttpLimits) -> type[asyncio.Protocol]:
                 self._refuse(503, "Service Unavailable")
                 return
             self._start_timer()
-            idle.add(self._address, self, limits.max_idle_per_address)  # silent so far
+            idle.add(self._address, self, idle_cap)  # silent so far
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._stop_timer()
@@ -209,6 +212,6 @@ def limited_protocol(limits: HttpLimits) -> type[asyncio.Protocol]:
             if not self.transport.is_closing():
                 self._reading_head, self._head_bytes, self._header_count = True, 0, 0
                 # idle until the next request: uvicorn's keep-alive timer closes it
-                idle.add(self._address, self, limits.max_idle_per_address)
+                idle.add(self._address, self, idle_cap)
 
     return LimitedHttpTools
