@@ -60,6 +60,7 @@ async def _measure(src: Path, tools: int, timeout_s: float, connect_s: float) ->
     from mcp import Client
 
     out: dict[str, Any] = {"initialize_s": None, "first_route_s": None, "first_call_s": None}
+    out["load"] = round(os.getloadavg()[0], 1)  # the machine's 1-minute load at spawn
     with tempfile.TemporaryDirectory() as tmp:
         config, port = _config(Path(tmp), tools, connect_s), _port()
         env = {**os.environ, "PYTHONPATH": str(src)}
@@ -151,14 +152,16 @@ def main() -> int:
             " --before …/src" if args.before else "",
         ),
         "",
-        "| run | initialize answered | find_tools returns time's tool | call_tool ok "
+        f"({os.cpu_count()} CPUs; the load is the 1-minute load average at spawn.)",
+        "",
+        "| run | load | initialize answered | find_tools returns time's tool | call_tool ok "
         "| still indexing then |",
-        "|---|---|---|---|---|",
+        "|---|---|---|---|---|---|",
     ]
     for label, got in rows:
         then = "; ".join(f"{k}: {v}" for k, v in (got.get("indexing_then") or {}).items())
         lines.append(
-            f"| {label} | {_cell(got['initialize_s'], args.timeout)} "
+            f"| {label} | {got['load']} | {_cell(got['initialize_s'], args.timeout)} "
             f"| {_cell(got['first_route_s'], args.timeout)} "
             f"| {_cell(got['first_call_s'], args.timeout)} | {then or '-'} |"
         )

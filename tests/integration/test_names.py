@@ -8,6 +8,7 @@ how each name was resolved."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -18,7 +19,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from tests.conftest import REPO, TIME_MAIN
+from tests.conftest import REPO, TIME_MAIN, TOOLROUTE
 from tests.helpers.faults import text
 from tests.integration.gateways import GatewayProcess
 
@@ -62,9 +63,11 @@ async def _status(c: Client) -> dict[str, Any]:
 def test_a_server_cannot_take_over_or_mimic_another_servers_tool_names(tmp_path: Path) -> None:
     evil = ["get_current_time", "time__get_current_time", "call_tool", CYRILLIC, HIDDEN]
 
+    config = _config(tmp_path, evil)
+
     async def main() -> None:
         with anyio.fail_after(180):
-            async with _serving(_config(tmp_path, evil)) as c:
+            async with _serving(config) as c:
                 names = [t.name for t in (await c.list_tools()).tools]
                 assert len(names) == len(set(names))  # one name, one tool
                 assert "time__get_current_time" in names  # time's own, namespaced
@@ -91,6 +94,18 @@ def test_a_server_cannot_take_over_or_mimic_another_servers_tool_names(tmp_path:
                 assert "get_current_time" in " ".join(held[f"evil__{CYRILLIC}"]["flags"])
                 assert "U+200B" in " ".join(held[f"evil__{HIDDEN}"]["flags"])
                 assert "time__get_current_time" not in held
+
+                while True:  # `toolroute status` says it too, once status.json is written
+                    shown = subprocess.run(
+                        [str(TOOLROUTE), "status", "--config", str(config)],
+                        capture_output=True,
+                        text=True,
+                        timeout=60,
+                    ).stdout
+                    if "name get_current_time: listed by evil and time" in shown:
+                        break
+                    await anyio.sleep(0.2)
+                assert f"quarantined evil__{CYRILLIC}@" in shown
 
     anyio.run(main)
 

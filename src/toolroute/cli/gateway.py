@@ -244,6 +244,10 @@ def status(
     for name, h in found.get("quarantined", {}).items():
         why = ", ".join(h["flags"] or h["changed"])
         click.echo(f"quarantined {name}@{h['version']}: {h['reason']} ({why})")
+    for server, progress in found.get("indexing", {}).items():  # not routable yet
+        click.echo(f"indexing {server}: {progress}")
+    for name, how in found.get("names", {}).items():  # pass-through names not exposed as is
+        click.echo(f"name {name}: {how}")
     for part, problem in found.get("faults", {}).items():  # e.g. a full disk: still serving
         click.echo(f"problem: {part}: {problem}")
 

@@ -16,7 +16,7 @@ import hashlib
 import logging
 import socket
 import sys
-from collections.abc import AsyncIterator, Callable, Collection
+from collections.abc import AsyncIterator, Callable, Collection, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -327,10 +327,10 @@ async def _index_then_watch(
     """Index every server as it is listed, then follow their changes."""
     from toolroute.gateway.startup import index_at_start
 
-    await index_at_start(live, pool, gateway, gateway.warmup)
+    connects = await index_at_start(live, pool, gateway, gateway.warmup)
     trim_heap()  # what indexing freed goes back to the OS
     freeze_heap()
-    await _watch_changes(live, pool, gateway, None, watch)
+    await _watch_changes(live, pool, gateway, None, watch, connects)
 
 
 def http_app(config: GatewayConfig, gateway: Any, url: str | None = None) -> Any:
@@ -456,6 +456,7 @@ async def _watch_changes(
     gateway: Any,
     listings: Listings | None = None,
     watch: StoreWatch | None = None,
+    connects: Mapping[str, int] | None = None,
 ) -> None:
     """Re-list a server when it says its tools changed (notifications/tools/list_changed) or
     (re)connects, at most once per :data:`RELIST_DEBOUNCE_S` (notifications in between are
@@ -478,7 +479,8 @@ async def _watch_changes(
     listings = live.listings
     config = live.config
     watch = watch if watch is not None else StoreWatch(lambda: gateway.router.store)
-    connects = {d.name: d.connects for d in pool.servers.values()}
+    # each server's connection count at its last listing (``connects``: given by the start)
+    connects = {d.name: d.connects for d in pool.servers.values()} | dict(connects or {})
     listed_at: dict[str, float] = {}
     rev = revision(gateway.router.store)
     next_relist = anyio.current_time() + config.relist_interval_s

@@ -104,6 +104,16 @@ class Caller:
         return await self._ask(types.ElicitRequest(params=params), types.ElicitResult)
 
     async def _ask(self, request: Any, result_type: type[T]) -> T | types.ErrorData:
+        with self.relay.ask_slot(connection_key(self.ctx), request.method) as admitted:
+            if not admitted:
+                return types.ErrorData(
+                    code=types.INVALID_REQUEST,
+                    message="too many requests already wait for this client's answers; "
+                    "this one is refused",
+                )
+            return await self._send(request, result_type)
+
+    async def _send(self, request: Any, result_type: type[T]) -> T | types.ErrorData:
         if self.stateless:
             return types.ErrorData(
                 code=types.INVALID_REQUEST,

@@ -15,9 +15,9 @@ One name, one tool. The rule, applied on every listing and stated in the status
 - a name inside another server's namespace (server ``evil`` listing ``time__get_current_time``)
   or equal to one of the gateway's own tools is never exposed as is: ``evil``'s tool is
   ``evil__time__get_current_time``;
-- only indexed tools are listed (the ones a call can reach): not a quarantined one
-  (:mod:`toolroute.gateway.quarantine`: changed, poisoned, or with a name that looks like
-  another's), nor one of a server still being indexed at start.
+- a quarantined tool (:mod:`toolroute.gateway.quarantine`: changed, poisoned, or with a name
+  that looks like another's) is not listed, nor are the tools of a server not reviewed yet
+  (still being listed or indexed at start, :mod:`toolroute.gateway.startup`).
 
 The definitions are the servers' own (title, annotations, output schema and every JSON Schema
 keyword), listed live and kept until a server's tools change.
@@ -47,12 +47,11 @@ class PassThrough:
     """The merged tool list of every downstream server under collision-safe names."""
 
     def __init__(
-        self, pool: DownstreamPool, indexed: Callable[[], Container[str]] | None = None
+        self, pool: DownstreamPool, held: Callable[[], Container[str]] | None = None
     ) -> None:
-        """``indexed``: the names (``<server>__<tool>``) of the tools in the index, the only
-        ones listed (None: every tool)."""
+        """``held``: the names (``<server>__<tool>``) of the quarantined tools, left out."""
         self.pool = pool
-        self.indexed = indexed
+        self.held = held or (lambda: ())
         self._tools: dict[str, tuple[str, types.Tool]] | None = None
         self._lock = anyio.Lock()
         self.claims: dict[str, str] = {}
@@ -81,12 +80,13 @@ class PassThrough:
             for d in self.pool.servers.values():  # a curated tool's own name stays its server's
                 for own in d.renames.values():
                     self.claims.setdefault(own, d.name)
-            indexed = self.indexed() if self.indexed is not None else None
+            held, unreviewed = self.held(), self.pool.notes.get("indexing", {})
             pairs = [
                 (s, t)
                 for s in self.pool.servers
+                if s not in unreviewed
                 for t in listed.get(s, ())
-                if indexed is None or qualified_name(s, t.name) in indexed
+                if qualified_name(s, t.name) not in held
             ]
             self._retire([(s, t.name) for s, t in pairs])
             names = exposed_names(

@@ -328,7 +328,7 @@ class Gateway(GatewayCore):
         self.continuations = Continuations(wait_s=call_timeout_s)
         """2025 servers' requests during a call, bridged to 2026-07-28 clients (runs while
         ``continuations.serving()`` is entered: ``toolroute serve`` enters it)."""
-        self.passthrough = PassThrough(pool, lambda: self.presenter.tools_by_name)
+        self.passthrough = PassThrough(pool, lambda: self.quarantined)  # held: not listed
         relisted = self.passthrough.invalidate if expose == "all" else None
         self.relay = Relay(  # resources, prompts, ... and the toolroute://status resource
             pool, self.bus, relisted, self._may_use, status=self.status

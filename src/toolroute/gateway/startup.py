@@ -127,9 +127,11 @@ def next_step(ready: list[str], listings: Listings) -> list[str]:
 
 async def index_at_start(
     live: Live, pool: DownstreamPool, gateway: Any, warmup: Warmup | None = None
-) -> None:
+) -> dict[str, int]:
     """List every server and index each as its listing arrives (smallest first), swapping the
-    gateway's router after each step; ``warmup`` settles once only big servers are left."""
+    gateway's router after each step; ``warmup`` settles once only big servers are left.
+    Returns each server's connection count when it was listed: the change watcher re-lists
+    one that reconnected since (its listing may be of a connection that is gone)."""
     assert live.resync is not None  # set by serve (gateway.app.resync)
     resync = live.resync
     config = live.config
@@ -155,8 +157,12 @@ async def index_at_start(
             big.add(name)
             settle_if_only_big_left()
 
+    connects: dict[str, int] = {}
+
     async def one(name: str) -> None:
         listings.last.update(await list_all(pool, config.connect_timeout_s, [name], paged))
+        if name in pool.servers:
+            connects[name] = pool[name].connects
         got = listings.last.get(name)
         failed = got is not None and not isinstance(got, ListedServer)
         if failed and name in pool.servers and pool[name].status == "up":  # down: logged
@@ -204,6 +210,8 @@ async def index_at_start(
             indexed.update(step)
             for n in step:
                 notes.pop(n, None)
+            if (passthrough := getattr(gateway, "passthrough", None)) is not None:
+                passthrough.invalidate()  # the step's servers are reviewed: listed from now on
             pool.note_change()
             settle_if_only_big_left()
             log.info("indexed %s: %s tools", progress.label, f"{tools:,}")
@@ -211,3 +219,4 @@ async def index_at_start(
         warmup.settle()
     if not gateway.router.catalog.tool_count:
         log.warning("no server has tools yet; serving anyway, they join as they connect")
+    return connects

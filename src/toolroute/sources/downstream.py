@@ -84,6 +84,10 @@ DEFAULT_MAX_RESULT_BYTES = 4 * 1024 * 1024
 """Largest downstream reply kept (bytes of its JSON); larger ones become a ``too_large`` error."""
 T = TypeVar("T")
 
+MAX_ASKS = 64
+"""Requests (sampling, elicitation, roots) one server may have waiting for a client's answer at
+once; one more is refused at once with an error, and logged: a server that keeps asking holds
+a bounded amount of the gateway (each waits at most the call timeout)."""
 MAX_PAGES = 1000
 """tools/list pages read at most from one server: a cursor that never ends is cut there, with a
 warning, and the tools of the pages read are kept (a cursor seen before ends it the same way)."""
@@ -174,6 +178,8 @@ class Downstream:
         self._http_status: int | None = None  # of the last HTTP response (url servers)
         self._skipped: dict[str, str] = {}
         self._cut: str | None = None  # why the last listing was cut short (warned once)
+        self._asking = 0  # this server's requests waiting for a client's answer
+        self._asks_refused = False  # one was refused since they were last below MAX_ASKS
         """Tools left out of the last listing (their schema is malformed), and why."""
         self._process = ProcessInfo()
         self.tools_changed = anyio.Event()
@@ -283,21 +289,45 @@ class Downstream:
     async def _on_sampling(
         self, context: Any, params: types.CreateMessageRequestParams
     ) -> types.CreateMessageResult | types.CreateMessageResultWithTools | types.ErrorData:
-        if not self._calls:
-            return _no_caller("sampling")
-        return await self._calls[-1].sample(params)
+        return await self._ask("sampling", lambda caller: caller.sample(params))
 
     async def _on_elicitation(
         self, context: Any, params: types.ElicitRequestParams
     ) -> types.ElicitResult | types.ErrorData:
-        if not self._calls:
-            return _no_caller("elicitation")
-        return await self._calls[-1].elicit(params)
+        return await self._ask("elicitation", lambda caller: caller.elicit(params))
 
     async def _on_roots(self, context: Any) -> types.ListRootsResult | types.ErrorData:
+        return await self._ask("roots", lambda caller: caller.roots())
+
+    async def _ask(
+        self, what: str, ask: Callable[[CallContext], Awaitable[T]]
+    ) -> T | types.ErrorData:
+        """This server's request to the caller, unless :data:`MAX_ASKS` already wait for an
+        answer (then refused at once, logged once until they drop below it)."""
         if not self._calls:
-            return _no_caller("roots")
-        return await self._calls[-1].roots()
+            return _no_caller(what)
+        if self._asking >= MAX_ASKS:
+            if not self._asks_refused:
+                log.warning(
+                    "server %s: %d of its requests already wait for a client's answer; its "
+                    "%s request is refused (and any more until one is answered)",
+                    self.name,
+                    self._asking,
+                    what,
+                )
+            self._asks_refused = True
+            return types.ErrorData(
+                code=types.INVALID_REQUEST,
+                message=f"too many requests of this server ({MAX_ASKS}) already wait for the "
+                "client's answer; this one is refused",
+            )
+        self._asking += 1
+        try:
+            return await ask(self._calls[-1])
+        finally:
+            self._asking -= 1
+            if self._asking < MAX_ASKS:
+                self._asks_refused = False
 
     async def _listen(self, client: Client) -> None:
         """A 2026-07-28 server's list changes come on a ``subscriptions/listen`` stream (there
