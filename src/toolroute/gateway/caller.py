@@ -8,6 +8,7 @@ relayed call). :class:`~toolroute.gateway.relay.Relay` sets one around each requ
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from contextvars import ContextVar
 from typing import Any, Protocol, TypeVar
 
@@ -25,6 +26,8 @@ class Relay(Protocol):
     ask_timeout_s: float | None
 
     def wants_log(self, key: int, level: types.LoggingLevel) -> bool: ...
+
+    def ask_slot(self, key: int, what: str) -> AbstractContextManager[bool]: ...
 
 
 __all__ = ["Caller", "caller_var", "connection_key", "current_caller"]
