@@ -37,7 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from toolroute.catalog.models import ToolKey
-from toolroute.errors import ConfigError
+from toolroute.errors import ConfigError, log_failure
 
 __all__ = [
     "MemoryParams",
@@ -301,4 +301,4 @@ def learn_from_call(
     try:  # the usage memory must never break a call
         memory.remember_skip(state.last_query, skipped, client=client)
     except Exception:
-        log.exception("cannot remember what the call of %s/%s passed over", *called)
+        log_failure(log, "cannot remember what the call of %s/%s passed over", *called)

@@ -36,7 +36,7 @@ from mcp.shared.exceptions import MCPError
 
 from toolroute.catalog.candidate import Candidate
 from toolroute.catalog.name import SEPARATOR, qualified_name, split_name
-from toolroute.errors import ErrorCode
+from toolroute.errors import ErrorCode, log_failure
 from toolroute.gateway import pipeline
 from toolroute.gateway.access import CallGateScope, SessionStates, gate_scope
 from toolroute.gateway.limit import NoLimits
@@ -375,7 +375,7 @@ class GatewayCore:
         try:  # the usage memory must never break a call
             self.router.remember_use(query, server, tool, ok, client=client)
         except Exception:
-            log.exception("cannot remember the use of %s/%s", server, tool)
+            log_failure(log, "cannot remember the use of %s/%s", server, tool)
 
     def not_promoted(
         self, name: str, state: SessionState, allowed: Allowed
