@@ -324,15 +324,12 @@ def _cpu_spent(
         if pid not in before:
             continue
         used = seconds - before[pid][1]
-        label = (
-            "toolroute serve (pass-through)"
-            if "serve" in cmd and "passthrough-" in cmd
-            else "toolroute serve"
-            if "serve" in cmd
-            else "fastmcp proxy"
-            if "fastmcp_proxy" in cmd
-            else "time server"
-        )
+        if "fastmcp_proxy" in cmd:
+            label = "fastmcp proxy"
+        elif " serve " in cmd:
+            label = "toolroute serve" + (" (pass-through)" if "passthrough-" in cmd else "")
+        else:
+            label = "time server" if "mcp_server_time" in cmd else "other"
         spent[label] = spent.get(label, 0.0) + used
     return spent
 
