@@ -26,6 +26,7 @@ cwd, url and headers are expanded from the environment; an unset variable is ref
     relist_interval_s = 300              # re-list every server this often (silent changes)
     query_cache = 1024                   # find_tools query vectors kept in memory (0: off)
     value_usd = 0.05                     # adaptive: what a successful call is worth (USD)
+    code_mode = false                    # true: the `execute` meta-tool (docs/code-mode.md)
     [llm]                                # optional LLM stages (pa-rag, atr): any OpenAI-compatible
     base_url = "http://127.0.0.1:8080/v1"  # chat endpoint; default: TOOLROUTE_LLM_BASE_URL
     model = "qwen2.5-coder-0.5b-instruct"
@@ -43,6 +44,8 @@ cwd, url and headers are expanded from the environment; an unset variable is ref
     json_response = false                # true: plain JSON replies, no progress/sampling relay
     [metrics]
     enabled = true                       # /metrics (Prometheus) over HTTP, behind [auth]
+    [code_mode]                          # one script's limits (defaults shown in part)
+    wall_s = 30                          # also cpu_s, memory_mb, max_calls, result_bytes, …
     [limits]                             # per client (docs/operations.md); [limits.clients.ID]
     calls_per_minute = 120               # overrides, [limits.tools."srv__tool"] per tool
     max_concurrent = 8
@@ -76,6 +79,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from toolroute.catalog.curation import Curation
 from toolroute.catalog.loader import TOO_DEEP
 from toolroute.catalog.name import SEPARATOR, server_of
+from toolroute.codemode.limits import CodeModeLimits
 from toolroute.errors import ConfigError
 from toolroute.llm.client import LLMConfig
 from toolroute.policy import CallGateScope, ClientAccess, LimitSettings, gate_scope
@@ -85,6 +89,7 @@ from toolroute.settings import (
     GATE_FIELDS,
     Toml,
     client_access,
+    code_mode_limits,
     curation_of,
     exposed,
     limit_settings,
@@ -215,6 +220,9 @@ class GatewayConfig:
     settings_path: Path | None = None
     """The toolroute.toml of this config (read if it exists); live reconfiguration watches
     it (:mod:`toolroute.gateway.reload`)."""
+    code_mode: CodeModeLimits | None = None
+    """``[toolroute] code_mode = true``: the ``execute`` meta-tool under ``[code_mode]``'s
+    limits (:mod:`toolroute.codemode`); None: off."""
 
 
 def _where(source: str, err: ValidationError, prefix: str = "") -> ConfigError:
@@ -433,6 +441,7 @@ def load_config(
     curation, tools = curation_of(t.tools)
     return GatewayConfig(
         curation=curation,
+        code_mode=code_mode_limits(t),
         settings_path=toml_path.resolve(),
         clients=client_access(toml_path, t.auth, secrets),
         allowed_hosts=tuple(t.http.allowed_hosts),

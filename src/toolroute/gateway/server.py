@@ -229,6 +229,7 @@ class Gateway(GatewayCore):
         self.clients = dict(clients or {})
         """Authenticated HTTP clients by id, with their allow-lists (:mod:`.access`)."""
         self.bound: dict[str, types.Tool] = {}
+        self.code_mode: Any = None  # codemode.execute.CodeMode: make_gateway sets it
         self.find_tools_tool = FIND_TOOLS  # app.describe_find_tools names the servers in it
         self.bus = InMemorySubscriptionBus()
         self.handlers: dict[str, Handler] = {
@@ -236,6 +237,7 @@ class Gateway(GatewayCore):
             CALL_TOOL.name: self._call_meta,
             REQUEST_CAPABILITY.name: self._request_capability,
             SET_MILESTONE.name: self._set_milestone,
+            "execute": self._execute,
         }
         """The meta-tools by name (set_milestone answers even where it is not listed)."""
         self.server = _GatewayServer(
@@ -294,6 +296,8 @@ class Gateway(GatewayCore):
         )
         if milestones:
             meta.append(SET_MILESTONE)
+        if self.code_mode is not None:
+            meta.append(self.code_mode.tool)
         allowed = self.allowed_for(ctx)
         if self.expose == "all":  # every allowed tool; set_milestone where preconditions need it
             listed = await self.passthrough.listed()
@@ -373,6 +377,11 @@ class Gateway(GatewayCore):
         if self.expose == "bind" and not result.is_error:
             await self._bind(r.ctx, (result.structured_content or {})["candidates"])
         return result
+
+    async def _execute(self, r: _Request) -> CallResult:
+        if self.code_mode is None:  # [toolroute] code_mode is off
+            return error_result(ErrorCode.UNKNOWN_TOOL, "execute needs code_mode = true")
+        return await self.code_mode.execute(r.args, r.state, r.allowed, r.client)  # type: ignore[no-any-return]
 
     async def _set_milestone(self, r: _Request) -> CallResult:
         milestone = r.args.get("name")
