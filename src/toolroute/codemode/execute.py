@@ -35,7 +35,7 @@ from toolroute.errors import ErrorCode
 from toolroute.gateway.core import Allowed, CallResult, GatewayCore, error_result, json_result
 from toolroute.route.gate import SessionState
 
-__all__ = ["EXECUTE", "MAX_CODE_CHARS", "CodeMode", "install", "tool_value"]
+__all__ = ["EXECUTE", "MAX_CODE_CHARS", "CodeMode", "install", "stub_result", "tool_value"]
 
 MAX_CODE_CHARS = 20_000
 """Longest script accepted (a script is short: the tools do the work)."""
@@ -197,8 +197,10 @@ class CodeMode:
     # -- find_tools with Python signatures -------------------------------------------------
 
     def stubbed(self, find_tools: Handler) -> Handler:
-        """find_tools whose candidates carry a Python ``signature`` instead of the JSON
-        ``input_schema`` (the output schema, where the tool has one, as the return type)."""
+        """find_tools answering with Python signatures: the text is the stubs themselves
+        (what the model reads; no JSON schema, no escaping), the structured content
+        ``{"candidates": [{"name", "signature"}], "gated_out"}``. The output schema, where a
+        tool has one, is the return type."""
 
         async def handler(request: Any) -> CallResult:
             result = await find_tools(request)
@@ -206,13 +208,17 @@ class CodeMode:
             if getattr(result, "is_error", True) or not isinstance(found, dict):
                 return result
             outputs = await self._outputs()
-            for c in found.get("candidates", ()):
-                schema = c.pop("input_schema", {})
-                c["signature"] = signature(
-                    c["name"], c.get("description", ""), schema, outputs.get(c["name"])
-                )
-                c.pop("description", None)  # its first sentence is the signature's docstring
-            return json_result(found)
+            candidates = [
+                {
+                    "name": c["name"],
+                    "signature": signature(
+                        c["name"], c["description"], c["input_schema"], outputs.get(c["name"])
+                    ),
+                }
+                for c in found.get("candidates", ())
+            ]
+            gated = found.get("gated_out", [])
+            return stub_result(candidates, gated)
 
         return handler
 
@@ -223,6 +229,24 @@ class CodeMode:
             return await self._output_schemas()
         except Exception:  # a listing that fails costs the return types, not find_tools
             return {}
+
+
+def stub_result(
+    candidates: list[dict[str, Any]], gated_out: list[dict[str, Any]]
+) -> types.CallToolResult:
+    """find_tools' answer in code mode: the signatures as text, the same as JSON."""
+    lines = [
+        f"{len(candidates)} tools; in execute, `await call_tool(name, {{args}})` calls one:"
+        if candidates
+        else "no tools matched; describe the need differently"
+    ]
+    lines += [c["signature"] for c in candidates]
+    lines += [f"# held back: {g['name']}: {g['reason']}" for g in gated_out]
+    text = "\n".join(lines)
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        structured_content={"candidates": candidates, "gated_out": gated_out},
+    )
 
 
 def _owner(state: SessionState) -> object:

@@ -16,14 +16,17 @@ in its own ``monty`` process, which the limits below end without touching the ga
 - ``max_calls``: counted here, the script is cancelled on the call past it; Monty's own bound
   on host round trips backs it up.
 - ``result_bytes``: the script's value, measured as JSON after it returned.
+- The worker runs at a lower CPU priority (nice 10) than the gateway.
 - ``print`` output is collected (its first :data:`PRINT_CHARS` characters), never written to
   the gateway's stdout, which carries MCP over stdio.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
+import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -39,6 +42,8 @@ log = logging.getLogger(__name__)
 
 PRINT_CHARS = 4000
 """print() output kept per script; the rest is dropped (the count says how much)."""
+WORKER_NICE = 10
+"""Niceness of a script's worker process (the gateway keeps its own)."""
 DISPLAY_CHARS = 2000
 """Longest error message (traceback) passed back to the agent."""
 
@@ -148,9 +153,18 @@ class Sandbox:
                 script_name="script.py", limits=limits, os_policy={"sleep": "zero"}
             ) as session,
         ):
+            _lower_priority(session.worker_pid)
             return await session.feed_run(
                 code, external_lookup={"call_tool": call_tool}, print_callback=printed
             )
+
+
+def _lower_priority(pid: int | None) -> None:
+    """A script's worker yields the CPU to the gateway and the downstream servers: a script
+    spinning to its CPU limit must not slow another client's call."""
+    if pid is not None and hasattr(os, "setpriority"):
+        with contextlib.suppress(OSError):  # not permitted here: the limits still hold
+            os.setpriority(os.PRIO_PROCESS, pid, WORKER_NICE)
 
 
 def _display(e: monty.MontyError) -> str:
