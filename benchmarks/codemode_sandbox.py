@@ -78,8 +78,10 @@ def _rss_kib(pid: int | str = "self") -> int:
 def _children() -> list[int]:
     out = []
     for task in Path("/proc/self/task").iterdir():
-        text = (task / "children").read_text().split()
-        out += [int(p) for p in text]
+        try:  # a thread may end between the listing and the read
+            out += [int(p) for p in (task / "children").read_text().split()]
+        except OSError:
+            continue
     return out
 
 
@@ -123,7 +125,14 @@ async def _run(engine: str, code: str) -> tuple[Any, int]:
                 )
                 import asyncio
 
-                return await asyncio.wait_for(fn(js_raw), LIMIT_S), 0
+                # cancelable: wait_for interrupts the isolate, synchronous code included;
+                # the call gives the async function's promise, awaited within the same bound
+                started = time.perf_counter()
+                value = await asyncio.wait_for(fn.cancelable()(js_raw), LIMIT_S)
+                left = max(0.01, LIMIT_S - (time.perf_counter() - started))
+                if hasattr(value, "__await__"):
+                    value = await asyncio.wait_for(value, left)
+                return value, 0
         finally:
             mr.close()
     import quickjs_rs
@@ -296,7 +305,8 @@ def _report(startup: list[dict[str, Any]], probes: dict[str, dict[str, Any]], gw
         "# Code mode: the sandbox",
         "",
         "`python benchmarks/codemode_sandbox.py` (2-core machine; each row a fresh child "
-        f"interpreter; limits {LIMIT_S:.0f} s and {MEMORY >> 20} MiB where the engine has one).",
+        f"interpreter; limits {LIMIT_S:.0f} s and {MEMORY >> 20} MiB where the engine has one; "
+        f"load average at the end {os.getloadavg()[0]:.1f}: other work shared the 2 cores).",
         "",
         "## Start-up and memory",
         "",
@@ -306,7 +316,7 @@ def _report(startup: list[dict[str, Any]], probes: dict[str, dict[str, Any]], gw
     ]
     for s in startup:
         if not s.get("installed"):
-            lines.append(f"| {s['engine']} | not installed | | | | | |")
+            lines.append(f"| {s['engine']} | {s.get('outcome', 'not installed')} | | | | | |")
             continue
         lines.append(
             f"| {s['engine']} | {s['import_ms']} | {s['first_script_ms']} | "
@@ -355,7 +365,7 @@ def main() -> None:
     startup = [_child(["--startup", e, "--runs", str(a.runs)], 300) for e in ENGINES]
     for e, s in zip(ENGINES, startup, strict=True):
         s.setdefault("engine", e)
-        s.setdefault("installed", "outcome" not in s)
+        s.setdefault("installed", False)  # the child ended without figures: its outcome says
     probes = {p: {e: _child(["--probe", e, p]) for e in ENGINES} for p in PROBES}
     gw = None if a.skip_gateway else _gateway(a.runs)
     report = _report(startup, probes, gw)
