@@ -202,13 +202,18 @@ def _child(args: list[str], timeout_s: float = 60) -> dict[str, Any]:
         )
     except subprocess.TimeoutExpired:
         return {"outcome": f"hung: killed after {timeout_s:.0f} s", "seconds": timeout_s}
-    if done.returncode != 0 or not done.stdout.strip():
+    if not done.stdout.strip():
         tail = (done.stderr.strip().splitlines() or ["?"])[-1][:90]
         return {
             "outcome": f"host died (exit {done.returncode}): {tail}",
             "seconds": round(time.perf_counter() - t, 2),
         }
-    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+    out: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    if done.returncode != 0:  # the figures were written, then the interpreter ended badly
+        out["exit"] = done.returncode
+        if "outcome" in out:
+            out["outcome"] += f" [then the host aborted at exit: {done.returncode}]"
+    return out
 
 
 # -- the gateway under hostile scripts ------------------------------------------------------

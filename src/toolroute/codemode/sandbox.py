@@ -23,10 +23,12 @@ in its own ``monty`` process, which the limits below end without touching the ga
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import math
 import os
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -60,6 +62,20 @@ class ScriptEnd:
     error: str | None = None
     limit: LimitName | None = None
     kind: Literal["ok", "syntax", "runtime", "limit", "crashed"] = "ok"
+
+
+SETTLE_S = 0.5
+"""How long after the last script's worker closed the interpreter waits before exiting: the
+pool's own threads touching Python during finalization can abort the process (SIGABRT) in
+that window (measured on pydantic-monty 1.4)."""
+_last_closed = [-SETTLE_S]
+
+
+@atexit.register
+def _settle() -> None:
+    wait = SETTLE_S - (time.monotonic() - _last_closed[0])
+    if wait > 0:
+        time.sleep(wait)
 
 
 class _Printed:
@@ -115,7 +131,10 @@ class Sandbox:
 
             try:
                 async with self._slots:
-                    value = await self._feed(code, external_call_tool, printed)
+                    try:
+                        value = await self._feed(code, external_call_tool, printed)
+                    finally:
+                        _last_closed[0] = time.monotonic()
             except monty.MontySyntaxError as e:
                 return ScriptEnd(None, calls, printed.text(), _display(e), kind="syntax")
             except monty.MontyRuntimeError as e:
