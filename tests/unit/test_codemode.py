@@ -61,6 +61,14 @@ def test_types_of_unusual_schemas_never_fail() -> None:
         "dict[str, float]"
     )
     assert type_of("not a schema") == "Any" and type_of({}) == "Any"
+    refs = {
+        "type": "object",
+        "properties": {"at": {"$ref": "#/$defs/Time"}, "gone": {"$ref": "#/$defs/Nope"}},
+        "$defs": {"Time": {"type": "object", "properties": {"iso": {"type": "string"}}}},
+    }
+    assert type_of(refs) == '{"at"?: {"iso"?: str}, "gone"?: Any}'
+    loop = {"$ref": "#"}  # a schema that refers to itself ends, at the depth limit
+    assert type_of(loop) == "Any"
     deep: dict[str, Any] = {"type": "object", "properties": {}}
     node = deep
     for _ in range(10):

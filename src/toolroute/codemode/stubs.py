@@ -26,10 +26,18 @@ MAX_CHARS = 600
 _SCALARS = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "None"}
 
 
-def type_of(schema: Any, depth: int = 0) -> str:
-    """The Python type a JSON schema describes, briefly."""
+def type_of(schema: Any, depth: int = 0, root: Mapping[str, Any] | None = None) -> str:
+    """The Python type a JSON schema describes, briefly; a local ``$ref``
+    (``#/$defs/Name``, ``#/definitions/Name``) is looked up in ``root``."""
     if not isinstance(schema, Mapping):
         return "Any"
+    root = schema if root is None else root
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        target = _resolve(ref, root)
+        return (
+            type_of(target, depth + 1, root) if target is not None and depth < MAX_DEPTH else "Any"
+        )
     if "enum" in schema and isinstance(schema["enum"], list) and schema["enum"]:
         values = schema["enum"][:8]
         return f"Literal[{', '.join(json.dumps(v, ensure_ascii=False) for v in values)}]"
@@ -38,29 +46,41 @@ def type_of(schema: Any, depth: int = 0) -> str:
     for union in ("anyOf", "oneOf"):
         options = schema.get(union)
         if isinstance(options, list) and options:
-            return " | ".join(dict.fromkeys(type_of(o, depth) for o in options[:6]))
+            return " | ".join(dict.fromkeys(type_of(o, depth, root) for o in options[:6]))
     kind = schema.get("type")
     if isinstance(kind, list):
-        return " | ".join(type_of({**schema, "type": k}, depth) for k in kind[:4])
+        return " | ".join(type_of({**schema, "type": k}, depth, root) for k in kind[:4])
     if kind in _SCALARS:
         return _SCALARS[kind]
     if kind == "array":
         item = schema.get("items")
-        return f"list[{type_of(item, depth + 1)}]" if depth < MAX_DEPTH and item else "list"
+        return f"list[{type_of(item, depth + 1, root)}]" if depth < MAX_DEPTH and item else "list"
     if kind == "object" or "properties" in schema:
         props = schema.get("properties")
         if not isinstance(props, Mapping) or not props or depth >= MAX_DEPTH:
             extra = schema.get("additionalProperties")
             if isinstance(extra, Mapping) and depth < MAX_DEPTH:
-                return f"dict[str, {type_of(extra, depth + 1)}]"
+                return f"dict[str, {type_of(extra, depth + 1, root)}]"
             return "dict"
         required = set(schema.get("required") or ())
         keys = [
-            f"{json.dumps(k)}{'' if k in required else '?'}: {type_of(v, depth + 1)}"
+            f"{json.dumps(k)}{'' if k in required else '?'}: {type_of(v, depth + 1, root)}"
             for k, v in props.items()
         ]
         return "{" + ", ".join(keys) + "}"
     return "Any"
+
+
+def _resolve(ref: str, root: Mapping[str, Any]) -> Any:
+    """The schema a local ``$ref`` points at (None: not local, or not there)."""
+    if not ref.startswith("#/"):
+        return None
+    node: Any = root
+    for part in ref[2:].split("/"):
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return node
 
 
 def _param(name: str) -> str:
@@ -80,8 +100,8 @@ def signature(
     props = props if isinstance(props, Mapping) else {}
     required = [k for k in input_schema.get("required") or () if k in props]
     optional = [k for k in props if k not in required]
-    params = [f"{_param(k)}: {type_of(props[k], 1)}" for k in required]
-    params += [f"{_param(k)}: {type_of(props[k], 1)} = None" for k in optional]
+    params = [f"{_param(k)}: {type_of(props[k], 1, input_schema)}" for k in required]
+    params += [f"{_param(k)}: {type_of(props[k], 1, input_schema)} = None" for k in optional]
     returns = type_of(output_schema) if output_schema else "Any"
     head = f"def {name}({', '.join(params)}) -> {returns}:"
     if len(head) > MAX_CHARS:
