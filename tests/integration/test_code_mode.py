@@ -250,7 +250,8 @@ def test_a_script_reaches_only_what_its_caller_could(url: str) -> None:
                 )
                 assert r.is_error and "unknown_tool" in r.structured_content["message"]  # type: ignore[index]
                 assert "is available to this client" in r.structured_content["message"]  # type: ignore[index]
-            async with client(url) as c:  # a new connection: find_tools returned nothing yet
+            # a new handshake-era connection (the call gate's scope): nothing promoted in it yet
+            async with client(url, mode="legacy") as c:
                 args = {"source_timezone": "UTC", "time": "10:00", "target_timezone": "UTC"}
                 code = f'await call_tool("time__convert_time", {args!r})'
                 r = await c.call_tool("execute", {"code": code})
@@ -316,3 +317,36 @@ def test_a_process_exits_cleanly_right_after_a_script() -> None:
             [sys.executable, "-c", EXIT_AFTER_SCRIPT], capture_output=True, text=True, timeout=60
         )
         assert done.returncode == 0, done.stderr[-500:]
+
+
+def test_metrics_count_each_call_of_a_script_as_a_tool_call(url: str) -> None:
+    """/metrics counts the calls inside a script per tool (as call_tool's), and execute
+    itself as no tool call."""
+    import httpx2
+    from prometheus_client.parser import text_string_to_metric_families
+
+    def calls(text: str, **labels: str) -> float:
+        return sum(
+            s.value
+            for family in text_string_to_metric_families(text)
+            for s in family.samples
+            if s.name == "toolroute_tool_calls_total"
+            and all(s.labels.get(k) == v for k, v in labels.items())
+        )
+
+    async def main() -> None:
+        with anyio.fail_after(60):
+            async with httpx2.AsyncClient(timeout=20) as plain:
+                auth = {"Authorization": f"Bearer {FULL}"}
+                metrics = url.removesuffix("/mcp") + "/metrics"
+                before = (await plain.get(metrics, headers=auth)).text
+                async with client(url) as c:
+                    await _two_tools(c)
+                after = (await plain.get(metrics, headers=auth)).text
+        add = {"server": "calc", "tool": "add", "outcome": "ok"}
+        now = {"server": "time", "tool": "get_current_time", "outcome": "ok"}
+        assert calls(after, **add) == calls(before, **add) + 1
+        assert calls(after, **now) == calls(before, **now) + 1
+        assert calls(after, tool="-") == calls(before, tool="-")  # execute is no tool call
+
+    anyio.run(main)

@@ -3,8 +3,9 @@
 Every ``await call_tool(name, arguments)`` in a script is
 :meth:`~toolroute.gateway.core.GatewayCore.gated_call` with the calling request's session state,
 allow-list and client: the allow-list, argument checks, the call gate, preconditions, limits and
-budgets, quarantine, schema validation, size caps, metrics, statistics, usage memory and vendor
-learning all apply, and a script reaches exactly what its caller could with ``call_tool``.
+budgets, quarantine, schema validation, size caps, statistics, usage memory and vendor learning
+all apply, /metrics counts each call as the call_tool it stands for, and a script reaches
+exactly what its caller could with ``call_tool``.
 
 Inside a script, ``call_tool`` returns the tool's structured content when it gives one, else its
 text; a refused or failed call raises ``RuntimeError`` with the gateway's JSON error (a script
@@ -125,8 +126,14 @@ class CodeMode:
             return _invalid(f"the script is over {MAX_CODE_CHARS} characters; keep it short")
 
         async def call(name: str, arguments: dict[str, Any]) -> Any:
+            # counted in /metrics as the call_tool it stands for (tool, outcome, refusals)
+            params = types.CallToolRequestParams(
+                name="call_tool", arguments={"name": name, "arguments": arguments}
+            )
             try:
-                result = await self.core.gated_call(name, arguments, state, allowed, client)
+                result = await self.core.metrics.observed(
+                    params, self.core.gated_call(name, arguments, state, allowed, client)
+                )
             except MCPError as e:  # a 2026-07-28 downstream's own error
                 raise RuntimeError(f"{name}: {e.error.message}") from None
             if isinstance(result, types.InputRequiredResult):
