@@ -16,6 +16,7 @@ cwd, url and headers are expanded from the environment; an unset variable is ref
     [toolroute]                          # every setting, its default and what it does:
     k = 5                                # settings.ToolrouteSettings (the docs' table)
     expose = "bind"
+    code_mode = true                     # the `execute` meta-tool (docs/code-mode.md)
     [llm]                                # optional LLM stages (pa-rag, atr): any OpenAI-compatible
     base_url = "http://127.0.0.1:8080/v1"  # chat endpoint; default: TOOLROUTE_LLM_BASE_URL
     model = "qwen2.5-coder-0.5b-instruct"
@@ -37,6 +38,8 @@ cwd, url and headers are expanded from the environment; an unset variable is ref
                                          # (default: no one's; the TCP peer is the client)
     [metrics]
     enabled = true                       # /metrics (Prometheus) over HTTP, behind [auth]
+    [code_mode]                          # one script's limits (defaults shown in part)
+    wall_s = 30                          # also cpu_s, memory_mb, max_calls, result_bytes, …
     [limits]                             # per client (docs/operations.md); [limits.clients.ID]
     calls_per_minute = 120               # overrides, [limits.tools."srv__tool"] per tool
     max_concurrent = 8
@@ -72,6 +75,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from toolroute.catalog.curation import Curation
 from toolroute.catalog.loader import TOO_DEEP
 from toolroute.catalog.name import SEPARATOR, server_of
+from toolroute.codemode.limits import CodeModeLimits
 from toolroute.errors import ConfigError
 from toolroute.llm.client import LLMConfig
 from toolroute.policy import CallGateScope, ClientAccess, LimitSettings, gate_scope
@@ -82,6 +86,7 @@ from toolroute.settings import (
     GATE_FIELDS,
     Toml,
     client_access,
+    code_mode_limits,
     curation_of,
     exposed,
     limit_settings,
@@ -224,6 +229,9 @@ class GatewayConfig:
     auth_off: bool = False
     """``[auth] enabled = false``: HTTP without tokens, said explicitly. A reload may drop the
     tokens a running gateway requires only with it (:mod:`toolroute.gateway.reload`)."""
+    code_mode: CodeModeLimits | None = None
+    """``[toolroute] code_mode = true``: the ``execute`` meta-tool under ``[code_mode]``'s
+    limits (:mod:`toolroute.codemode`); None: off."""
 
 
 def _where(source: str, err: ValidationError, prefix: str = "") -> ConfigError:
@@ -494,6 +502,7 @@ def load_config(
         ),
         auth_off=t.auth is not None and not t.auth.enabled,
         curation=curation,
+        code_mode=code_mode_limits(t),
         settings_path=toml_path.resolve(),
         clients=client_access(toml_path, t.auth, secrets),
         allowed_hosts=tuple(t.http.allowed_hosts),

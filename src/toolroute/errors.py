@@ -78,6 +78,10 @@ class ErrorCode(StrEnum):
     PROTOCOL = "protocol"
     TOO_LARGE = "too_large"
     AUTH_REQUIRED = "auth_required"
+    # code mode (codemode/): a script that failed, hit a limit, or a handle that is gone
+    SCRIPT_ERROR = "script_error"
+    SCRIPT_LIMIT = "script_limit"
+    UNKNOWN_HANDLE = "unknown_handle"
 
 
 def error_payload(

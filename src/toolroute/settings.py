@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from toolroute.catalog.curation import Curation, ToolOverride
 from toolroute.catalog.name import SEPARATOR
+from toolroute.codemode.limits import CodeModeLimits
 from toolroute.errors import ConfigError, StoreError
 from toolroute.policy import ClientAccess, Limit, LimitSettings
 from toolroute.route.gate import Preconditions
@@ -27,6 +28,7 @@ __all__ = [
     "Toml",
     "ToolrouteSettings",
     "client_access",
+    "code_mode_limits",
     "curation_of",
     "exposed",
     "limit_settings",
@@ -114,6 +116,11 @@ class ToolrouteSettings(BaseModel):
         default=0.05,
         ge=0,
         description="What one successful call is worth (USD), weighed against prices.",
+    )
+    code_mode: bool = Field(
+        default=False,
+        description="List the `execute` meta-tool: a short sandboxed script calls the tools "
+        "found, limited by `[code_mode]` (docs/code-mode.md).",
     )
 
 
@@ -250,6 +257,28 @@ def limit_settings(t: _Limits | None) -> LimitSettings | None:
     )
 
 
+# -- [code_mode] (codemode/limits.py): one script's limits, large results, signatures ---------
+class _CodeMode(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    wall_s: float = Field(default=30.0, gt=0, le=3600)
+    cpu_s: float = Field(default=5.0, gt=0, le=3600)
+    memory_mb: int = Field(default=64, ge=4, le=16384)
+    max_calls: int = Field(default=50, ge=1, le=100_000)
+    result_bytes: int = Field(default=1024 * 1024, ge=1024)
+    recursion: int = Field(default=200, ge=10, le=10_000)
+    concurrent: int = Field(default=2, ge=1, le=256)
+    preview_bytes: int = Field(default=8 * 1024, ge=256)
+    page_bytes: int = Field(default=8 * 1024, ge=256)
+    handle_ttl_s: float = Field(default=600.0, gt=0)
+    handle_store_mb: int = Field(default=64, ge=1)
+    stubs: bool = True
+
+
+def code_mode_limits(t: Toml) -> CodeModeLimits | None:
+    """``[code_mode]`` when ``[toolroute] code_mode = true`` (None: code mode is off)."""
+    return CodeModeLimits(**t.code_mode.model_dump()) if t.toolroute.code_mode else None
+
+
 # -- the whole file ---------------------------------------------------------------------------
 class Toml(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -261,6 +290,7 @@ class Toml(BaseModel):
     http: _Http = Field(default_factory=_Http)
     servers: dict[str, _ServerMeta] = Field(default_factory=dict)
     tools: dict[str, _ToolMeta] = Field(default_factory=dict)
+    code_mode: _CodeMode = Field(default_factory=_CodeMode)
 
 
 GATE_FIELDS = {"requires_scope", "after", "milestone"}

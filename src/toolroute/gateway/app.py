@@ -417,6 +417,7 @@ async def serve_http(
 
 def make_gateway(config: GatewayConfig, router: Router, pool: DownstreamPool) -> Any:
     """The gateway with every setting of the config (gates, presentation, events)."""
+    from toolroute.codemode.execute import install as install_code_mode
     from toolroute.gateway.server import Gateway
     from toolroute.present.events import EventLog, OtelExporter
     from toolroute.present.presenter import PresentConfig, Presenter
@@ -447,6 +448,7 @@ def make_gateway(config: GatewayConfig, router: Router, pool: DownstreamPool) ->
     )
     attach_metrics_and_limits(gateway, config)  # gateway/metrics.py, gateway/limit.py
     describe_find_tools(gateway)
+    install_code_mode(gateway, config.code_mode)  # codemode/: execute, signatures
     return gateway
 
 

@@ -301,6 +301,7 @@ class Gateway(GatewayCore):
         """Handshake-era connections by the call gate scope they belong to (bind mode tells
         every connection of a scope when its tools change)."""
         self._listeners = 0
+        self.code_mode: Any = None  # codemode.execute.CodeMode: make_gateway sets it
         self.find_tools_tool = FIND_TOOLS  # app.describe_find_tools names the servers in it
         self.bus = InMemorySubscriptionBus()
         self.handlers: dict[str, Handler] = {
@@ -308,6 +309,7 @@ class Gateway(GatewayCore):
             CALL_TOOL.name: self._call_meta,
             REQUEST_CAPABILITY.name: self._request_capability,
             SET_MILESTONE.name: self._set_milestone,
+            "execute": self._execute,
         }
         """The meta-tools by name (set_milestone answers even where it is not listed)."""
         self.server = _GatewayServer(
@@ -367,6 +369,8 @@ class Gateway(GatewayCore):
         )
         if milestones:
             meta.append(SET_MILESTONE)
+        if self.code_mode is not None:
+            meta.append(self.code_mode.tool)
         allowed = self.allowed_for(ctx)
         if self.expose == "all":  # every allowed tool; set_milestone where preconditions need it
             if self.warmup is not None:  # at start: the quick servers' tools reviewed first
@@ -464,6 +468,11 @@ class Gateway(GatewayCore):
             found = (result.structured_content or {})["candidates"]
             await self._bind(r.ctx, r.state, found, before)
         return result
+
+    async def _execute(self, r: _Request) -> CallResult:
+        if self.code_mode is None:  # [toolroute] code_mode is off
+            return error_result(ErrorCode.UNKNOWN_TOOL, "execute needs code_mode = true")
+        return await self.code_mode.execute(r.args, r.state, r.allowed, r.client)  # type: ignore[no-any-return]
 
     async def _set_milestone(self, r: _Request) -> CallResult:
         milestone = r.args.get("name")
