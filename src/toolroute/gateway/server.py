@@ -104,7 +104,7 @@ FOUND_SCHEMA: dict[str, Any] = {
                     "input_schema": {"type": "object"},
                     "score": {"type": "number"},
                 },
-                "required": ["name", "server", "tool", "description", "input_schema"],
+                "required": ["name"],
             },
         },
         "gated_out": {
