@@ -289,14 +289,15 @@ async def serve(
     (what reads the config files again), follow edits of the config and SIGHUP
     (:mod:`toolroute.gateway.reload`)."""
     from toolroute.gateway.reload import follow_config
-    from toolroute.gateway.startup import Warmup
+    from toolroute.gateway.startup import WARMUP_INDEX_S, Warmup
 
     pool = make_pool(config)
     async with anyio.create_task_group() as owners:
         await owners.start(pool.run)  # the servers connect while the gateway serves
         empty = build_router(config, Catalog(servers=()), gateway_embedder(config, transport))
         gateway = make_gateway(config, empty, pool)
-        gateway.warmup = Warmup(config.connect_timeout_s)  # what a call at start waits for
+        # what a call at start waits for: the quick servers indexed (bounded)
+        gateway.warmup = Warmup(config.connect_timeout_s + WARMUP_INDEX_S)
         live = live_of(config, reload, listings=Listings())
         try:
             async with gateway.continuations.serving(), anyio.create_task_group() as tg:
