@@ -557,7 +557,9 @@ async def resync(
         return None
     router = build_router(config, catalog, gateway.router.embedder)
     try:
-        if catalog.tool_count:
+        # only new or changed tools have texts to embed; without them (tools removed or
+        # held) nothing awaits between the quarantine above and the swap below
+        if catalog.tool_count and not after <= before:
             questions = getattr(router.questions, "name", None)
             await anyio.to_thread.run_sync(
                 warm_cache,
@@ -568,6 +570,7 @@ async def resync(
                 questions,
                 progress,
             )
+        if catalog.tool_count:
             report = router.index()
         else:
             report = IndexReport(0, 0, router.store.sync_catalog(catalog).removed, 0, 0)
