@@ -9,14 +9,14 @@
 #   bash benchmarks/run_all.sh --only gateway,load # some sections; --skip scale,llm for the rest
 #   bash benchmarks/run_all.sh --dry-run           # print the commands, run nothing
 #
-# Sections: retrieval tokens simulate index gateway faults load store llm conformance scale install
+# Sections: retrieval tokens simulate index gateway codemode faults load store llm conformance scale install
 # --quick runs each section with its smallest useful sizes; suites with no size knob (tdwa,
 # recall_ideas, adaptive.sh) run only at full size. One-off experiments are in experiments/.
 # Needs ../shared beside the repo; embeddings are cached in .toolroute/bench-store.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-SECTIONS="retrieval tokens simulate index gateway faults load store llm conformance scale install"
+SECTIONS="retrieval tokens simulate index gateway codemode faults load store llm conformance scale install"
 QUICK="" DRY="" ONLY="" SKIP=""
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -154,6 +154,16 @@ if want gateway; then
     # What /metrics costs per request (metrics on against off in one run).
     if full; then MC=400; else MC=40; fi
     run $PY benchmarks/metrics_overhead.py --calls $MC --out "$R/metrics.md"
+fi
+
+if want codemode; then
+    # Code mode: its sandbox against V8 and QuickJS (start-up, memory, isolation, another
+    # client's latency under a hostile script), and 22 workflows as round trips and as execute.
+    if full; then N=20; else N=5; fi
+    run $PY benchmarks/codemode_sandbox.py --runs $N --out "$R/codemode_sandbox.md" \
+        --json "$R/codemode_sandbox.json"
+    run $PY benchmarks/codemode_workflows.py --out "$R/codemode_workflows.md" \
+        --json "$R/codemode_workflows.json"
 fi
 
 if want faults; then

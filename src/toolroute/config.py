@@ -13,19 +13,10 @@ commas (VS Code writes JSON with comments) are accepted. ``${VAR}``, ``${VAR:-de
 cwd, url and headers are expanded from the environment; an unset variable is refused.
 
     # toolroute.toml (optional; next to the JSON, or --settings FILE)
-    [toolroute]
-    store = "~/.local/share/toolroute"   # default: the per-user data dir; or a
-                                         # "postgresql://…" URL shared by gateway replicas
-    strategy = "default"
-    k = 5
-    call_timeout_s = 30
-    connect_timeout_s = 20
-    expose = "meta"                      # "bind": found tools join tools/list; "all": pass-through
-    max_result_bytes = 4194304           # larger downstream replies become an isError
-    approved = ["srv__tool@0123abcd"]    # tools released from quarantine (name[@version])
-    relist_interval_s = 300              # re-list every server this often (silent changes)
-    query_cache = 1024                   # find_tools query vectors kept in memory (0: off)
-    value_usd = 0.05                     # adaptive: what a successful call is worth (USD)
+    [toolroute]                          # every setting, its default and what it does:
+    k = 5                                # settings.ToolrouteSettings (the docs' table)
+    expose = "bind"
+    code_mode = true                     # the `execute` meta-tool (docs/code-mode.md)
     [llm]                                # optional LLM stages (pa-rag, atr): any OpenAI-compatible
     base_url = "http://127.0.0.1:8080/v1"  # chat endpoint; default: TOOLROUTE_LLM_BASE_URL
     model = "qwen2.5-coder-0.5b-instruct"
@@ -47,6 +38,8 @@ cwd, url and headers are expanded from the environment; an unset variable is ref
                                          # (default: no one's; the TCP peer is the client)
     [metrics]
     enabled = true                       # /metrics (Prometheus) over HTTP, behind [auth]
+    [code_mode]                          # one script's limits (defaults shown in part)
+    wall_s = 30                          # also cpu_s, memory_mb, max_calls, result_bytes, …
     [limits]                             # per client (docs/operations.md); [limits.clients.ID]
     calls_per_minute = 120               # overrides, [limits.tools."srv__tool"] per tool
     max_concurrent = 8
@@ -82,15 +75,18 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from toolroute.catalog.curation import Curation
 from toolroute.catalog.loader import TOO_DEEP
 from toolroute.catalog.name import SEPARATOR, server_of
+from toolroute.codemode.limits import CodeModeLimits
 from toolroute.errors import ConfigError
 from toolroute.llm.client import LLMConfig
 from toolroute.policy import CallGateScope, ClientAccess, LimitSettings, gate_scope
 from toolroute.route.gate import Preconditions
 from toolroute.settings import (
     CURATION_FIELDS,
+    DEFAULTS,
     GATE_FIELDS,
     Toml,
     client_access,
+    code_mode_limits,
     curation_of,
     exposed,
     limit_settings,
@@ -159,14 +155,14 @@ class GatewayConfig:
     """By name; a :class:`MemorySpec` (an SDK server object in this process) only from code."""
     store: StoreTarget | None = None
     """A directory (SQLite) or a ``postgresql://`` URL shared by gateway replicas."""
-    strategy: str = "default"
-    k: int = 5
-    call_timeout_s: float = 30.0
-    connect_timeout_s: float = 20.0
-    expose: Literal["meta", "bind", "all"] = "meta"
+    strategy: str = DEFAULTS.strategy
+    k: int = DEFAULTS.k
+    call_timeout_s: float = DEFAULTS.call_timeout_s
+    connect_timeout_s: float = DEFAULTS.connect_timeout_s
+    expose: Literal["meta", "bind", "all"] = DEFAULTS.expose
     """``meta``: only find_tools/call_tool; ``bind``: found tools are added to tools/list too;
     ``all``: pass-through, every server's tools in tools/list, no routing."""
-    call_gate: CallGateScope = "client"
+    call_gate: CallGateScope = gate_scope(DEFAULTS.call_gate)
     """Refuse call_tool on a tool find_tools has not returned: to this ``client`` (any of its
     sessions; the default), in this ``connection`` only, or ``off``."""
     scopes: tuple[str, ...] = ()
@@ -178,8 +174,8 @@ class GatewayConfig:
     pinned: tuple[str, ...] = ()
     """``server__tool`` names always promoted and callable."""
     events_log: Path | None = None
-    """JSON-lines file receiving one routing event per find_tools (seed 002 §5.7)."""
-    otel: bool = False
+    """JSON-lines file receiving one routing event per find_tools (Tool Attention §5.7)."""
+    otel: bool = DEFAULTS.otel
     """Also emit each routing event as an OpenTelemetry span (``toolroute[otel]``)."""
     path: Path | None = None
     """The mcpServers file this came from (names the default store of its gateway)."""
@@ -187,18 +183,18 @@ class GatewayConfig:
     server_gates: dict[str, Preconditions] = field(default_factory=dict)
     server_meta: dict[str, dict[str, float]] = field(default_factory=dict)
     tool_meta: dict[str, dict[str, float]] = field(default_factory=dict)
-    max_result_bytes: int = 4 * 1024 * 1024
+    max_result_bytes: int = DEFAULTS.max_result_bytes
     """Largest downstream reply (bytes of JSON) passed on; larger ones become an isError."""
     approved: tuple[str, ...] = ()
     """``server__tool`` or ``server__tool@version``: released from quarantine by config."""
-    relist_interval_s: float = 300.0
+    relist_interval_s: float = DEFAULTS.relist_interval_s
     """Every server is re-listed this often, so a tool changed without list_changed is seen."""
-    value_usd: float = 0.05
+    value_usd: float = DEFAULTS.value_usd
     """V of ``adaptive``: what one successful call is worth (USD), where :attr:`values`
     sets nothing (route/adaptive.py)."""
     values: tuple[tuple[str, float], ...] = ()
     """``value_usd`` under ``[servers.X]`` (key ``X``) and ``[tools."X__t"]`` (``X__t``)."""
-    query_cache: int = 1024
+    query_cache: int = DEFAULTS.query_cache
     """find_tools query vectors kept in an in-memory LRU (0: off; :mod:`toolroute.embed.memo`)."""
     llm: LLMConfig | None = None
     """Endpoint of the optional LLM stages: ``[llm]`` in toolroute.toml, else the
@@ -233,6 +229,9 @@ class GatewayConfig:
     auth_off: bool = False
     """``[auth] enabled = false``: HTTP without tokens, said explicitly. A reload may drop the
     tokens a running gateway requires only with it (:mod:`toolroute.gateway.reload`)."""
+    code_mode: CodeModeLimits | None = None
+    """``[toolroute] code_mode = true``: the ``execute`` meta-tool under ``[code_mode]``'s
+    limits (:mod:`toolroute.codemode`); None: off."""
 
 
 def _where(source: str, err: ValidationError, prefix: str = "") -> ConfigError:
@@ -503,6 +502,7 @@ def load_config(
         ),
         auth_off=t.auth is not None and not t.auth.enabled,
         curation=curation,
+        code_mode=code_mode_limits(t),
         settings_path=toml_path.resolve(),
         clients=client_access(toml_path, t.auth, secrets),
         allowed_hosts=tuple(t.http.allowed_hosts),

@@ -6,6 +6,7 @@ clients with their tokens, tool curation and the names it exposes. The file's fo
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -14,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from toolroute.catalog.curation import Curation, ToolOverride
 from toolroute.catalog.name import SEPARATOR
+from toolroute.codemode.limits import CodeModeLimits
 from toolroute.errors import ConfigError, StoreError
 from toolroute.policy import ClientAccess, Limit, LimitSettings
 from toolroute.route.gate import Preconditions
@@ -21,37 +23,121 @@ from toolroute.store.base import StoreTarget, parse_store_target
 
 __all__ = [
     "CURATION_FIELDS",
+    "DEFAULTS",
     "GATE_FIELDS",
     "Toml",
+    "ToolrouteSettings",
     "client_access",
+    "code_mode_limits",
     "curation_of",
     "exposed",
     "limit_settings",
+    "settings_table",
     "store_target",
 ]
 
 
-class _Settings(BaseModel):
+class ToolrouteSettings(BaseModel):
+    """The ``[toolroute]`` table: every setting, its default and what it does, in one place.
+
+    The config (:class:`toolroute.config.GatewayConfig`), the gateway's constructors and the
+    docs' settings table (:func:`settings_table`) all take their defaults from here.
+    """
+
     model_config = ConfigDict(extra="forbid")
-    store: str | None = None
-    strategy: str = "default"
-    k: int = Field(default=5, ge=1, le=100)
-    call_timeout_s: float = Field(default=30.0, gt=0)
-    connect_timeout_s: float = Field(default=20.0, gt=0)
-    expose: Literal["meta", "bind", "all"] = "meta"
-    call_gate: bool | Literal["connection", "client", "off"] = True
-    scopes: list[str] = Field(default_factory=list)
-    milestones: list[str] = Field(default_factory=list)
-    threshold: float | None = None
-    pinned: list[str] = Field(default_factory=list)
-    events_log: str | None = None
-    otel: bool = False
-    # downstream faults and quarantine (gateway/quarantine.py, sources/stdio.py)
-    max_result_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
-    approved: list[str] = Field(default_factory=list)
-    relist_interval_s: float = Field(default=300.0, gt=0)
-    query_cache: int = Field(default=1024, ge=0, le=1_000_000)
-    value_usd: float = Field(default=0.05, ge=0)
+    store: str | None = Field(
+        default=None,
+        description="Store directory (SQLite) or a postgresql:// URL shared by gateway "
+        "replicas; default: a folder per config in the per-user data dir.",
+    )
+    strategy: str = Field(
+        default="default", description="How find_tools ranks tools (`toolroute strategies`)."
+    )
+    k: int = Field(default=5, ge=1, le=100, description="Tools find_tools returns by default.")
+    call_timeout_s: float = Field(
+        default=30.0, gt=0, description="Seconds a downstream tool call may take."
+    )
+    connect_timeout_s: float = Field(
+        default=20.0, gt=0, description="Seconds a downstream server may take to start."
+    )
+    expose: Literal["meta", "bind", "all"] = Field(
+        default="meta",
+        description="`meta`: the meta-tools only; `bind`: tools found for a client join its "
+        "tools/list; `all`: pass-through, every tool listed, no routing.",
+    )
+    call_gate: bool | Literal["connection", "client", "off"] = Field(
+        default="client",
+        description="Whose find_tools results a call may use: the same `client` (its "
+        "sessions, processes, replicas), this `connection` only, or `off`.",
+    )
+    scopes: list[str] = Field(
+        default_factory=list, description="Scopes granted to clients (`requires_scope`)."
+    )
+    milestones: list[str] = Field(
+        default_factory=list, description="Milestones reached from the start (`set_milestone`)."
+    )
+    threshold: float | None = Field(
+        default=None,
+        description="The similarity threshold θ (`toolroute calibrate` finds one); unset: "
+        "top-k only.",
+    )
+    pinned: list[str] = Field(
+        default_factory=list, description="`server__tool` names always shown and callable."
+    )
+    events_log: str | None = Field(
+        default=None, description="A JSON-lines file receiving every routing decision."
+    )
+    otel: bool = Field(
+        default=False,
+        description="Emit routing decisions as OpenTelemetry spans (`toolroute[otel]`).",
+    )
+    max_result_bytes: int = Field(
+        default=4 * 1024 * 1024,
+        ge=1024,
+        description="Largest downstream reply passed on (bytes of JSON); a larger one is "
+        "discarded while it is read.",
+    )
+    approved: list[str] = Field(
+        default_factory=list,
+        description="`server__tool` or `server__tool@version` released from quarantine.",
+    )
+    relist_interval_s: float = Field(
+        default=300.0,
+        gt=0,
+        description="Seconds between re-listings of every server (silent changes are seen).",
+    )
+    query_cache: int = Field(
+        default=1024,
+        ge=0,
+        le=1_000_000,
+        description="find_tools query vectors kept in memory (0: off).",
+    )
+    value_usd: float = Field(
+        default=0.05,
+        ge=0,
+        description="What one successful call is worth (USD), weighed against prices.",
+    )
+    code_mode: bool = Field(
+        default=False,
+        description="List the `execute` meta-tool: a short sandboxed script calls the tools "
+        "found, limited by `[code_mode]` (docs/code-mode.md).",
+    )
+
+
+_Settings = ToolrouteSettings
+DEFAULTS = ToolrouteSettings()
+"""Every ``[toolroute]`` setting at its default."""
+
+
+def settings_table() -> str:
+    """The ``[toolroute]`` settings as a markdown table (setting, default, what it does): the
+    docs' table is this text, checked by a test."""
+    rows = ["| setting | default | what it does |", "|---|---|---|"]
+    for name, info in ToolrouteSettings.model_fields.items():
+        default = info.get_default(call_default_factory=True)
+        shown = "unset" if default is None else json.dumps(default)
+        rows.append(f"| `{name}` | `{shown}` | {info.description} |")
+    return "\n".join(rows) + "\n"
 
 
 class _Llm(BaseModel):
@@ -171,6 +257,28 @@ def limit_settings(t: _Limits | None) -> LimitSettings | None:
     )
 
 
+# -- [code_mode] (codemode/limits.py): one script's limits, large results, signatures ---------
+class _CodeMode(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    wall_s: float = Field(default=30.0, gt=0, le=3600)
+    cpu_s: float = Field(default=5.0, gt=0, le=3600)
+    memory_mb: int = Field(default=64, ge=4, le=16384)
+    max_calls: int = Field(default=50, ge=1, le=100_000)
+    result_bytes: int = Field(default=1024 * 1024, ge=1024)
+    recursion: int = Field(default=200, ge=10, le=10_000)
+    concurrent: int = Field(default=2, ge=1, le=256)
+    preview_bytes: int = Field(default=8 * 1024, ge=256)
+    page_bytes: int = Field(default=8 * 1024, ge=256)
+    handle_ttl_s: float = Field(default=600.0, gt=0)
+    handle_store_mb: int = Field(default=64, ge=1)
+    stubs: bool = True
+
+
+def code_mode_limits(t: Toml) -> CodeModeLimits | None:
+    """``[code_mode]`` when ``[toolroute] code_mode = true`` (None: code mode is off)."""
+    return CodeModeLimits(**t.code_mode.model_dump()) if t.toolroute.code_mode else None
+
+
 # -- the whole file ---------------------------------------------------------------------------
 class Toml(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -182,6 +290,7 @@ class Toml(BaseModel):
     http: _Http = Field(default_factory=_Http)
     servers: dict[str, _ServerMeta] = Field(default_factory=dict)
     tools: dict[str, _ToolMeta] = Field(default_factory=dict)
+    code_mode: _CodeMode = Field(default_factory=_CodeMode)
 
 
 GATE_FIELDS = {"requires_scope", "after", "milestone"}

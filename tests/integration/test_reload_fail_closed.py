@@ -2,7 +2,8 @@
 leave the config files in (empty, deleted, truncated, invalid, partially valid, not UTF-8, a
 directory, a dangling symlink, a FIFO nobody writes) is refused with its reason in the log and
 in status, while a call stays in flight and other calls go on; the tokens keep being asked for
-throughout. Dropping ``[auth]`` takes an explicit ``enabled = false``, logged and shown."""
+throughout. A symlink swapped to a complete new file is applied, swap after swap. Dropping
+``[auth]`` takes an explicit ``enabled = false``, logged and shown."""
 
 from __future__ import annotations
 
@@ -168,6 +169,18 @@ def test_every_broken_state_of_the_config_files_is_refused_and_auth_stays_on(
                     assert "result" not in held  # still in flight through every refusal
                     (latches / "keep").touch()
                 assert _text(held["result"]) == "released keep"
+
+                # a symlink swapped to a complete new file is an edit like any other, and so
+                # is the next swap of the same link (the link itself is watched)
+                servers = json.loads(_servers(latches))
+                for n, extra in enumerate(({"time2": servers["mcpServers"]["time"]}, {}), 2):
+                    target = tmp_path / f"servers-v{n}.json"
+                    target.write_text(
+                        json.dumps({"mcpServers": {**servers["mcpServers"], **extra}})
+                    )
+                    _replace(config, lambda p, t=target: p.symlink_to(t))
+                    line = "added server time2" if extra else "removed server time2"
+                    await _wait_for(gw.log, f"config reloaded: {line}", 1)
 
                 # turning [auth] off is explicit, logged as a warning and shown in status
                 _replace(

@@ -89,7 +89,7 @@ catalog_option = click.option(
     "--catalog",
     type=click.Path(path_type=Path),
     default=None,
-    help="Catalog JSON (shared/benchmarks format). Default: the shipped demo catalog.",
+    help='Catalog JSON ({"servers": [...]}). Default: the shipped demo catalog.',
 )
 synced_option = click.option(
     "--config",
@@ -121,13 +121,14 @@ store_option = click.option(
     callback=_store_target,
     metavar="DIR|URL",
     help="Store directory (SQLite + embedding cache) or postgresql:// URL (shared by gateway"
-    " replicas). Default: the per-user data dir.",
+    " replicas). Default: the per-user data dir. With --config, each config keeps its store in"
+    " a folder of its own under DIR.",
 )
 documents_option = click.option(
     "--documents",
     default="toolroute",
     show_default=True,
-    help="Tool-document preset: toolroute, concat, var-1, var-2 (seed 001 TDWA).",
+    help="Tool-document preset: toolroute, concat, var-1, var-2 (ScaleMCP's TDWA).",
 )
 queries_option = click.option(
     "--queries",
@@ -230,7 +231,7 @@ def _index(router: Any, show: bool) -> Any:
         return router.index(progress=lambda d, t: update("embedding", d, t))
 
 
-def config_store(cfg: Any, store: Any) -> Any:
+def config_store(cfg: Any, store: Any, config_path: Path) -> Any:
     """The store a config's command uses, checked to be this config's own.
 
     ``store`` (``--store`` or ``$TOOLROUTE_STORE``) is where toolroute keeps its data, like the
@@ -239,19 +240,21 @@ def config_store(cfg: Any, store: Any) -> Any:
     catalog; a ``postgresql://`` URL is the store itself. Without ``store``: the config's
     ``store =``, else its folder under the data dir. The store records which config's
     catalog it holds (its first config claims it); a store claimed by another config is
-    refused in one line naming both, never read or overwritten."""
+    refused in one line naming both, never read or overwritten. A config is known by its
+    path as given (made absolute, symlinks kept): a config file that is a symlink swapped to
+    a new target stays the same config."""
     from toolroute.gateway.app import store_dir_of
     from toolroute.store import is_store_url
     from toolroute.store.base import config_store_dir
 
+    given = Path(config_path).absolute()
     if store is None:
         target = store_dir_of(cfg)
-    elif is_store_url(store) or cfg.path is None:
+    elif is_store_url(store):
         target = store
     else:
-        target = config_store_dir(Path(store), cfg.path)
-    if cfg.path is not None:
-        claim_store(target, cfg.path)
+        target = config_store_dir(Path(store), given)
+    claim_store(target, given)
     return target
 
 
@@ -286,7 +289,7 @@ def synced_catalog(config: Path, store: Any) -> tuple[Any, Any]:
     from toolroute.store import open_store
 
     cfg = load_config(config, secrets=False)
-    target = config_store(cfg, store)
+    target = config_store(cfg, store, config)
     with open_store(target) as st:
         if not st.tool_hashes():
             raise ConfigError(

@@ -49,7 +49,7 @@ def _config(
     from toolroute.config import load_config
 
     cfg = load_config(config_path, settings, secrets=secrets)
-    return replace(cfg, store=config_store(cfg, store))  # this config's own
+    return replace(cfg, store=config_store(cfg, store, config_path))  # this config's own
 
 
 @main.command()
@@ -165,8 +165,8 @@ def serve(
         )
 
     cfg = _config(config_path, settings, store)
-    # uvloop where it installs (not Windows): about 1 ms of CPU less per HTTP request
-    # (benchmarks/results/load.md); the stdlib loop otherwise
+    # uvloop where it installs (not Windows): less CPU per HTTP request (benchmarks/load.py);
+    # the stdlib loop otherwise
     uvloop = importlib.util.find_spec("uvloop") is not None
     anyio.run(
         lambda: run_serve(

@@ -258,7 +258,7 @@ async def sync_once(config: GatewayConfig, progress: Any = None) -> SyncResult:
 def gateway_embedder(config: GatewayConfig, transport: str = "stdio") -> Any:
     """The embedder of a serving gateway: the default model on one intra-op thread (it embeds
     one short query at a time beside the event loop; a second thread costs more CPU than it
-    saves: benchmarks/results/load.md), unless ``TOOLROUTE_THREADS`` says otherwise, behind
+    saves, as benchmarks/load.py shows), unless ``TOOLROUTE_THREADS`` says otherwise, behind
     an LRU of query vectors (``query_cache``). Over HTTP, ``TOOLROUTE_EMBED_WORKERS=N``
     embeds in N worker processes instead (embed/pool.py); stdio stays one process."""
     import os
@@ -418,6 +418,7 @@ async def serve_http(
 
 def make_gateway(config: GatewayConfig, router: Router, pool: DownstreamPool) -> Any:
     """The gateway with every setting of the config (gates, presentation, events)."""
+    from toolroute.codemode.execute import install as install_code_mode
     from toolroute.gateway.server import Gateway
     from toolroute.present.events import EventLog, OtelExporter
     from toolroute.present.presenter import PresentConfig, Presenter
@@ -448,6 +449,7 @@ def make_gateway(config: GatewayConfig, router: Router, pool: DownstreamPool) ->
     )
     attach_metrics_and_limits(gateway, config)  # gateway/metrics.py, gateway/limit.py
     describe_find_tools(gateway)
+    install_code_mode(gateway, config.code_mode)  # codemode/: execute, signatures
     return gateway
 
 

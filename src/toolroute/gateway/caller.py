@@ -8,8 +8,9 @@ relayed call). :class:`~toolroute.gateway.relay.Relay` sets one around each requ
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import mcp.types as types
 from mcp.shared.exceptions import MCPError
@@ -18,8 +19,16 @@ from mcp.shared.message import ServerMessageMetadata
 from toolroute.gateway.access import is_stateless
 from toolroute.sdk import allowed_log_levels, connection_of
 
-if TYPE_CHECKING:
-    from toolroute.gateway.relay import Relay
+
+class Relay(Protocol):
+    """What a caller reads from the relay serving it (:class:`toolroute.gateway.relay.Relay`)."""
+
+    ask_timeout_s: float | None
+
+    def wants_log(self, key: int, level: types.LoggingLevel) -> bool: ...
+
+    def ask_slot(self, key: int, what: str) -> AbstractContextManager[bool]: ...
+
 
 __all__ = ["Caller", "caller_var", "connection_key", "current_caller"]
 

@@ -36,7 +36,7 @@ from mcp.shared.exceptions import MCPError
 
 from toolroute.catalog.candidate import Candidate
 from toolroute.catalog.name import SEPARATOR, qualified_name, split_name
-from toolroute.errors import ErrorCode
+from toolroute.errors import ErrorCode, log_failure
 from toolroute.gateway import pipeline
 from toolroute.gateway.access import CallGateScope, SessionStates, gate_scope
 from toolroute.gateway.limit import NoLimits
@@ -49,6 +49,7 @@ from toolroute.present.events import EventSink, RoutingEvent, query_hash
 from toolroute.present.presenter import Presentation, PresentConfig, Presenter
 from toolroute.route.gate import Preconditions, SessionState, blocked_by, preconditions_for
 from toolroute.router import Router
+from toolroute.settings import DEFAULTS
 from toolroute.sources.pool import CallContext, DownstreamError, DownstreamPool
 from toolroute.stats import Outcome
 
@@ -69,7 +70,8 @@ log = logging.getLogger(__name__)
 ROUTE_THREADS = 2
 """find_tools routings running at once in worker threads (more wait for a free one)."""
 MAX_CAPABILITY_REQUESTS = 3
-"""request_capability calls per session before it answers with a stop (seed 004 §V loop guard)."""
+"""request_capability calls per session before it answers with a stop (Adaptive Tool
+Routing's loop guard)."""
 
 Allowed = Callable[[str], bool] | None
 """A client's allow-list over ``server__tool`` names (None: every tool)."""
@@ -150,11 +152,11 @@ class GatewayCore:
         router: Router,
         pool: DownstreamPool | None = None,
         *,
-        k: int = 5,
-        strategy: str = "default",
-        call_timeout_s: float = 30.0,
-        expose: Literal["meta", "bind", "all"] = "meta",
-        call_gate: bool | CallGateScope = "client",
+        k: int = DEFAULTS.k,
+        strategy: str = DEFAULTS.strategy,
+        call_timeout_s: float = DEFAULTS.call_timeout_s,
+        expose: Literal["meta", "bind", "all"] = DEFAULTS.expose,
+        call_gate: bool | CallGateScope = DEFAULTS.call_gate,
         presenter: Presenter | None = None,
         tool_gates: Mapping[str, Preconditions] | None = None,
         server_gates: Mapping[str, Preconditions] | None = None,
@@ -321,8 +323,8 @@ class GatewayCore:
                 sink.emit(event)
 
     def admits(self, state: SessionState, name: str) -> bool:
-        """The call gate (seed 002 Alg. 1 line 8): ``name`` is pinned or was promoted to
-        this session (or the gate is off)."""
+        """The call gate (Tool Attention, Alg. 1 line 8): ``name`` is pinned or was
+        promoted to this caller (or the gate is off)."""
         gated = self.call_gate and self.expose != "all"  # pass-through lists every tool
         pinned = name in self.presenter.config.pinned
         return not gated or pinned or self.sessions.is_promoted(state, name)
@@ -330,8 +332,8 @@ class GatewayCore:
     async def request_capability(
         self, state: SessionState, need: str, k: int, allowed: Allowed = None
     ) -> types.CallToolResult:
-        """Re-route on a missing capability (seed 004 §V): the stated need plus the original
-        request, tools already shown excluded; bounded per session to stop loops."""
+        """Re-route on a missing capability (Adaptive Tool Routing): the stated need plus the
+        original request, tools already shown excluded; bounded per session to stop loops."""
         state.capability_requests += 1
         if state.capability_requests > MAX_CAPABILITY_REQUESTS:
             return error_result(
@@ -373,7 +375,7 @@ class GatewayCore:
         try:  # the usage memory must never break a call
             self.router.remember_use(query, server, tool, ok, client=client)
         except Exception:
-            log.exception("cannot remember the use of %s/%s", server, tool)
+            log_failure(log, "cannot remember the use of %s/%s", server, tool)
 
     def not_promoted(
         self, name: str, state: SessionState, allowed: Allowed
@@ -441,8 +443,8 @@ class GatewayCore:
     def record(self, outcome: Outcome) -> None:
         """One executed call into the statistics (EHRR eq. 8)."""
         # written synchronously, before the answer goes out: a kill -9 loses only calls in
-        # flight (a background writer saved 0.05 ms of a ~2 ms call in
-        # benchmarks/results/gateway_latency_loaded.md: not worth an acked-but-lost outcome)
+        # flight (a background writer saves too little to be worth an acked-but-lost outcome:
+        # benchmarks/gateway_latency.py --breakdown)
         with self.faults.audit("store"), self.metrics.store("record_outcome"):  # logged once
             self.router.record(outcome)
         if self._on_outcome is not None:

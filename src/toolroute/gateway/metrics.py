@@ -55,7 +55,9 @@ LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2
 STORE_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1)
 """Seconds: a SQLite write is ~0.1–1 ms, a PostgreSQL round trip a few ms."""
 
-META_TOOLS = frozenset({"find_tools", "call_tool", "request_capability", "set_milestone"})
+META_TOOLS = frozenset(
+    {"find_tools", "call_tool", "request_capability", "set_milestone", "execute"}
+)
 GATEWAY_ERRORS = frozenset(
     {
         "unknown_tool",

@@ -6,17 +6,19 @@ this module adds what is MCP: the meta-tools (a table of handlers, :attr:`Gatewa
 bound and passed-through tools, the relay of resources, prompts and notifications, and the
 bridge between a 2026-07-28 client and a 2025-11-25 server.
 
-- ``find_tools(query, k?)`` → ranked candidates (seed 000 ROUTE), as structured content and as
+- ``find_tools(query, k?)`` → ranked candidates, as structured content and as
   the same JSON in text: ``{"candidates": [{"name", "server", "tool", "description",
   "input_schema", "score"}]}``. ``name`` is ``<server>__<tool>`` (server names may not contain
   ``__``, so it always splits at the first ``__``).
-- In ``bind`` exposure mode (seed 001 §3.3), tools that find_tools returns are also bound: added
-  to the gateway's own ``tools/list`` under their namespaced name, with a
-  ``notifications/tools/list_changed``, so a client can call them directly.
+- In ``bind`` exposure mode (ScaleMCP's dynamic binding), tools that find_tools returns to a
+  client are also bound for that client: added to its ``tools/list`` under their namespaced
+  name, with a ``notifications/tools/list_changed`` to its connections (a listen event at
+  2026-07-28), so it can call them directly.
 - ``call_tool(name, arguments)`` → validates the arguments against the tool's input schema,
-  forwards the call with a deadline and returns the downstream result unchanged (seed 000
-  EXECUTE-TOOL). Unknown tool, invalid arguments, timeout and crash come back as ``isError``
-  results whose JSON says what to do next; every executed call is recorded (EHRR eq. 8).
+  forwards the call with a deadline and returns the downstream result unchanged (the call
+  path, :mod:`toolroute.gateway.pipeline`). Unknown tool, invalid arguments, timeout and
+  crash come back as ``isError`` results whose JSON says what to do next; every executed call
+  is recorded (EHRR eq. 8).
 - Routing runs in a worker thread (at most ``core.ROUTE_THREADS`` at once), so a slow strategy (an
   LLM stage, a big index) never holds up another client's ``call_tool`` on the event loop.
 - A tool in quarantine (:mod:`toolroute.gateway.quarantine`) is not indexed, so find_tools
@@ -70,6 +72,7 @@ from toolroute.route.gate import Preconditions, SessionState
 from toolroute.route.llm_stages import subtask_text
 from toolroute.router import Router
 from toolroute.sdk import OpenTelemetryMiddleware, connection_of
+from toolroute.settings import DEFAULTS
 from toolroute.sources.pool import CallContext, DownstreamError, DownstreamPool
 from toolroute.stats import Outcome
 
@@ -255,11 +258,11 @@ class Gateway(GatewayCore):
         router: Router,
         pool: DownstreamPool,
         *,
-        k: int = 5,
-        strategy: str = "default",
-        call_timeout_s: float = 30.0,
-        expose: Literal["meta", "bind", "all"] = "meta",
-        call_gate: bool | CallGateScope = "client",
+        k: int = DEFAULTS.k,
+        strategy: str = DEFAULTS.strategy,
+        call_timeout_s: float = DEFAULTS.call_timeout_s,
+        expose: Literal["meta", "bind", "all"] = DEFAULTS.expose,
+        call_gate: bool | CallGateScope = DEFAULTS.call_gate,
         clients: Mapping[str, ClientAccess] | None = None,
         presenter: Presenter | None = None,
         tool_gates: Mapping[str, Preconditions] | None = None,
@@ -298,6 +301,7 @@ class Gateway(GatewayCore):
         """Handshake-era connections by the call gate scope they belong to (bind mode tells
         every connection of a scope when its tools change)."""
         self._listeners = 0
+        self.code_mode: Any = None  # codemode.execute.CodeMode: make_gateway sets it
         self.find_tools_tool = FIND_TOOLS  # app.describe_find_tools names the servers in it
         self.bus = InMemorySubscriptionBus()
         self.handlers: dict[str, Handler] = {
@@ -305,6 +309,7 @@ class Gateway(GatewayCore):
             CALL_TOOL.name: self._call_meta,
             REQUEST_CAPABILITY.name: self._request_capability,
             SET_MILESTONE.name: self._set_milestone,
+            "execute": self._execute,
         }
         """The meta-tools by name (set_milestone answers even where it is not listed)."""
         self.server = _GatewayServer(
@@ -364,6 +369,8 @@ class Gateway(GatewayCore):
         )
         if milestones:
             meta.append(SET_MILESTONE)
+        if self.code_mode is not None:
+            meta.append(self.code_mode.tool)
         allowed = self.allowed_for(ctx)
         if self.expose == "all":  # every allowed tool; set_milestone where preconditions need it
             if self.warmup is not None:  # at start: the quick servers' tools reviewed first
@@ -461,6 +468,11 @@ class Gateway(GatewayCore):
             found = (result.structured_content or {})["candidates"]
             await self._bind(r.ctx, r.state, found, before)
         return result
+
+    async def _execute(self, r: _Request) -> CallResult:
+        if self.code_mode is None:  # [toolroute] code_mode is off
+            return error_result(ErrorCode.UNKNOWN_TOOL, "execute needs code_mode = true")
+        return await self.code_mode.execute(r.args, r.state, r.allowed, r.client)  # type: ignore[no-any-return]
 
     async def _set_milestone(self, r: _Request) -> CallResult:
         milestone = r.args.get("name")

@@ -2,7 +2,7 @@
 
 The SDK reads stdin and writes stdout through ``anyio.wrap_file``: every line read, every write
 and every flush is a round trip to a worker thread, three per request on a path whose whole
-budget is about one direct stdio call (issue 13). Here the event loop reads and writes the
+budget is about one direct stdio call. Here the event loop reads and writes the
 pipes itself (``connect_read_pipe`` / ``connect_write_pipe``); messages are parsed and
 serialised as the SDK does. Like the SDK, it claims the descriptors while serving: fd 0 reads
 the null device and fd 1 goes to stderr, so a handler's or a child's stray output can never
@@ -15,7 +15,7 @@ When stdin or stdout is not a pipe, socket or terminal (a regular file, as in
 ``serve < requests.jsonl``, or ``/dev/null``), the event loop cannot watch it, so
 :func:`serve_stdio` falls back to the SDK's transport.
 
-Shutdown (issue 29). The SDK's dispatcher cancels every running handler the moment its read
+Shutdown. The SDK's dispatcher cancels every running handler the moment its read
 stream ends, so a client that writes its last requests and closes stdin would get "Connection
 closed" (or nothing) for whatever was still running. :func:`serve_stdio` therefore holds the
 end of input back from the SDK until every request it has passed on is answered (or a bound

@@ -1,4 +1,4 @@
-"""Sync the index with live MCP servers (seed 001, Alg. 1): list every server's tools
+"""Sync the index with live MCP servers (ScaleMCP's Alg. 1): list every server's tools
 concurrently, hash them, and let the store create/update/delete only what changed.
 
 A server that fails to answer is reported and keeps its previously indexed tools, so one

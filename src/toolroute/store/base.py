@@ -131,7 +131,7 @@ def default_store_dir() -> Path:
 
 @dataclass(frozen=True, slots=True)
 class SyncReport:
-    """What a catalog sync changed (seed 001, Alg. 1: create/update/delete what changed)."""
+    """What a catalog sync changed (ScaleMCP Alg. 1: create/update/delete what changed)."""
 
     added: int
     updated: int
