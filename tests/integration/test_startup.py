@@ -103,3 +103,36 @@ def test_a_tool_with_a_schema_300_levels_deep_is_refused_by_name_not_its_server(
     assert done.returncode == 0, done.stderr
     assert "tool 'deep' left out of tools/list: it nests deeper than 128 levels" in done.stderr
     assert json.loads(done.stdout)["servers"]["deep"] == {"status": "ok", "tools": 1}
+
+
+def test_a_call_right_after_start_sees_every_quick_servers_tools(tmp_path: Path) -> None:
+    named = REPO / "tests" / "fixtures" / "named_server.py"
+    servers = {
+        "time": {"command": sys.executable, "args": ["-c", TIME_MAIN]},
+        "clock": {"command": sys.executable, "args": [str(named), "clock", "read_wall_clock"]},
+        "many": {"command": sys.executable, "args": [str(MANY), "300"]},
+    }
+    config = tmp_path / "servers.json"
+    config.write_text(json.dumps({"mcpServers": servers}))
+    store = json.dumps(str(tmp_path / "store"))
+    (tmp_path / "toolroute.toml").write_text(f"[toolroute]\nstore = {store}\ncall_gate = false\n")
+    gateway = GatewayProcess(config)
+
+    async def main() -> None:
+        with anyio.fail_after(240):
+            await gateway.ready()
+            async with Client(gateway.url) as c:  # at once: the call waits for the indexing
+                for query, server in (
+                    ("what is the current time in Tokyo", "time"),
+                    ("read_wall_clock", "clock"),
+                    ("tool_00007", "many"),
+                ):
+                    r = await c.call_tool("find_tools", {"query": query, "k": 10})
+                    found = json.loads(text(r))
+                    assert server in {x["server"] for x in found["candidates"]}, query
+                    assert "indexing" not in found
+
+    try:
+        anyio.run(main)
+    finally:
+        gateway.stop()

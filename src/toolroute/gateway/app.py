@@ -289,14 +289,15 @@ async def serve(
     (what reads the config files again), follow edits of the config and SIGHUP
     (:mod:`toolroute.gateway.reload`)."""
     from toolroute.gateway.reload import follow_config
-    from toolroute.gateway.startup import Warmup
+    from toolroute.gateway.startup import WARMUP_INDEX_S, Warmup
 
     pool = make_pool(config)
     async with anyio.create_task_group() as owners:
         await owners.start(pool.run)  # the servers connect while the gateway serves
         empty = build_router(config, Catalog(servers=()), gateway_embedder(config, transport))
         gateway = make_gateway(config, empty, pool)
-        gateway.warmup = Warmup(config.connect_timeout_s)  # what a call at start waits for
+        # what a call at start waits for: the quick servers indexed (bounded)
+        gateway.warmup = Warmup(config.connect_timeout_s + WARMUP_INDEX_S)
         live = live_of(config, reload, listings=Listings())
         try:
             async with gateway.continuations.serving(), anyio.create_task_group() as tg:
@@ -558,7 +559,9 @@ async def resync(
         return None
     router = build_router(config, catalog, gateway.router.embedder)
     try:
-        if catalog.tool_count:
+        # only new or changed tools have texts to embed; without them (tools removed or
+        # held) nothing awaits between the quarantine above and the swap below
+        if catalog.tool_count and not after <= before:
             questions = getattr(router.questions, "name", None)
             await anyio.to_thread.run_sync(
                 warm_cache,
@@ -569,6 +572,7 @@ async def resync(
                 questions,
                 progress,
             )
+        if catalog.tool_count:
             report = router.index()
         else:
             report = IndexReport(0, 0, router.store.sync_catalog(catalog).removed, 0, 0)

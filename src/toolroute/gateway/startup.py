@@ -11,11 +11,13 @@ result), and the status shows each server's progress (``indexing``: "listing its
 "waiting: 20,000 tools", "indexing: 3,200 of 20,000 tools"), logged every
 :data:`LOG_EVERY_S`. Then the change watcher takes over.
 
-A tool call (find_tools included) made in the first moments waits, at most
-``connect_timeout_s`` (:class:`Warmup`), until every server is indexed, has failed, or is
-known to be big (it listed more than :data:`STEP_TOOLS` tools, so far or in all): a client that
-asks at once gets the quick servers' tools rather than an empty index, and never waits
-for a big one.
+A tool call (find_tools included) made in the first moments waits (:class:`Warmup`) until
+every server is indexed, has failed, or is known to be big (it listed more than
+:data:`STEP_TOOLS` tools, so far or in all): a client that asks at once gets the quick
+servers' tools rather than an empty index, as it did when ``serve`` listened only after
+indexing, and never waits for a big one. Listing is bounded (``connect_timeout_s`` to
+connect, then per page) and so is this wait, at ``connect_timeout_s`` +
+:data:`WARMUP_INDEX_S`.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
 __all__ = [
     "LOG_EVERY_S",
     "STEP_TOOLS",
+    "WARMUP_INDEX_S",
     "IndexProgress",
     "Warmup",
     "index_at_start",
@@ -48,6 +51,9 @@ log = logging.getLogger(__name__)
 
 STEP_TOOLS = 2000
 """Servers listing at most this many tools together are indexed in one step."""
+WARMUP_INDEX_S = 120.0
+"""Beyond connecting, how long a call at start may wait for the quick servers' indexing (a
+loaded machine embeds slowly)."""
 LOG_EVERY_S = 10.0
 """How often a step's progress is logged (the status follows it every second)."""
 SHOW_EVERY_S = 1.0
