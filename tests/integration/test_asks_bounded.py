@@ -1,9 +1,10 @@
 """Server→client requests are bounded in number, through a real ``toolroute serve`` over HTTP
 in front of tests/fixtures/asking_server.py (a tool that sends many sampling requests at
 once) and official SDK clients whose model holds every answer back until it has seen what
-the cap lets through: beyond ``MAX_ASKS_PER_SESSION`` waiting for one session, and beyond
-``MAX_ASKS`` waiting on one server, a request is refused at once (the server gets an error)
-and the gateway logs it, instead of holding every request until the call times out."""
+the cap lets through: beyond ``MAX_ASKS_PER_SESSION`` waiting for one session, or while
+another client's calls are in flight on the same server (a request names no call), a request
+is refused at once (the server gets an error) and the gateway logs it, instead of holding
+every request until the call times out or reaching the wrong client."""
 
 from __future__ import annotations
 
@@ -24,7 +25,6 @@ pytestmark = pytest.mark.integration
 
 ASKING = REPO / "tests" / "fixtures" / "asking_server.py"
 MAX_ASKS_PER_SESSION = 16  # gateway/relay.py's
-MAX_ASKS = 64  # sources/downstream.py's
 CALL = {"name": "asking__ask_many", "arguments": {}}
 
 
@@ -89,28 +89,29 @@ def test_requests_beyond_a_sessions_cap_are_refused_at_once(tmp_path: Path) -> N
     assert "a client session already has 16 requests of servers waiting" in gateway.log.read_text()
 
 
-def test_requests_beyond_a_servers_cap_are_refused_at_once(tmp_path: Path) -> None:
+def test_a_request_during_another_clients_call_is_refused_at_once(tmp_path: Path) -> None:
+    """A server's request names no call: while one client's calls wait on this server, a
+    second client's call's requests could belong to either, so each is refused at once (and
+    logged) rather than sent to a client that may not be the one asked."""
     gateway = GatewayProcess(_config(tmp_path))
-    sessions = MAX_ASKS // MAX_ASKS_PER_SESSION + 1  # one more session than the server may hold
 
     async def main() -> None:
         with anyio.fail_after(180):
             await gateway.ready()
             release = anyio.Event()
-            models = [Model(release) for _ in range(sessions)]
+            first, second = Model(release), Model(release)
             out: list[dict[str, int]] = []
             async with anyio.create_task_group() as tg:
-                for model in models[:-1]:  # each session's requests wait, one session at a time
-                    tg.start_soon(_ask_many, gateway.url, model, MAX_ASKS_PER_SESSION, out)
-                    await model.full.wait()
-                await _ask_many(gateway.url, models[-1], MAX_ASKS_PER_SESSION, out)
+                tg.start_soon(_ask_many, gateway.url, first, MAX_ASKS_PER_SESSION, out)
+                await first.full.wait()  # the first client's requests are waiting
+                await _ask_many(gateway.url, second, MAX_ASKS_PER_SESSION, out)
                 release.set()
-            last = out[0]  # the last session's call ends first: all of it refused at once
+            last = out[0]  # the second client's call ends first: all of it refused at once
             assert last == {"answered": 0, "refused": MAX_ASKS_PER_SESSION, "failed": 0}
-            assert all(o["answered"] == MAX_ASKS_PER_SESSION for o in out[1:])
+            assert out[1]["answered"] == MAX_ASKS_PER_SESSION and second.seen == 0
 
     try:
         anyio.run(main)
     finally:
         gateway.stop()
-    assert "server asking: 64 of its requests already wait" in gateway.log.read_text()
+    assert "while calls of several clients were in flight: refused" in gateway.log.read_text()

@@ -16,7 +16,7 @@ import mcp.types as types
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 
-from toolroute.gateway.access import is_stateless
+from toolroute.gateway.access import client_identity, is_stateless
 from toolroute.sdk import allowed_log_levels, connection_of
 
 
@@ -60,6 +60,9 @@ class Caller:
         self.relay = relay
         self.ctx = ctx
         self.stateless = is_stateless(ctx)
+        self.owner: object = (
+            f"client:{client_identity(ctx)}" if self.stateless else connection_key(ctx)
+        )
         self.input_responses = getattr(params, "input_responses", None)
         self.request_state = getattr(params, "request_state", None)
         client = getattr(getattr(ctx, "session", None), "client_params", None)

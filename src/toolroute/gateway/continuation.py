@@ -81,9 +81,12 @@ class Bridge:
         send: MemoryObjectSendStream[Any],
         wait_s: float,
         asking: _Asking | None = None,
+        owner: object = None,
     ) -> None:
-        """``asking``: the count of the client's requests waiting (shared by its calls)."""
+        """``asking``: the count of the client's requests waiting (shared by its calls);
+        ``owner``: the client the call is for."""
         self.capabilities = capabilities
+        self.owner = owner if owner is not None else self
         self._send = send
         self._wait_s = wait_s
         self._asked = 0
@@ -226,7 +229,7 @@ class Continuations:
         call_id = secrets.token_urlsafe(12)
         self._calls[call_id] = _Call(client, receive)
         asking = self._asking.setdefault(client, _Asking(f"client {client[:40]!r}"))
-        bridge = Bridge(capabilities, send, self.wait_s, asking)
+        bridge = Bridge(capabilities, send, self.wait_s, asking, owner=f"client:{client}")
 
         async def task() -> None:
             async with send:

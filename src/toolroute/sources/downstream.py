@@ -120,6 +120,9 @@ class CallContext(Protocol):
     input_responses: types.InputResponses | None
     request_state: str | None
     """The answers and the opaque state of a retried 2026-07-28 request (else None)."""
+    owner: object
+    """Who made the call (one client connection, or one client): a server's request or log
+    during calls of several owners cannot be told apart, so it goes to none of them."""
 
     async def progress(self, progress: float, total: float | None, message: str | None) -> None: ...
 
@@ -280,9 +283,21 @@ class Downstream:
         if self.on_notification is not None and not isinstance(msg, skip):
             await self.on_notification(self.name, msg)
 
+    def _caller(self) -> CallContext | None:
+        """The caller a server's message during a call belongs to: the one in flight, or the
+        latest of several of the same owner. Over the wire a server's request names no call,
+        so with calls of two owners in flight it could be either's: then None (no other
+        client ever sees what one client's call produced)."""
+        if not self._calls:
+            return None
+        owners = {c.owner for c in self._calls}
+        return self._calls[-1] if len(owners) == 1 else None
+
     async def _on_log(self, params: types.LoggingMessageNotificationParams) -> None:
         if self._calls:
-            await self._calls[-1].log(params)
+            caller = self._caller()
+            if caller is not None:  # else another client's call may have caused it: dropped
+                await caller.log(params)
         elif self.on_notification is not None:
             await self.on_notification(self.name, types.LoggingMessageNotification(params=params))
 
@@ -321,9 +336,22 @@ class Downstream:
                 message=f"too many requests of this server ({MAX_ASKS}) already wait for the "
                 "client's answer; this one is refused",
             )
+        caller = self._caller()
+        if caller is None:
+            log.warning(
+                "server %s asked a client (%s) while calls of several clients were in flight: "
+                "refused, since a request names no call and could reach the wrong client",
+                self.name,
+                what,
+            )
+            return types.ErrorData(
+                code=types.INVALID_REQUEST,
+                message=f"calls of more than one client are in flight to this server; toolroute "
+                f"cannot tell whose call this {what} request belongs to, so it is refused",
+            )
         self._asking += 1
         try:
-            return await ask(self._calls[-1])
+            return await ask(caller)
         finally:
             self._asking -= 1
             if self._asking < MAX_ASKS:

@@ -1,0 +1,101 @@
+"""A server's request during a call goes to the client whose call it is, or to no one.
+
+Over the wire a server's request (elicitation, sampling, roots) names no call. With calls of
+two clients in flight to one server, the gateway cannot tell which call asked, so it refuses
+the request rather than let one client answer (and see) what another client's call asks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import mcp.types as types
+from mcp import Client
+from mcp.server import Server
+
+from tests.conftest import HashingEmbedder
+from toolroute.config import GatewayConfig
+from toolroute.gateway.app import make_gateway, running_pool, sync_router
+from toolroute.sources.memory import memory_specs
+
+SCHEMA: dict[str, Any] = {"type": "object", "properties": {"name": {"type": "string"}}}
+
+
+def _server(go: anyio.Event, holding: anyio.Event) -> Server[Any]:
+    """``ask_name`` waits for ``go``, then asks the client its name (the 2025 way);
+    ``hold`` stays in flight until ``go``."""
+    empty: dict[str, Any] = {"type": "object", "properties": {}}
+    tools = [
+        types.Tool(name="ask_name", description="Greet the user by name.", input_schema=empty),
+        types.Tool(name="hold", description="Wait a moment.", input_schema=empty),
+    ]
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        if params.name == "hold":
+            holding.set()
+            await go.wait()
+            return types.CallToolResult(content=[types.TextContent(type="text", text="held")])
+        await go.wait()
+        try:
+            answer = await ctx.session.elicit_form(
+                "What is your name?", SCHEMA, related_request_id=ctx.request_id
+            )
+            text = f"Hello, {(answer.content or {}).get('name', '?')}"
+        except Exception as e:  # the gateway's refusal, as the server sees it
+            text = f"refused: {e}"
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+
+    return Server("asker", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def _client(gw: Any, name: str) -> Client:
+    async def elicitation(ctx: Any, params: Any) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"name": name})
+
+    info = types.Implementation(name=name, version="1")
+    return Client(gw.server, mode="legacy", client_info=info, elicitation_callback=elicitation)
+
+
+def _text(result: types.CallToolResult) -> str:
+    return result.content[0].text  # type: ignore[union-attr]
+
+
+def test_a_request_during_calls_of_two_clients_reaches_neither(tmp_path: Any) -> None:
+    go, holding = anyio.Event(), anyio.Event()
+    specs = memory_specs({"s": _server(go, holding)}, "2025-11-25")
+    cfg = GatewayConfig(servers=specs, store=tmp_path / "store", expose="all")  # type: ignore[arg-type]
+    answers: dict[str, str] = {}
+
+    async def main() -> None:
+        async with running_pool(cfg) as pool:
+            router, _ = await sync_router(cfg, pool, embedder=HashingEmbedder())
+            gw = make_gateway(cfg, router, pool)
+            try:
+                with anyio.fail_after(30):
+                    async with _client(gw, "bob") as bob, _client(gw, "alice") as alice:
+
+                        async def ask() -> None:
+                            answers["bob"] = _text(await bob.call_tool("s__ask_name", {}))
+
+                        async def hold() -> None:
+                            answers["alice"] = _text(await alice.call_tool("s__hold", {}))
+
+                        async with anyio.create_task_group() as tg:
+                            tg.start_soon(ask)
+                            await anyio.sleep(0.2)  # bob's call is in flight first
+                            tg.start_soon(hold)
+                            await holding.wait()  # alice's call is the latest in flight
+                            go.set()
+                        # one client alone: its own call's question reaches it
+                        answers["bob alone"] = _text(await bob.call_tool("s__ask_name", {}))
+            finally:
+                router.close()
+
+    anyio.run(main)
+    assert "alice" not in answers["bob"] and answers["bob"].startswith("refused"), answers
+    assert answers["alice"] == "held"
+    assert answers["bob alone"] == "Hello, bob"
