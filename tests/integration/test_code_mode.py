@@ -291,6 +291,28 @@ def test_a_large_result_comes_back_as_a_preview_and_pages_only_its_client_can_re
     anyio.run(main)
 
 
+def test_a_large_call_tool_result_in_code_mode_is_a_preview_and_a_handle(url: str) -> None:
+    """call_tool, too, keeps a result larger than the preview out of the context: its
+    first page and a handle that execute reads further."""
+
+    async def main() -> None:
+        with anyio.fail_after(60):
+            async with client(url) as c:
+                await _find(c, "return a block of text of a size")
+                r = await c.call_tool("call_tool", {"name": "calc__blob", "arguments": {"kb": 40}})
+                out = r.structured_content
+                assert not r.is_error and out is not None, r.content
+                assert out["pages"] > 1 and "handle" in out and "preview" in out
+                page = await c.call_tool("execute", {"handle": out["handle"], "page": 1})
+                assert not page.is_error and page.structured_content["text"]  # type: ignore[index]
+                small = await c.call_tool(
+                    "call_tool", {"name": "calc__blob", "arguments": {"kb": 1}}
+                )
+                assert small.structured_content is None or "handle" not in small.structured_content
+
+    anyio.run(main)
+
+
 EXIT_AFTER_SCRIPT = """
 import anyio
 from toolroute.codemode.limits import CodeModeLimits

@@ -187,6 +187,28 @@ class CodeMode:
             }
         )
 
+    def paged(self, result: types.CallToolResult, state: SessionState) -> types.CallToolResult:
+        """A tool's result for ``call_tool`` in code mode: as it is when its text fits the
+        preview, else its first page and a handle (``execute`` with ``{handle, page}`` reads
+        the rest), so a large result need not enter the model's context whole."""
+        if result.is_error:
+            return result
+        if result.structured_content is not None:
+            text = json.dumps(result.structured_content, ensure_ascii=False)
+        else:
+            text = "\n".join(getattr(c, "text", "") for c in result.content)
+        if len(text.encode()) <= self.limits.preview_bytes:
+            return result
+        page = self.pages.put(_owner(state), text)
+        return json_result(
+            {
+                "preview": page.text,
+                **{k: v for k, v in page.to_dict().items() if k != "text"},
+                "hint": "the result is larger than the preview: execute with "
+                '{"handle": ..., "page": n} reads page n (0-based)',
+            }
+        )
+
     def _read(self, handle: Any, page: Any, state: SessionState) -> types.CallToolResult:
         if not isinstance(handle, str) or not isinstance(page, int) or isinstance(page, bool):
             return _invalid("execute with a handle needs `handle` (string) and `page` (integer)")

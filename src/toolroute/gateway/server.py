@@ -453,7 +453,10 @@ class Gateway(GatewayCore):
         arguments, problem = coerce_arguments(r.args.get("arguments", {}))
         if problem:
             return _invalid(problem)
-        return await self._gated(r, name, arguments)
+        result = await self._gated(r, name, arguments)
+        if self.code_mode is not None and isinstance(result, types.CallToolResult):
+            return self.code_mode.paged(result, r.state)  # type: ignore[no-any-return]
+        return result
 
     async def _request_capability(self, r: _Request) -> CallResult:
         need = r.args.get("need")
