@@ -11,24 +11,32 @@ client's first request. What works depends on how its code was written as much a
   2026-07-28 connection: on a handshake connection that result has no form, and the SDK
   answers ``Handler returned an invalid result``.
 
-So the gateway opens the handshake first (the server answers as its pre-2026 clients saw it)
-and opens a 2026-07-28 *companion* session to the same server only when a request needs it:
-a request refused that way is retried there once (a handler that returns input-required has
-done nothing the retry repeats: the protocol re-runs it on every round). A server that refuses
-the handshake (2026-07-28 only) is spoken to in the SDK's ``auto`` mode from then on.
+So the gateway reaches such a server the way each caller would directly: its main session
+opens in the SDK's ``auto`` mode (2026-07-28 where the server speaks it) and serves
+2026-07-28 callers; any other caller (a 2025-11-25 client, the Python API) goes to a
+handshake *companion* session to the same server, opened on first need (a server that refuses
+the handshake is 2026-07-28 only, and keeps the one session). What the companion cannot carry
+(a handler's input-required result) is retried once at 2026-07-28, where the SDK answers the
+input requests through the caller (a handler that returns input-required has done nothing the
+retry repeats: the protocol re-runs it on every round). A stdio companion is a second process
+of the server, as a second client connected directly would start. A 2026-07-28 caller's call that
+the server's code answers by asking the client by request (the SDK's "no back-channel") fails
+as it would directly; from then on that server's 2026-07-28 callers are bridged through the
+handshake companion (the gateway's input-required rounds, gateway/continuation.py).
 
 Change announcements: a handshake session hears a server's ``list_changed`` only if the server
-declared ``tools.listChanged``; one that did not (an SDK 2.x server announces on
-``subscriptions/listen`` streams, which only 2026-07-28 sessions open) is re-listed after each
-of its calls, so a tool changed inside a call is seen before it is served again. A 2026-07-28
-list's ``ttlMs`` is honoured: the server is re-listed when its list expires (see
-:func:`list_expiry_s`).
+declared ``tools.listChanged``, and a 2026-07-28 session only what comes on
+``subscriptions/listen``. So a server is re-listed after a call on a session that may not have
+heard a change the call made: a handshake one whose server declared no ``tools.listChanged``,
+or the 2026-07-28 one of a server that may also speak the handshake (its code may announce on
+the session). A 2026-07-28 list's ``ttlMs`` is honoured: the server is re-listed when its list
+expires (see :func:`list_expiry_s`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Literal
+from typing import Any
 
 import mcp.types as types
 from mcp import Client
@@ -38,7 +46,8 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 __all__ = [
     "INVALID_RESULT",
     "MIN_LIST_TTL_S",
-    "ConnectMode",
+    "NO_BACK_CHANNEL",
+    "asked_by_request",
     "announces_tool_changes",
     "handshake_refused",
     "list_expiry_s",
@@ -46,12 +55,12 @@ __all__ = [
     "needs_modern",
 ]
 
-ConnectMode = Literal["legacy", "auto"]
-"""How a downstream session opens: the handshake (``legacy``), or the SDK's probe (``auto``)."""
-
 INVALID_RESULT = "Handler returned an invalid result"
 """The SDK 2.x server's error when a handler's result has no form in the session's era: on a
 handshake session, an input-required result."""
+
+NO_BACK_CHANNEL = "has no back-channel for server-initiated requests"
+"""The SDK 2.x server's words when its code asks the client by request at 2026-07-28."""
 
 MIN_LIST_TTL_S = 1.0
 """A positive ``ttlMs`` below this is taken as this (the gateway's own re-list debounce)."""
@@ -79,12 +88,22 @@ def handshake_refused(e: BaseException) -> bool:
 
 
 def needs_modern(client: Client, e: MCPError) -> bool:
-    """A handshake session's request failed because the handler answered input-required."""
+    """A handshake session's request failed because the handler answered input-required
+    (the SDK 2.x server's words for it: :data:`INVALID_RESULT`)."""
     return (
         not modern(client)
         and e.error.code == types.INTERNAL_ERROR
         and e.error.message == INVALID_RESULT
     )
+
+
+def asked_by_request(answer: Any) -> bool:
+    """A 2026-07-28 call's answer (a result, or an error's message) says the server's code
+    asked the client by request: the SDK's error, let through or caught and returned as text."""
+    if isinstance(answer, str):
+        return NO_BACK_CHANNEL in answer
+    content = getattr(answer, "content", None) or []
+    return any(NO_BACK_CHANNEL in (getattr(c, "text", None) or "") for c in content)
 
 
 def announces_tool_changes(client: Client) -> bool:
