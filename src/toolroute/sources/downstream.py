@@ -62,6 +62,7 @@ from toolroute.sources.era import (
     list_expiry_s,
     modern,
     needs_modern,
+    without_envelope,
 )
 from toolroute.sources.failure import (
     DownstreamError,
@@ -327,6 +328,7 @@ class Downstream:
                     anyio.create_task_group() as tg,
                 ):
                     forward_caller_capabilities(client)
+                    without_envelope(client)
                     self._client, self._tg = client, tg
                     self.connects += 1
                     self._set("up", None)
@@ -412,7 +414,7 @@ class Downstream:
                 AsyncExitStack() as stack,
                 self._new_client(await self._target(stack, companion=True), "legacy") as client,
             ):
-                forward_caller_capabilities(client)
+                without_envelope(client)
                 self._companion = client
                 started = True
                 task_status.started()

@@ -41,6 +41,12 @@ from typing import Any
 import mcp.types as types
 from mcp import Client
 from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    CLIENT_CAPABILITIES_META_KEY,
+    CLIENT_INFO_META_KEY,
+    LOG_LEVEL_META_KEY,
+    PROTOCOL_VERSION_META_KEY,
+)
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 __all__ = [
@@ -53,6 +59,7 @@ __all__ = [
     "list_expiry_s",
     "modern",
     "needs_modern",
+    "without_envelope",
 ]
 
 INVALID_RESULT = "Handler returned an invalid result"
@@ -85,6 +92,31 @@ def handshake_refused(e: BaseException) -> bool:
         isinstance(x, MCPError) and x.error.code == types.UNSUPPORTED_PROTOCOL_VERSION
         for x in _errors(e)
     )
+
+
+ENVELOPE = (
+    PROTOCOL_VERSION_META_KEY,
+    CLIENT_INFO_META_KEY,
+    CLIENT_CAPABILITIES_META_KEY,
+    LOG_LEVEL_META_KEY,
+)
+"""The 2026-07-28 per-request ``_meta`` keys: a handshake server refuses a request that has them."""
+
+
+def without_envelope(client: Client) -> None:
+    """Make a handshake session of ``client`` drop the 2026-07-28 envelope from what it sends:
+    a request forwarded for a 2026-07-28 caller carries the caller's ``_meta`` as it came."""
+    session = client.session
+    stamp = session._stamp
+
+    def handshake_stamp(data: dict[str, Any], opts: Any) -> None:
+        stamp(data, opts)
+        meta = (data.get("params") or {}).get("_meta")
+        if not modern(client) and isinstance(meta, dict):
+            for key in ENVELOPE:
+                meta.pop(key, None)
+
+    session._stamp = handshake_stamp
 
 
 def needs_modern(client: Client, e: MCPError) -> bool:
