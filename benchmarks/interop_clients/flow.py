@@ -74,13 +74,31 @@ async def one_server(session: Session, server: str, expose: str) -> str:
     return f"fails: {_short(text)}"
 
 
+DONE: set[str] = set()
+"""Servers whose cell was printed (a driver that fails after prints the rest)."""
+
+
+def verdict(server: str, cell: str) -> None:
+    DONE.add(server)
+    print(json.dumps({"server": server, "cell": cell}), flush=True)
+
+
+def failed(servers: list[str], e: BaseException) -> None:
+    """The cells not yet printed, when the client failed outside a server's flow (connecting,
+    closing): that failure is their verdict."""
+    why = e.exceptions[0] if isinstance(e, BaseExceptionGroup) and e.exceptions else e
+    for server in servers:
+        if server not in DONE:
+            verdict(server, f"fails: {type(why).__name__}: {_short(str(why))}")
+
+
 async def run(session: Session, servers: list[str], expose: str) -> None:
     for server in servers:
         try:
             cell = await one_server(session, server, expose)
         except Exception as e:  # a client library's own failure is the cell's verdict
             cell = f"fails: {type(e).__name__}: {_short(str(e))}"
-        print(json.dumps({"server": server, "cell": cell}), flush=True)
+        verdict(server, cell)
 
 
 def texts(content: Any) -> str:

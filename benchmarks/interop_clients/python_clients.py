@@ -20,7 +20,7 @@ from typing import Any
 import anyio
 
 sys.path.insert(0, str(Path(__file__).parent))
-from flow import Session, main_args, run, texts  # noqa: E402
+from flow import Session, failed, main_args, run, texts  # noqa: E402
 
 
 def _json(result: Any) -> str:
@@ -221,8 +221,11 @@ CLIENTS: dict[str, Callable[[str, Any], AbstractAsyncContextManager[Session]]] =
 async def main() -> None:
     client = sys.argv.pop(1)
     transport, target, expose, servers = main_args()
-    async with CLIENTS[client](transport, target) as session:
-        await run(session, servers, expose)
+    try:
+        async with CLIENTS[client](transport, target) as session:
+            await run(session, servers, expose)
+    except Exception as e:  # connecting or closing failed: the remaining cells say so
+        failed(servers, e)
 
 
 if __name__ == "__main__":

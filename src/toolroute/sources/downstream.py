@@ -54,6 +54,7 @@ from toolroute.sdk import (
     create_mcp_http_client,
     forward_caller_capabilities,
     list_tools_leniently,
+    without_envelope,
 )
 from toolroute.sources.era import (
     announces_tool_changes,
@@ -62,7 +63,6 @@ from toolroute.sources.era import (
     list_expiry_s,
     modern,
     needs_modern,
-    without_envelope,
 )
 from toolroute.sources.failure import (
     DownstreamError,
@@ -222,10 +222,12 @@ class Downstream:
         if isinstance(self.spec, MemorySpec):  # an SDK server object in this process
             return self.spec.server
         if isinstance(self.spec, StdioSpec):
-            # a server that dies while idle is restarted now, not at the next call (a
-            # companion's death is seen by the next request sent to it)
-            info = ProcessInfo() if companion else ProcessInfo(on_eof=lambda: self._dead.set())
-            if not companion:
+            # a server that dies while idle is restarted now, not at the next call; so is
+            # one whose companion process dies (its exit code and stderr are the server's)
+            info = ProcessInfo(on_eof=lambda: self._dead.set())
+            if companion:
+                info.on_eof = lambda: self._companion_ended(info)
+            else:
                 self._process = info
             params = StdioServerParameters(
                 command=self.spec.command,
@@ -381,10 +383,17 @@ class Downstream:
         )
 
     async def _session_for(self, c: Client, caller: CallContext | None) -> Client:
-        """The session a request of ``caller`` goes on: a 2026-07-28 caller's on the
-        2026-07-28 one; any other caller's, for a server of both eras, on the handshake
-        companion (opened on first need; the 2026-07-28 one if the server refuses it)."""
-        if not modern(c) or (caller is not None and caller.stateless) or self._no_companion:
+        """The session a request of ``caller`` goes on: the main one, but for a server of both
+        eras whose code asks by request, any caller but a 2026-07-28 one goes to the
+        handshake companion (sources/era.py)."""
+        if not self._asks_by_request or (caller is not None and caller.stateless):
+            return c
+        return await self._companion_of(c)
+
+    async def _companion_of(self, c: Client) -> Client:
+        """The handshake companion of the 2026-07-28 session ``c``, opened on first need
+        (``c`` itself when the server refuses the handshake, or ``c`` is not 2026-07-28)."""
+        if not modern(c) or self._no_companion:
             return c
         if self._companion is None:
             async with self._companion_lock:
@@ -399,13 +408,24 @@ class Downstream:
                                         first_line(e))  # fmt: skip
         return self._companion or c
 
-    async def _learn_asks_by_request(self, c: Client) -> None:
-        """A 2026-07-28 call was answered "no back-channel": bridge this server's 2026-07-28
-        callers from now on, if it also speaks the handshake."""
-        if not self._asks_by_request and await self._session_for(c, None) is not c:
+    def _companion_ended(self, info: ProcessInfo) -> None:
+        """The companion's process ended while the server's session was open: the server
+        restarts, reporting that process's exit (after a restart, both are new)."""
+        if not self._dead.is_set():
+            self._process = info
+            self._dead.set()
+
+    async def _asks_by_request_on(self, c: Client, answer: Any) -> bool:
+        """Whether ``answer`` (a 2026-07-28 session's result or error message) says the
+        server's code asked the client by request and the server also speaks the handshake:
+        its callers go to the handshake companion from now on (2026-07-28 ones bridged)."""
+        if not modern(c) or not asked_by_request(answer):
+            return False
+        if not self._asks_by_request and await self._companion_of(c) is not c:
             self._asks_by_request = True
-            log.info("server %s asks the client by request: 2026-07-28 callers are bridged",
-                     self.name)  # fmt: skip
+            log.info("server %s asks the client by request: its callers go to a handshake "
+                     "session (2026-07-28 ones bridged)", self.name)  # fmt: skip
+        return self._asks_by_request
 
     async def _hold_companion(self, task_status: anyio.abc.TaskStatus[None]) -> None:
         dead, started = self._dead, False
@@ -606,21 +626,28 @@ class Downstream:
             )
 
         primary = c
+        # a 2026-07-28 caller cannot be asked by request: its call is not retried below
+        retry = caller is None or not caller.stateless
         try:
             with as_caller(caller.capabilities if caller is not None else None), self._tracked():
                 if own not in self._modern_tools:
                     c = await self._session_for(c, caller)
                 try:
                     result = await send(c)
-                except MCPError as e:  # input-required on the handshake companion: era.py
-                    if c is primary or not needs_modern(c, e):
+                except MCPError as e:  # era.py: input-required on the companion; or asked
+                    if c is not primary and needs_modern(c, e):  # by request at 2026-07-28
+                        self._modern_tools.add(own)
+                        c = primary
+                    elif not (await self._asks_by_request_on(c, e.error.message) and retry):
                         raise
-                    self._modern_tools.add(own)
-                    c = primary
+                    else:  # the tool never got its answer: once more, where it can
+                        c = await self._session_for(c, caller)
                     result = await send(c)
+                else:
+                    if c is primary and await self._asks_by_request_on(c, result) and retry:
+                        c = await self._session_for(c, caller)
+                        result = await send(c)
         except MCPError as e:
-            if c is primary and modern(c) and asked_by_request(e.error.message):
-                await self._learn_asks_by_request(c)
             raise self._error(tool, e) from None
         except (RuntimeError, ValidationError) as e:  # malformed result / output-schema check
             raise DownstreamError(self.name, tool, "protocol", first_line(e)) from None
@@ -629,8 +656,6 @@ class Downstream:
                 self._calls.remove(caller)
         if result is None:  # ended by end_calls(): the server left the configuration
             raise DownstreamError(self.name, tool, "unavailable", self._ended or "ended")
-        if c is primary and modern(c) and asked_by_request(result):
-            await self._learn_asks_by_request(c)
         if not announces_tool_changes(c) or (modern(c) and not self._no_companion):
             # it may have changed a tool unannounced, or announced it on a session this one
             # is not (sources/era.py): re-listed soon
@@ -658,10 +683,13 @@ class Downstream:
                 session = await self._session_for(c, caller)
                 try:
                     return await send(session)
-                except MCPError as e:  # input-required on the handshake companion: era.py
-                    if session is c or not needs_modern(session, e):
+                except MCPError as e:  # era.py: input-required on the companion, or a
+                    if session is not c and needs_modern(session, e):  # handshake-only method
+                        return await send(c)
+                    handshake_only = e.error.code == types.METHOD_NOT_FOUND and modern(c)
+                    if not handshake_only or (other := await self._companion_of(c)) is c:
                         raise
-                    return await send(c)
+                    return await send(other)
         except MCPError as e:
             if e.error.code == types.CONNECTION_CLOSED:
                 self._dead.set()

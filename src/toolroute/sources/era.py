@@ -11,26 +11,25 @@ client's first request. What works depends on how its code was written as much a
   2026-07-28 connection: on a handshake connection that result has no form, and the SDK
   answers ``Handler returned an invalid result``.
 
-So the gateway reaches such a server the way each caller would directly: its main session
-opens in the SDK's ``auto`` mode (2026-07-28 where the server speaks it) and serves
-2026-07-28 callers; any other caller (a 2025-11-25 client, the Python API) goes to a
-handshake *companion* session to the same server, opened on first need (a server that refuses
-the handshake is 2026-07-28 only, and keeps the one session). What the companion cannot carry
-(a handler's input-required result) is retried once at 2026-07-28, where the SDK answers the
-input requests through the caller (a handler that returns input-required has done nothing the
-retry repeats: the protocol re-runs it on every round). A stdio companion is a second process
-of the server, as a second client connected directly would start. A 2026-07-28 caller's call that
-the server's code answers by asking the client by request (the SDK's "no back-channel") fails
-as it would directly; from then on that server's 2026-07-28 callers are bridged through the
-handshake companion (the gateway's input-required rounds, gateway/continuation.py).
+So the gateway keeps one session per server, in the SDK's ``auto`` mode (2026-07-28 where the
+server speaks it: input-required results reach every caller, answered through a 2025-11-25
+caller's callbacks), until the server's code shows it asks by request: a call answered with
+the SDK's "no back-channel" (:data:`NO_BACK_CHANNEL`). From then on that server's callers go
+to a handshake *companion* session to the same server (for stdio, a second process, as a
+second client connected directly would start), 2026-07-28 callers bridged through it
+(gateway/continuation.py), and the call that showed it is retried there once unless its
+caller speaks 2026-07-28 (the tool never got its answer). What the companion cannot carry (a
+handler's input-required result) goes back to the 2026-07-28 session, and a handshake-only
+method (``resources/subscribe``) the 2026-07-28 session does not know goes to the companion.
 
 Change announcements: a handshake session hears a server's ``list_changed`` only if the server
 declared ``tools.listChanged``, and a 2026-07-28 session only what comes on
 ``subscriptions/listen``. So a server is re-listed after a call on a session that may not have
 heard a change the call made: a handshake one whose server declared no ``tools.listChanged``,
 or the 2026-07-28 one of a server that may also speak the handshake (its code may announce on
-the session). A 2026-07-28 list's ``ttlMs`` is honoured: the server is re-listed when its list
-expires (see :func:`list_expiry_s`).
+the session); a stdio companion's listing counts too (a tool changed in its process). A
+2026-07-28 list's ``ttlMs`` is honoured: the server is re-listed when its list expires (see
+:func:`list_expiry_s`).
 """
 
 from __future__ import annotations
@@ -41,12 +40,6 @@ from typing import Any
 import mcp.types as types
 from mcp import Client
 from mcp.shared.exceptions import MCPError
-from mcp_types import (
-    CLIENT_CAPABILITIES_META_KEY,
-    CLIENT_INFO_META_KEY,
-    LOG_LEVEL_META_KEY,
-    PROTOCOL_VERSION_META_KEY,
-)
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 __all__ = [
@@ -59,7 +52,6 @@ __all__ = [
     "list_expiry_s",
     "modern",
     "needs_modern",
-    "without_envelope",
 ]
 
 INVALID_RESULT = "Handler returned an invalid result"
@@ -92,31 +84,6 @@ def handshake_refused(e: BaseException) -> bool:
         isinstance(x, MCPError) and x.error.code == types.UNSUPPORTED_PROTOCOL_VERSION
         for x in _errors(e)
     )
-
-
-ENVELOPE = (
-    PROTOCOL_VERSION_META_KEY,
-    CLIENT_INFO_META_KEY,
-    CLIENT_CAPABILITIES_META_KEY,
-    LOG_LEVEL_META_KEY,
-)
-"""The 2026-07-28 per-request ``_meta`` keys: a handshake server refuses a request that has them."""
-
-
-def without_envelope(client: Client) -> None:
-    """Make a handshake session of ``client`` drop the 2026-07-28 envelope from what it sends:
-    a request forwarded for a 2026-07-28 caller carries the caller's ``_meta`` as it came."""
-    session = client.session
-    stamp = session._stamp
-
-    def handshake_stamp(data: dict[str, Any], opts: Any) -> None:
-        stamp(data, opts)
-        meta = (data.get("params") or {}).get("_meta")
-        if not modern(client) and isinstance(meta, dict):
-            for key in ENVELOPE:
-                meta.pop(key, None)
-
-    session._stamp = handshake_stamp
 
 
 def needs_modern(client: Client, e: MCPError) -> bool:
