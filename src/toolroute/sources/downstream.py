@@ -12,13 +12,12 @@ maps to an actionable message. A server's state (``status``, ``error``, ``exit_c
 
 Sessions open in the SDK's ``auto`` mode: a server that speaks 2026-07-28 is spoken to in it
 (no session; each request declares the calling client's capabilities), any other through the
-``initialize`` handshake. A server that speaks both eras is reached by each caller in the
-caller's own era, as if connected directly: a 2026-07-28 caller on that session, any other
-caller on a handshake *companion* session to the same server, opened on first need (so a server
-whose code asks the client mid-call keeps working for it); what the companion cannot carry (a
-handler's input-required result) is retried once on the 2026-07-28 session
-(:mod:`toolroute.sources.era` says why each era needs which). A 2026-07-28 server asks for
-sampling, elicitation or roots by answering a call with an *input-required* result: for a
+``initialize`` handshake. A server of both eras whose code turns out to ask the client by
+request (a call answered "no back-channel") gets a handshake *companion* session, opened then,
+for every caller but the 2026-07-28 ones (those are bridged through it by the gateway); what
+the companion cannot carry (a handler's input-required result) goes back to the 2026-07-28
+session (:mod:`toolroute.sources.era` says why each era needs which). A 2026-07-28 server asks
+for sampling, elicitation or roots by answering a call with an *input-required* result: for a
 2026-07-28 caller that result is returned as is (the caller answers and retries,
 ``requestState`` passed through untouched); for a handshake-era caller the SDK answers it
 through the same callbacks a handshake-era server's requests take, and retries.
@@ -207,8 +206,8 @@ class Downstream:
         """Tools that answered the companion input-required: called at 2026-07-28."""
         self._last_listed: dict[str, types.Tool] = {}  # the tools as last listed
         self._asks_by_request = False
-        """A tool of this server asked a 2026-07-28 caller by request (2025 style): such
-        callers are bridged through the handshake companion from then on (sources/era.py)."""
+        """A call at 2026-07-28 showed the server's code asks by request (2025 style): its
+        callers go to the handshake companion from then on, 2026-07-28 ones bridged."""
         self.list_ttl_s: float | None = None
         """How long the last tools/list stays fresh by its ``ttlMs`` (None: no hint)."""
         self.cache_scope: str | None = None
