@@ -91,7 +91,7 @@ CLIENTS = [
         "mcp-sdk-legacy", "mcp python-sdk `Client` (legacy)", Path(sys.executable), "mcp"
     ),  # fmt: skip
     _python_client("openai-agents", "openai-agents `MCPServer*`", VENV, "openai-agents"),
-    _python_client("pydantic-ai", "pydantic-ai `MCPServer*`", VENV, "pydantic-ai-slim"),
+    _python_client("pydantic-ai", "pydantic-ai `MCPToolset`", VENV, "pydantic-ai-slim"),
     _python_client("fastmcp", "fastmcp `Client`", VENV, "fastmcp"),
     _python_client(
         "langchain-readme",
