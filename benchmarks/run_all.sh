@@ -228,6 +228,8 @@ if want conformance; then
     if full; then M="--mode direct --mode all --mode meta --mode bind"; DS="--downstream http --downstream stdio"
     else M="--mode all"; DS="--downstream stdio"; fi
     run $PY benchmarks/conformance.py $M --out "$R/conformance.md"
+    # ... with its test server serving both eras (as on the SDK 2.x) and asking the 2025 way
+    run $PY benchmarks/conformance.py --mode all --dual-era --out "$R/conformance_dual_era.md"
     run $PY benchmarks/conformance_2026.py $M $DS --out "$R/conformance_2026.md"
 fi
 

@@ -20,8 +20,14 @@ from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.connection import allowed_log_levels
 from mcp.shared._context_streams import create_context_streams
 from mcp.shared._httpx_utils import create_mcp_http_client
-from mcp_types import CLIENT_CAPABILITIES_META_KEY
+from mcp_types import (
+    CLIENT_CAPABILITIES_META_KEY,
+    CLIENT_INFO_META_KEY,
+    LOG_LEVEL_META_KEY,
+    PROTOCOL_VERSION_META_KEY,
+)
 from mcp_types import methods as _methods
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 __all__ = [
@@ -35,6 +41,7 @@ __all__ = [
     "forward_caller_capabilities",
     "list_tools_leniently",
     "stop_server_process",
+    "without_envelope",
 ]
 
 # The SDK's per-request OpenTelemetry span middleware: the gateway drops it unless `otel`.
@@ -86,6 +93,32 @@ def forward_caller_capabilities(client: Any) -> None:
             meta[CLIENT_CAPABILITIES_META_KEY] = caps
 
     session._stamp = with_caller
+
+
+ENVELOPE = (
+    PROTOCOL_VERSION_META_KEY,
+    CLIENT_INFO_META_KEY,
+    CLIENT_CAPABILITIES_META_KEY,
+    LOG_LEVEL_META_KEY,
+)
+"""The 2026-07-28 per-request ``_meta`` keys: a handshake server refuses a request that has them."""
+
+
+def without_envelope(client: Any) -> None:
+    """Make a handshake session of ``client`` (an open SDK ``Client``) drop the 2026-07-28
+    envelope from what it sends: a request forwarded for a 2026-07-28 caller carries the
+    caller's ``_meta`` as it came. Wraps ``ClientSession._stamp`` as above."""
+    session = client.session
+    stamp: Callable[[dict[str, Any], Any], None] = session._stamp
+
+    def handshake_stamp(data: dict[str, Any], opts: Any) -> None:
+        stamp(data, opts)
+        meta = (data.get("params") or {}).get("_meta")
+        if session.protocol_version not in MODERN_PROTOCOL_VERSIONS and isinstance(meta, dict):
+            for key in ENVELOPE:
+                meta.pop(key, None)
+
+    session._stamp = handshake_stamp
 
 
 async def list_tools_leniently(

@@ -10,17 +10,17 @@ of one server never reach another; calls raise :class:`DownstreamError` with a c
 maps to an actionable message. A server's state (``status``, ``error``, ``exit_code``,
 ``restarts``, ``tools``, ``changed_at``) is logged once per change, not once per retry.
 
-Sessions open with the ``initialize`` handshake, so a server of both eras answers as its
-pre-2026 clients saw it (its requests during a call and its list_changed reach the gateway);
-a server that refuses the handshake is spoken to at 2026-07-28 (no session; each request
-declares the calling client's capabilities). What a handshake session cannot carry (a
-handler's input-required result) is retried once on a 2026-07-28 companion session to the
-same server, opened on first need (:mod:`toolroute.sources.era` says why each era needs
-which). A 2026-07-28 server asks for sampling, elicitation or roots by answering a call with
-an *input-required* result: for a 2026-07-28 caller that result is returned as is (the
-caller answers and retries, ``requestState`` passed through untouched); for a handshake-era
-caller the SDK answers it through the same callbacks a handshake-era server's requests take,
-and retries.
+Sessions open in the SDK's ``auto`` mode: a server that speaks 2026-07-28 is spoken to in it
+(no session; each request declares the calling client's capabilities), any other through the
+``initialize`` handshake. A server of both eras whose code turns out to ask the client by
+request (a call answered "no back-channel") gets a handshake *companion* session, opened then,
+for every caller but the 2026-07-28 ones (those are bridged through it by the gateway); what
+the companion cannot carry (a handler's input-required result) goes back to the 2026-07-28
+session (:mod:`toolroute.sources.era` says why each era needs which). A 2026-07-28 server asks
+for sampling, elicitation or roots by answering a call with an *input-required* result: for a
+2026-07-28 caller that result is returned as is (the caller answers and retries,
+``requestState`` passed through untouched); for a handshake-era caller the SDK answers it
+through the same callbacks a handshake-era server's requests take, and retries.
 
 What a server sends back while a call is in flight (progress, log messages, sampling and
 elicitation requests) goes to the :class:`CallContext` of that call: the gateway passes one per
@@ -53,10 +53,11 @@ from toolroute.sdk import (
     create_mcp_http_client,
     forward_caller_capabilities,
     list_tools_leniently,
+    without_envelope,
 )
 from toolroute.sources.era import (
-    ConnectMode,
     announces_tool_changes,
+    asked_by_request,
     handshake_refused,
     list_expiry_s,
     modern,
@@ -205,16 +206,19 @@ class Downstream:
         self._idle = anyio.Event()
         self._idle.set()
         self._ended: str | None = None  # why the calls in flight were ended
-        # the protocol era (sources/era.py)
-        self._mode: ConnectMode = "legacy"
-        """How the next session opens: the handshake until the server refuses it."""
+        # the protocol eras (sources/era.py)
         self._tg: anyio.abc.TaskGroup | None = None  # the open session's tasks
         self._companion: Client | None = None
-        """The 2026-07-28 session beside a handshake one, while open (opened on need)."""
+        """The handshake session beside a 2026-07-28 one, while open (opened on need)."""
         self._companion_lock = anyio.Lock()
-        self._no_companion = False  # the server answered the companion with the handshake
+        self._no_companion = False
+        """The server refused the handshake (2026-07-28 only), or the companion failed."""
         self._modern_tools: set[str] = set()
-        """Tools that answered the handshake session input-required: called on the companion."""
+        """Tools that answered the companion input-required: called at 2026-07-28."""
+        self._last_listed: dict[str, types.Tool] = {}  # the tools as last listed
+        self._asks_by_request = False
+        """A call at 2026-07-28 showed the server's code asks by request (2025 style): its
+        callers go to the handshake companion from then on, 2026-07-28 ones bridged."""
         self.list_ttl_s: float | None = None
         """How long the last tools/list stays fresh by its ``ttlMs`` (None: no hint)."""
         self.cache_scope: str | None = None
@@ -228,10 +232,12 @@ class Downstream:
         if isinstance(self.spec, MemorySpec):  # an SDK server object in this process
             return self.spec.server
         if isinstance(self.spec, StdioSpec):
-            # a server that dies while idle is restarted now, not at the next call (a
-            # companion's death is seen by the next request sent to it)
-            info = ProcessInfo() if companion else ProcessInfo(on_eof=lambda: self._dead.set())
-            if not companion:
+            # a server that dies while idle is restarted now, not at the next call; so is
+            # one whose companion process dies (its exit code and stderr are the server's)
+            info = ProcessInfo(on_eof=lambda: self._dead.set())
+            if companion:
+                info.on_eof = lambda: self._companion_ended(info)
+            else:
                 self._process = info
             params = StdioServerParameters(
                 command=self.spec.command,
@@ -373,8 +379,8 @@ class Downstream:
         """Owner loop: connect, hold the session until it dies or stop(), reconnect with backoff."""
         backoff = 0.5
         while not self._stopping:
-            # the handshake first (an in-process server: its own era), sources/era.py
-            mode = self.spec.mode if isinstance(self.spec, MemorySpec) else self._mode
+            # 2026-07-28 where the server speaks it (an in-process one: its era)
+            mode = self.spec.mode if isinstance(self.spec, MemorySpec) else "auto"
             try:
                 # initialize is bounded by read_timeout_seconds like any request
                 async with (
@@ -383,6 +389,7 @@ class Downstream:
                     anyio.create_task_group() as tg,
                 ):
                     forward_caller_capabilities(client)
+                    without_envelope(client)
                     self._client, self._tg = client, tg
                     self.connects += 1
                     self._set("up", None)
@@ -396,14 +403,11 @@ class Downstream:
                     tg.cancel_scope.cancel()
             except Exception as e:  # owner loop: any failure of one server stays with it
                 self.exit_code = self._process.returncode
-                if mode == "legacy" and handshake_refused(e) and not self._stopping:
-                    log.info("server %s refused the handshake: speaking 2026-07-28", self.name)
-                    self._mode = "auto"
-                    continue  # at once: not a failure of the server
                 if not self._stopping:  # a server stopped on purpose has not failed
                     self._set("down", self._why(e))
             finally:
                 self._client, self._tg, self._companion = None, None, None
+                self._no_companion = False  # the next session asks again
                 if self._ready.is_set():  # waiters hold the old event only while it is unset
                     self._ready = anyio.Event()
                 if self._dead.is_set():
@@ -437,46 +441,67 @@ class Downstream:
             cache=None,  # a re-list must see the server's tools now, not a cached page
         )
 
-    async def _modern_client(self) -> Client | None:
-        """The 2026-07-28 session beside the handshake one, opened on first need (None: the
-        server speaks only the handshake); it lives as long as the handshake session."""
-        if self._companion is not None or self._no_companion:
-            return self._companion
-        async with self._companion_lock:
-            tg = self._tg
-            if self._companion is None and not self._no_companion and tg is not None:
-                try:
-                    await tg.start(self._hold_companion)
-                except Exception as e:  # the server could not be reached a second time
-                    log.warning("server %s: no 2026-07-28 session (%s)", self.name, first_line(e))
-                    return None
-        return self._companion
+    async def _session_for(self, c: Client, caller: CallContext | None) -> Client:
+        """The session a request of ``caller`` goes on: the main one, but for a server of both
+        eras whose code asks by request, any caller but a 2026-07-28 one goes to the
+        handshake companion (sources/era.py)."""
+        if not self._asks_by_request or (caller is not None and caller.stateless):
+            return c
+        return await self._companion_of(c)
+
+    async def _companion_of(self, c: Client) -> Client:
+        """The handshake companion of the 2026-07-28 session ``c``, opened on first need
+        (``c`` itself when the server refuses the handshake, or ``c`` is not 2026-07-28)."""
+        if not modern(c) or self._no_companion:
+            return c
+        if self._companion is None:
+            async with self._companion_lock:
+                tg = self._tg
+                if self._companion is None and not self._no_companion and tg is not None:
+                    try:
+                        await tg.start(self._hold_companion)
+                    except Exception as e:  # 2026-07-28 only, or unreachable a second time
+                        self._no_companion = True
+                        if not handshake_refused(e):
+                            log.warning("server %s: no handshake session (%s)", self.name,
+                                        first_line(e))  # fmt: skip
+        return self._companion or c
+
+    def _companion_ended(self, info: ProcessInfo) -> None:
+        """The companion's process ended while the server's session was open: the server
+        restarts, reporting that process's exit (after a restart, both are new)."""
+        if not self._dead.is_set():
+            self._process = info
+            self._dead.set()
+
+    async def _asks_by_request_on(self, c: Client, answer: Any) -> bool:
+        """Whether ``answer`` (a 2026-07-28 session's result or error message) says the
+        server's code asked the client by request and the server also speaks the handshake:
+        its callers go to the handshake companion from now on (2026-07-28 ones bridged)."""
+        if not modern(c) or not asked_by_request(answer):
+            return False
+        if not self._asks_by_request and await self._companion_of(c) is not c:
+            self._asks_by_request = True
+            log.info("server %s asks the client by request: its callers go to a handshake "
+                     "session (2026-07-28 ones bridged)", self.name)  # fmt: skip
+        return self._asks_by_request
 
     async def _hold_companion(self, task_status: anyio.abc.TaskStatus[None]) -> None:
         dead, started = self._dead, False
         try:
             async with (
                 AsyncExitStack() as stack,
-                self._new_client(await self._target(stack, companion=True), "auto") as client,
-                anyio.create_task_group() as tg,
+                self._new_client(await self._target(stack, companion=True), "legacy") as client,
             ):
-                if not modern(client):
-                    self._no_companion = True
-                    started = True
-                    task_status.started()
-                    return
-                forward_caller_capabilities(client)
+                without_envelope(client)
                 self._companion = client
-                # its list changes: all of an HTTP server's; a stdio one's from tools run there
-                tg.start_soon(self._listen, client)
                 started = True
                 task_status.started()
                 await dead.wait()
-                tg.cancel_scope.cancel()
         except Exception as e:  # after the start: its failure stays with it
             if not started:
                 raise
-            log.warning("server %s: the 2026-07-28 session ended: %s", self.name, first_line(e))
+            log.warning("server %s: the handshake session ended: %s", self.name, first_line(e))
         finally:
             self._companion = None
 
@@ -557,9 +582,10 @@ class Downstream:
 
     @property
     def stateless(self) -> bool:
-        """The open session speaks 2026-07-28 (False while none is open)."""
+        """2026-07-28 callers are served at 2026-07-28 (False while no session is open, and
+        for a server whose code asks by request: they are bridged, sources/era.py)."""
         c = self._client
-        return c is not None and modern(c)
+        return c is not None and modern(c) and not self._asks_by_request
 
     @property
     def capabilities(self) -> types.ServerCapabilities | None:
@@ -576,38 +602,13 @@ class Downstream:
         ``on_page(tools so far)`` after each; a tool the SDK cannot read (a malformed
         ``inputSchema``) is left out with a warning."""
         c = await self.client()
-        tools: list[types.Tool] = []
-        names: set[str] = set()
-        cursor: str | None = None
-        seen: set[str] = set()
-        skipped: dict[str, str] = {}
-        cut: str | None = None
         try:
-            for page_number in range(1, MAX_PAGES + 1):
-                with anyio.fail_after(page_timeout_s):
-                    try:
-                        page = await c.list_tools(cursor=cursor)
-                    except ValidationError:  # maybe one bad tool: check them one by one
-                        page, bad = await list_tools_leniently(c, cursor)
-                        skipped.update(bad)
-                for t in page.tools:  # a repeated page, or a name listed twice, counts once
-                    if t.name not in names:
-                        names.add(t.name)
-                        tools.append(t)
-                if on_page is not None:
-                    on_page(len(tools))
-                cursor = page.next_cursor
-                if modern(c):  # its lifetime (sources/era.py)
-                    self.list_ttl_s = list_expiry_s(page)
-                    self.cache_scope = getattr(page, "cache_scope", None)
-                if cursor is None:
-                    break
-                if cursor in seen:
-                    cut = f"its tools/list cursor repeated after {page_number} pages"
-                    break
-                seen.add(cursor)
-            else:
-                cut = f"its tools/list cursor did not end in {MAX_PAGES} pages"
+            tools, skipped, cut = await self._pages(c, page_timeout_s, on_page)
+            if self._companion is not None and isinstance(self.spec, StdioSpec):
+                # its own process: a tool changed there is served there (sources/era.py)
+                other, _, _ = await self._pages(self._companion, page_timeout_s)
+                tools = _merged(tools, other, self._last_listed)
+            self._last_listed = {t.name: t for t in tools}
         except MCPError as e:
             raise self._error(None, e) from None
         except ValidationError as e:  # a malformed tools/list reply
@@ -631,6 +632,47 @@ class Downstream:
             tools=curated,
             original=tuple(tools),
         )
+
+    async def _pages(
+        self,
+        c: Client,
+        page_timeout_s: float | None = None,
+        on_page: Callable[[int], None] | None = None,
+    ) -> tuple[list[types.Tool], dict[str, str], str | None]:
+        """Every tool one session lists, the ones left out (malformed) with why, and why the
+        listing was cut short (a cursor that repeats or never ends), if it was."""
+        tools: list[types.Tool] = []
+        names: set[str] = set()
+        cursor: str | None = None
+        seen: set[str] = set()
+        skipped: dict[str, str] = {}
+        cut: str | None = None
+        for page_number in range(1, MAX_PAGES + 1):
+            with anyio.fail_after(page_timeout_s):
+                try:
+                    page = await c.list_tools(cursor=cursor)
+                except ValidationError:  # maybe one bad tool: check them one by one
+                    page, bad = await list_tools_leniently(c, cursor)
+                    skipped.update(bad)
+            for t in page.tools:  # a repeated page, or a name listed twice, counts once
+                if t.name not in names:
+                    names.add(t.name)
+                    tools.append(t)
+            if on_page is not None:
+                on_page(len(tools))
+            cursor = page.next_cursor
+            if modern(c):  # its lifetime (sources/era.py)
+                self.list_ttl_s = list_expiry_s(page)
+                self.cache_scope = getattr(page, "cache_scope", None)
+            if cursor is None:
+                break
+            if cursor in seen:
+                cut = f"its tools/list cursor repeated after {page_number} pages"
+                break
+            seen.add(cursor)
+        else:
+            cut = f"its tools/list cursor did not end in {MAX_PAGES} pages"
+        return tools, skipped, cut
 
     async def call_tool(
         self,
@@ -666,18 +708,28 @@ class Downstream:
                 own, dict(arguments), read_timeout_seconds=timeout, progress_callback=progress
             )
 
+        primary = c
+        # a 2026-07-28 caller cannot be asked by request: its call is not retried below
+        retry = caller is None or not caller.stateless
         try:
             with as_caller(caller.capabilities if caller is not None else None), self._tracked():
-                if own in self._modern_tools and (m := await self._modern_client()):
-                    c = m
+                if own not in self._modern_tools:
+                    c = await self._session_for(c, caller)
                 try:
                     result = await send(c)
-                except MCPError as e:  # input-required on a handshake session: era.py
-                    if not needs_modern(c, e) or not (m := await self._modern_client()):
+                except MCPError as e:  # era.py: input-required on the companion; or asked
+                    if c is not primary and needs_modern(c, e):  # by request at 2026-07-28
+                        self._modern_tools.add(own)
+                        c = primary
+                    elif not (await self._asks_by_request_on(c, e.error.message) and retry):
                         raise
-                    self._modern_tools.add(own)
-                    c = m
+                    else:  # the tool never got its answer: once more, where it can
+                        c = await self._session_for(c, caller)
                     result = await send(c)
+                else:
+                    if c is primary and await self._asks_by_request_on(c, result) and retry:
+                        c = await self._session_for(c, caller)
+                        result = await send(c)
         except MCPError as e:
             raise self._error(tool, e) from None
         except (RuntimeError, ValidationError) as e:  # malformed result / output-schema check
@@ -687,7 +739,9 @@ class Downstream:
                 self._calls.remove(caller)
         if result is None:  # ended by end_calls(): the server left the configuration
             raise DownstreamError(self.name, tool, "unavailable", self._ended or "ended")
-        if not announces_tool_changes(c):  # it may have changed a tool unannounced: era.py
+        if not announces_tool_changes(c) or (modern(c) and not self._no_companion):
+            # it may have changed a tool unannounced, or announced it on a session this one
+            # is not (sources/era.py): re-listed soon
             self.tools_changed.set()
             self._changed()
         if isinstance(self.spec, HttpSpec):  # stdio replies are capped while they are read
@@ -709,12 +763,16 @@ class Downstream:
             self._calls.append(caller)
         try:
             with as_caller(caller.capabilities if caller is not None else None):
+                session = await self._session_for(c, caller)
                 try:
-                    return await send(c)
-                except MCPError as e:  # input-required on a handshake session: era.py
-                    if not needs_modern(c, e) or not (m := await self._modern_client()):
+                    return await send(session)
+                except MCPError as e:  # era.py: input-required on the companion, or a
+                    if session is not c and needs_modern(session, e):  # handshake-only method
+                        return await send(c)
+                    handshake_only = e.error.code == types.METHOD_NOT_FOUND and modern(c)
+                    if not handshake_only or (other := await self._companion_of(c)) is c:
                         raise
-                    return await send(m)
+                    return await send(other)
         except MCPError as e:
             if e.error.code == types.CONNECTION_CLOSED:
                 self._dead.set()
@@ -777,6 +835,18 @@ class Downstream:
         if e.error.code == types.INTERNAL_ERROR and (denied := self._denied()):
             return DownstreamError(self.name, tool, "protocol", denied)
         return DownstreamError(self.name, tool, "protocol", e.error.message, e.error)
+
+
+def _merged(
+    tools: list[types.Tool], other: list[types.Tool], before: Mapping[str, types.Tool]
+) -> list[types.Tool]:
+    """One listing of two processes of a server: a tool as ``other`` lists it where that
+    differs from ``before`` (the last listing) and ``tools`` does not; the tools only
+    ``other`` lists added. So a change either process made counts."""
+    theirs = {t.name: t for t in other}
+    out = [theirs[t.name] if t.name in theirs and t == before.get(t.name) else t for t in tools]
+    names = {t.name for t in tools}
+    return out + [t for t in other if t.name not in names]
 
 
 def _no_caller(what: str) -> types.ErrorData:

@@ -11,24 +11,31 @@ client's first request. What works depends on how its code was written as much a
   2026-07-28 connection: on a handshake connection that result has no form, and the SDK
   answers ``Handler returned an invalid result``.
 
-So the gateway opens the handshake first (the server answers as its pre-2026 clients saw it)
-and opens a 2026-07-28 *companion* session to the same server only when a request needs it:
-a request refused that way is retried there once (a handler that returns input-required has
-done nothing the retry repeats: the protocol re-runs it on every round). A server that refuses
-the handshake (2026-07-28 only) is spoken to in the SDK's ``auto`` mode from then on.
+So the gateway keeps one session per server, in the SDK's ``auto`` mode (2026-07-28 where the
+server speaks it: input-required results reach every caller, answered through a 2025-11-25
+caller's callbacks), until the server's code shows it asks by request: a call answered with
+the SDK's "no back-channel" (:data:`NO_BACK_CHANNEL`). From then on that server's callers go
+to a handshake *companion* session to the same server (for stdio, a second process, as a
+second client connected directly would start), 2026-07-28 callers bridged through it
+(gateway/continuation.py), and the call that showed it is retried there once unless its
+caller speaks 2026-07-28 (the tool never got its answer). What the companion cannot carry (a
+handler's input-required result) goes back to the 2026-07-28 session, and a handshake-only
+method (``resources/subscribe``) the 2026-07-28 session does not know goes to the companion.
 
 Change announcements: a handshake session hears a server's ``list_changed`` only if the server
-declared ``tools.listChanged``; one that did not (an SDK 2.x server announces on
-``subscriptions/listen`` streams, which only 2026-07-28 sessions open) is re-listed after each
-of its calls, so a tool changed inside a call is seen before it is served again. A 2026-07-28
-list's ``ttlMs`` is honoured: the server is re-listed when its list expires (see
+declared ``tools.listChanged``, and a 2026-07-28 session only what comes on
+``subscriptions/listen``. So a server is re-listed after a call on a session that may not have
+heard a change the call made: a handshake one whose server declared no ``tools.listChanged``,
+or the 2026-07-28 one of a server that may also speak the handshake (its code may announce on
+the session); a stdio companion's listing counts too (a tool changed in its process). A
+2026-07-28 list's ``ttlMs`` is honoured: the server is re-listed when its list expires (see
 :func:`list_expiry_s`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Literal
+from typing import Any
 
 import mcp.types as types
 from mcp import Client
@@ -38,7 +45,8 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 __all__ = [
     "INVALID_RESULT",
     "MIN_LIST_TTL_S",
-    "ConnectMode",
+    "NO_BACK_CHANNEL",
+    "asked_by_request",
     "announces_tool_changes",
     "handshake_refused",
     "list_expiry_s",
@@ -46,12 +54,12 @@ __all__ = [
     "needs_modern",
 ]
 
-ConnectMode = Literal["legacy", "auto"]
-"""How a downstream session opens: the handshake (``legacy``), or the SDK's probe (``auto``)."""
-
 INVALID_RESULT = "Handler returned an invalid result"
 """The SDK 2.x server's error when a handler's result has no form in the session's era: on a
 handshake session, an input-required result."""
+
+NO_BACK_CHANNEL = "has no back-channel for server-initiated requests"
+"""The SDK 2.x server's words when its code asks the client by request at 2026-07-28."""
 
 MIN_LIST_TTL_S = 1.0
 """A positive ``ttlMs`` below this is taken as this (the gateway's own re-list debounce)."""
@@ -79,12 +87,22 @@ def handshake_refused(e: BaseException) -> bool:
 
 
 def needs_modern(client: Client, e: MCPError) -> bool:
-    """A handshake session's request failed because the handler answered input-required."""
+    """A handshake session's request failed because the handler answered input-required
+    (the SDK 2.x server's words for it: :data:`INVALID_RESULT`)."""
     return (
         not modern(client)
         and e.error.code == types.INTERNAL_ERROR
         and e.error.message == INVALID_RESULT
     )
+
+
+def asked_by_request(answer: Any) -> bool:
+    """A 2026-07-28 call's answer (a result, or an error's message) says the server's code
+    asked the client by request: the SDK's error, let through or caught and returned as text."""
+    if isinstance(answer, str):
+        return NO_BACK_CHANNEL in answer
+    content = getattr(answer, "content", None) or []
+    return any(NO_BACK_CHANNEL in (getattr(c, "text", None) or "") for c in content)
 
 
 def announces_tool_changes(client: Client) -> bool:
