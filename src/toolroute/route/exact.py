@@ -67,8 +67,10 @@ __all__ = [
     "exact_name_cases",
     "mentions",
     "name_table",
+    "names_a_tool",
     "prerank",
     "prerank_index",
+    "whole_name",
 ]
 
 SERVER_LIFT = 0.02
@@ -244,9 +246,39 @@ def _is_context(query: str, start: int, end: int) -> bool:
     )
 
 
+_WRAPPING = " \t\r\n`\"'“”‘’.!?"
+
+
+def whole_name(table: NameTable, query: str) -> tuple[int, ...]:
+    """The tools a query names when the whole query is one name: ``server__tool`` (or its
+    ``.``/``/``/``:`` forms), the name as written, or its title (the name in words, any
+    case), bare or quoted. Such a query is nothing but the name, so even an English one-word
+    name (``search``) or a server id or tool name with spaces in it (``Ant Design
+    Components``, which no identifier token can hold) counts."""
+    text = query.strip(_WRAPPING)
+    if not text or len(text) > 200:
+        return ()
+    low = text.lower()
+    qualified = table.qualified.get(low)
+    if qualified:
+        return qualified
+    rows = table.plain.get(low, ()) + table.bare.get(low, ())
+    if rows:
+        return tuple(dict.fromkeys(rows))
+    # in words: as the name splits ("Get Current Stock Price"), or with a title's own casing
+    # ("Get 36Kr Trending" for get-36kr-trending), which camel-case splitting would cut
+    return table.phrases.get(_words(text)) or table.phrases.get(
+        " ".join(re.findall(r"[^\W_]+", low)), ()
+    )
+
+
 def mentions(table: NameTable, query: str, *, roles: bool = False) -> tuple[set[int], set[int]]:
     """(tool rows, server indices) the query names (module docstring); with ``roles``, only
-    the tools named as the need: a tool any of whose mentions is context is left out."""
+    the tools named as the need: a tool any of whose mentions is context is left out. A
+    query that is one name and nothing else (:func:`whole_name`) names that tool alone."""
+    whole = whole_name(table, query)
+    if whole:
+        return set(whole), set()
     tools: set[int] = set()
     context: set[int] = set()
     servers: set[int] = set()
@@ -338,3 +370,9 @@ def prerank_index(
     """:func:`prerank` over an index, its name table kept by the index (built once)."""
     table: NameTable = ix.derived.memo("exact-name-table", lambda: name_table(ix.catalog))
     return prerank(table, ix.server_of, query, scores, roles=roles)
+
+
+def names_a_tool(ix: ToolIndex, query: str) -> bool:
+    """The query names some tool as its need (what :func:`prerank_index` lifts first)."""
+    table: NameTable = ix.derived.memo("exact-name-table", lambda: name_table(ix.catalog))
+    return bool(mentions(table, query, roles=True)[0])
