@@ -52,6 +52,7 @@ class _Settings(BaseModel):
     relist_interval_s: float = Field(default=300.0, gt=0)
     query_cache: int = Field(default=1024, ge=0, le=1_000_000)
     value_usd: float = Field(default=0.05, ge=0)
+    abstain: Literal["off", "default", "strict"] = "default"
 
 
 class _Llm(BaseModel):

@@ -17,6 +17,7 @@ import numpy.typing as npt
 from toolroute.embed.base import Matrix
 from toolroute.index.build import ToolIndex
 from toolroute.llm.client import ChatLLM
+from toolroute.route.abstain import AbstainMode, AbstainModel
 from toolroute.route.action import query_actions
 from toolroute.route.adaptive import AdaptiveParams
 from toolroute.route.derived import index_actions, index_providers
@@ -124,6 +125,11 @@ class RouteParams:
     exact_names: bool = True
     """Every strategy: a tool the query names ranks first, a named server's tools are first
     among equals (route/exact.py; off: the ablation without it)."""
+    abstain: AbstainMode = "default"
+    """Strategies that abstain (``default``): answer "no tool fits" when the abstention
+    model's p falls below this mode's threshold (route/abstain.py); ``off``: always rank."""
+    abstain_model: AbstainModel | None = field(default=None, compare=False)
+    """The abstention model (None: the shipped one, ``toolroute/data/abstain.json``)."""
 
 
 def _normalised(s: Scores) -> Scores:
