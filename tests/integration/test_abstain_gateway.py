@@ -6,6 +6,7 @@ serves is answered with its tools, and `abstain = "off"` in toolroute.toml ranks
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -41,7 +42,11 @@ def _config(tmp_path: Path, abstain: str) -> Path:
 
 
 def _find(config: Path, *queries: str) -> list[dict[str, Any]]:
-    params = StdioServerParameters(command=str(TOOLROUTE), args=["serve", "--config", str(config)])
+    # the whole environment: the SDK passes only a safe few variables by default, and a
+    # checkout's PYTHONPATH decides which toolroute serves
+    params = StdioServerParameters(
+        command=str(TOOLROUTE), args=["serve", "--config", str(config)], env=dict(os.environ)
+    )
     out: list[dict[str, Any]] = []
 
     async def main() -> None:
