@@ -256,11 +256,12 @@ def _coverage(
     n = max(ix.size, 1)
     weights, in1, in5, known = [], [], [], []
     for t in terms:
-        s = ix.tool_lexical.scores(t)  # nonzero where a document holds the word
-        df = int(np.count_nonzero(s)) if s.size else 0
+        docs = ix.tool_lexical.postings(t)
+        df = int(docs.size)
         weights.append(math.log(1.0 + (n - df + 0.5) / (df + 0.5)))
-        in1.append(bool(df and s[top[0]] > 0))
-        in5.append(bool(df and np.any(s[top] > 0)))
+        held = np.isin(top, docs)
+        in1.append(bool(held[0]))
+        in5.append(bool(held.any()))
         known.append(df > 0)
     w = np.asarray(weights)
     total = float(w.sum()) or 1.0
@@ -277,8 +278,7 @@ def _verb_ok(ix: ToolIndex, text: str, top: npt.NDArray[np.int64]) -> float:
     verb = next((t for t in tokenise(text) if t not in _LEAD), None)
     if verb is None or verb in _QUESTION or not top.size:
         return 0.5
-    s = ix.tool_lexical.scores(verb)
-    if s.size and bool(np.any(s[top] > 0)):
+    if np.isin(top, ix.tool_lexical.postings(verb)).any():
         return 1.0
     asked = query_actions(verb)
     acts, classes = index_actions(ix)
