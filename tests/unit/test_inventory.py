@@ -134,3 +134,15 @@ def test_route_server_lists_the_inventory_and_refuses_a_request_beside_it(
     assert "Traceback" not in res.stderr + res.stdout
     res = CliRunner().invoke(cli.main, [*base, "--server", "git", "list tools"])
     assert res.exit_code == 2 and "without a request" in res.stderr
+
+
+def test_a_query_that_is_only_a_server_name_lists_that_servers_tools(router: Router) -> None:
+    core = GatewayCore(router, k=3)
+    for query in ("git", "Git Tools", "the git server", "git tools?"):
+        found = core.find(query, 3, SessionState())
+        assert found["server"] == "git" and found["total"] == 7, query
+        assert [c["tool"] for c in found["candidates"]] == ["git_op_00", "git_op_01", "git_op_02"]
+    # a server outside the client's allow-list is not listed: the words are routed instead
+    found = core.find("git", 3, SessionState(), may_use=lambda n: n.startswith("time__"))
+    assert "server" not in found
+    assert all(c["server"] == "time" for c in found["candidates"])

@@ -225,6 +225,9 @@ class GatewayCore:
         """Route, drop tools outside the client's allow-list and tools whose preconditions
         fail, promote the gated top-k (θ, pinned)."""
         start = time.perf_counter()
+        listed = self._named_inventory(query, k, state, may_use)
+        if listed is not None:
+            return listed
         notes: dict[str, Any] = {}
         ranked = self.rank(self.router, query, k, notes=notes)
         found = self.shortlist(query, k, state, ranked, start, remember, may_use).found(k)
@@ -242,6 +245,9 @@ class GatewayCore:
         """:meth:`find` with the routing in a worker thread (the event loop stays free);
         ``client``: whose usage memory counts (the token's client id; "" without tokens)."""
         start = time.perf_counter()
+        listed = self._named_inventory(query, k, state, may_use)
+        if listed is not None:
+            return listed
         router = self.router
         if router.catalog.tool_count:
             router.stats  # noqa: B018 -- loaded here: the store stays on the event loop's thread
@@ -342,6 +348,26 @@ class GatewayCore:
         gated = self.call_gate and self.expose != "all"  # pass-through lists every tool
         pinned = name in self.presenter.config.pinned
         return not gated or pinned or self.sessions.is_promoted(state, name)
+
+    def _named_inventory(
+        self, query: str, k: int, state: SessionState | None, may_use: Allowed
+    ) -> dict[str, Any] | None:
+        """A query that is a server's name and nothing else ("git", "git tools", "the git
+        server") asks what that server can do: its inventory's first page, else None."""
+        words = query.strip().strip("?.!").lower().split()
+        if words[:1] == ["the"]:
+            words = words[1:]
+        if len(words) > 1 and words[-1] in ("server", "tools"):
+            words = words[:-1]
+        name = " ".join(words)
+        if not name or len(name) > MAX_NAME_CHARS:
+            return None
+        if find_server(self.router.catalog, name) is None:
+            return None
+        result = self.inventory(name, k, state, may_use)
+        if result.is_error:  # not a server this client may use: route the words instead
+            return None
+        return result.structured_content
 
     def inventory(
         self,
