@@ -62,6 +62,7 @@ USE = (
     "action_ok",
     "verb_ok",
     "chat_gap",
+    "verb_named",
 )
 L2 = 10.0
 """Ridge on the standardised weights (1 and 10 tried under the same held-out measure)."""

@@ -116,6 +116,11 @@ def test_coverage_signals_fall_when_the_request_holds_words_no_tool_has(tmp_path
         assert far["lex_cov5"] == 0.0 and far["vocab_cov"] == 0.0
         assert served["cos1"] > far["cos1"]
         assert served["action_ok"] == 1.0  # "read" asked, read_file first
+        # the leading verb against the top tools' names: "read" names read_file; no tool's
+        # name buys; a question has no leading verb
+        assert served["verb_named"] == 1.0 and served["verb_ok"] == 1.0
+        assert sig("please buy the file from the directory")["verb_named"] == 0.0
+        assert sig("what is in this directory")["verb_named"] == 0.5
 
 
 def test_bench_reports_the_false_positive_rate_beside_recall(tmp_path: Path) -> None:

@@ -24,6 +24,9 @@ out-of-scope sets under ``benchmarks/out_of_scope/`` beside the in-scope queries
   in the top tools' documents or matches the first tool's action class (1), is not (0), or
   the request opens with a question word (0.5): "*buy* shares", "*push* my commits" beside
   servers that only read;
+- ``verb_named``: the same verb is a word of a top tool's *name*, or its action class is
+  a top tool's (tool names are verb-first: a server whose names say ``get`` and ``search``
+  does not *buy* or *book*); 0.5 for a question;
 - ``chat_gap``: how much closer the request is to requests that need no tool at all (a
   rewrite, a greeting, an opinion; :data:`NO_TOOL_NEEDS`) than to the best tool.
 
@@ -49,7 +52,7 @@ import numpy.typing as npt
 
 from toolroute.errors import ConfigError
 from toolroute.index.build import ToolIndex
-from toolroute.index.document import tokenise
+from toolroute.index.document import humanise, tokenise
 from toolroute.route.action import query_actions
 from toolroute.route.derived import index_actions
 
@@ -84,6 +87,7 @@ FEATURES: tuple[str, ...] = (
     "action_ok",
     "verb_ok",
     "chat_gap",
+    "verb_named",
 )
 
 NO_TOOL_NEEDS: tuple[str, ...] = (
@@ -275,8 +279,8 @@ def _coverage(
 def _verb_ok(ix: ToolIndex, text: str, top: npt.NDArray[np.int64]) -> float:
     """1 when the request's leading verb is in a top tool's document or names the first
     tool's action class, 0 when neither, 0.5 for a question (module docstring)."""
-    verb = next((t for t in tokenise(text) if t not in _LEAD), None)
-    if verb is None or verb in _QUESTION or not top.size:
+    verb = _leading_verb(text)
+    if verb is None or not top.size:
         return 0.5
     if np.isin(top, ix.tool_lexical.postings(verb)).any():
         return 1.0
@@ -284,6 +288,28 @@ def _verb_ok(ix: ToolIndex, text: str, top: npt.NDArray[np.int64]) -> float:
     acts, classes = index_actions(ix)
     own = int(acts[top[0]])
     return 1.0 if own >= 0 and classes[own] in asked else 0.0
+
+
+def _leading_verb(text: str) -> str | None:
+    """The request's first word after politeness and auxiliaries; None for a question."""
+    verb = next((t for t in tokenise(text) if t not in _LEAD), None)
+    return None if verb is None or verb in _QUESTION else verb
+
+
+def _verb_named(ix: ToolIndex, text: str, top: npt.NDArray[np.int64]) -> float:
+    """1 when the leading verb is a word of a top tool's name or shares its action class,
+    0 when not, 0.5 for a question (module docstring)."""
+    verb = _leading_verb(text)
+    if verb is None or not top.size:
+        return 0.5
+    acts, classes = index_actions(ix)
+    asked = query_actions(verb)
+    for row in top:
+        words = humanise(ix.tools[int(row)].name).split()
+        own = int(acts[int(row)])
+        if verb in words or verb.rstrip("s") in words or (own >= 0 and classes[own] in asked):
+            return 1.0
+    return 0.0
 
 
 def _no_tool_vectors(ix: ToolIndex, q: QueryContext) -> npt.NDArray[np.float32] | None:
@@ -338,6 +364,7 @@ def signals(ix: ToolIndex, q: QueryContext, scores: Scores) -> dict[str, float]:
         "action_ok": action_ok,
         "verb_ok": verb_ok,
         "chat_gap": chat_gap,
+        "verb_named": _verb_named(ix, q.text, order),
     }
 
 
