@@ -250,3 +250,12 @@ def test_a_query_that_is_only_a_name_names_that_tool_in_every_written_form() -> 
     assert mentions(table, "search", roles=True)[0] == both
     assert not mentions(table, "search the web for news", roles=True)[0]
     assert whole_name(table, "git status of my repo, please") == ()
+
+
+def test_a_one_word_name_right_after_run_or_call_is_a_mention() -> None:
+    from toolroute.catalog import catalog_from_dict
+
+    table = name_table(catalog_from_dict(CATALOG))
+    assert mentions(table, "please run search for me", roles=True)[0] == {3, 6}
+    assert mentions(table, "call the search tool", roles=True)[0] == {3, 6}
+    assert not mentions(table, "I will search for it and run a test", roles=True)[0]

@@ -12,7 +12,8 @@ step runs after every strategy (the router calls :func:`prerank`):
   ``search``) is English as often as a name, so it counts only quoted, or qualified by its
   server; an unquoted name counts only written as an identifier (``endGame``, not the film
   "Avengers: Endgame"; ``takeOff``, not "ready for takeoff": sealtools' whole requests held 4
-  such false mentions and no true one written as a word). Mentioned tools rank above every
+  such false mentions and no true one written as a word), except right after "run",
+  "call", "invoke" or "execute" ("please run think"). Mentioned tools rank above every
   other tool, in the strategy's order, **when the mention names the need**;
 - a mention names **context**, and lifts nothing, when its sentence marks it as
   - a prerequisite: a cue before it with only filler words between ("after calling X",
@@ -76,7 +77,13 @@ __all__ = [
 SERVER_LIFT = 0.02
 """What a named server's tools gain (hybrid scores of near ties differ by about this)."""
 
-_IDENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-.:/]*[A-Za-z0-9]|[A-Za-z0-9]")
+_IDENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-.:/&]*[A-Za-z0-9]|[A-Za-z0-9]")
+_RUN = re.compile(
+    # "run think", "call the search tool": a one-word English name right after a verb that
+    # only a tool takes is a name, not the word
+    r"\b(?:run|call|invoke|execute)\s+(?:the\s+)?([A-Za-z][A-Za-z0-9]*)\b",
+    re.IGNORECASE,
+)
 _QUOTED = re.compile(r"[`\"'“‘]([^`\"'”’]{2,80})[`\"'”’]")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _QUALIFIERS = ("__", ".", "/", ":")
@@ -219,6 +226,10 @@ def _occurrences(
         )
         if rows:
             out.append((rows, m.start(), m.end()))
+    for m in _RUN.finditer(query):
+        rows = table.bare.get(m.group(1).lower(), ())
+        if rows:
+            out.append((rows, m.start(1), m.end(1)))
     for m in _QUOTED.finditer(query):
         text = m.group(1).strip()
         low = text.lower()
