@@ -256,6 +256,6 @@ def test_a_one_word_name_right_after_run_or_call_is_a_mention() -> None:
     from toolroute.catalog import catalog_from_dict
 
     table = name_table(catalog_from_dict(CATALOG))
-    assert mentions(table, "please run search for me", roles=True)[0] == {3, 6}
-    assert mentions(table, "call the search tool", roles=True)[0] == {3, 6}
+    assert mentions(table, "please run search for me", roles=True)[0] == {4, 6}
+    assert mentions(table, "call the search tool", roles=True)[0] == {4, 6}
     assert not mentions(table, "I will search for it and run a test", roles=True)[0]
