@@ -343,7 +343,8 @@ class Router:
             scores = prerank_index(ix, query, scores)
         if strat.abstains and self.params.abstain != "off" and not names_a_tool(ix, query):
             # "no tool fits": nothing returned, the verdict in the notes (route/abstain.py)
-            verdict = decide(ix, ctx, scores, self.params.abstain, self.params.abstain_model)
+            with _BLAS.limit(limits=1, user_api="blas"):  # as for the strategy's products
+                verdict = decide(ix, ctx, scores, self.params.abstain, self.params.abstain_model)
             if verdict is not None:
                 ctx.notes["abstain"] = verdict
                 if not verdict.fits:

@@ -325,7 +325,7 @@ def _no_tool_vectors(ix: ToolIndex, q: QueryContext) -> npt.NDArray[np.float32] 
 def signals(ix: ToolIndex, q: QueryContext, scores: Scores) -> dict[str, float]:
     """:data:`FEATURES` for one request and the strategy's ``scores`` (module docstring)."""
     finite = np.flatnonzero(np.isfinite(scores))
-    order = finite[np.argsort(-scores[finite], kind="stable")][:_TOP]
+    order = _best(scores, finite, _TOP)
     dense = ix.tool_vectors @ q.vector if q.vector.size else np.zeros(0, np.float32)
     if dense.size:
         k = min(_TOP, dense.size)
@@ -337,7 +337,7 @@ def signals(ix: ToolIndex, q: QueryContext, scores: Scores) -> dict[str, float]:
         cos1 = margin = cos_z = 0.0
     intent_min = cos1
     if q.intent_vectors is not None and len(q.intent_vectors) and finite.size:
-        pool = finite[np.argsort(-scores[finite], kind="stable")][:_POOL]
+        pool = _best(scores, finite, _POOL)
         per_intent = (ix.tool_vectors[pool] @ np.asarray(q.intent_vectors).T).max(axis=0)
         intent_min = min(cos1, float(per_intent.min()))
     server1 = float((ix.server_vectors @ q.vector).max()) if q.vector.size and ix.size else 0.0
@@ -368,10 +368,17 @@ def signals(ix: ToolIndex, q: QueryContext, scores: Scores) -> dict[str, float]:
     }
 
 
+def _best(scores: Scores, finite: npt.NDArray[np.int64], n: int) -> npt.NDArray[np.int64]:
+    """The ``n`` best of the ``finite`` rows, best first (ties in row order)."""
+    if finite.size > n:
+        finite = finite[np.argpartition(-scores[finite], n - 1)[:n]]
+    out: npt.NDArray[np.int64] = finite[np.lexsort((finite, -scores[finite]))]
+    return out
+
+
 def nearest_servers(ix: ToolIndex, scores: Scores, n: int = 3) -> tuple[str, ...]:
     """The servers of the best-ranked tools, first seen first (at most ``n``)."""
-    finite = np.flatnonzero(np.isfinite(scores))
-    order = finite[np.argsort(-scores[finite], kind="stable")][:50]
+    order = _best(scores, np.flatnonzero(np.isfinite(scores)), 50)
     out = dict.fromkeys(ix.server_ids[int(ix.server_of[i])] for i in order)
     return tuple(list(out)[:n])
 
