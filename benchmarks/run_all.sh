@@ -113,6 +113,11 @@ if want retrieval; then
         done
         run $PY benchmarks/exact_forms.py --sample 300 --store "$STORE" \
             --out "$R/exact_forms.md" --json "$R/exact_forms.json"
+        run $PY benchmarks/abstain_cost.py --sets union,sealtools --queries 60 --store "$STORE" \
+            --out "$R/abstain_cost.md"
+        run $PY benchmarks/recall_suite.py --sets union,mcpbench,livemcpbench \
+            --strategy default --strategy adaptive --baseline adaptive --steps 100 --exact 0 \
+            --store "$STORE" --out "$R/abstain_steps.md" --json "$R/abstain_steps.json"
     fi
 fi
 
