@@ -367,7 +367,8 @@ class GatewayCore:
         result = self.inventory(name, k, state, may_use)
         if result.is_error:  # not a server this client may use: route the words instead
             return None
-        return result.structured_content
+        listed: dict[str, Any] | None = result.structured_content
+        return listed
 
     def inventory(
         self,
