@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -33,7 +34,8 @@ from typing import Any
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared" / "benchmarks"
+# ../shared beside the repo; TOOLROUTE_SHARED names it from a checkout elsewhere
+SHARED = Path(os.environ.get("TOOLROUTE_SHARED", REPO.parent / "shared")) / "benchmarks"
 SETS: dict[str, tuple[Path, Path]] = {
     name: (SHARED / name / "catalog.json", SHARED / name / "queries.jsonl")
     for name in ("livemcpbench", "mcpbench", "tool_attention", "sealtools", "metatool")

@@ -99,6 +99,26 @@ if want retrieval; then
             --out "$R/recall_suite_s4.md" --json "$R/recall_suite_s4.json"
     fi
     run $PY benchmarks/models.py cost --queries 150 --out "$R/models_cost.md"
+    # Issue 38: the abstention model held out per set (and the shipped one, fitted on every
+    # set), every strategy's false-positive rate on the out-of-scope sets beside its recall,
+    # and exact-name R@1 per written form.
+    if full; then
+        run $PY benchmarks/abstain_train.py --store "$STORE" --out "$R/abstain.md" \
+            --json "$R/abstain.json" --write-model
+        for name in livemcpbench mcpbench tool_attention sealtools metatool union; do
+            Q="$B/$name/queries.jsonl"; [ "$name" = union ] && Q=benchmarks/union_queries.jsonl
+            run $TR bench --catalog "$B/$name/catalog.json" --queries "$Q" --store "$STORE" \
+                --out-of-scope "benchmarks/out_of_scope/$name.jsonl" -s default -s adaptive \
+                -s hybrid -s bm25 --out "$R/abstain/$name"
+        done
+        run $PY benchmarks/exact_forms.py --sample 300 --store "$STORE" \
+            --out "$R/exact_forms.md" --json "$R/exact_forms.json"
+        run $PY benchmarks/abstain_cost.py --sets union,sealtools --queries 60 --store "$STORE" \
+            --out "$R/abstain_cost.md"
+        run $PY benchmarks/recall_suite.py --sets union,mcpbench,livemcpbench \
+            --strategy default --strategy adaptive --baseline adaptive --steps 100 --exact 0 \
+            --store "$STORE" --out "$R/abstain_steps.md" --json "$R/abstain_steps.json"
+    fi
 fi
 
 if want tokens; then

@@ -17,6 +17,7 @@ cwd, url and headers are expanded from the environment; an unset variable is ref
     k = 5                                # settings.ToolrouteSettings (the docs' table)
     expose = "bind"
     code_mode = true                     # the `execute` meta-tool (docs/code-mode.md)
+    abstain = "default"                  # "no tool fits" answers: "off", "default", "strict"
     [llm]                                # optional LLM stages (pa-rag, atr): any OpenAI-compatible
     base_url = "http://127.0.0.1:8080/v1"  # chat endpoint; default: TOOLROUTE_LLM_BASE_URL
     model = "qwen2.5-coder-0.5b-instruct"
@@ -196,6 +197,8 @@ class GatewayConfig:
     """``value_usd`` under ``[servers.X]`` (key ``X``) and ``[tools."X__t"]`` (``X__t``)."""
     query_cache: int = DEFAULTS.query_cache
     """find_tools query vectors kept in an in-memory LRU (0: off; :mod:`toolroute.embed.memo`)."""
+    abstain: Literal["off", "default", "strict"] = DEFAULTS.abstain
+    """When ``default`` answers "no tool fits" instead of ranking (route/abstain.py)."""
     llm: LLMConfig | None = None
     """Endpoint of the optional LLM stages: ``[llm]`` in toolroute.toml, else the
     ``TOOLROUTE_LLM_*`` environment, else None (offline fallbacks)."""
@@ -531,6 +534,7 @@ def load_config(
         relist_interval_s=s.relist_interval_s,
         query_cache=s.query_cache,
         value_usd=s.value_usd,
+        abstain=s.abstain,
         path=p.resolve(),
         tool_gates={k: g for k, v in tools.items() if (g := v.preconditions())},
         server_gates={k: g for k, v in t.servers.items() if (g := v.preconditions())},

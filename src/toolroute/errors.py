@@ -65,6 +65,8 @@ class ErrorCode(StrEnum):
     INVALID_SCHEMA = "invalid_schema"
     """The tool's own input schema cannot be used (toolroute refuses the tool)."""
     UNKNOWN_TOOL = "unknown_tool"
+    UNKNOWN_SERVER = "unknown_server"
+    """An inventory (find_tools with ``server``) of a server the client cannot see."""
     TOOL_NOT_AVAILABLE = "tool_not_available"
     """The call gate: find_tools has not returned the tool to this session."""
     PRECONDITION_FAILED = "precondition_failed"

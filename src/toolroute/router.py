@@ -9,6 +9,7 @@ for c in router.route("convert this docx to pdf", k=5):
 from __future__ import annotations
 
 import copy
+import difflib
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -21,7 +22,7 @@ from threadpoolctl import ThreadpoolController
 
 from toolroute.catalog.candidate import Candidate
 from toolroute.catalog.loader import load_catalog
-from toolroute.catalog.models import Catalog, Tool
+from toolroute.catalog.models import Catalog, Server, Tool
 from toolroute.embed.base import Embedder, SpanEmbedder
 from toolroute.embed.cache import CachedEmbedder
 from toolroute.embed.memo import VectorLru
@@ -32,9 +33,10 @@ from toolroute.index.snapshot import load_snapshot, save_snapshot, snapshot_key
 from toolroute.index.tdwa import PRESETS, DocConfig
 from toolroute.llm.client import ChatLLM
 from toolroute.memory import query_key
+from toolroute.route.abstain import decide
 from toolroute.route.derived import DERIVATIONS
 from toolroute.route.ehrr import EhrrTrace
-from toolroute.route.exact import prerank_index
+from toolroute.route.exact import names_a_tool, prerank_index
 from toolroute.route.intent import intent_spans
 from toolroute.route.strategy import Embeds, QueryContext, RouteParams, Scores, resolve_strategy
 from toolroute.stats import Outcome, StatsBook
@@ -43,7 +45,7 @@ from toolroute.store import StoreTarget, catalog_digest, default_store_target, o
 ROUTED_VECTORS = 1024
 """Whole-query vectors of recent routes kept for the usage memory (1.5 KB each)."""
 
-__all__ = ["Candidate", "IndexReport", "Router"]
+__all__ = ["Candidate", "IndexReport", "Router", "find_server"]
 
 Progress = Callable[[int, int], None]
 _BLAS = ThreadpoolController()
@@ -336,7 +338,17 @@ class Router:
         with _BLAS.limit(limits=1, user_api="blas"):
             scores = strat.score(ix, ctx, self.params)
         # a tool the query names ranks first whatever the strategy (route/exact.py)
-        return prerank_index(ix, query, scores) if self.params.exact_names else scores
+        if self.params.exact_names:
+            scores = prerank_index(ix, query, scores)
+        if strat.abstains and self.params.abstain != "off" and not names_a_tool(ix, query):
+            # "no tool fits": nothing returned, the verdict in the notes (route/abstain.py)
+            with _BLAS.limit(limits=1, user_api="blas"):  # as for the strategy's products
+                verdict = decide(ix, ctx, scores, self.params.abstain, self.params.abstain_model)
+            if verdict is not None:
+                ctx.notes["abstain"] = verdict
+                if not verdict.fits:
+                    return np.full(ix.size, -np.inf, dtype=np.float32)
+        return scores
 
     def route(
         self,
@@ -346,9 +358,13 @@ class Router:
         *,
         stats: StatsBook | None = None,
         client: str = "",
+        notes: dict[str, Any] | None = None,
     ) -> list[Candidate]:
-        """The k best tools for ``query``, best first (``client``: whose usage memory counts)."""
-        return [c for c, _ in self.explain(query, k, strategy, stats=stats, client=client)]
+        """The k best tools for ``query``, best first (``client``: whose usage memory counts).
+        Empty when the strategy says no tool fits: ``notes["abstain"]`` then holds the
+        verdict (:class:`toolroute.route.abstain.Verdict`, the answer to give instead)."""
+        rows = self.explain(query, k, strategy, stats=stats, client=client, notes=notes)
+        return [c for c, _ in rows]
 
     def explain(
         self,
@@ -358,6 +374,7 @@ class Router:
         *,
         stats: StatsBook | None = None,
         client: str = "",
+        notes: dict[str, Any] | None = None,
     ) -> list[tuple[Candidate, dict[str, Any]]]:
         """Like :meth:`route`, with what decided each candidate (EHRR: sim, costs, τ, accept)."""
         if k < 1:
@@ -365,7 +382,7 @@ class Router:
         if not query.strip():
             raise ConfigError("the query is empty")
         trace = EhrrTrace()
-        notes: dict[str, Any] = {}
+        notes = notes if notes is not None else {}
         scores = self.scores(query, strategy, stats=stats, trace=trace, notes=notes, client=client)
         out: list[tuple[Candidate, dict[str, Any]]] = []
         for i in top_k(scores, k):
@@ -383,6 +400,17 @@ class Router:
             out.append((self._candidate(self.built.tools[i], float(scores[i])), detail))
         return out
 
+    def server_tools(self, server: str) -> tuple[Tool, ...]:
+        """The tools of ``server`` (its id, or its name in any case) in catalog order: the
+        deterministic inventory beside ranked search ("what can the git server do")."""
+        found = find_server(self._catalog, server)
+        if found is None:
+            ids = [s.id for s in self._catalog.servers]
+            close = difflib.get_close_matches(server, ids, n=3, cutoff=0.5)
+            hint = f"did you mean {', '.join(close)}?" if close else f"servers: {_listed(ids)}"
+            raise ConfigError(f"no server named {server[:200]!r}; {hint}")
+        return found.tools
+
     @staticmethod
     def _candidate(tool: Tool, score: float) -> Candidate:
         return Candidate(
@@ -392,6 +420,24 @@ class Router:
             description=tool.description,
             input_schema=dict(tool.input_schema),
         )
+
+
+def find_server(catalog: Catalog, server: str) -> Server | None:
+    """The catalog's server with id ``server``, else the one whose id or name equals it in
+    any case (None when none does)."""
+    for s in catalog.servers:
+        if s.id == server:
+            return s
+    low = server.strip().lower()
+    for s in catalog.servers:
+        if low in (s.id.lower(), s.name.lower()):
+            return s
+    return None
+
+
+def _listed(names: Sequence[str], limit: int = 10) -> str:
+    more = f" and {len(names) - limit} more" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more
 
 
 def top_k(scores: Scores, k: int) -> list[int]:

@@ -122,6 +122,11 @@ class ToolrouteSettings(BaseModel):
         description="List the `execute` meta-tool: a short sandboxed script calls the tools "
         "found, limited by `[code_mode]` (docs/code-mode.md).",
     )
+    abstain: Literal["off", "default", "strict"] = Field(
+        default="default",
+        description='"No tool fits" answers when the evidence says none serves the need: '
+        "`off`, `default`, or `strict` (refuses more, costs more recall).",
+    )
 
 
 _Settings = ToolrouteSettings

@@ -212,3 +212,50 @@ def test_a_camel_case_name_counts_only_written_as_an_identifier(tmp_path: Path) 
     out = prerank(table, server_of, "Our aircraft is ready for takeoff; calibrate sensors", scores)
     assert np.argmax(out) == 1
     assert np.argmax(prerank(table, server_of, "call takeOff after that", scores)) == 0
+
+
+def test_a_query_that_is_only_a_name_names_that_tool_in_every_written_form() -> None:
+    from toolroute.catalog import catalog_from_dict
+    from toolroute.route.exact import whole_name
+
+    spaced = {
+        "id": "Ant Design Components",
+        "name": "Ant Design Components",
+        "description": "Component docs",
+        "tools": [
+            tool("list-components", "List every component"),
+            tool("get-36kr-trending", "Trending on 36kr"),
+        ],
+    }
+    catalog = catalog_from_dict({"servers": [*CATALOG["servers"], spaced]})
+    table = name_table(catalog)
+    rows = {key: i for i, key in enumerate(t.key for t in catalog.tools())}
+    status, entities = rows[("git", "git_status")], rows[("memory", "create_entities")]
+    listing = rows[("Ant Design Components", "list-components")]
+    for query, row in [
+        ("git__git_status", status),
+        ("git.git_status", status),
+        ("git/git_status", status),
+        ("Git Status", status),  # its title
+        ("`create entities`", entities),
+        ("Create Entities", entities),
+        ("Ant Design Components__list-components", listing),  # spaces in the server id
+        ("ant design components/list-components", listing),
+        ("Get 36Kr Trending", rows[("Ant Design Components", "get-36kr-trending")]),
+    ]:
+        assert whole_name(table, query) == (row,), query
+        assert mentions(table, query, roles=True)[0] == {row}, query
+    # a one-word English name is a mention as the whole query, not inside a sentence
+    both = {rows[("memory", "search")], rows[("github", "search")]}
+    assert mentions(table, "search", roles=True)[0] == both
+    assert not mentions(table, "search the web for news", roles=True)[0]
+    assert whole_name(table, "git status of my repo, please") == ()
+
+
+def test_a_one_word_name_right_after_run_or_call_is_a_mention() -> None:
+    from toolroute.catalog import catalog_from_dict
+
+    table = name_table(catalog_from_dict(CATALOG))
+    assert mentions(table, "please run search for me", roles=True)[0] == {4, 6}
+    assert mentions(table, "call the search tool", roles=True)[0] == {4, 6}
+    assert not mentions(table, "I will search for it and run a test", roles=True)[0]

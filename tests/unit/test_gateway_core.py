@@ -522,3 +522,23 @@ def test_memory_specs_keep_one_era_for_every_server() -> None:
     specs = memory_specs({"a": MCPServer("a"), "b": MCPServer("b")}, "2025-11-25")
     assert {s.era for s in specs.values()} == {"2025-11-25"}
     assert isinstance(specs["a"], MemorySpec)
+
+
+def test_find_tools_with_a_server_and_no_query_lists_that_servers_tools(tmp_path: Path) -> None:
+    cfg = _config(tmp_path)
+
+    async def main() -> None:
+        async with _gateway(cfg) as gw, Client(gw.server, raise_exceptions=True) as c:
+            r = await c.call_tool("find_tools", {"query": "", "server": "notes", "k": 2})
+            assert not r.is_error, r
+            first = _names(r)
+            assert len(first) == 2 and all(n.startswith("notes__") for n in first)
+            cursor = r.structured_content["next_cursor"]
+            r = await c.call_tool("find_tools", {"query": "", "server": "notes", "cursor": cursor})
+            assert not set(_names(r)) & set(first)
+            r = await c.call_tool("call_tool", {"name": first[0], "arguments": {"person": "Ada"}})
+            assert r.structured_content is None or r.structured_content.get("error") != (
+                "tool_not_available"
+            )
+
+    anyio.run(main)

@@ -19,9 +19,11 @@ __all__ = ["html_report", "markdown_table", "write_outputs"]
 def markdown_table(results: Mapping[str, Mapping[str, Any]], title: str = "") -> str:
     with_tokens = any("tool_tokens_per_turn" in r for r in results.values())
     with_llm = any(r.get("llm", {}).get("calls_per_query") for r in results.values())
+    with_fp = any("fp_rate" in r for r in results.values())
     head = [
         "strategy",
         *RANK_METRICS,
+        *(["FP rate"] if with_fp else []),
         *SET_METRICS,
         "p50 ms",
         "p95 ms",
@@ -32,7 +34,10 @@ def markdown_table(results: Mapping[str, Mapping[str, Any]], title: str = "") ->
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|---|" + "---:|" * (len(head) - 1))
     for name, r in results.items():
-        cells = [f"{r[m]:.3f}" for m in (*RANK_METRICS, *SET_METRICS)]
+        cells = [f"{r[m]:.3f}" for m in RANK_METRICS]
+        if with_fp:  # beside recall: what the strategy answers when no tool serves the need
+            cells.append(f"{r['fp_rate']:.3f}" if "fp_rate" in r else "–")
+        cells += [f"{r[m]:.3f}" for m in SET_METRICS]
         cells += [f"{r['latency_ms']['p50']:.1f}", f"{r['latency_ms']['p95']:.1f}"]
         if with_tokens:
             cells.append(f"{r.get('tool_tokens_per_turn', float('nan')):.0f}")

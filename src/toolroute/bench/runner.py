@@ -65,11 +65,17 @@ def bench(
             else None
         )
         stages_before = {k: dict(v) for k, v in llm.usage.by_stage.items()} if llm else {}
+        answered: list[float] = []  # per out-of-scope query: did the strategy return a tool
         for i, q in enumerate(queries):
             notes: dict[str, Any] = {}
             t0 = time.perf_counter()
             order = top_k(router.scores(q.text, name, notes=notes), 10)
             latencies.append((time.perf_counter() - t0) * 1000.0)
+            if not q.groups:  # out of scope: no tool serves it, so any answer is a false one
+                answered.append(float(bool(order)))
+                if progress is not None:
+                    progress(name, i + 1, len(queries))
+                continue
             row_q = query_metrics([ix.keys[j] for j in order], q.groups)
             final = notes.get("selected", order[:set_size])
             row_q.update(set_metrics([ix.keys[j] for j in final], q.groups))
@@ -92,10 +98,15 @@ def bench(
             "p50": round(float(np.percentile(latencies, 50)), 3),
             "p95": round(float(np.percentile(latencies, 95)), 3),
         }
-        row["queries"] = len(queries)
+        inscope = [q for q in queries if q.groups]
+        row["queries"] = len(inscope)
+        if answered:
+            # false-positive rate: out-of-scope requests answered with at least one tool
+            row["fp_rate"] = round(float(np.mean(answered)), 4)
+            row["out_of_scope"] = len(answered)
         by: dict[str, dict[str, float | int]] = {}
         for level in ("simple", "complex"):
-            sub = [m for m, q in zip(per_query, queries, strict=True) if q.complexity == level]
+            sub = [m for m, q in zip(per_query, inscope, strict=True) if q.complexity == level]
             if sub:
                 by[level] = {**_mean(sub), "queries": len(sub)}
         row["by_complexity"] = by
@@ -167,5 +178,7 @@ SET_SIZES = ("set_size", "input_size", "input_set_recall")
 
 def _mean(rows: Sequence[dict[str, float]]) -> dict[str, float]:
     keys = [*RANK_METRICS, *SET_METRICS, *SET_SIZES]
+    if not rows:  # every query out of scope: no recall to average
+        return {m: 0.0 for m in keys}
     keys += [k for k in rows[0] if k not in keys and all(k in r for r in rows)]
     return {m: round(sum(r[m] for r in rows) / len(rows), 4) for m in keys}

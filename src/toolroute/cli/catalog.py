@@ -26,7 +26,7 @@ from toolroute.cli.common import (
     store_option,
     synced_option,
 )
-from toolroute.cli.render import explain_text, one_line, print_table
+from toolroute.cli.render import abstain_text, explain_text, one_line, print_table
 from toolroute.errors import ConfigError
 
 Rows = list[tuple[Any, dict[str, Any]]]
@@ -104,6 +104,19 @@ def index(
     "posted price, accept, utility; other strategies: dense, BM25, server and best "
     "sub-intent scores). With --json: an `explain` object per candidate.",
 )
+@click.option(
+    "--server",
+    default=None,
+    metavar="NAME",
+    help="List this server's tools in catalog order (its inventory) instead of routing.",
+)
+@click.option(
+    "--abstain",
+    type=click.Choice(["off", "default", "strict"]),
+    default="default",
+    show_default=True,
+    help="When the default strategy answers 'no tool fits' instead of ranking.",
+)
 @local_llm_option
 @json_option
 @_friendly
@@ -118,6 +131,8 @@ def route(
     k: int,
     schemas: bool,
     explain: bool,
+    server: str | None,
+    abstain: str,
     local_llm: bool,
     as_json: bool,
 ) -> None:
@@ -132,19 +147,37 @@ def route(
       toolroute sync --config servers.json
       toolroute route "what time is it in Tokyo" --config servers.json
     With neither, the shipped demo catalog.
+
+    `--server NAME` (no QUERY) lists that server's tools instead, in catalog order.
     """
+    from dataclasses import replace
+
     from toolroute.route.strategy import resolve_strategy
 
+    if server is not None:
+        if query is not None or query_file is not None:
+            raise ConfigError("--server lists a server's tools; give it without a request")
+        _inventory(catalog, config_path, store, documents, server, schemas, as_json)
+        return
     text = _query_text(query, query_file)
     resolve_strategy(strategy)
+    notes: dict[str, Any] = {}
     with (
         _local_llm(local_llm, not as_json) as llm,
         _router(catalog, store, documents, config=config_path, llm=llm) as router,
     ):
+        router.params = replace(router.params, abstain=abstain)
         _index(router, not as_json)
-        rows = router.explain(text, k=k, strategy=strategy)
+        rows = router.explain(text, k=k, strategy=strategy, notes=notes)
         if explain:
             rows = _with_stage_scores(router, text, strategy, rows)
+    verdict = notes.get("abstain")
+    if verdict is not None and not verdict.fits:
+        d = verdict.to_dict()
+        near = ", ".join(d["nearest_servers"]) or "none"
+        stderr.print(f"no tool fits: {d['message']} (nearest servers: {near}); {d['hint']}")
+    if explain and verdict is not None and not as_json:
+        click.echo(abstain_text(verdict.explain()))
     if as_json:
         out = []
         for c, detail in rows:
@@ -163,6 +196,33 @@ def route(
         ]
         title = one_line(f"{strategy}: {text}", 100)
         print_table(stdout, title, ("#", "server", "tool", "score", "description"), table)
+
+
+def _inventory(
+    catalog: Path | None,
+    config_path: Path | None,
+    store: Path | None,
+    documents: str,
+    server: str,
+    schemas: bool,
+    as_json: bool,
+) -> None:
+    """``route --server NAME``: the server's tools in catalog order (nothing is embedded)."""
+    with _router(catalog, store, documents, config=config_path) as router:
+        tools = router.server_tools(server)
+    if as_json:
+        out = []
+        for t in tools:
+            d: dict[str, Any] = {"server": t.server, "tool": t.name}
+            if schemas:
+                d.update(description=t.description, input_schema=t.input_schema)
+            out.append(d)
+        click.echo(json.dumps(out, ensure_ascii=False))
+        return
+    width = max(20, min(stdout.width, 100) - 30) if stdout.is_terminal else 60
+    table = [[str(i), t.name, one_line(t.description, width)] for i, t in enumerate(tools, 1)]
+    title = f"{tools[0].server if tools else server}: {len(tools)} tools"
+    print_table(stdout, title, ("#", "tool", "description"), table)
 
 
 def _query_text(query: str | None, query_file: TextIO | None) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -51,6 +52,22 @@ from toolroute.errors import ConfigError
     is_flag=True,
     help="Also measure tool_tokens_per_turn (cl100k) under each strategy's presentation.",
 )
+@click.option(
+    "--out-of-scope",
+    "out_of_scope",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    metavar="FILE",
+    help="Requests no tool serves (JSON lines, `query` and an empty `relevant`): each "
+    "strategy's FP rate, the share still answered with a tool, is reported beside recall.",
+)
+@click.option(
+    "--abstain",
+    type=click.Choice(["off", "default", "strict"]),
+    default="default",
+    show_default=True,
+    help="When the default strategy answers 'no tool fits' instead of ranking.",
+)
 @local_llm_option
 @json_option
 @_friendly
@@ -63,6 +80,8 @@ def bench(
     strategies: tuple[str, ...],
     out: Path | None,
     tokens: bool,
+    out_of_scope: Path | None,
+    abstain: str,
     local_llm: bool,
     as_json: bool,
 ) -> None:
@@ -86,7 +105,13 @@ def bench(
         _local_llm(local_llm, not as_json) as llm,
         _router(catalog, store, documents, config=config_path, llm=llm) as router,
     ):
+        router.params = replace(router.params, abstain=abstain)
         qs = load_queries(queries, router.catalog)
+        if out_of_scope is not None:
+            extra = load_queries(out_of_scope, router.catalog)
+            if any(q.groups for q in extra):
+                raise ConfigError(f"{out_of_scope}: out-of-scope requests name no relevant tool")
+            qs += extra
         _index(router, not as_json)
         with _progress(not as_json) as update:
             presenter = None

@@ -106,6 +106,18 @@ def _notes_lines(d: Mapping[str, Any]) -> list[str]:
     return _wrap(" · ".join(notes)) if notes else []
 
 
+def abstain_text(d: Mapping[str, Any]) -> str:
+    """The abstention check under ``route --explain``: p that a tool fits against the mode's
+    threshold, then every signal the model read (route/abstain.py)."""
+    said = "no tool fits" if d["no_tool_fits"] else "a tool fits"
+    head = (
+        f"abstention ({d['mode']}): p(fits) {d['p_fits']:.3f} vs threshold "
+        f"{d['threshold']:.3f}: {said}"
+    )
+    signals = " · ".join(f"{k} {v:.3f}" for k, v in d["signals"].items())
+    return "\n".join([*_wrap(head), *_wrap(signals)])
+
+
 def explain_text(strategy: str, query: str, rows: Sequence[tuple[Any, Mapping[str, Any]]]) -> str:
     """One block per candidate: name and score, the description on one line, then what decided
     it (EHRR: both layers' similarity and cost, the auction, the utility; other strategies:

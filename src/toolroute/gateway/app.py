@@ -228,7 +228,10 @@ def build_router(config: GatewayConfig, catalog: Catalog, embedder: Any = None) 
             llm = ChatLLM(config.llm, cache_path=llm_cache_path(store.directory))
     adaptive = AdaptiveParams(value_usd=config.value_usd, values=config.values)
     return Router(
-        catalog, store=target, embedder=embedder, params=RouteParams(llm=llm, adaptive=adaptive)
+        catalog,
+        store=target,
+        embedder=embedder,
+        params=RouteParams(llm=llm, adaptive=adaptive, abstain=config.abstain),
     )
 
 

@@ -23,7 +23,10 @@ call that must run through another path, e.g. a 2026-07-28 client calling a 2025
 
 from __future__ import annotations
 
+import base64
+import difflib
 import functools
+import json
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -35,10 +38,12 @@ import mcp.types as types
 from mcp.shared.exceptions import MCPError
 
 from toolroute.catalog.candidate import Candidate
+from toolroute.catalog.models import Catalog
 from toolroute.catalog.name import SEPARATOR, qualified_name, split_name
 from toolroute.errors import ErrorCode, log_failure
 from toolroute.gateway import pipeline
 from toolroute.gateway.access import CallGateScope, SessionStates, gate_scope
+from toolroute.gateway.checks import MAX_NAME_CHARS
 from toolroute.gateway.limit import NoLimits
 from toolroute.gateway.metrics import NoMetrics
 from toolroute.gateway.pipeline import Call, json_result, refusal
@@ -48,7 +53,7 @@ from toolroute.memory import shown_keys
 from toolroute.present.events import EventSink, RoutingEvent, query_hash
 from toolroute.present.presenter import Presentation, PresentConfig, Presenter
 from toolroute.route.gate import Preconditions, SessionState, blocked_by, preconditions_for
-from toolroute.router import Router
+from toolroute.router import Router, find_server
 from toolroute.settings import DEFAULTS
 from toolroute.sources.pool import CallContext, DownstreamError, DownstreamPool
 from toolroute.stats import Outcome
@@ -225,8 +230,13 @@ class GatewayCore:
         """Route, drop tools outside the client's allow-list and tools whose preconditions
         fail, promote the gated top-k (θ, pinned)."""
         start = time.perf_counter()
-        ranked = self.rank(self.router, query, k)
-        return self.shortlist(query, k, state, ranked, start, remember, may_use).found(k)
+        listed = self._named_inventory(query, k, state, may_use)
+        if listed is not None:
+            return listed
+        notes: dict[str, Any] = {}
+        ranked = self.rank(self.router, query, k, notes=notes)
+        found = self.shortlist(query, k, state, ranked, start, remember, may_use).found(k)
+        return _with_verdict(found, notes)
 
     async def find_async(
         self,
@@ -240,20 +250,35 @@ class GatewayCore:
         """:meth:`find` with the routing in a worker thread (the event loop stays free);
         ``client``: whose usage memory counts (the token's client id; "" without tokens)."""
         start = time.perf_counter()
+        listed = self._named_inventory(query, k, state, may_use)
+        if listed is not None:
+            return listed
         router = self.router
         if router.catalog.tool_count:
             router.stats  # noqa: B018 -- loaded here: the store stays on the event loop's thread
+        notes: dict[str, Any] = {}
         ranked = await anyio.to_thread.run_sync(
-            functools.partial(self.rank, router, query, k, client), limiter=self._route_limiter
+            functools.partial(self.rank, router, query, k, client, notes),
+            limiter=self._route_limiter,
         )
-        return self.shortlist(query, k, state, ranked, start, remember, may_use).found(k)
+        found = self.shortlist(query, k, state, ranked, start, remember, may_use).found(k)
+        return _with_verdict(found, notes)
 
-    def rank(self, router: Router, query: str, k: int, client: str = "") -> list[Candidate]:
+    def rank(
+        self,
+        router: Router,
+        query: str,
+        k: int,
+        client: str = "",
+        notes: dict[str, Any] | None = None,
+    ) -> list[Candidate]:
         """``route_depth(k)`` candidates for ``query``, best first (none before any server
-        has answered)."""
+        has answered; none when the strategy says no tool fits, its verdict in ``notes``)."""
         if not router.catalog.tool_count:  # no server has answered yet
             return []
-        return router.route(query, k=route_depth(k), strategy=self.strategy, client=client)
+        return router.route(
+            query, k=route_depth(k), strategy=self.strategy, client=client, notes=notes
+        )
 
     def shortlist(
         self,
@@ -328,6 +353,101 @@ class GatewayCore:
         gated = self.call_gate and self.expose != "all"  # pass-through lists every tool
         pinned = name in self.presenter.config.pinned
         return not gated or pinned or self.sessions.is_promoted(state, name)
+
+    def _named_inventory(
+        self, query: str, k: int, state: SessionState | None, may_use: Allowed
+    ) -> dict[str, Any] | None:
+        """A query that is a server's name and nothing else ("git", "git tools", "the git
+        server") asks what that server can do: its inventory's first page, else None."""
+        words = query.strip().strip("?.!").lower().split()
+        if words[:1] == ["the"]:
+            words = words[1:]
+        if len(words) > 1 and words[-1] in ("server", "tools"):
+            words = words[:-1]
+        name = " ".join(words)
+        if not name or len(name) > MAX_NAME_CHARS:
+            return None
+        if find_server(self.router.catalog, name) is None:
+            return None
+        result = self.inventory(name, k, state, may_use)
+        if result.is_error:  # not a server this client may use: route the words instead
+            return None
+        listed: dict[str, Any] | None = result.structured_content
+        return listed
+
+    def inventory(
+        self,
+        server: object,
+        k: object = None,
+        state: SessionState | None = None,
+        may_use: Allowed = None,
+        cursor: object = None,
+    ) -> types.CallToolResult:
+        """find_tools with a ``server`` and no query: that server's tools in catalog order
+        (stable), ``k`` per page from ``cursor``, only those in the client's allow-list; a
+        server with none of them is unknown to the client. The page's tools are promoted like
+        a find's (preconditions still hold them back, listed under ``gated_out``)."""
+        if not isinstance(server, str) or not server.strip() or len(server) > MAX_NAME_CHARS:
+            return error_result(
+                ErrorCode.INVALID_ARGUMENTS,
+                f"`server` must be a server name of 1 to {MAX_NAME_CHARS} characters",
+            )
+        size = self.k if k is None else k
+        if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= 50:
+            return error_result(ErrorCode.INVALID_ARGUMENTS, "`k` must be an integer in 1..50")
+        state = state if state is not None else self.state()
+        visible = [
+            s
+            for s in self.router.catalog.servers
+            if may_use is None or any(may_use(qualified_name(s.id, t.name)) for t in s.tools)
+        ]
+        found = find_server(Catalog(tuple(visible)), server)
+        if found is None:
+            ids = [s.id for s in visible]
+            return error_result(
+                ErrorCode.UNKNOWN_SERVER,
+                f"no server named {server[:200]!r} is available to this client",
+                closest=difflib.get_close_matches(server, ids, n=5, cutoff=0.4),
+                hint="call find_tools with `query` to search every server's tools",
+            )
+        tools = [
+            t for t in found.tools if may_use is None or may_use(qualified_name(found.id, t.name))
+        ]
+        start = _read_cursor(cursor, found.id)
+        if start is None or start > len(tools):
+            return error_result(
+                ErrorCode.INVALID_ARGUMENTS,
+                "`cursor` must be a `next_cursor` an inventory of this server returned",
+            )
+        page = tools[start : start + size]
+        shown, blocked = [], []
+        for t in page:
+            name = qualified_name(found.id, t.name)
+            reason = self.blocked(name, found.id, state)
+            if reason:
+                blocked.append({"name": name, "reason": reason})
+            else:
+                shown.append(t)
+        self.sessions.promote(state, [qualified_name(found.id, t.name) for t in shown])
+        end = start + len(page)
+        return json_result(
+            {
+                "server": found.id,
+                "candidates": [
+                    {
+                        "name": qualified_name(t.server, t.name),
+                        "server": t.server,
+                        "tool": t.name,
+                        "description": t.description,
+                        "input_schema": t.input_schema,
+                    }
+                    for t in shown
+                ],
+                "gated_out": blocked,
+                "total": len(tools),
+                "next_cursor": _cursor(found.id, end) if end < len(tools) else None,
+            }
+        )
 
     async def request_capability(
         self, state: SessionState, need: str, k: int, allowed: Allowed = None
@@ -449,3 +569,33 @@ class GatewayCore:
             self.router.record(outcome)
         if self._on_outcome is not None:
             self._on_outcome(outcome)
+
+
+def _with_verdict(found: dict[str, Any], notes: dict[str, Any]) -> dict[str, Any]:
+    """find_tools' answer, with the "no tool fits" verdict when the router gave one."""
+    verdict = notes.get("abstain")
+    if verdict is not None and not verdict.fits and not found["candidates"]:
+        found.update(verdict.to_dict())
+    return found
+
+
+def _cursor(server: str, offset: int) -> str:
+    """An inventory page's opaque cursor: the server and the offset of the next page."""
+    raw = json.dumps([server, offset]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _read_cursor(cursor: object, server: str) -> int | None:
+    """The offset a cursor of ``server``'s inventory holds (0 without one; None: not one)."""
+    if cursor is None:
+        return 0
+    if not isinstance(cursor, str) or len(cursor) > 400:
+        return None
+    try:
+        raw = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except ValueError:
+        return None
+    ok = isinstance(raw, list) and len(raw) == 2 and raw[0] == server
+    if ok and isinstance(raw[1], int) and not isinstance(raw[1], bool) and raw[1] >= 0:
+        return int(raw[1])
+    return None

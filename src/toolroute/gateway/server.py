@@ -137,6 +137,15 @@ FIND_TOOLS = types.Tool(
                 "maximum": 50,
                 "description": "How many tools to return (null: 5).",
             },
+            "server": {
+                "type": ["string", "null"],
+                "description": "A server's name, to list its tools in order (its inventory) "
+                "instead of searching; query may then be empty.",
+            },
+            "cursor": {
+                "type": ["string", "null"],
+                "description": "next_cursor of the previous inventory page.",
+            },
         },
         "required": ["query"],
     },
@@ -430,6 +439,16 @@ class Gateway(GatewayCore):
         problem = check_find_args(r.args)
         if problem:
             return _invalid(problem)
+        server = r.args.get("server")
+        if server is not None and not r.args.get("query") and not r.args.get("subtask"):
+            before = set(r.state.promoted)
+            listed = self.inventory(
+                server, r.args.get("k"), r.state, r.allowed, r.args.get("cursor")
+            )
+            if self.expose == "bind" and not listed.is_error:
+                found = (listed.structured_content or {})["candidates"]
+                await self._bind(r.ctx, r.state, found, before)
+            return listed
         query = r.args.get("query")
         subtask = r.args.get("subtask")  # the Python API's functional subtask, still accepted
         if not query and isinstance(subtask, dict) and subtask.get("operation"):

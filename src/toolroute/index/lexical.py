@@ -49,6 +49,17 @@ class LexicalIndex:
         )
         return out
 
+    def postings(self, term: str) -> npt.NDArray[np.int64]:
+        """The documents holding ``term`` (one token, lower case), from the index's own
+        sparse columns: what a score array would say by its nonzeros, without scoring every
+        document."""
+        vocab = self._bm25.vocab_dict if self.size else {}
+        tid = vocab.get(term)
+        if tid is None:
+            return np.zeros(0, dtype=np.int64)
+        indptr, indices = self._bm25.scores["indptr"], self._bm25.scores["indices"]
+        return np.asarray(indices[int(indptr[tid]) : int(indptr[tid + 1])], dtype=np.int64)
+
     def scores(self, query: str) -> npt.NDArray[np.float32]:
         """BM25 score of every document; zeros when no query term is in the vocabulary."""
         if not self.size:

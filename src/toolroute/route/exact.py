@@ -12,7 +12,8 @@ step runs after every strategy (the router calls :func:`prerank`):
   ``search``) is English as often as a name, so it counts only quoted, or qualified by its
   server; an unquoted name counts only written as an identifier (``endGame``, not the film
   "Avengers: Endgame"; ``takeOff``, not "ready for takeoff": sealtools' whole requests held 4
-  such false mentions and no true one written as a word). Mentioned tools rank above every
+  such false mentions and no true one written as a word), except right after "run",
+  "call", "invoke" or "execute" ("please run think"). Mentioned tools rank above every
   other tool, in the strategy's order, **when the mention names the need**;
 - a mention names **context**, and lifts nothing, when its sentence marks it as
   - a prerequisite: a cue before it with only filler words between ("after calling X",
@@ -67,14 +68,22 @@ __all__ = [
     "exact_name_cases",
     "mentions",
     "name_table",
+    "names_a_tool",
     "prerank",
     "prerank_index",
+    "whole_name",
 ]
 
 SERVER_LIFT = 0.02
 """What a named server's tools gain (hybrid scores of near ties differ by about this)."""
 
-_IDENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-.:/]*[A-Za-z0-9]|[A-Za-z0-9]")
+_IDENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-.:/&]*[A-Za-z0-9]|[A-Za-z0-9]")
+_RUN = re.compile(
+    # "run think", "call the search tool": a one-word English name right after a verb that
+    # only a tool takes is a name, not the word
+    r"\b(?:run|call|invoke|execute)\s+(?:the\s+)?([A-Za-z][A-Za-z0-9]*)\b",
+    re.IGNORECASE,
+)
 _QUOTED = re.compile(r"[`\"'“‘]([^`\"'”’]{2,80})[`\"'”’]")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _QUALIFIERS = ("__", ".", "/", ":")
@@ -217,6 +226,10 @@ def _occurrences(
         )
         if rows:
             out.append((rows, m.start(), m.end()))
+    for m in _RUN.finditer(query):
+        rows = table.bare.get(m.group(1).lower(), ())
+        if rows:
+            out.append((rows, m.start(1), m.end(1)))
     for m in _QUOTED.finditer(query):
         text = m.group(1).strip()
         low = text.lower()
@@ -244,9 +257,39 @@ def _is_context(query: str, start: int, end: int) -> bool:
     )
 
 
+_WRAPPING = " \t\r\n`\"'“”‘’.!?"
+
+
+def whole_name(table: NameTable, query: str) -> tuple[int, ...]:
+    """The tools a query names when the whole query is one name: ``server__tool`` (or its
+    ``.``/``/``/``:`` forms), the name as written, or its title (the name in words, any
+    case), bare or quoted. Such a query is nothing but the name, so even an English one-word
+    name (``search``) or a server id or tool name with spaces in it (``Ant Design
+    Components``, which no identifier token can hold) counts."""
+    text = query.strip(_WRAPPING)
+    if not text or len(text) > 200:
+        return ()
+    low = text.lower()
+    qualified = table.qualified.get(low)
+    if qualified:
+        return qualified
+    rows = table.plain.get(low, ()) + table.bare.get(low, ())
+    if rows:
+        return tuple(dict.fromkeys(rows))
+    # in words: as the name splits ("Get Current Stock Price"), or with a title's own casing
+    # ("Get 36Kr Trending" for get-36kr-trending), which camel-case splitting would cut
+    return table.phrases.get(_words(text)) or table.phrases.get(
+        " ".join(re.findall(r"[^\W_]+", low)), ()
+    )
+
+
 def mentions(table: NameTable, query: str, *, roles: bool = False) -> tuple[set[int], set[int]]:
     """(tool rows, server indices) the query names (module docstring); with ``roles``, only
-    the tools named as the need: a tool any of whose mentions is context is left out."""
+    the tools named as the need: a tool any of whose mentions is context is left out. A
+    query that is one name and nothing else (:func:`whole_name`) names that tool alone."""
+    whole = whole_name(table, query)
+    if whole:
+        return set(whole), set()
     tools: set[int] = set()
     context: set[int] = set()
     servers: set[int] = set()
@@ -338,3 +381,9 @@ def prerank_index(
     """:func:`prerank` over an index, its name table kept by the index (built once)."""
     table: NameTable = ix.derived.memo("exact-name-table", lambda: name_table(ix.catalog))
     return prerank(table, ix.server_of, query, scores, roles=roles)
+
+
+def names_a_tool(ix: ToolIndex, query: str) -> bool:
+    """The query names some tool as its need (what :func:`prerank_index` lifts first)."""
+    table: NameTable = ix.derived.memo("exact-name-table", lambda: name_table(ix.catalog))
+    return bool(mentions(table, query, roles=True)[0])

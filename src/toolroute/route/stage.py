@@ -17,14 +17,15 @@ import numpy.typing as npt
 from toolroute.embed.base import Matrix
 from toolroute.index.build import ToolIndex
 from toolroute.llm.client import ChatLLM
+from toolroute.route.abstain import AbstainMode, AbstainModel
 from toolroute.route.action import query_actions
 from toolroute.route.adaptive import AdaptiveParams
 from toolroute.route.derived import index_actions, index_providers
-from toolroute.route.ehrr import EhrrParams, EhrrTrace
+from toolroute.route.ehrr import EhrrParams
 from toolroute.route.expand import expand
 from toolroute.route.feedback import intent_feedback
 from toolroute.route.intent import READ_FILE_INTENT, WRITE_FILE_INTENT, named_files
-from toolroute.stats import StatsBook
+from toolroute.route.query import QueryContext, Scores
 
 __all__ = [
     "QueryContext",
@@ -42,32 +43,6 @@ __all__ = [
     "server_scores",
     "steps",
 ]
-
-Scores = npt.NDArray[np.float32]
-
-
-@dataclass(frozen=True, slots=True)
-class QueryContext:
-    """A query, its embedding, and (for strategies that use them) its sub-intents."""
-
-    text: str
-    vector: Matrix
-    """(d,) unit vector of the whole query; empty for lexical-only strategies."""
-    intents: tuple[str, ...] = ()
-    intent_vectors: Matrix | None = None
-    """(m, d) unit vectors of the sub-intents, or None."""
-    stats: StatsBook | None = None
-    """Online statistics for economics-aware strategies (EHRR); priors when None."""
-    trace: EhrrTrace | None = None
-    """Filled by EHRR strategies when set, for ``--explain``."""
-    embed: Callable[[list[str]], Matrix] | None = None
-    """Embeds new texts (LLM sub-queries) with the router's embedder."""
-    client: str = ""
-    """Who asks (an authenticated client's name; "" for a local one): the usage memory of
-    ``adaptive`` reads only this client's rows."""
-    notes: dict[str, Any] = field(default_factory=dict)
-    """What set-producing stages decided: ``selected`` (tool rows, the final set), ``path``,
-    ``llm`` (whether a model answered or the offline fallback ran)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +99,11 @@ class RouteParams:
     exact_names: bool = True
     """Every strategy: a tool the query names ranks first, a named server's tools are first
     among equals (route/exact.py; off: the ablation without it)."""
+    abstain: AbstainMode = "default"
+    """Strategies that abstain (``default``): answer "no tool fits" when the abstention
+    model's p falls below this mode's threshold (route/abstain.py); ``off``: always rank."""
+    abstain_model: AbstainModel | None = field(default=None, compare=False)
+    """The abstention model (None: the shipped one, ``toolroute/data/abstain.json``)."""
 
 
 def _normalised(s: Scores) -> Scores:

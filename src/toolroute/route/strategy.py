@@ -230,6 +230,10 @@ class Strategy:
     """How its tools reach the model (``bench --tokens``): Tool Attention's two phases (seed
     002), every full schema (``full-schema``, a naive MCP client), or the top-k full schemas
     without a summary pool (``top-k-full``, seed 002 baseline B3)."""
+    abstains: bool = False
+    """Answers "no tool fits" (every score ``-inf``) when the abstention model says no
+    tool serves the request, at the router's ``RouteParams.abstain`` mode
+    (route/abstain.py)."""
 
 
 STRATEGIES: dict[str, Strategy] = {
@@ -253,12 +257,15 @@ STRATEGIES: dict[str, Strategy] = {
         # queries with recall equal or higher than steps (benchmarks/results/adaptive/bench-*);
         # with use, on the 3-vendor market's Zipf stream, +0.165 success over steps at 0.86x
         # cost and 0.46x invalid calls (benchmarks/results/adaptive/zipf).
+        # default = adaptive that also says "no tool fits" (route/abstain.py)
         Strategy(
             "default",
             _adaptive(steps),
             "intent-spans",
-            "the best no-LLM strategy (= adaptive: steps relevance, capabilities, learning)",
+            "the best no-LLM strategy (= adaptive: steps relevance, capabilities, learning; "
+            "says 'no tool fits' when none does)",
             True,
+            abstains=True,
         ),
         Strategy(
             "adaptive",
@@ -443,7 +450,13 @@ def register_strategy(
         made
         if made.name == name
         else Strategy(
-            name, made.score, made.embeds, made.summary, made.uses_stats, made.presentation
+            name,
+            made.score,
+            made.embeds,
+            made.summary,
+            made.uses_stats,
+            made.presentation,
+            made.abstains,
         )
     )
     STRATEGIES[name] = strat
