@@ -22,7 +22,7 @@ from tests.conftest import REPO, SMALL_CATALOG, HashingEmbedder
 from tests.fixtures.outcome_writer import catalog as writer_catalog
 from tests.integration.gateways import GatewayProcess, write_config
 from toolroute.catalog import catalog_from_dict
-from toolroute.economics import ServerStats, ToolStats
+from toolroute.learn.estimate import ServerStats, ToolStats
 from toolroute.errors import StoreError
 from toolroute.router import Router
 from toolroute.stats import Outcome

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Protocol
 
 from toolroute.catalog.models import Catalog, Server, Tool, ToolKey
-from toolroute.economics import ServerStats, Smoothing, ToolStats
+from toolroute.learn.estimate import ServerStats, Smoothing, ToolStats
 from toolroute.embed.base import Matrix
 from toolroute.errors import StoreError
 from toolroute.stats import Outcome

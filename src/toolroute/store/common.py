@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from toolroute.catalog.models import Catalog, Server, Tool, ToolKey
-from toolroute.economics import DEFAULT_SMOOTHING, ServerStats, Smoothing, ToolStats
+from toolroute.learn.estimate import DEFAULT_SMOOTHING, ServerStats, Smoothing, ToolStats
 from toolroute.embed.base import Matrix
 from toolroute.errors import StoreError
 from toolroute.memory import MemoryRow

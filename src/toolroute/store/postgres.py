@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 import psycopg
 
-from toolroute.economics import DEFAULT_SMOOTHING, ServerStats, Smoothing, ToolStats
+from toolroute.learn.estimate import DEFAULT_SMOOTHING, ServerStats, Smoothing, ToolStats
 from toolroute.errors import StoreError
 from toolroute.stats import Outcome
 from toolroute.store import sql
