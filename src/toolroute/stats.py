@@ -6,10 +6,10 @@ them without a loop. Each :class:`Outcome` is folded in by the pure updates of
 :mod:`toolroute.learn.estimate` (``ServerStats.update`` / ``ToolStats.update``). With a store, every
 outcome and the new statistics are written in one transaction, so nothing is lost on a crash.
 
-Priors for an unseen server or tool are the documented ``PRIOR_*`` of :mod:`toolroute.learn.estimate`,
-replaced by catalog hints where given (tool ``success_rate`` / ``latency_s``, server
-``failure_rate`` / ``connect_latency_s``). Unknown connect latency defaults to
-``DEFAULT_CONNECT_S``.
+Priors for an unseen server or tool are the documented ``PRIOR_*`` of
+:mod:`toolroute.learn.estimate`, replaced by catalog hints where given (tool ``success_rate`` /
+``latency_s``, server ``failure_rate`` / ``connect_latency_s``). Unknown connect latency
+defaults to ``DEFAULT_CONNECT_S``.
 """
 
 from __future__ import annotations

@@ -17,10 +17,10 @@ import numpy.typing as npt
 from toolroute.embed.base import Matrix
 from toolroute.index.build import ToolIndex
 from toolroute.llm.client import ChatLLM
+from toolroute.papers.ehrr.routing import EhrrParams, EhrrTrace
 from toolroute.route.action import query_actions
 from toolroute.route.adaptive import AdaptiveParams
 from toolroute.route.derived import index_actions, index_providers
-from toolroute.route.ehrr import EhrrParams, EhrrTrace
 from toolroute.route.expand import expand
 from toolroute.route.feedback import intent_feedback
 from toolroute.route.intent import READ_FILE_INTENT, WRITE_FILE_INTENT, named_files

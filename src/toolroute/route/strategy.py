@@ -33,9 +33,9 @@ import numpy as np
 
 from toolroute.errors import ConfigError
 from toolroute.index.build import ToolIndex
+from toolroute.papers.ehrr.routing import ehrr_route
 from toolroute.route import llm_stages
 from toolroute.route.adaptive import adaptive_route
-from toolroute.route.ehrr import ehrr_route
 from toolroute.route.feedback import DEFAULT_FEEDBACK
 from toolroute.route.stage import (  # noqa: F401 (benchmarks and tests reach them through here)
     QueryContext,

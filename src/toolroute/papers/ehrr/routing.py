@@ -1,15 +1,17 @@
-"""EHRR ROUTE (seed 000, Alg. 2): economics-aware hierarchical routing with a posted-price
-reverse auction at the server layer, reading the online statistics of :mod:`toolroute.stats`.
+"""EHRR's Alg. 2 (*Clearing MCP Navigation Fog with Economics-Aware Hierarchical Tool
+Routing*): economics-aware hierarchical routing with a posted-price reverse auction at the
+server layer, reading the online statistics of :mod:`toolroute.stats`.
 
     server layer   U_i  = Sim_i − α_s C_i^s                    (eq. 2, 3)   → top-k servers
     auction        τ_i  = p_bs Sim_i + p_ofs log(1 + C_i^s/L0) (eq. 4), accept iff c_i ≤ τ_i (eq. 5)
     tool layer     U_ij = Sim_ij − α_t C_ij^t, only p_ij ≤ τ_i (eq. 6, 7) → ranked, top-n shown
 
-The cost formulas are the vectorised forms of :func:`toolroute.economics.server_cost` and
-:func:`toolroute.economics.tool_cost` (a unit test checks they agree). Variants, for ablations:
-``auction=False`` (ehrr-no-auction), ``execution=False`` (ehrr-no-exec: both layers ranked by
-similarity alone; the auction still prices from C_i^s, as it needs a cost), ``hierarchy=False``
-(ehrr-flat: no top-k server shortlist; the auction still filters every server).
+The cost formulas are the vectorised forms of
+:func:`~toolroute.papers.ehrr.economics.server_cost` and
+:func:`~toolroute.papers.ehrr.economics.tool_cost` (a unit test checks they agree). Switches for
+ablations: ``auction=False`` (no auction), ``execution=False`` (both layers ranked by similarity
+alone; the auction still prices from C_i^s, as it needs a cost), ``hierarchy=False`` (no top-k
+server shortlist; the auction still filters every server).
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from toolroute import economics as eco
 from toolroute.index.build import ToolIndex
+from toolroute.papers.ehrr import economics as eco
 from toolroute.stats import PSEUDO_CALLS, StatsBook
 
 __all__ = ["EhrrParams", "EhrrTrace", "ehrr_route"]
