@@ -52,6 +52,8 @@ from toolroute.papers.ehrr.routing import _observed_latency
 from toolroute.router import Router
 from toolroute.stats import Outcome, StatsBook
 
+pytestmark = pytest.mark.usefixtures("research_variants")
+
 C_TOL = 0.005
 U_TOL = 5e-4
 TAU_TOL = 5e-5

@@ -12,6 +12,8 @@ from toolroute.papers.ehrr.economics import server_cost, tool_cost
 from toolroute.papers.ehrr.routing import EhrrParams, EhrrTrace, ehrr_route
 from toolroute.stats import Outcome, StatsBook
 
+pytestmark = pytest.mark.usefixtures("research_variants")
+
 
 def _priced(tmp_path: Path) -> Path:
     data = json.loads(json.dumps(SMALL_CATALOG))

@@ -363,10 +363,8 @@ def run_simulation(
         raise ConfigError("simulate needs at least one seed, one strategy and one query")
     market = Market.build(router.catalog, providers)
     k = servers_k if servers_k is not None else 5 * providers
-    if k != router.params.servers_k or k != router.params.ehrr.servers_k:
-        params_k = replace(
-            router.params, servers_k=k, ehrr=replace(router.params.ehrr, servers_k=k)
-        )
+    if k != router.params.servers_k:
+        params_k = replace(router.params, servers_k=k)
         router = copy.copy(router)
         router.params = params_k
     params = WorldParams(

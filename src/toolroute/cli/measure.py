@@ -19,6 +19,7 @@ from toolroute.cli.common import (
     documents_option,
     json_option,
     local_llm_option,
+    plugin_option,
     queries_option,
     store_option,
     synced_option,
@@ -32,12 +33,14 @@ from toolroute.errors import ConfigError
 @queries_option
 @store_option
 @documents_option
+@plugin_option
 @click.option(
     "--strategy",
     "-s",
     "strategies",
     multiple=True,
-    help="Strategy to measure; repeat for several; 'all' for every one. Default: default.",
+    help="Strategy to measure; repeat for several; 'all' for every one registered "
+    "(with --plugin, its strategies too). Default: default.",
 )
 @click.option(
     "--out",
@@ -70,7 +73,8 @@ def bench(
 
     Metrics honour relevant_groups exactly as shared/benchmarks/BASELINES.md defines them;
     latency is warm, per query, query embedding included. The three reference baselines run as
-    the strategies baseline-bm25, baseline-dense and baseline-hier5.
+    the strategies baseline-bm25, baseline-dense and baseline-hier5 of the benchmarks'
+    variants (--plugin benchmarks/variants.py).
     """
     from toolroute.bench.report import markdown_table, write_outputs
     from toolroute.bench.runner import bench as run_bench
@@ -125,6 +129,7 @@ def _window(text: str | None, option: str = "--window") -> tuple[int, int] | Non
 @queries_option
 @store_option
 @documents_option
+@plugin_option
 @click.option(
     "--strategy",
     "-s",
@@ -306,6 +311,7 @@ def simulate(
 @queries_option
 @store_option
 @documents_option
+@plugin_option
 @click.option(
     "--strategy",
     "-s",

@@ -1,7 +1,7 @@
 """Scoring stages: plain functions mapping (index, query, knobs) to one score per tool, which the
-strategies of :mod:`toolroute.route.strategy` compose. ``-inf`` marks a tool a stage does not
-return. Which stage does what, with the seed each cites, is listed in that module's docstring;
-:class:`QueryContext` and :class:`RouteParams` are what every stage reads.
+strategies of :mod:`toolroute.route.strategy` and :mod:`toolroute.papers` compose. ``-inf``
+marks a tool a stage does not return. :class:`QueryContext` and :class:`RouteParams` are what
+every stage reads; :class:`Strategy` is a named composition of them.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -17,7 +17,7 @@ import numpy.typing as npt
 from toolroute.embed.base import Matrix
 from toolroute.index.build import ToolIndex
 from toolroute.llm.client import ChatLLM
-from toolroute.papers.ehrr.routing import EhrrParams, EhrrTrace
+from toolroute.papers.ehrr.routing import EhrrTrace
 from toolroute.route.action import query_actions
 from toolroute.route.adaptive import AdaptiveParams
 from toolroute.route.derived import index_actions, index_providers
@@ -27,9 +27,12 @@ from toolroute.route.intent import READ_FILE_INTENT, WRITE_FILE_INTENT, named_fi
 from toolroute.stats import StatsBook
 
 __all__ = [
+    "Embeds",
     "QueryContext",
     "RouteParams",
     "Scores",
+    "Strategy",
+    "StrategyFn",
     "baseline_bm25",
     "baseline_dense",
     "baseline_hier5",
@@ -72,7 +75,9 @@ class QueryContext:
 
 @dataclass(frozen=True, slots=True)
 class RouteParams:
-    """Tunable knobs; defaults are the values measured in benchmarks/tdwa.py."""
+    """The product strategies' knobs (hybrid, multi, steps, the cascade, adaptive); defaults
+    are the values measured in benchmarks/tdwa.py. A paper's method takes its own typed
+    parameters where its strategy is built (:mod:`toolroute.papers`)."""
 
     lexical_weight: float = 0.2
     """α of hybrid fusion: weight of max-normalised BM25 added to the cosine."""
@@ -82,21 +87,11 @@ class RouteParams:
     """multi: its top this many are exact; below, sub-intents are scored only where an upper
     bound says they could matter. 0: score every tool's sub-intents."""
     servers_k: int = 5
-    """Servers kept by the cascade's first stage."""
-    ehrr: EhrrParams = EhrrParams()
-    """EHRR hyperparameters (seed 000 Table V)."""
+    """Servers kept by the cascade's first stage (and by EHRR's server layer)."""
     adaptive: AdaptiveParams = AdaptiveParams()
     """``adaptive``: value of a success, capability grouping, pooling (route/adaptive.py)."""
     llm: ChatLLM | None = field(default=None, compare=False)
     """Chat endpoint of the LLM stages (pa-rag, atr); None: offline fallbacks."""
-    max_tools: int = 5
-    """ATR's cap on the filtered set (seed 004)."""
-    select_per_query: int = 3
-    """PA-RAG's selector keeps at most this many tools per sub-query."""
-    select_candidates: int = 5
-    """Candidates PA-RAG's selector sees per sub-query (its prompt, hence its latency)."""
-    whole_keep: int = 3
-    """PA-RAG's aggregation adds the whole request's top tools to the sub-query selections."""
     action_penalty: float = 0.07
     """``steps``: taken from a tool whose name's action the request does not ask for, divided
     by the number of action classes the request asks for (more classes, weaker evidence)."""
@@ -124,6 +119,39 @@ class RouteParams:
     exact_names: bool = True
     """Every strategy: a tool the query names ranks first, a named server's tools are first
     among equals (route/exact.py; off: the ablation without it)."""
+
+
+StrategyFn = Callable[[ToolIndex, QueryContext, RouteParams], Scores]
+"""What a strategy computes: one score per tool of the index."""
+
+Embeds = Literal["none", "query", "intent-spans", "intents"]
+"""What a strategy needs embedded: nothing (lexical only); the query; the query and its
+sub-intents pooled from the query's one model pass (late chunking); or the query and each
+sub-intent embedded on its own (better vectors, one more pass per clause)."""
+
+Group = Literal["product", "paper", "plugin"]
+"""Where ``toolroute strategies`` lists a strategy: the product's modes, the papers' methods,
+or what a plugin registered (benchmarks' research variants, a user's own)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Strategy:
+    """A named composition of stages, as ``--strategy NAME`` picks it."""
+
+    name: str
+    score: StrategyFn
+    embeds: Embeds
+    """What the query needs embedded (see :data:`Embeds`)."""
+    summary: str
+    """One plain line for ``toolroute strategies``."""
+    uses_stats: bool = False
+    """Reads online statistics: the router hands it its :class:`StatsBook`."""
+    presentation: Literal["attention", "full", "top-k"] = "attention"
+    """How its tools reach the model (``bench --tokens``): the two phases of a summary pool and
+    promoted schemas, every full schema (a naive MCP client), or the top-k full schemas
+    without a summary pool."""
+    group: Group = "plugin"
+    """Where ``toolroute strategies`` lists it (:data:`Group`)."""
 
 
 def _normalised(s: Scores) -> Scores:
