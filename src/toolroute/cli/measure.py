@@ -25,6 +25,7 @@ from toolroute.cli.common import (
     synced_option,
 )
 from toolroute.errors import ConfigError
+from toolroute.extra import require
 
 
 @main.command()
@@ -81,6 +82,8 @@ def bench(
     from toolroute.catalog.loader import load_queries
     from toolroute.route.strategy import STRATEGIES, resolve_strategy
 
+    if out is not None:  # fail before the run, not after it
+        require("matplotlib", "plot", "bench --out (its plots)")
     names = list(strategies) or ["default"]
     if "all" in names:
         names = list(STRATEGIES)
@@ -258,6 +261,8 @@ def simulate(
     from toolroute.catalog.loader import load_queries
     from toolroute.route.strategy import resolve_strategy
 
+    if out is not None:  # fail before the run, not after it
+        require("matplotlib", "plot", "simulate --out (its plots)")
     names = list(strategies) or ["cascade", "ehrr"]
     span = _window(window)
     down = _window(outage, "--outage")
