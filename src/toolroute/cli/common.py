@@ -127,7 +127,7 @@ documents_option = click.option(
     "--documents",
     default="toolroute",
     show_default=True,
-    help="Tool-document preset: toolroute, concat, var-1, var-2 (seed 001 TDWA).",
+    help="Tool-document preset: toolroute, concat, var-1, var-2 (ScaleMCP's weighted documents).",
 )
 queries_option = click.option(
     "--queries",

@@ -247,7 +247,7 @@ def simulate(
     out: Path | None,
     as_json: bool,
 ) -> None:
-    """Simulate an agent over a seeded world of prices, failures and latencies (seed 000 §V).
+    """Simulate an agent over a seeded world of prices, failures and latencies (EHRR's §V).
 
     Each seed draws one world (every server sold by --providers vendors with their own
     prices, hidden success, post-accept failures and latencies) before any strategy runs;
@@ -347,7 +347,7 @@ def calibrate(
     write: Path | None,
     as_json: bool,
 ) -> None:
-    """Find θ for the similarity gate (seed 002 §5.2): the F1-best threshold on QUERIES.
+    """Find θ for the similarity threshold (Tool Attention §5.2): the F1-best threshold on QUERIES.
 
     For each θ, the gated set of a query is its top-k candidates scoring at least θ;
     precision is over that set, recall over the required tool groups.

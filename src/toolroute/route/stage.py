@@ -331,7 +331,7 @@ def _scope(ix: ToolIndex, server_score: Scores, k: int, tool_scores: Scores) -> 
 
 
 def cascade(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
-    """Seed 003 §4.3: prune to the top servers, then rank their tools by the hybrid score."""
+    """PA-RAG §4.3: prune to the top servers, then rank their tools by the hybrid score."""
     return _scope(ix, server_scores(ix, q, p), p.servers_k, hybrid(ix, q, p))
 
 
