@@ -152,6 +152,8 @@ if want gateway; then
     full && run $PY benchmarks/gateway_latency.py --relay --calls 200 \
         --out "$R/gateway_latency_relay_200.md"
     run $PY benchmarks/idle_memory.py --imports $IMP --out "$R/idle_memory.md"
+    # serve's resident memory after a call: pass-through (no model) and routing.
+    run $PY benchmarks/serve_rss.py --out "$R/serve_rss.md"
     # What /metrics costs per request (metrics on against off in one run).
     if full; then MC=400; else MC=40; fi
     run $PY benchmarks/metrics_overhead.py --calls $MC --out "$R/metrics.md"

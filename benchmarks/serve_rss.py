@@ -38,6 +38,14 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _label(src: Path) -> str:
+    """``src`` relative to this repository where it is inside it (``src``), else as given."""
+    try:
+        return str(src.relative_to(REPO))
+    except ValueError:
+        return str(src)
+
+
 def _status_kb(pid: int, field: str) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith(field + ":"):
@@ -112,7 +120,7 @@ def measure(src: Path, expose: str) -> dict[str, Any]:
 
             anyio.run(run)
             return {
-                "src": str(src),
+                "src": _label(src),
                 "expose": expose,
                 "rss_mb": round(_status_kb(proc.pid, "VmRSS") / 1024, 1),
                 "peak_mb": round(_status_kb(proc.pid, "VmHWM") / 1024, 1),

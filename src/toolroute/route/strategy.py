@@ -233,5 +233,6 @@ def resolve_strategy(name: str) -> Strategy:
         return STRATEGIES[name]
     except KeyError:
         raise ConfigError(
-            f"unknown strategy {name!r}; choose from: {', '.join(STRATEGIES)}"
+            f"unknown strategy {name!r}; choose from: {', '.join(STRATEGIES)} (research "
+            "variants: --plugin benchmarks/variants.py)"
         ) from None
