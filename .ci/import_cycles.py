@@ -7,8 +7,9 @@ that names a module of the package (relative imports resolved; ``from pkg import
 edge to ``pkg.mod`` when that is a module, else to ``pkg``). Each edge is *module-level* (runs
 when the module is imported: top level, class bodies, ``try``/``if`` at top level) or
 *function-level* (inside a ``def``, deferred to the first call, which is how a cycle is usually
-dodged); imports under ``if TYPE_CHECKING:`` never run and are left out. Parent packages'
-``__init__`` are not counted as imported by their submodules.
+dodged) or *type-level* (under ``if TYPE_CHECKING:``: never run, but two modules that name each
+other's types are still one concept split in two). Parent packages' ``__init__`` are not
+counted as imported by their submodules.
 
 Prints every cycle, each with the kind of every edge on it, and exits 1 when there is one
 (0 with ``--report-only``, which only lists them). A cycle is listed once per strongly connected
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-Kind = Literal["module", "function"]
+Kind = Literal["module", "function", "type"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +66,7 @@ def _imports(tree: ast.Module) -> Iterator[tuple[ast.Import | ast.ImportFrom, Ki
             if isinstance(child, ast.Import | ast.ImportFrom):
                 yield child, kind
             elif isinstance(child, ast.If) and _is_type_checking(child.test):
+                yield from walk(ast.Module(body=child.body, type_ignores=[]), "type")
                 for other in child.orelse:  # `else:` of TYPE_CHECKING does run
                     yield from walk(ast.Module(body=[other], type_ignores=[]), kind)
             elif isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -192,7 +194,8 @@ def _path(start: str, goal: str, succ: dict[str, set[str]], allowed: set[str]) -
 def cycles(edges: list[Edge]) -> list[list[Edge]]:
     """Cycles covering every edge of every strongly connected group (see the module doc)."""
     by_pair: dict[tuple[str, str], Edge] = {}
-    for e in sorted(edges, key=lambda e: (e.kind != "module", e.line)):
+    rank = {"module": 0, "function": 1, "type": 2}
+    for e in sorted(edges, key=lambda e: (rank[e.kind], e.line)):
         by_pair.setdefault((e.source, e.target), e)  # a module-level edge wins over a deferred one
     nodes = sorted({e.source for e in edges} | {e.target for e in edges})
     succ: dict[str, set[str]] = {n: set() for n in nodes}
@@ -216,7 +219,13 @@ def render(found: list[list[Edge]]) -> str:
     lines = []
     for ring in found:
         kinds = {e.kind for e in ring}
-        label = "module-level" if kinds == {"module"} else "needs a function-level import"
+        label = (
+            "module-level"
+            if kinds == {"module"}
+            else "type-level"
+            if "type" in kinds
+            else "needs a function-level import"
+        )
         path = " -> ".join([e.source for e in ring] + [ring[0].source])
         lines.append(f"cycle ({label}): {path}")
         lines.extend(f"    {e.source} -> {e.target}  ({e.kind}-level, line {e.line})" for e in ring)

@@ -2,17 +2,19 @@
 scenarios) against the gateway, per scenario and exposure mode.
 
     python benchmarks/conformance.py [--mode direct] [--mode all] [--mode meta] [--mode bind]
-                                     [--before PATH] [--check] [--out F]
+                                     [--dual-era] [--before PATH] [--check] [--out F]
 
 Modes: ``direct`` is the suite against the test server itself (tests/fixtures/
 conformance_server.py over streamable HTTP), to show the server is good; ``all``, ``meta`` and
 ``bind`` are ``toolroute serve --transport http`` in front of that server over stdio, with that
-``expose`` setting. A scenario counts as passed when the suite reports no failed check and, where
-the scenario returns what the server said, that content is the test server's own (the suite
-accepts any error text, so an error from the gateway itself would pass it). In the routed modes
-(meta, bind) a scenario that calls a tool by its plain name is not applicable — there a tool runs
-through ``call_tool`` — and the table shows the suite's verdict in brackets; tests/integration/
-test_relay.py runs the same progress, logging, sampling and elicitation through ``call_tool``.
+``expose`` setting; with ``--dual-era`` the server behind the gateway serves both protocol eras (as
+any server on the SDK 2.x does) while its code asks the client the 2025 way. A scenario counts as
+passed when the suite reports no failed check and, where the scenario returns what the server said,
+that content is the test server's own (the suite accepts any error text, so an error from the
+gateway itself would pass it). In the routed modes (meta, bind) a scenario that calls a tool by its
+plain name is not applicable — there a tool runs through ``call_tool`` — and the table shows the
+suite's verdict in brackets; tests/integration/test_relay.py runs the same progress, logging,
+sampling and elicitation through ``call_tool``.
 
 Needs node >= 22 and the suite in .toolroute/npm (bash .ci/run installs both). ``--check`` exits 1
 unless pass-through passes 32/32 and every applicable routed scenario passes. ``--before PATH``
@@ -114,9 +116,10 @@ def wait_port(port: int, proc: subprocess.Popen[bytes], timeout_s: float) -> Non
 
 
 @contextmanager
-def serving(mode: str, toolroute: str, tmp: Path) -> Iterator[str]:
+def serving(mode: str, toolroute: str, tmp: Path, dual_era: bool = False) -> Iterator[str]:
     """The URL of the server under test in ``mode``; the process is stopped on exit."""
     port = free_port()
+    fixture = [str(FIXTURE), *(["--dual-era"] if dual_era else [])]
     if mode == "direct":
         cmd = [sys.executable, str(FIXTURE), "--http", str(port)]
     else:
@@ -124,7 +127,7 @@ def serving(mode: str, toolroute: str, tmp: Path) -> Iterator[str]:
         config = tmp / f"servers-{mode}.json"
         config.write_text(
             json.dumps(
-                {"mcpServers": {"conformance": {"command": sys.executable, "args": [str(FIXTURE)]}}}
+                {"mcpServers": {"conformance": {"command": sys.executable, "args": fixture}}}
             )
         )
         config.with_name("toolroute.toml").write_text(
@@ -180,13 +183,15 @@ def verdict(scenario: str, checks: list[dict[str, Any]]) -> tuple[bool, str]:
     return True, "pass"
 
 
-def evaluate(modes: list[str], toolroute: str, before: str | None) -> dict[str, Any]:
+def evaluate(
+    modes: list[str], toolroute: str, before: str | None, dual_era: bool = False
+) -> dict[str, Any]:
     table: dict[str, dict[str, dict[str, Any]]] = {}
     with tempfile.TemporaryDirectory(prefix="toolroute-conformance-") as d:
         tmp = Path(d)
         for mode in modes:
             exe = before if mode == "before" and before else toolroute
-            with serving(mode, exe, tmp) as url:
+            with serving(mode, exe, tmp, dual_era) as url:
                 results = run_suite(url, tmp / f"results-{mode}")
             for scenario, checks in results.items():
                 ok, cell = verdict(scenario, checks)
@@ -205,7 +210,7 @@ def evaluate(modes: list[str], toolroute: str, before: str | None) -> dict[str, 
             "applicable": len(applicable),
             "passed": sum(c["passed"] for c in applicable),
         }
-    return {"modes": modes, "scenarios": table, "summary": summary}
+    return {"modes": modes, "scenarios": table, "summary": summary, "dual_era": dual_era}
 
 
 def markdown(report: dict[str, Any], command: str) -> str:
@@ -221,7 +226,13 @@ def markdown(report: dict[str, Any], command: str) -> str:
         ' `expose = "all"` (pass-through); `meta`/`bind` = routed. n/a = the scenario calls a'
         " tool by its plain name, which routed modes run through `call_tool` (the suite's own"
         " verdict in brackets). `before` = the gateway without the relay (`--before`), default"
-        " routed mode.",
+        " routed mode."
+        + (
+            " Behind the gateway the test server serves both protocol eras (`--dual-era`, as an"
+            " SDK 2.x server does) and asks the client the 2025 way."
+            if report.get("dual_era")
+            else ""
+        ),
         "",
         "| mode | scenarios | applicable | passed |",
         "|---|---|---|---|",
@@ -250,6 +261,9 @@ def main() -> int:
     parser.add_argument("--mode", action="append", choices=["direct", "all", "meta", "bind"])
     parser.add_argument("--toolroute", default=TOOLROUTE, help="toolroute executable to test")
     parser.add_argument("--before", help="toolroute executable without the relay (before column)")
+    parser.add_argument(
+        "--dual-era", action="store_true", help="the server behind the gateway serves both eras"
+    )
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--check", action="store_true", help="exit 1 unless the targets hold")
     args = parser.parse_args()
@@ -257,10 +271,12 @@ def main() -> int:
         print("node 22 or the conformance suite is missing: bash .ci/run installs them")
         return 2
     modes = (args.mode or ["direct", "all", "meta"]) + (["before"] if args.before else [])
-    report = evaluate(modes, args.toolroute, args.before)
+    report = evaluate(modes, args.toolroute, args.before, args.dual_era)
     command = "python benchmarks/conformance.py " + " ".join(
         f"--mode {m}" for m in modes if m != "before"
     )
+    if args.dual_era:
+        command += " --dual-era"
     if args.before:
         command += f" --before {args.before}"
     args.out.parent.mkdir(parents=True, exist_ok=True)

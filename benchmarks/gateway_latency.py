@@ -1,6 +1,7 @@
 """Gateway latency: what one call through ``toolroute serve`` costs over calling the server direct.
 
     python benchmarks/gateway_latency.py [--calls 200] [--warmup 20] [--http] [--relay]
+                                         [--proxies PYTHON]
                                          [--mode legacy] [--mode auto]
                                          [--breakdown] [--json] [--out F]
 
@@ -18,6 +19,11 @@ each gateway, in alternating batches (the order rotates each round) so that mach
 every path alike. Every result is checked (no is_error; the time mentions Asia/Tokyo, the
 candidates hold time__get_current_time). Prints a markdown table of p50/p95/mean per path and
 the added p50/p95 (gateway - direct); --json prints a JSON object instead.
+
+With --proxies PYTHON it also times two pass-through proxies over stdio, each in front of its
+own time server: ``toolroute serve`` with ``expose = "all"`` and FastMCP's ``create_proxy`` (run
+by PYTHON, which has fastmcp installed), and reports the CPU each kind of process spent while
+the calls were timed.
 
 With --relay it measures the relay instead: it opens the conformance test server
 (tests/fixtures/conformance_server.py) direct and behind a ``toolroute serve`` in pass-through
@@ -39,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import socket
 import statistics
 import subprocess
@@ -176,7 +183,13 @@ def _relay_added(stats: dict[str, dict[str, float]]) -> dict[str, dict[str, floa
 
 def _stats(ms: list[float]) -> dict[str, float]:
     q = statistics.quantiles(ms, n=100, method="inclusive")
-    return {"calls": len(ms), "p50_ms": q[49], "p95_ms": q[94], "mean_ms": statistics.fmean(ms)}
+    return {
+        "calls": len(ms),
+        "p50_ms": q[49],
+        "p95_ms": q[94],
+        "p99_ms": q[98],
+        "mean_ms": statistics.fmean(ms),
+    }
 
 
 async def _measure(args: argparse.Namespace, tmp: Path) -> dict[str, list[float]]:
@@ -210,8 +223,21 @@ async def _measure(args: argparse.Namespace, tmp: Path) -> dict[str, list[float]
                 store = str(tmp / f"store-stdio-{mode}")
                 target = StdioServerParameters(command=TOOLROUTE, args=[*serve, store])
                 gws[f"stdio{era}"] = await connect(target, mode)
+                if args.baseline_src:  # the same gateway from another source tree, same run
+                    env = {**os.environ, "PYTHONPATH": str(Path(args.baseline_src) / "src")}
+                    old = [*serve, str(tmp / f"store-baseline-{mode}")]
+                    target = StdioServerParameters(command=TOOLROUTE, args=old, env=env)
+                    gws[f"stdio{era}, baseline"] = await connect(target, mode)
                 if url is not None:
                     gws[f"http{era}"] = await connect(url, mode)
+            if args.proxies:  # pass-through: toolroute's and FastMCP's, the same server behind
+                for mode in args.modes:
+                    era = "" if args.modes == ["legacy"] else f", {ERAS[mode]}"
+                    for label, target in _proxies(args.proxies, tmp, mode).items():
+                        proxy = await connect(target, mode)
+                        paths[f"{label} (stdio{era})"] = _caller(
+                            proxy, "get_current_time", TZ_ARGS, _check_time
+                        )
             for t, gw in gws.items():
                 paths[f"gateway call_tool ({t})"] = _caller(gw, "call_tool", VIA_ARGS, _check_time)
             for t, gw in gws.items():
@@ -220,7 +246,10 @@ async def _measure(args: argparse.Namespace, tmp: Path) -> dict[str, list[float]
 
             for t in gws:  # find_tools first: the call gate admits only promoted tools
                 await paths[f"gateway find_tools ({t})"]()
-            return await _timed_blocks(paths, args.calls, args.warmup, args.batch)
+            before = _cpu_of_children()
+            timed = await _timed_blocks(paths, args.calls, args.warmup, args.batch)
+            args.cpu = _cpu_spent(before, _cpu_of_children())
+            return timed
     finally:
         if proc is not None:
             proc.terminate()
@@ -229,6 +258,80 @@ async def _measure(args: argparse.Namespace, tmp: Path) -> dict[str, list[float]
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+FASTMCP_PROXY = """
+import sys
+from fastmcp.server.server import create_proxy
+servers = {"time": {"command": sys.argv[1], "args": sys.argv[2:]}}
+create_proxy({"mcpServers": servers}, name="fastmcp-proxy").run(show_banner=False)
+"""
+
+
+def _proxies(python: str, tmp: Path, mode: str) -> dict[str, StdioServerParameters]:
+    """toolroute in pass-through (``expose = "all"``) and FastMCP's proxy (run by
+    ``python``, an interpreter with fastmcp installed), each over stdio in front of its own
+    time server."""
+    folder = tmp / f"passthrough-{mode}"
+    folder.mkdir()
+    (folder / "servers.json").write_text(
+        json.dumps({"mcpServers": {"time": {"command": PY, "args": TIME_ARGS}}})
+    )
+    (folder / "toolroute.toml").write_text(
+        f'[toolroute]\nstore = "{folder / "store"}"\nexpose = "all"\n'
+    )
+    script = tmp / "fastmcp_proxy.py"
+    script.write_text(FASTMCP_PROXY)
+    return {
+        "toolroute pass-through": StdioServerParameters(
+            command=TOOLROUTE, args=["serve", str(folder / "servers.json")]
+        ),
+        "fastmcp proxy": StdioServerParameters(command=python, args=[str(script), PY, *TIME_ARGS]),
+    }
+
+
+def _cpu_of_children() -> dict[int, tuple[str, float]]:
+    """CPU seconds (user + system) of every process below this one, with its command line
+    (Linux /proc; empty elsewhere)."""
+    ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    parent: dict[int, int] = {}
+    cpu: dict[int, tuple[str, float]] = {}
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        pid = int(entry.name)
+        parent[pid] = int(fields[1])
+        cpu[pid] = (cmd.strip(), (int(fields[11]) + int(fields[12])) / ticks)
+    me, out = os.getpid(), {}
+    for pid in cpu:
+        p = pid
+        while p in parent and p != me:
+            p = parent[p]
+        if p == me and pid != me:
+            out[pid] = cpu[pid]
+    return out
+
+
+def _cpu_spent(
+    before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]]
+) -> dict[str, float]:
+    """CPU seconds each child process spent between two snapshots, by a short label."""
+    spent: dict[str, float] = {}
+    for pid, (cmd, seconds) in after.items():
+        if pid not in before:
+            continue
+        used = seconds - before[pid][1]
+        if "fastmcp_proxy" in cmd:
+            label = "fastmcp proxy"
+        elif " serve " in cmd:
+            label = "toolroute serve" + (" (pass-through)" if "passthrough-" in cmd else "")
+        else:
+            label = "time server" if "mcp_server_time" in cmd else "other"
+        spent[label] = spent.get(label, 0.0) + used
+    return spent
 
 
 async def _timed_blocks(
@@ -330,16 +433,34 @@ def _report(ms: dict[str, list[float]], args: argparse.Namespace, runtime_s: flo
         "added_vs_direct": added,
         "relay_added_vs_direct": _relay_added(stats),
         "runtime_s": runtime_s,
+        "cpu_s": getattr(args, "cpu", {}),
+        "modes": args.modes,
     }
     return rep
 
 
 def _markdown(rep: Report) -> str:
-    lines = ["| path | calls | p50 ms | p95 ms | mean ms |", "|---|---:|---:|---:|---:|"]
+    lines = [
+        "| path | calls | p50 ms | p95 ms | p99 ms | mean ms |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     for name, s in rep["paths"].items():
-        cells = [name, str(s["calls"])] + [f"{s[k]:.2f}" for k in ("p50_ms", "p95_ms", "mean_ms")]
+        keys = ("p50_ms", "p95_ms", "p99_ms", "mean_ms")
+        cells = [name, str(s["calls"])] + [f"{s[k]:.2f}" for k in keys]
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
+    if rep.get("cpu_s"):
+        lines.append(
+            "CPU seconds spent by each kind of process while the calls were timed (all its "
+            "processes, every path's calls): "
+            + ", ".join(f"{k} {v:.2f} s" for k, v in sorted(rep["cpu_s"].items()))
+        )
+        served = (rep["calls"] + rep["warmup"]) * len(rep.get("modes", ["legacy"]))
+        for kind in ("toolroute serve (pass-through)", "fastmcp proxy"):
+            if kind in rep["cpu_s"]:
+                per_call = rep["cpu_s"][kind] / served * 1e3
+                lines.append(f"- {kind}: {per_call:.2f} ms of CPU per call it relayed")
+        lines.append("")
     for name, a in rep["added_vs_direct"].items():
         lines.append(
             f"- added by the gateway, {name} - direct: "
@@ -383,6 +504,19 @@ def main() -> None:
     ap.add_argument("--warmup", "-w", type=int, default=20, help="untimed warm-up calls per path")
     ap.add_argument("--batch", type=int, default=20, help="calls per path before switching path")
     ap.add_argument("--http", action="store_true", help="also measure over streamable HTTP")
+    ap.add_argument(
+        "--baseline-src",
+        metavar="DIR",
+        help="also time the stdio gateway run from the source tree DIR (e.g. a worktree of an "
+        "earlier commit: git worktree add /tmp/before COMMIT), in the same run",
+    )
+    ap.add_argument(
+        "--proxies",
+        metavar="PYTHON",
+        help="also time pass-through proxies over stdio: toolroute (expose = all) and FastMCP's "
+        "create_proxy run by PYTHON, an interpreter with fastmcp installed "
+        "(e.g. .toolroute/interop-venv/bin/python)",
+    )
     ap.add_argument(
         "--mode",
         dest="modes",

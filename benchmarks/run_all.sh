@@ -164,6 +164,11 @@ if want faults; then
     if full; then C=20; else C=3; fi
     run $PY benchmarks/faults.py --calls $C --out "$R/faults.md"
     run $PY benchmarks/faults.py --calls $C --timeout 60 --cap 314572800 --out "$R/faults-nocap.md"
+    # serve in front of a server listing 20,000 tools: initialize and the first route of the
+    # other server's tools (the docs' "before" row adds --before with the older checkout's src/)
+    if full; then T=20000; else T=2000; fi
+    run $PY benchmarks/startup.py --tools $T --timeout 180 --connect-timeout 120 \
+        --out "$R/startup.md"
 fi
 
 if want load; then

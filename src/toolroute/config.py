@@ -13,19 +13,9 @@ commas (VS Code writes JSON with comments) are accepted. ``${VAR}``, ``${VAR:-de
 cwd, url and headers are expanded from the environment; an unset variable is refused.
 
     # toolroute.toml (optional; next to the JSON, or --settings FILE)
-    [toolroute]
-    store = "~/.local/share/toolroute"   # default: the per-user data dir; or a
-                                         # "postgresql://…" URL shared by gateway replicas
-    strategy = "default"
-    k = 5
-    call_timeout_s = 30
-    connect_timeout_s = 20
-    expose = "meta"                      # "bind": found tools join tools/list; "all": pass-through
-    max_result_bytes = 4194304           # larger downstream replies become an isError
-    approved = ["srv__tool@0123abcd"]    # tools released from quarantine (name[@version])
-    relist_interval_s = 300              # re-list every server this often (silent changes)
-    query_cache = 1024                   # find_tools query vectors kept in memory (0: off)
-    value_usd = 0.05                     # adaptive: what a successful call is worth (USD)
+    [toolroute]                          # every setting, its default and what it does:
+    k = 5                                # settings.ToolrouteSettings (the docs' table)
+    expose = "bind"
     [llm]                                # optional LLM stages (pa-rag, atr): any OpenAI-compatible
     base_url = "http://127.0.0.1:8080/v1"  # chat endpoint; default: TOOLROUTE_LLM_BASE_URL
     model = "qwen2.5-coder-0.5b-instruct"
@@ -33,6 +23,8 @@ cwd, url and headers are expanded from the environment; an unset variable is ref
     timeout_s = 20
     [auth]                               # HTTP transport only (serve --transport http)
     bearer_token_env = "TOOLROUTE_TOKEN" # one token, any tool; the token is read from it
+    # enabled = false                    # no tokens, said explicitly (a reload that drops
+                                         # the tokens of a running gateway needs it)
     [auth.clients.ci]                    # or one token per client, each with an allow-list
     token_env = "TOOLROUTE_CI_TOKEN"
     servers = ["time"]                   # fnmatch patterns on server names …
@@ -41,6 +33,8 @@ cwd, url and headers are expanded from the environment; an unset variable is ref
     allowed_hosts = ["gateway.lan:8765"] # Host / Origin accepted besides loopback (DNS rebinding)
     allowed_origins = ["https://app.example"]
     json_response = false                # true: plain JSON replies, no progress/sampling relay
+    forwarded_allow_ips = ["10.0.0.5"]   # behind a reverse proxy: believe its X-Forwarded-For
+                                         # (default: no one's; the TCP peer is the client)
     [metrics]
     enabled = true                       # /metrics (Prometheus) over HTTP, behind [auth]
     [limits]                             # per client (docs/operations.md); [limits.clients.ID]
@@ -66,11 +60,13 @@ import json
 import logging
 import os
 import re
+import stat
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from toolroute.catalog.curation import Curation
@@ -82,6 +78,7 @@ from toolroute.policy import CallGateScope, ClientAccess, LimitSettings, gate_sc
 from toolroute.route.gate import Preconditions
 from toolroute.settings import (
     CURATION_FIELDS,
+    DEFAULTS,
     GATE_FIELDS,
     Toml,
     client_access,
@@ -153,14 +150,14 @@ class GatewayConfig:
     """By name; a :class:`MemorySpec` (an SDK server object in this process) only from code."""
     store: StoreTarget | None = None
     """A directory (SQLite) or a ``postgresql://`` URL shared by gateway replicas."""
-    strategy: str = "default"
-    k: int = 5
-    call_timeout_s: float = 30.0
-    connect_timeout_s: float = 20.0
-    expose: Literal["meta", "bind", "all"] = "meta"
+    strategy: str = DEFAULTS.strategy
+    k: int = DEFAULTS.k
+    call_timeout_s: float = DEFAULTS.call_timeout_s
+    connect_timeout_s: float = DEFAULTS.connect_timeout_s
+    expose: Literal["meta", "bind", "all"] = DEFAULTS.expose
     """``meta``: only find_tools/call_tool; ``bind``: found tools are added to tools/list too;
     ``all``: pass-through, every server's tools in tools/list, no routing."""
-    call_gate: CallGateScope = "client"
+    call_gate: CallGateScope = gate_scope(DEFAULTS.call_gate)
     """Refuse call_tool on a tool find_tools has not returned: to this ``client`` (any of its
     sessions; the default), in this ``connection`` only, or ``off``."""
     scopes: tuple[str, ...] = ()
@@ -172,8 +169,8 @@ class GatewayConfig:
     pinned: tuple[str, ...] = ()
     """``server__tool`` names always promoted and callable."""
     events_log: Path | None = None
-    """JSON-lines file receiving one routing event per find_tools (seed 002 §5.7)."""
-    otel: bool = False
+    """JSON-lines file receiving one routing event per find_tools (Tool Attention §5.7)."""
+    otel: bool = DEFAULTS.otel
     """Also emit each routing event as an OpenTelemetry span (``toolroute[otel]``)."""
     path: Path | None = None
     """The mcpServers file this came from (names the default store of its gateway)."""
@@ -181,18 +178,18 @@ class GatewayConfig:
     server_gates: dict[str, Preconditions] = field(default_factory=dict)
     server_meta: dict[str, dict[str, float]] = field(default_factory=dict)
     tool_meta: dict[str, dict[str, float]] = field(default_factory=dict)
-    max_result_bytes: int = 4 * 1024 * 1024
+    max_result_bytes: int = DEFAULTS.max_result_bytes
     """Largest downstream reply (bytes of JSON) passed on; larger ones become an isError."""
     approved: tuple[str, ...] = ()
     """``server__tool`` or ``server__tool@version``: released from quarantine by config."""
-    relist_interval_s: float = 300.0
+    relist_interval_s: float = DEFAULTS.relist_interval_s
     """Every server is re-listed this often, so a tool changed without list_changed is seen."""
-    value_usd: float = 0.05
+    value_usd: float = DEFAULTS.value_usd
     """V of ``adaptive``: what one successful call is worth (USD), where :attr:`values`
     sets nothing (route/adaptive.py)."""
     values: tuple[tuple[str, float], ...] = ()
     """``value_usd`` under ``[servers.X]`` (key ``X``) and ``[tools."X__t"]`` (``X__t``)."""
-    query_cache: int = 1024
+    query_cache: int = DEFAULTS.query_cache
     """find_tools query vectors kept in an in-memory LRU (0: off; :mod:`toolroute.embed.memo`)."""
     llm: LLMConfig | None = None
     """Endpoint of the optional LLM stages: ``[llm]`` in toolroute.toml, else the
@@ -203,6 +200,9 @@ class GatewayConfig:
     """Host headers accepted over HTTP besides loopback (``host:port``, ``host:*``)."""
     allowed_origins: tuple[str, ...] = ()
     """Origin headers accepted over HTTP besides loopback (``scheme://host:port``, ``…:*``)."""
+    forwarded_allow_ips: tuple[str, ...] = ()
+    """``[http] forwarded_allow_ips``: the reverse proxies whose ``X-Forwarded-For`` names the
+    client (the status sign-in throttle keys on it); empty: no forwarded header is trusted."""
     http_json_response: bool = False
     """Answer each HTTP request with one JSON body, not an SSE stream: less CPU per request,
     but a call's progress, log and sampling messages cannot reach the client."""
@@ -215,6 +215,15 @@ class GatewayConfig:
     settings_path: Path | None = None
     """The toolroute.toml of this config (read if it exists); live reconfiguration watches
     it (:mod:`toolroute.gateway.reload`)."""
+    settings_read: bool = False
+    """The toolroute.toml existed and was not empty: a reload that finds it missing or empty
+    is refused (a delete-then-write or a rewrite caught half-way), never read as defaults."""
+    links: tuple[Path, ...] = ()
+    """The files' paths as given, where a symlink stands between them and :attr:`path` or
+    :attr:`settings_path`: a reload follows a swap of the link itself too."""
+    auth_off: bool = False
+    """``[auth] enabled = false``: HTTP without tokens, said explicitly. A reload may drop the
+    tokens a running gateway requires only with it (:mod:`toolroute.gateway.reload`)."""
 
 
 def _where(source: str, err: ValidationError, prefix: str = "") -> ConfigError:
@@ -225,30 +234,79 @@ def _where(source: str, err: ValidationError, prefix: str = "") -> ConfigError:
     return ConfigError(f"{source}: {path}: {msg}")
 
 
-def read_json(path: Path) -> Any:
-    """A JSON file, comments and trailing commas allowed (VS Code's JSON with comments); every
-    error names the file in one line."""
+MAX_CONFIG_BYTES = 16 * 1024 * 1024
+"""Largest config file read (servers JSON, toolroute.toml); a larger one is refused."""
+
+
+TOO_DEEP_JSON = "nested too deeply to read (arrays or objects over 200 levels deep)"
+"""The JSON parser's own depth limit (pydantic-core's): a deeper file is refused, not recursed."""
+
+
+def read_config_text(path: Path, max_bytes: int = MAX_CONFIG_BYTES) -> str:
+    """The text of a config file, read without ever blocking: the path (symlinks followed)
+    must name a regular file of at most ``max_bytes``. It is opened non-blocking and checked
+    on the open descriptor, so a FIFO nobody writes, a device or a directory swapped in for
+    the file is refused at once instead of hanging the reader."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        text = path.read_text(encoding="utf-8")
+        fd = os.open(path, flags)
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such file") from None
     except IsADirectoryError:
-        raise ConfigError(f"{path}: is a directory, expected a JSON file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"{path}: cannot read: {e}") from None
+        raise ConfigError(f"{path}: is a directory, expected a file") from None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read: {e.strerror or e}") from None
     try:
-        return json.loads(text)
-    except RecursionError:
-        raise ConfigError(f"{path}: {TOO_DEEP}") from None
-    except json.JSONDecodeError as e:
-        import json5
-
-        try:  # JSON with comments: read as JSON5 (its superset); its errors are JSON's
-            return json5.loads(text)
-        except (ValueError, RecursionError):
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise ConfigError(f"{path}: is a directory, expected a file")
+        if not stat.S_ISREG(st.st_mode):
             raise ConfigError(
-                f"{path}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}"
-            ) from None
+                f"{path}: not a regular file (a FIFO, socket or device): config files are "
+                "read only from regular files"
+            )
+        if st.st_size > max_bytes:
+            raise ConfigError(f"{path}: {st.st_size} bytes, over the {max_bytes}-byte limit")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= max_bytes and (chunk := os.read(fd, max_bytes + 1 - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+        data = b"".join(chunks)
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read: {e.strerror or e}") from None
+    finally:
+        os.close(fd)
+    if len(data) > max_bytes:
+        raise ConfigError(f"{path}: over the {max_bytes}-byte limit")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        why = f"not UTF-8 ({e.reason} at byte {e.start})"
+        raise ConfigError(f"{path}: cannot read: {why}") from None
+
+
+def read_json(path: Path) -> Any:
+    """A JSON file, comments and trailing commas allowed (VS Code's JSON with comments); every
+    error names the file in one line. One bounded parse: the text is at most
+    :data:`MAX_CONFIG_BYTES`, nesting past the parser's depth limit is refused, and the JSON5
+    fallback runs only on text the strict parser refused for its syntax, never for its depth."""
+    text = read_config_text(path)
+    if not text.strip():
+        raise ConfigError(f"{path}: the file is empty")
+    try:
+        return pydantic_core.from_json(text)
+    except ValueError as e:
+        if "recursion limit" in str(e):
+            raise ConfigError(f"{path}: {TOO_DEEP_JSON}") from None
+        what, at, where = str(e).rpartition(" at ")
+        reason = f"at {where}: {what}" if at else str(e)
+    import json5
+
+    try:  # JSON with comments: read as JSON5 (its superset); its errors are JSON's
+        return json5.loads(text)
+    except (ValueError, RecursionError):
+        raise ConfigError(f"{path}: invalid JSON {reason}") from None
 
 
 def servers_key(data: Any) -> str | None:
@@ -387,17 +445,15 @@ def load_config(
         raise ConfigError(f"{p}: {top}: every server is disabled")
     toml_path = Path(settings) if settings is not None else p.with_name("toolroute.toml")
     toml: dict[str, Any] = {}
-    if settings is not None or toml_path.is_file():
+    settings_text = ""
+    if settings is not None or toml_path.exists() or toml_path.is_symlink():
+        settings_text = read_config_text(toml_path)
         try:
-            toml = tomllib.loads(toml_path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ConfigError(f"{toml_path}: no such file") from None
+            toml = tomllib.loads(settings_text)
         except tomllib.TOMLDecodeError as e:
             raise ConfigError(f"{toml_path}: invalid TOML: {e}") from None
         except RecursionError:
             raise ConfigError(f"{toml_path}: {TOO_DEEP}") from None
-        except (OSError, UnicodeDecodeError) as e:
-            raise ConfigError(f"{toml_path}: cannot read: {e}") from None
     try:
         t = Toml.model_validate(toml)
     except ValidationError as err:
@@ -432,12 +488,18 @@ def load_config(
         )
     curation, tools = curation_of(t.tools)
     return GatewayConfig(
+        settings_read=bool(settings_text.strip()),
+        links=tuple(
+            a for a in (p.absolute(), toml_path.absolute()) if a != a.resolve(strict=False)
+        ),
+        auth_off=t.auth is not None and not t.auth.enabled,
         curation=curation,
         settings_path=toml_path.resolve(),
         clients=client_access(toml_path, t.auth, secrets),
         allowed_hosts=tuple(t.http.allowed_hosts),
         allowed_origins=tuple(t.http.allowed_origins),
         http_json_response=t.http.json_response,
+        forwarded_allow_ips=tuple(t.http.forwarded_allow_ips),
         limits=limit_settings(t.limits),
         metrics=t.metrics.enabled,
         llm=llm,

@@ -15,10 +15,14 @@ What an *agent* reads when the gateway refuses or fails a tool call is not an ex
 
 from __future__ import annotations
 
+import logging
+import sqlite3
+import sys
 from enum import StrEnum
 from typing import Any
 
 __all__ = [
+    "log_failure",
     "CatalogError",
     "ConfigError",
     "EmbedError",
@@ -88,3 +92,15 @@ def error_payload(
         out["message"] = message
     out.update(extra)
     return out
+
+
+def log_failure(logger: logging.Logger, message: str, *args: Any) -> None:
+    """Log the exception being handled: one line when the disk or the store fails (a full
+    disk fails every call the same way, and a traceback per call buries the log), the whole
+    traceback for anything else."""
+    e = sys.exc_info()[1]
+    if isinstance(e, sqlite3.Error | OSError | StoreError):
+        detail = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        logger.warning(message + ": %s", *args, detail[:300])
+    else:
+        logger.exception(message, *args)

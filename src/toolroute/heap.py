@@ -5,21 +5,20 @@ Fixed glibc malloc thresholds:
 
 onnxruntime (its CPU arena off, embed/onnx.py) allocates each batch's activations with
 ``malloc`` and frees them after the batch. glibc serves large allocations with ``mmap`` and
-returns them on ``free`` — until the first such free, which raises its *dynamic* mmap
-threshold to that size (up to 32 MB): from then on, buffers of that size come from the heap,
-and a heap that is freed in the middle is not given back: a cold index of livemcpbench grew
-by hundreds of MB over its last, longest batches (benchmarks/index_rss_trace.py measures it
-both ways). Setting ``M_MMAP_THRESHOLD`` explicitly turns the dynamic adjustment off
-(mallopt(3)).
+returns them on ``free`` — until the first such free, which raises its *dynamic* mmap threshold
+to that size (up to 32 MB): from then on, buffers of that size come from the heap, and a heap
+that is freed in the middle is not given back: a cold index grows over its last, longest batches
+(benchmarks/index_rss_trace.py measures it both ways). Setting ``M_MMAP_THRESHOLD`` explicitly
+turns the dynamic adjustment off (mallopt(3)).
 
 Two settings, since the two workloads want opposite ones. Bulk embedding (indexing, loading
 the model) runs under :func:`bulk_allocations`: mmapped from 128 KB, every batch's buffers go
-back on free. Routing wants its per-query temporaries (one float per tool: 400-800 KB at
-100k tools) on the heap: mmapped, each one is fresh zero pages, 300k page faults over 60
-routes of a fresh 100k process, whose warm p50 they inflated ~1.5-2.5x; kept on the heap
-(mmap from 2 MB, and up to 32 MB of free heap top kept instead of trimmed and faulted in
-again), about 9k. One setting for both costs one side: 128 KB the routes, anything that
-spares them 5-8% of a cold index's peak (benchmarks/results/heap_thresholds.md).
+back on free. Routing wants its per-query temporaries (one float per tool) on the heap:
+mmapped, each one is fresh zero pages, faulted in on every route and unmapped again, which
+slows a fresh process's warm routes; kept on the heap (mmap from 2 MB, and up to 32 MB of
+free heap top kept instead of trimmed and faulted in again), they are faulted in once. One
+setting for both costs one side: 128 KB slows the routes, anything that spares them raises a
+cold index's peak.
 
 A no-op off glibc, and when the user set ``MALLOC_MMAP_THRESHOLD_`` or
 ``MALLOC_TRIM_THRESHOLD_`` themselves.
@@ -130,6 +129,6 @@ def freeze_heap() -> None:
     """Move what start-up built (modules, the catalog, the SDK's server) into the permanent
     generation: the cyclic GC's full collections then walk only what requests allocate,
     instead of pausing every session to re-scan objects that live as long as the process
-    (the gateway's call_tool p99 at 100 req/s roughly halved, benchmarks/load.py)."""
+    (benchmarks/load.py measures the gateway's call latency under load)."""
     gc.collect()
     gc.freeze()

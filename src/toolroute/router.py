@@ -332,8 +332,7 @@ class Router:
             client=client,
         )
         # Scoring is a few matrix-vector products: one BLAS thread is as fast, and BLAS
-        # threads left spinning would starve onnxruntime's on the next query (2x latency on
-        # 2 cores, benchmarks/scale.py).
+        # threads left spinning would starve onnxruntime's on the next query (benchmarks/scale.py).
         with _BLAS.limit(limits=1, user_api="blas"):
             scores = strat.score(ix, ctx, self.params)
         # a tool the query names ranks first whatever the strategy (route/exact.py)

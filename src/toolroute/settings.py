@@ -6,6 +6,7 @@ clients with their tokens, tool curation and the names it exposes. The file's fo
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -21,37 +22,115 @@ from toolroute.store.base import StoreTarget, parse_store_target
 
 __all__ = [
     "CURATION_FIELDS",
+    "DEFAULTS",
     "GATE_FIELDS",
     "Toml",
+    "ToolrouteSettings",
     "client_access",
     "curation_of",
     "exposed",
     "limit_settings",
+    "settings_table",
     "store_target",
 ]
 
 
-class _Settings(BaseModel):
+class ToolrouteSettings(BaseModel):
+    """The ``[toolroute]`` table: every setting, its default and what it does, in one place.
+
+    The config (:class:`toolroute.config.GatewayConfig`), the gateway's constructors and the
+    docs' settings table (:func:`settings_table`) all take their defaults from here.
+    """
+
     model_config = ConfigDict(extra="forbid")
-    store: str | None = None
-    strategy: str = "default"
-    k: int = Field(default=5, ge=1, le=100)
-    call_timeout_s: float = Field(default=30.0, gt=0)
-    connect_timeout_s: float = Field(default=20.0, gt=0)
-    expose: Literal["meta", "bind", "all"] = "meta"
-    call_gate: bool | Literal["connection", "client", "off"] = True
-    scopes: list[str] = Field(default_factory=list)
-    milestones: list[str] = Field(default_factory=list)
-    threshold: float | None = None
-    pinned: list[str] = Field(default_factory=list)
-    events_log: str | None = None
-    otel: bool = False
-    # downstream faults and quarantine (gateway/quarantine.py, sources/stdio.py)
-    max_result_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
-    approved: list[str] = Field(default_factory=list)
-    relist_interval_s: float = Field(default=300.0, gt=0)
-    query_cache: int = Field(default=1024, ge=0, le=1_000_000)
-    value_usd: float = Field(default=0.05, ge=0)
+    store: str | None = Field(
+        default=None,
+        description="Store directory (SQLite) or a postgresql:// URL shared by gateway "
+        "replicas; default: a folder per config in the per-user data dir.",
+    )
+    strategy: str = Field(
+        default="default", description="How find_tools ranks tools (`toolroute strategies`)."
+    )
+    k: int = Field(default=5, ge=1, le=100, description="Tools find_tools returns by default.")
+    call_timeout_s: float = Field(
+        default=30.0, gt=0, description="Seconds a downstream tool call may take."
+    )
+    connect_timeout_s: float = Field(
+        default=20.0, gt=0, description="Seconds a downstream server may take to start."
+    )
+    expose: Literal["meta", "bind", "all"] = Field(
+        default="meta",
+        description="`meta`: the meta-tools only; `bind`: tools found for a client join its "
+        "tools/list; `all`: pass-through, every tool listed, no routing.",
+    )
+    call_gate: bool | Literal["connection", "client", "off"] = Field(
+        default="client",
+        description="Whose find_tools results a call may use: the same `client` (its "
+        "sessions, processes, replicas), this `connection` only, or `off`.",
+    )
+    scopes: list[str] = Field(
+        default_factory=list, description="Scopes granted to clients (`requires_scope`)."
+    )
+    milestones: list[str] = Field(
+        default_factory=list, description="Milestones reached from the start (`set_milestone`)."
+    )
+    threshold: float | None = Field(
+        default=None,
+        description="The similarity threshold θ (`toolroute calibrate` finds one); unset: "
+        "top-k only.",
+    )
+    pinned: list[str] = Field(
+        default_factory=list, description="`server__tool` names always shown and callable."
+    )
+    events_log: str | None = Field(
+        default=None, description="A JSON-lines file receiving every routing decision."
+    )
+    otel: bool = Field(
+        default=False,
+        description="Emit routing decisions as OpenTelemetry spans (`toolroute[otel]`).",
+    )
+    max_result_bytes: int = Field(
+        default=4 * 1024 * 1024,
+        ge=1024,
+        description="Largest downstream reply passed on (bytes of JSON); a larger one is "
+        "discarded while it is read.",
+    )
+    approved: list[str] = Field(
+        default_factory=list,
+        description="`server__tool` or `server__tool@version` released from quarantine.",
+    )
+    relist_interval_s: float = Field(
+        default=300.0,
+        gt=0,
+        description="Seconds between re-listings of every server (silent changes are seen).",
+    )
+    query_cache: int = Field(
+        default=1024,
+        ge=0,
+        le=1_000_000,
+        description="find_tools query vectors kept in memory (0: off).",
+    )
+    value_usd: float = Field(
+        default=0.05,
+        ge=0,
+        description="What one successful call is worth (USD), weighed against prices.",
+    )
+
+
+_Settings = ToolrouteSettings
+DEFAULTS = ToolrouteSettings()
+"""Every ``[toolroute]`` setting at its default."""
+
+
+def settings_table() -> str:
+    """The ``[toolroute]`` settings as a markdown table (setting, default, what it does): the
+    docs' table is this text, checked by a test."""
+    rows = ["| setting | default | what it does |", "|---|---|---|"]
+    for name, info in ToolrouteSettings.model_fields.items():
+        default = info.get_default(call_default_factory=True)
+        shown = "unset" if default is None else json.dumps(default)
+        rows.append(f"| `{name}` | `{shown}` | {info.description} |")
+    return "\n".join(rows) + "\n"
 
 
 class _Llm(BaseModel):
@@ -72,8 +151,16 @@ class _Client(BaseModel):
 
 class _Auth(BaseModel):
     model_config = ConfigDict(extra="forbid")
+    enabled: bool = True
+    """False: no tokens at all, said explicitly (logged as a warning, shown in status)."""
     bearer_token_env: str | None = None
     clients: dict[str, _Client] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _off_means_no_tokens(self) -> _Auth:
+        if not self.enabled and (self.bearer_token_env or self.clients):
+            raise ValueError("enabled = false with tokens given: remove one or the other")
+        return self
 
 
 class _Http(BaseModel):
@@ -81,6 +168,9 @@ class _Http(BaseModel):
     allowed_hosts: list[str] = Field(default_factory=list)
     allowed_origins: list[str] = Field(default_factory=list)
     json_response: bool = False
+    forwarded_allow_ips: list[str] = Field(default_factory=list)
+    """Proxies whose X-Forwarded-For/-Proto are believed (addresses or networks, ``*``: any);
+    empty: none, the TCP peer is the client (a header from anyone else is ignored)."""
 
 
 class _Gate(BaseModel):
@@ -190,7 +280,7 @@ def store_target(toml_path: Path | None, value: str | None) -> StoreTarget | Non
 def client_access(source: Path, auth: _Auth | None, secrets: bool) -> tuple[ClientAccess, ...]:
     """The HTTP clients of ``[auth]``, their tokens read from the environment (without
     ``secrets``, a client whose variable is unset is left out instead of refused)."""
-    if auth is None:
+    if auth is None or not auth.enabled:
         return ()
     wanted = [(c, v.token_env, v.servers, v.tools) for c, v in auth.clients.items()]
     if auth.bearer_token_env:

@@ -33,13 +33,13 @@ class Served:
 
 @contextmanager
 def serving_gateway(
-    tmp_path: Path, clients: Mapping[str, list[str]] | None = None
+    tmp_path: Path, clients: Mapping[str, list[str]] | None = None, settings: str = ""
 ) -> Iterator[Served]:
     """`toolroute serve --transport http` over the time server and a server whose command
     does not exist; yields once an agent has found and called a tool (so the page has
     statistics and routing decisions to show). ``clients``: ``[auth.clients.ID]`` with a
-    random token and that ``servers`` allow-list each; the agent is the first client. The
-    process is always stopped."""
+    random token and that ``servers`` allow-list each; the agent is the first client;
+    ``settings``: more toolroute.toml tables. The process is always stopped."""
     servers: dict[str, Any] = {
         "time": {"command": sys.executable, "args": ["-c", TIME_MAIN]},
         "broken": {"command": str(tmp_path / "no-such-server")},
@@ -51,7 +51,7 @@ def serving_gateway(
     for client, allowed in (clients or {}).items():
         toml += f'[auth.clients.{client}]\ntoken_env = "TR_STATUS_{client.upper()}"\n'
         toml += f"servers = {json.dumps(allowed)}\n"
-    (tmp_path / "toolroute.toml").write_text(toml)
+    (tmp_path / "toolroute.toml").write_text(toml + settings)
     env = {**os.environ, **{f"TR_STATUS_{c.upper()}": t for c, t in tokens.items()}}
     port = free_port()
     base = f"http://127.0.0.1:{port}"

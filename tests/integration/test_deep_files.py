@@ -33,9 +33,7 @@ def one_line_error(r: subprocess.CompletedProcess[str], path: Path) -> None:
     assert r.returncode == 2, r.stderr[-2000:]
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr[-2000:]
-    assert lines[0] == f"error: {path}: nested too deeply to read " + (
-        "(arrays or objects over about 1,000 levels deep)"
-    )
+    assert lines[0].startswith(f"error: {path}: nested too deeply to read (arrays or objects over")
 
 
 def test_a_deeply_nested_servers_file_is_one_line(tmp_path: Path) -> None:

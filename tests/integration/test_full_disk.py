@@ -35,7 +35,8 @@ def _config(tmp_path: Path, **settings: Any) -> GatewayConfig:
     path = tmp_path / "servers.json"
     servers = {"time": {"command": sys.executable, "args": ["-c", TIME_MAIN]}}
     path.write_text(json.dumps({"mcpServers": servers}))
-    lines = [f"store = {json.dumps(str(tmp_path / 'store'))}", "call_gate = false"]
+    settings = {"call_gate": False, **settings}
+    lines = [f"store = {json.dumps(str(tmp_path / 'store'))}"]
     lines += [f"{k} = {json.dumps(v)}" for k, v in settings.items()]
     (tmp_path / "toolroute.toml").write_text("[toolroute]\n" + "\n".join(lines) + "\n")
     return load_config(path)
@@ -173,3 +174,29 @@ def test_an_unwritable_status_file_leaves_the_gateway_serving_and_says_so(
     with caplog.at_level(logging.ERROR):
         _run(cfg, body)
     assert len(_failures(caplog)) == 1
+
+
+def test_a_full_disk_under_the_call_gate_and_memory_logs_lines_not_tracebacks(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Promotions and the usage memory are written on every find and call: with the disk
+    full each failure is one line, and the calls still answer (promotions held in memory)."""
+    cfg = _config(tmp_path, call_gate="client")
+    call = {"name": "time__get_current_time", "arguments": {"timezone": "Asia/Tokyo"}}
+
+    async def body(gw: Gateway) -> None:
+        store = gw.router.store
+        store.promote = _disk_full  # type: ignore[method-assign]
+        store.is_promoted = _disk_full  # type: ignore[method-assign,assignment]
+        store.promotions = _disk_full  # type: ignore[method-assign,assignment]
+        gw.router.remember_use = _disk_full  # type: ignore[method-assign]
+        async with Client(gw.server) as c:
+            for _ in range(3):
+                assert "time__get_current_time" in _found(await c.call_tool("find_tools", QUERY))
+                r = await c.call_tool("call_tool", call)
+                assert not r.is_error, r
+
+    with caplog.at_level(logging.WARNING):
+        _run(cfg, body)
+    assert any("disk is full" in r.getMessage() for r in caplog.records)
+    assert not [r for r in caplog.records if r.exc_info]  # no traceback per call

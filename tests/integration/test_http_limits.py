@@ -1,7 +1,9 @@
 """The HTTP gateway against slow and greedy peers, over raw loopback sockets before any auth:
 a header that never ends is cut, a head that never finishes (slowloris) or a connection that
-never speaks is closed, and past the connection cap a new connection is refused at once with a
-log line; the gateway serves a normal request afterwards each time.
+never speaks is closed, one address's idle connections are capped (the longest idle closed),
+idle connections never keep a new one out at the connection cap, and past the cap (every
+connection busy) a new connection is refused at once with a log line; the gateway serves a
+normal request afterwards each time.
 """
 
 from __future__ import annotations
@@ -111,6 +113,8 @@ def test_past_the_connection_cap_a_new_connection_is_refused_and_logged(
     async def main() -> None:
         async with serving(tmp_path, HttpLimits(max_connections=4, head_timeout_s=60)) as port:
             held = [await anyio.connect_tcp("127.0.0.1", port) for _ in range(4)]
+            for s in held:  # a request under way on each: none is idle, none can be closed
+                await s.send(b"GET /status.json HTTP/1.1\r\n")
             try:
                 async with await anyio.connect_tcp("127.0.0.1", port) as extra:
                     assert (await until_closed(extra)).startswith(b"HTTP/1.1 503")
@@ -128,3 +132,39 @@ def test_past_the_connection_cap_a_new_connection_is_refused_and_logged(
     with caplog.at_level(logging.WARNING, logger="toolroute.gateway.connection"):
         anyio.run(main)
     assert any("refused 1 connection(s)" in r.getMessage() for r in caplog.records)
+
+
+def test_one_address_keeps_a_bounded_number_of_idle_connections(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def main() -> None:
+        limits = HttpLimits(head_timeout_s=60, max_idle_per_address=2)
+        async with serving(tmp_path, limits) as port:
+            first = await anyio.connect_tcp("127.0.0.1", port)
+            others = [await anyio.connect_tcp("127.0.0.1", port) for _ in range(2)]
+            try:
+                assert await until_closed(first) == b""  # the longest idle goes, unanswered
+                await others[0].send(STATUS)  # the two kept are served
+                assert (await others[0].receive()).startswith(b"HTTP/1.1 200")
+            finally:
+                for s in (first, *others):
+                    await s.aclose()
+            await served_normally(port)
+
+    with caplog.at_level(logging.WARNING, logger="toolroute.gateway.connection"):
+        anyio.run(main)
+    assert any("closed 1 idle connection(s)" in r.getMessage() for r in caplog.records)
+
+
+def test_idle_connections_never_keep_a_new_one_out_at_the_connection_cap(tmp_path: Path) -> None:
+    async def main() -> None:
+        limits = HttpLimits(max_connections=4, head_timeout_s=60)
+        async with serving(tmp_path, limits) as port:
+            idle = [await anyio.connect_tcp("127.0.0.1", port) for _ in range(4)]
+            try:
+                await served_normally(port)  # one idle connection made room
+            finally:
+                for s in idle:
+                    await s.aclose()
+
+    anyio.run(main)

@@ -30,7 +30,7 @@ pytestmark = pytest.mark.integration
 
 def _config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, dict[str, str]]:
     """The time server behind a gateway with two token clients: ``ops`` (everything) and
-    ``narrow`` (an allow-list); the call gate on (per connection)."""
+    ``narrow`` (an allow-list); the call gate on, in its strict per-connection scope."""
     servers = {"time": {"command": sys.executable, "args": ["-c", TIME_MAIN]}}
     config = tmp_path / "servers.json"
     config.write_text(json.dumps({"mcpServers": servers}))
@@ -38,7 +38,7 @@ def _config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, dict
     for client, token in tokens.items():
         monkeypatch.setenv(f"TR_METRICS_{client.upper()}", token)
     (tmp_path / "toolroute.toml").write_text(
-        f'[toolroute]\nstore = "{tmp_path / "store"}"\n'
+        f'[toolroute]\nstore = "{tmp_path / "store"}"\ncall_gate = "connection"\n'
         '[auth.clients.ops]\ntoken_env = "TR_METRICS_OPS"\n'
         '[auth.clients.narrow]\ntoken_env = "TR_METRICS_NARROW"\nservers = ["time"]\n'
     )

@@ -47,12 +47,20 @@ def test_unparseable_frames_get_a_json_rpc_error_and_the_gateway_keeps_serving(
         assert parse == {
             "jsonrpc": "2.0",
             "id": None,
-            "error": {"code": -32700, "message": "Parse error"},
+            "error": {
+                "code": -32700,
+                "message": "Parse error",
+                "data": "key must be a string at line 1 column 2",
+            },
         }
         proc.stdin.write(_lines({"jsonrpc": "2.0", "id": 7, "method": 5}, CALL))
         proc.stdin.flush()
         answers = _read_until(proc, 3, 180)
-        assert answers[7]["error"] == {"code": -32600, "message": "Invalid Request"}
+        assert answers[7]["error"] == {
+            "code": -32600,
+            "message": "Invalid Request",
+            "data": "JSONRPCRequest.method: Input should be a valid string",
+        }
         assert "Asia/Tokyo" in answers[3]["result"]["content"][0]["text"]
         proc.stdin.close()
         assert proc.wait(timeout=30) == 0

@@ -215,7 +215,7 @@ def test_a_file_that_is_not_json_even_with_comments_allowed_names_the_line(tmp_p
     p = tmp_path / "mcp.json"
     p.write_text('{"servers": {\n  "a": {"command": }\n}}')
     with pytest.raises(
-        ConfigError, match=r"mcp\.json: invalid JSON at line 2 column 20: Expecting value"
+        ConfigError, match=r"mcp\.json: invalid JSON at line 2 column 20: expected value"
     ):
         load_config(p)
 

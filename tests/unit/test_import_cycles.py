@@ -51,9 +51,7 @@ def test_a_cycle_through_a_relative_and_an_absolute_import_fails_and_is_listed(
     assert "pkg.d" not in out
 
 
-def test_an_acyclic_package_passes_and_type_checking_imports_do_not_count(
-    tmp_path: Path,
-) -> None:
+def test_an_acyclic_package_passes(tmp_path: Path) -> None:
     pkg = _package(
         tmp_path,
         {
@@ -62,12 +60,33 @@ def test_an_acyclic_package_passes_and_type_checking_imports_do_not_count(
                 "from typing import TYPE_CHECKING\n"
                 "import os\n"
                 "if TYPE_CHECKING:\n"
-                "    from pkg.a import Thing\n"
+                "    from pkg.c import Thing\n"
             ),
+            "c.py": "import os\n",
         },
     )
     code, out = _check(pkg)
     assert (code, out.strip()) == (0, f"no import cycles in {pkg}")
+
+
+def test_a_cycle_closed_only_by_a_type_checking_import_is_reported_as_type_level(
+    tmp_path: Path,
+) -> None:
+    """Two modules that name each other's types are one concept split in two, even when the
+    import never runs."""
+    pkg = _package(
+        tmp_path,
+        {
+            "a.py": "from pkg import b\n",
+            "b.py": (
+                "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.a import Thing\n"
+            ),
+        },
+    )
+    code, out = _check(pkg)
+    assert code == 1, out
+    assert "cycle (type-level): pkg.a -> pkg.b -> pkg.a" in out
+    assert "pkg.b -> pkg.a  (type-level, line 3)" in out
 
 
 def test_a_cycle_dodged_by_a_function_level_import_is_reported_as_one(tmp_path: Path) -> None:

@@ -98,3 +98,29 @@ def test_a_cookie_is_honoured_on_the_status_routes_only() -> None:
     assert book.admit("POST", "/status/login", None) == {}
     assert book.admit("GET", "/status", 'bad"cookie') == {}
     assert LoginBook({}).admit("GET", "/status", cookie) is None  # no [auth]: not its business
+
+
+def test_one_client_s_sign_ins_end_only_its_own_oldest_sessions(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(login_module, "MAX_SESSIONS_PER_CLIENT", 2)
+    monkeypatch.setattr(login_module, "MAX_SESSIONS", 4)
+    book = LoginBook(TOKENS)
+    operator = book.open(None, now=1000.0)
+    bob = book.open("bob", now=1000.0)
+    alice = [book.open("alice", now=1001.0 + i) for i in range(50)]
+    assert book.session(operator, now=1100.0) is not None
+    assert book.session(bob, now=1100.0) is not None
+    assert [book.session(s, now=1100.0) is not None for s in alice[-3:]] == [False, True, True]
+
+
+def test_new_tokens_end_the_sessions_of_a_client_removed_or_given_another_token() -> None:
+    book = LoginBook(TOKENS)
+    alice, bob, operator = book.open("alice"), book.open("bob"), book.open(None)
+    book.reconfigure({"alice": TOKENS["alice"]})  # bob removed
+    assert book.session(alice) is not None and book.session(operator) is not None
+    assert book.session(bob) is None and book.client_of(TOKENS["bob"]) is None
+    book.reconfigure({"alice": "c" * 24})  # alice's token rotated
+    assert book.session(alice) is None and book.session(operator) is not None
+    book.reconfigure({})  # no tokens at all: no sessions either
+    assert book.session(operator) is None and not book.required

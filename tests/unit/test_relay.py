@@ -17,3 +17,12 @@ def test_a_name_two_servers_share_is_namespaced_for_each() -> None:
 
 def test_a_name_listed_twice_by_one_server_counts_once() -> None:
     assert exposed_names([("a", "x"), ("a", "x")]) == {"x": ("a", "x")}
+
+
+def test_a_name_inside_another_servers_namespace_is_namespaced_under_its_own_server() -> None:
+    names = exposed_names([("time", "now"), ("evil", "time__now")], servers=["time", "evil"])
+    assert names == {"now": ("time", "now"), "evil__time__now": ("evil", "time__now")}
+
+
+def test_a_refused_name_is_only_namespaced() -> None:
+    assert exposed_names([("a", "x")], refused={"x"}) == {"a__x": ("a", "x")}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from pathlib import Path
 
 import anyio
@@ -11,7 +12,7 @@ import pytest
 
 from toolroute.config import load_config
 from toolroute.errors import ConfigError
-from toolroute.gateway.reload import Live, diff, reload_once
+from toolroute.gateway.reload import Live, check_safe, diff, reload_once
 
 TOKEN = "t" * 20
 
@@ -85,3 +86,44 @@ def test_a_config_that_does_not_load_is_refused_in_one_line_and_the_old_one_kept
     [record] = caplog.records
     assert record.levelno == logging.ERROR and "\n" not in record.getMessage()
     assert record.getMessage().startswith("config not reloaded, still serving the previous one")
+
+
+def test_a_reload_that_drops_the_tokens_or_the_settings_file_is_refused_unless_explicit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RELOAD_TOKEN", TOKEN)
+    servers = {"a": {"command": "x"}}
+    old = load_config(_config(tmp_path, servers, '[auth]\nbearer_token_env = "RELOAD_TOKEN"\n'))
+    with pytest.raises(ConfigError, match=r"write \[auth\] enabled = false"):
+        check_safe(old, load_config(_config(tmp_path, servers, "[toolroute]\nk = 3\n")))
+    with pytest.raises(ConfigError, match="missing or empty"):
+        check_safe(old, load_config(_config(tmp_path, servers, "")))
+    (tmp_path / "toolroute.toml").unlink()
+    with pytest.raises(ConfigError, match="missing or empty"):
+        check_safe(old, load_config(tmp_path / "servers.json"))
+    off = load_config(_config(tmp_path, servers, "[auth]\nenabled = false\n"))
+    check_safe(old, off)  # said explicitly
+    assert off.auth_off and not off.clients
+
+
+def test_auth_turned_off_with_tokens_given_is_refused(tmp_path: Path) -> None:
+    toml = '[auth]\nenabled = false\nbearer_token_env = "RELOAD_TOKEN"\n'
+    with pytest.raises(ConfigError, match="enabled = false with tokens given"):
+        load_config(_config(tmp_path, {"a": {"command": "x"}}, toml))
+
+
+def test_a_fifo_or_a_directory_in_place_of_a_config_file_is_refused_without_waiting(
+    tmp_path: Path,
+) -> None:
+    path = _config(tmp_path, {"a": {"command": "x"}})
+    path.unlink()
+    os.mkfifo(path)  # nobody writes it: an open for reading would block
+    with pytest.raises(ConfigError, match="not a regular file"):
+        load_config(path)
+    settings = tmp_path / "toolroute.toml"
+    settings.unlink()
+    settings.mkdir()
+    path.unlink()
+    path.write_text('{"mcpServers": {"a": {"command": "x"}}}')
+    with pytest.raises(ConfigError, match="is a directory"):
+        load_config(path)

@@ -1,5 +1,6 @@
-"""The simulated agents of the EHRR economics study (seed ``000_33cbc8800e6eb5c6.txt``): what
-a strategy's routing costs an agent in a :class:`~toolroute.bench.world.World`.
+"""The simulated agents of the economics study of *Clearing MCP Navigation Fog with
+Economics-Aware Hierarchical Tool Routing* (EHRR): what a strategy's routing costs an agent in a
+:class:`~toolroute.bench.world.World`.
 
 Both agents run the queries as one stream per (strategy, seed) with one
 :class:`~toolroute.stats.StatsBook`, so online statistics (eq. 8) learn as they go, and both
@@ -9,15 +10,14 @@ the tool's success (r_ij), so it succeeds with probability (1 − p_i) r_ij. Eve
 p_ij, costs the agent G_i + the call's latency, and records an Outcome with the call's latency
 alone (the router adds G_i itself in eqs. 2 and 6), also on failure.
 
-Whole-request agent (:func:`run_agent`, today's, ``planner="whole"``): for each required group
-it routes the query text (n candidates), then calls, in the order shown, every not-yet-tried
-candidate that satisfies the group until one succeeds. If a call failed and the group is still
-unmet after the presented candidates, it re-routes once (same text, updated statistics) and
-tries the satisfying candidates not tried yet; a route that shows no satisfying tool is not
-retried. ``invalid_route_calls`` = distinct candidates presented during the query that were
-never called.
+Whole-request agent (:func:`run_agent`, ``planner="whole"``): for each required group it routes
+the query text (n candidates), then calls, in the order shown, every not-yet-tried candidate
+that satisfies the group until one succeeds. If a call failed and the group is still unmet after
+the presented candidates, it re-routes once (same text, updated statistics) and tries the
+satisfying candidates not tried yet; a route that shows no satisfying tool is not retried.
+``invalid_route_calls`` = distinct candidates presented during the query that were never called.
 
-Per-step agent (:func:`run_step_agent`, seed 000 Alg. 1): for each required group it routes the
+Per-step agent (:func:`run_step_agent`, EHRR Alg. 1): for each required group it routes the
 step's own text from a planner (:mod:`toolroute.bench.planner`), sees n candidates, calls the
 satisfying ones in the order shown, and gives up on the step after ``attempts`` calls (default
 2, an agent that does not retry forever). When the shown candidates are used up after a failure
@@ -76,7 +76,7 @@ class SchemaTokenCounter:
         return sum(self._tokens.many([self.text(c) for c in candidates]))
 
 
-# -- the whole-request agent (today's) ----------------------------------------------------------
+# -- the whole-request agent ------------------------------------------------------------------
 
 
 class Routes(Protocol):

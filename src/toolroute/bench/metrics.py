@@ -1,4 +1,4 @@
-"""Ranking metrics over required-tool groups, exactly as shared/benchmarks/BASELINES.md defines.
+"""Ranking metrics over required-tool groups, the benchmarks' definitions.
 
 Ground truth is a list of groups; members of a group are interchangeable. A retrieved pair is a
 hit when it satisfies a group not yet satisfied (one group per hit). R@k = satisfied groups in
@@ -33,7 +33,7 @@ SET_METRICS = ("set_precision", "set_recall", "set_f1")
 def set_metrics(
     chosen: Sequence[ToolKey], groups: Sequence[frozenset[ToolKey]]
 ) -> dict[str, float]:
-    """Precision, recall and F1 of a final tool set (seed 003 §5.1): precision over the chosen
+    """Precision, recall and F1 of a final tool set (PA-RAG §5.1): precision over the chosen
     tools (a tool is right when it is in some group), recall over the required groups."""
     picked = set(chosen)
     relevant = frozenset().union(*groups) if groups else frozenset()

@@ -6,9 +6,8 @@ per query) and recomputes the mean difference, ``rounds`` times with a fixed see
 ``default_rng``). A 95 % interval that excludes 0 is a real difference on that set; one that
 straddles 0 is noise at this set's size.
 
-The keep-rule of issue 25 is written here once (:func:`keep_verdict`): an idea is kept only
-if it loses on no set beyond noise and gains beyond noise on at least one set it was not
-developed on.
+The keep-rule is written here once (:func:`keep_verdict`): an idea is kept only if it loses on
+no set beyond noise and gains beyond noise on at least one set it was not developed on.
 """
 
 from __future__ import annotations
@@ -32,7 +31,7 @@ __all__ = [
 ]
 
 REPORT_METRICS = ("recall@1", "recall@5", "recall@10", "mrr", "ndcg@10", "full@10")
-"""What issue 25 asks every per-set table to show."""
+"""The metrics every per-set table shows."""
 
 Ranker = Callable[[str], Sequence[ToolKey]]
 """A query's text → its ranked tool keys (at least the top 10)."""
@@ -104,9 +103,9 @@ def paired_bootstrap(
 def keep_verdict(
     intervals: Mapping[str, Sequence[Interval]], developed_on: Sequence[str]
 ) -> tuple[bool, str]:
-    """Issue 25's keep-rule over ``{set: [interval per guarded metric]}``: kept when no set
-    shows a loss beyond noise on any metric and some set not in ``developed_on`` shows a gain.
-    Returns (kept, the reason naming the deciding set)."""
+    """The keep-rule over ``{set: [interval per guarded metric]}``: kept when no set shows a
+    loss beyond noise on any metric and some set not in ``developed_on`` shows a gain. Returns
+    (kept, the reason naming the deciding set)."""
     for name, ivs in intervals.items():
         if any(iv.verdict == "loss" for iv in ivs):
             return False, f"loses on {name}"

@@ -1,6 +1,6 @@
-"""Planners of the per-step agent (issue 12): the text the agent routes for each required step.
+"""Planners of the per-step agent: the text the agent routes for each required step.
 
-    whole     today's agent: the whole request for every step (``agent.run_agent``)
+    whole     the whole-request agent: the whole request for every step (``agent.run_agent``)
     oracle    ORACLE PLANNER — it knows what each step needs: a functional description written
               from the step's tool, its description with the server's and the tool's names
               removed. It isolates routing economics from planning; results with it say
@@ -8,7 +8,7 @@
     clauses   the offline clause split of the request (``route.intent.split_intents``),
               steps matched to clauses greedily by cosine with the oracle description (the
               best pair first, each clause used once until all are used)
-    llm       the router's functional-subtask writer (seed 000 §III,
+    llm       the router's functional-subtask writer (EHRR §III,
               :func:`toolroute.route.llm_stages.functional_subtasks`), matched to steps as
               clauses are; without a configured model it is its offline fallback, the clauses
 

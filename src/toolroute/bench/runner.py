@@ -35,11 +35,11 @@ def bench(
     tokens: Presenter | None = None,
     set_size: int = SET_SIZE,
 ) -> dict[str, dict[str, Any]]:
-    """One result per strategy: the means of :data:`RANK_METRICS`, latency p50/p95 in ms
-    (warm, query embedding included), the query count, and the same metrics per complexity.
-    With ``tokens``, also ``tool_tokens_per_turn``: the mean cl100k tokens of tool definitions
-    the model sees per turn under the strategy's presentation (seed 002). ``set_size``: the
-    final set of a ranking strategy for set metrics (its top ``set_size``)."""
+    """One result per strategy: the means of :data:`RANK_METRICS`, latency p50/p95 in ms (warm,
+    query embedding included), the query count, and the same metrics per complexity. With
+    ``tokens``, also ``tool_tokens_per_turn``: the mean cl100k tokens of tool definitions the
+    model sees per turn under the strategy's presentation (Tool Attention's two phases).
+    ``set_size``: the final set of a ranking strategy for set metrics (its top ``set_size``)."""
     for s in strategies:
         resolve_strategy(s)  # fail before any work on a typo
     ix = router.built

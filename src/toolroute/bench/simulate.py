@@ -1,11 +1,11 @@
-"""EHRR economics simulation (seed ``000_33cbc8800e6eb5c6.txt`` §V, issue 12): what
-economics-aware routing buys, measured on a seeded world that is fixed before any policy runs
-and identical for all.
+"""The economics simulation of §V of *Clearing MCP Navigation Fog with Economics-Aware
+Hierarchical Tool Routing* (EHRR): what economics-aware routing buys, measured on a seeded world
+that is fixed before any policy runs and identical for all.
 
 Per seed, one :class:`~toolroute.bench.world.World` is drawn over the catalog, or over a
 :class:`~toolroute.bench.world.Market` of ``providers`` vendors per server (1: the catalog
 itself). Every strategy then runs the query stream with an agent of
-:mod:`toolroute.bench.agent`: today's whole-request agent (``planner="whole"``) or the per-step
+:mod:`toolroute.bench.agent`: the whole-request agent (``planner="whole"``) or the per-step
 agent with a planner's step texts (:mod:`toolroute.bench.planner`) and ``attempts`` calls per
 step. With the per-step agent, the same agent also runs with the oracle router that knows the
 hidden figures (:data:`~toolroute.bench.agent.ORACLE_ROUTER`), and every strategy's summary
@@ -82,7 +82,7 @@ METRICS = (
     "success_rate", "cost_usd", "invalid_calls", "latency_s", "tokens",
     "invalid_route_calls", "invalid_tool_calls", "tool_calls", "groups_met", "cost_posted_usd",
 )  # fmt: skip
-"""Per-query means reported for each strategy (the first five are the issue's table)."""
+"""Per-query means reported for each strategy (the first five are the summary table's)."""
 REGRET = ("regret_success", "regret_cost_usd")
 """Added to every strategy's summary when the oracle router ran (per-step agent)."""
 
@@ -338,11 +338,11 @@ def run_simulation(
     the given seeds). ``providers`` > 1 routes over a :class:`Market` of the router's catalog,
     indexed once in a sibling store ``<store>/market-<providers>`` (its embeddings cached
     there); otherwise strategies route through ``router.with_catalog(world catalog)``: the same
-    index, re-priced with the world's declared prices. ``planner="whole"`` is today's agent;
-    any other planner runs the per-step agent with ``attempts`` calls per step, and the oracle
-    router beside the strategies.
+    index, re-priced with the world's declared prices. ``planner="whole"`` is the whole-request
+    agent; any other planner runs the per-step agent with ``attempts`` calls per step, and the
+    oracle router beside the strategies.
 
-    ``stream`` orders the tasks (:func:`task_stream`: ``once`` is today's single pass), drawn
+    ``stream`` orders the tasks (:func:`task_stream`: ``once`` is a single pass), drawn
     per seed before any policy runs; ``window`` = (A, B) reports tasks A … B−1 of it (every
     task is still run, so strategies learn from the whole prefix); ``noise`` is the noisy
     agent's error rate (per-step agent only). ``servers_k`` sets the server shortlist of
@@ -492,7 +492,7 @@ price pays the tool's): tracked by the per-step agent, so shown beside its regre
 
 
 def markdown_table(result: Mapping[str, Mapping[str, Stat]], title: str = "") -> str:
-    """One row per strategy: mean ± 95 % half-width of the issue's five metrics; with the
+    """One row per strategy: mean ± 95 % half-width of the five summary metrics; with the
     per-step agent (regret known) also the cost under Theorem 1's payment rule."""
 
     def cell(s: Stat, digits: int) -> str:

@@ -1,4 +1,5 @@
-"""The simulated world of the EHRR economics study (seed ``000_33cbc8800e6eb5c6.txt`` §V).
+"""The simulated world of the economics study (§V of *Clearing MCP Navigation Fog with
+Economics-Aware Hierarchical Tool Routing*, EHRR).
 
 World, drawn per seed from ``numpy.random.SeedSequence(seed)`` (one spawned stream per quantity,
 so one quantity's draws never shift another's), before any strategy routes a query:
@@ -19,7 +20,7 @@ Common random numbers: the draws of one call depend only on (seed, query index, 
 tool key, attempt number) through a BLAKE2b-seeded Generator (:func:`call_outcome`), so every
 strategy meets the same luck when it calls the same tool for the same need.
 
-Marketplace (:class:`Market`, issue 12): with ``providers`` = V > 1, every server of the catalog
+Marketplace (:class:`Market`): with ``providers`` = V > 1, every server of the catalog
 is offered by V competing vendors (:data:`VENDORS`): the same tools under a distinct server id
 (``"<id>@<vendor>"``) and name (``"<name> (<Vendor>)"``), every description lightly and
 deterministically perturbed (synonyms swapped per vendor, seeded by the vendor and the text, not
@@ -35,13 +36,13 @@ the vendors of one capability share a tier). Two price settings (``WorldParams.p
                   realised one is :meth:`World.price_quality_correlation`). Marginal prices
                   are unchanged.
 
-Two harder worlds (issue 24), both drawn before any policy runs and from streams of their own,
+Two harder worlds, both drawn before any policy runs and from streams of their own,
 so every other draw is the same with or without them:
 
     vendor correlation ρ   a vendor's server has a quality offset its tools share: on the
                   logit scale, z'_ij = μ + √(1−ρ)(z_ij − μ) + √ρ · s · u_i with u_i ~ N(0, 1)
                   per server (μ, s: mean and sd of z over tools), so two tools of one server
-                  correlate by ρ and the marginal spread of success is kept (ρ = 0: today)
+                  correlate by ρ and the marginal spread of success is kept (ρ = 0: the world above)
     outage A:B    one vendor, drawn per seed, is down for tasks A … B−1 of the stream: every
                   call to any of its servers fails (post-accept, nothing charged); with
                   ``providers`` = 1 the one vendor is every server
@@ -130,7 +131,7 @@ HIGH_TIER_PATTERNS: Mapping[str, tuple[str, ...]] = {
         r"\bai (powered|generated)\b",
     ),
 }
-"""Keyword patterns of the high-complexity tier H (seed 000 §V: web search, geospatial grounding)
+"""Keyword patterns of the high-complexity tier H (EHRR §V: web search, geospatial grounding)
 plus grounding and LLM-backed tools, matched against the normalised text of
 :func:`price_tier`. Bare "search", "map", "location" and "google" are left out on purpose: local
 file, note or icon search, "Valorant maps" and Google Sheets are not grounding services, and a
@@ -146,7 +147,7 @@ def _normalise(text: str) -> str:
 
 
 def price_tier(tool: Tool, server_name: str) -> Tier:
-    """Price tier of a tool from its declared function (seed 000 §V): ``"high"`` when its name,
+    """Price tier of a tool from its declared function (EHRR §V): ``"high"`` when its name,
     description or server name matches :data:`HIGH_TIER_PATTERNS`, else ``"low"``."""
     text = _normalise(f"{server_name} {tool.name} {tool.description}")
     return "high" if any(p.search(text) for p in _HIGH_TIER) else "low"
@@ -296,7 +297,7 @@ class Market:
 
 @dataclass(frozen=True, slots=True)
 class WorldParams:
-    """Distributions of the world (seed 000 §V prices; the rest documented in the module)."""
+    """Distributions of the world (EHRR §V prices; the rest documented in the module)."""
 
     high_price_mean: float = 0.0225
     high_price_sd: float = 0.005

@@ -1,6 +1,6 @@
 """Load catalog and queries files, with errors that name the file and the JSON path.
 
-Formats (shared/benchmarks/README.md):
+Formats:
 - catalog: ``{"servers": [{"id", "name", "description", "tools": [{"name", "description",
   "input_schema"}]}]}`` plus optional economics metadata per tool and server;
 - queries: JSON lines ``{"id", "query", "relevant": [...], "relevant_groups": [[...], ...]}``.
@@ -32,10 +32,10 @@ class _SchemaText(str):
 
 
 def _compact_schemas(obj: dict[str, Any]) -> dict[str, Any]:
-    """``json.loads`` object hook: a server's tools get their schemas as compact JSON text
-    as soon as the server is parsed, so a large catalog never holds every schema as dicts
-    (~3x the memory of the text at 100k tools). Hooks run innermost first: a server object
-    is complete, its tools' schemas parsed, when this sees it."""
+    """``json.loads`` object hook: a server's tools get their schemas as compact JSON text as
+    soon as the server is parsed, so a large catalog never holds every schema as dicts (several
+    times the memory of the text). Hooks run innermost first: a server object is complete, its
+    tools' schemas parsed, when this sees it."""
     tools = obj.get("tools")
     if "id" in obj and isinstance(tools, list):
         for t in tools:
@@ -255,7 +255,7 @@ class _QueryIn(BaseModel):
 
 @dataclass(frozen=True, slots=True)
 class Query:
-    """A benchmark query: ground truth as groups of interchangeable tools (BASELINES.md)."""
+    """A benchmark query: ground truth as groups of interchangeable tools."""
 
     id: str
     text: str

@@ -1,7 +1,7 @@
 """Catalog models: servers and their tools, frozen and hashable.
 
-The wire format is shared/benchmarks' ``catalog.json`` (see ``toolroute.catalog.loader``);
-inside the library everything is a frozen dataclass.
+The wire format is the ``catalog.json`` of :mod:`toolroute.catalog.loader`; inside the library
+everything is a frozen dataclass.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ class Tool:
 
     A 100k-tool catalog's schemas parsed into dicts take several times the memory of their
     text, and routing reads none of them: only a presented tool's schema is parsed, on access
-    (seed 002's lazy schema loading). ``input_schema`` returns a fresh dict every time, so a
+    (Tool Attention's lazy schema loading). ``input_schema`` returns a fresh dict every time, so a
     caller cannot change the catalog by mutating it.
     """
 
@@ -120,7 +120,7 @@ class Catalog:
 
 
 def tool_hash(name: str, description: str, input_schema: Mapping[str, Any]) -> str:
-    """SHA-256 of name + description + schema (seed 001, Alg. 1), schema canonicalised."""
+    """SHA-256 of name + description + schema (ScaleMCP Alg. 1), schema canonicalised."""
     schema = json.dumps(input_schema, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     payload = "\x1f".join((name, description, schema))
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()

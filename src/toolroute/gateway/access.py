@@ -36,6 +36,7 @@ from typing import Any
 
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from toolroute.errors import log_failure
 from toolroute.policy import CallGateScope, ClientAccess, gate_scope
 from toolroute.route.gate import SessionState
 from toolroute.sdk import connection_of
@@ -164,7 +165,7 @@ class SessionStates:
         try:
             store.promote(state.client or "", names, time.time() + self.ttl_s)
         except Exception:  # the gate must not break find_tools: this process still knows
-            log.exception("cannot record promotions for %s", state.client)
+            log_failure(log, "cannot record promotions for %s", state.client)
 
     def is_promoted(self, state: SessionState, name: str) -> bool:
         """Whether find_tools returned ``name`` to this state's client (here or, for a
@@ -177,7 +178,7 @@ class SessionStates:
         try:
             found = store.is_promoted(state.client or "", name)
         except Exception:
-            log.exception("cannot read promotions of %s", state.client)
+            log_failure(log, "cannot read promotions of %s", state.client)
             return False
         if found:
             state.promoted.add(name)
@@ -192,7 +193,7 @@ class SessionStates:
             try:
                 names.update(store.promotions(state.client or ""))
             except Exception:
-                log.exception("cannot read promotions of %s", state.client)
+                log_failure(log, "cannot read promotions of %s", state.client)
         return sorted(names)
 
     def for_client(self, client: str) -> SessionState:

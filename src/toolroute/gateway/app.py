@@ -1,7 +1,8 @@
 """Wiring: config → downstream pool → sync (list, hash, index) → gateway server.
 
-``sync_once`` is ``toolroute sync``; ``serve`` is ``toolroute serve``: it syncs, serves the
-gateway over stdio or streamable HTTP, and re-lists the servers when one sends
+``sync_once`` is ``toolroute sync``; ``serve`` is ``toolroute serve``: it serves the gateway
+over stdio or streamable HTTP at once while it lists and indexes the servers, each routable
+as soon as it is indexed (:mod:`toolroute.gateway.startup`), and re-lists the servers when one sends
 ``notifications/tools/list_changed``, when one (re)connects (so a gateway started with no
 server up picks them up as they come), when a quarantined tool is approved, and every
 ``relist_interval_s`` (a tool changed without a notification). Every sync reviews the tools
@@ -15,7 +16,7 @@ import hashlib
 import logging
 import socket
 import sys
-from collections.abc import AsyncIterator, Callable, Collection
+from collections.abc import AsyncIterator, Callable, Collection, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -31,6 +32,7 @@ from toolroute.gateway.metrics import attach_metrics_and_limits
 from toolroute.gateway.quarantine import Held, Quarantine, revision
 from toolroute.gateway.status import snapshot, write_status
 from toolroute.heap import freeze_heap, trim_heap
+from toolroute.index.warm import warm_cache
 from toolroute.llm.client import ChatLLM, llm_cache_path
 from toolroute.route.adaptive import AdaptiveParams
 from toolroute.route.strategy import RouteParams
@@ -141,17 +143,22 @@ async def review(
     pool: DownstreamPool,
     listings: Listings | None = None,
     only: Collection[str] | None = None,
+    among: Collection[str] | None = None,
 ) -> tuple[Catalog, list[ServerStatus], list[Held]]:
     """List every server and hold back the tools in quarantine: the catalog to index. With
     ``listings``, only the servers in ``only`` (None: all) are listed again, the others'
-    last listing is reused."""
+    last listing is reused. With ``among`` (and ``listings``), the catalog of those servers
+    alone (the ones indexed so far at start)."""
     if listings is None:
         listing = await list_all(pool, config.connect_timeout_s)
     else:
-        listing = await listings.refresh(pool, config.connect_timeout_s, only)
+        listing = await listings.refresh(pool, config.connect_timeout_s, only, among)
     with open_store(store_dir_of(config)) as store:
         previous = store.load_catalog() if store.tool_hashes() else None
         catalog, statuses = catalog_from_listing(config, listing, previous)
+        if among is not None:
+            catalog = Catalog(servers=tuple(s for s in catalog.servers if s.id in among))
+            statuses = [s for s in statuses if s.name in among]
         # the rug-pull check pins what the servers listed, before curation rewrote it; a
         # server that did not answer now kept its reviewed (and curated) tools
         listed = {
@@ -259,7 +266,7 @@ async def sync_once(config: GatewayConfig, progress: Any = None) -> SyncResult:
 def gateway_embedder(config: GatewayConfig, transport: str = "stdio") -> Any:
     """The embedder of a serving gateway: the default model on one intra-op thread (it embeds
     one short query at a time beside the event loop; a second thread costs more CPU than it
-    saves: benchmarks/results/load.md), unless ``TOOLROUTE_THREADS`` says otherwise, behind
+    saves, as benchmarks/load.py shows), unless ``TOOLROUTE_THREADS`` says otherwise, behind
     an LRU of query vectors (``query_cache``). Over HTTP, ``TOOLROUTE_EMBED_WORKERS=N``
     embeds in N worker processes instead (embed/pool.py); stdio stays one process."""
     import os
@@ -285,26 +292,24 @@ async def serve(
     host: str = "127.0.0.1",
     reload: Callable[[], GatewayConfig] | None = None,
 ) -> None:
-    """Serve the gateway; with ``reload`` (what reads the config files again), follow edits
-    of the config and SIGHUP (:mod:`toolroute.gateway.reload`)."""
+    """Serve the gateway at once, and list and index the servers behind it meanwhile, each
+    routable as soon as it is indexed (:mod:`toolroute.gateway.startup`); with ``reload``
+    (what reads the config files again), follow edits of the config and SIGHUP
+    (:mod:`toolroute.gateway.reload`)."""
     from toolroute.gateway.reload import follow_config
+    from toolroute.gateway.startup import Warmup
 
-    async with running_pool(config) as pool:
-        router, result = await sync_router(config, pool, gateway_embedder(config, transport))
-        for s in result.servers:
-            if s.status != "ok" and pool[s.name].status == "up":  # a down server logged itself
-                log.warning("server %s: %s (its last known tools are kept)", s.name, s.error)
-        if not router.catalog.tool_count:
-            log.warning("no server has tools yet; serving anyway, they join as they connect")
-        gateway = make_gateway(config, router, pool)
-        gateway.quarantined = held_by_name(result.quarantined, pool)
-        live = live_of(config, reload, listings=result.listings)
-        trim_heap()  # what indexing freed goes back to the OS before serving
-        freeze_heap()
+    pool = make_pool(config)
+    async with anyio.create_task_group() as owners:
+        await owners.start(pool.run)  # the servers connect while the gateway serves
+        empty = build_router(config, Catalog(servers=()), gateway_embedder(config, transport))
+        gateway = make_gateway(config, empty, pool)
+        gateway.warmup = Warmup(config.connect_timeout_s)  # what a call at start waits for
+        live = live_of(config, reload, listings=Listings())
         try:
             async with gateway.continuations.serving(), anyio.create_task_group() as tg:
                 watch = StoreWatch(lambda: gateway.router.store)  # approvals, other replicas
-                tg.start_soon(_watch_changes, live, pool, gateway, None, watch)
+                tg.start_soon(_index_then_watch, live, pool, gateway, watch)
                 tg.start_soon(follow_store, gateway, watch)  # replicas of a shared store
                 if reload is not None:
                     tg.start_soon(follow_config, live, pool, gateway)
@@ -322,6 +327,18 @@ async def serve(
             gateway.router.close()
             pool.stop()
             write_status(local_dir, snapshot(pool, running=False), gateway.faults)
+
+
+async def _index_then_watch(
+    live: Live, pool: DownstreamPool, gateway: Any, watch: StoreWatch
+) -> None:
+    """Index every server as it is listed, then follow their changes."""
+    from toolroute.gateway.startup import index_at_start
+
+    connects = await index_at_start(live, pool, gateway, gateway.warmup)
+    trim_heap()  # what indexing freed goes back to the OS
+    freeze_heap()
+    await _watch_changes(live, pool, gateway, None, watch, connects)
 
 
 def http_app(config: GatewayConfig, gateway: Any, url: str | None = None) -> Any:
@@ -366,6 +383,7 @@ async def serve_http(
 
     from toolroute.gateway.auth import is_loopback
     from toolroute.gateway.connection import HttpLimits, limited_protocol
+    from toolroute.gateway.reload import note_auth
 
     limits = limits if limits is not None else HttpLimits()
 
@@ -380,6 +398,7 @@ async def serve_http(
         sock.close()
         raise ConfigError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
     bound = sock.getsockname()[1]
+    note_auth(config, gateway)  # [auth] enabled = false: a warning and a line in status
     if not is_loopback(host) and not config.clients:
         log.warning(
             "listening on %s without [auth] tokens: anyone who can reach it may call your tools",
@@ -393,6 +412,11 @@ async def serve_http(
         log_level="warning",
         timeout_graceful_shutdown=5,
         http=limited_protocol(limits),  # httptools' parser, ~1 ms of CPU less than h11
+        # X-Forwarded-For names the client only from a configured proxy: uvicorn's default
+        # trusts it from loopback, where anyone on the machine (or a local proxy passing it
+        # on) could forge the address the status sign-in throttle keys on
+        proxy_headers=bool(config.forwarded_allow_ips),
+        forwarded_allow_ips=list(config.forwarded_allow_ips) or None,
         timeout_keep_alive=limits.keep_alive_s,
     )
     with sock:
@@ -440,6 +464,7 @@ async def _watch_changes(
     gateway: Any,
     listings: Listings | None = None,
     watch: StoreWatch | None = None,
+    connects: Mapping[str, int] | None = None,
 ) -> None:
     """Re-list a server when it says its tools changed (notifications/tools/list_changed) or
     (re)connects, at most once per :data:`RELIST_DEBOUNCE_S` (notifications in between are
@@ -462,7 +487,8 @@ async def _watch_changes(
     listings = live.listings
     config = live.config
     watch = watch if watch is not None else StoreWatch(lambda: gateway.router.store)
-    connects = {d.name: d.connects for d in pool.servers.values()}
+    # each server's connection count at its last listing (``connects``: given by the start)
+    connects = {d.name: d.connects for d in pool.servers.values()} | dict(connects or {})
     listed_at: dict[str, float] = {}
     rev = revision(gateway.router.store)
     next_relist = anyio.current_time() + config.relist_interval_s
@@ -520,17 +546,41 @@ async def resync(
     gateway: Any,
     listings: Listings | None = None,
     only: Collection[str] | None = None,
+    *,
+    among: Collection[str] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> IndexReport | None:
-    """List again (with ``listings``: only the servers in ``only``, None for all); rebuild
-    and swap the gateway's router if the tools or quarantine changed (None if not)."""
-    catalog, statuses, held = await review(config, pool, listings, only)
+    """List again (with ``listings``: only the servers in ``only``, None for all; ``among``:
+    the catalog of those servers only, :func:`review`); rebuild and swap the gateway's
+    router if the tools or quarantine changed (None if not). New texts are embedded in a
+    worker thread (:func:`~toolroute.index.warm.warm_cache`, ``progress(done, total)``
+    from that thread), so the gateway answers meanwhile; the index is then assembled from
+    the cache."""
+    catalog, statuses, held = await review(config, pool, listings, only, among)
     before = {(t.key, t.hash) for t in gateway.router.catalog.tools()}
     after = {(t.key, t.hash) for t in catalog.tools()}
     gateway.quarantined = held_by_name(held, pool)
     if before == after:
         return None
     router = build_router(config, catalog, gateway.router.embedder)
-    report = index_for(config, router, catalog)
+    try:
+        if catalog.tool_count and config.expose != "all":
+            questions = getattr(router.questions, "name", None)
+            await anyio.to_thread.run_sync(
+                warm_cache,
+                catalog,
+                store_dir_of(config),
+                router.embedder,
+                router.documents,
+                questions,
+                progress,
+            )
+            report = router.index()
+        else:  # nothing to route (pass-through) or no tools: the catalog alone, no model
+            report = index_for(config, router, catalog)
+    except BaseException:
+        router.close()
+        raise
     gateway.replace_router(router).close()
     describe_find_tools(gateway)
     trim_heap()

@@ -1,4 +1,4 @@
-"""Seed 002 Alg. 1 for a Python agent loop, over the same core as the MCP gateway.
+"""Alg. 1 of *Tool Attention* for a Python agent loop, over the same core as the MCP gateway.
 
 :class:`ToolAttention` routes, gates and presents one turn's tools and refuses calls of tools
 it did not promote that turn, through :class:`toolroute.gateway.core.GatewayCore` — the code
@@ -19,7 +19,7 @@ __all__ = ["ToolAttention"]
 
 
 class ToolAttention:
-    """Seed 002 Alg. 1 for a Python agent loop: route, gate, present, and refuse unpromoted
+    """Tool Attention's Alg. 1 for a Python agent loop: route, gate, present, and refuse unpromoted
     calls (``check_call``), e.g. inside a framework's before-model / after-model hooks.
 
         ta = ToolAttention(router)

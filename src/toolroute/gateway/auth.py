@@ -17,6 +17,11 @@ Every HTTP request, whatever its route (``/mcp`` and any page added beside it), 
    relayed elicitation's or sampling's answer) from anyone else gets ``404 Session not found``,
    as if the session did not exist.
 
+5. **Body size**: a request body (``POST``, ``PUT``, ``PATCH``) of at most
+   :data:`MAX_BODY_BYTES`, read here before anything parses it (a larger ``Content-Length``
+   is refused at once); else ``413``. What is behind the guard parses each body once with a
+   depth-limited parser (the SDK's), so a hostile body is a JSON-RPC error, never a crash.
+
 A request with no ``Authorization`` header at all may instead be admitted by the status page's
 :class:`~toolroute.gateway.login.LoginBook`: a browser's session cookie, on the status page's
 own routes only (never ``/mcp``), and the login form itself, which shows no data.
@@ -32,6 +37,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
@@ -39,12 +45,23 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from starlette.datastructures import Headers
 from starlette.responses import PlainTextResponse
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from toolroute.gateway.access import CLIENT_SCOPE_KEY, ClientAccess
 from toolroute.gateway.login import LOGIN_SCOPE_KEY, LoginBook
 
-__all__ = ["LOOPBACK_HOSTS", "LOOPBACK_ORIGINS", "HttpGuard", "is_loopback", "principal"]
+__all__ = [
+    "LOOPBACK_HOSTS",
+    "LOOPBACK_ORIGINS",
+    "MAX_BODY_BYTES",
+    "HttpGuard",
+    "is_loopback",
+    "principal",
+]
+
+MAX_BODY_BYTES = 16 * 1024 * 1024
+"""Largest request body passed on (bytes); a larger one is answered ``413``."""
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]")
 LOOPBACK_ORIGINS = tuple(
@@ -93,9 +110,11 @@ class HttpGuard:
         allowed_hosts: Sequence[str] = (),
         allowed_origins: Sequence[str] = (),
         logins: LoginBook | None = None,
+        max_body_bytes: int = MAX_BODY_BYTES,
     ) -> None:
         self.app = app
         self.logins = logins
+        self.max_body_bytes = max_body_bytes
         self.reconfigure(clients, allowed_hosts, allowed_origins)
 
     def reconfigure(
@@ -108,6 +127,8 @@ class HttpGuard:
         self.hosts = (*LOOPBACK_HOSTS, *allowed_hosts)
         self.origins = (*LOOPBACK_ORIGINS, *allowed_origins)
         self._tokens = [(_digest(c.token), c.client_id) for c in clients]
+        if self.logins is not None:  # the status page's sign-ins follow the same tokens
+            self.logins.reconfigure({c.client_id: c.token for c in clients})
 
     def _client(self, authorization: str | None) -> str | None:
         scheme, _, token = (authorization or "").partition(" ")
@@ -163,4 +184,41 @@ class HttpGuard:
         if client is not None:
             scope[CLIENT_SCOPE_KEY] = client
         scope["user"] = principal(client, scope)  # the SDK binds each session to it
+        if scope["type"] == "http" and scope.get("method") in _BODY_METHODS:
+            body = await _bounded_body(headers, receive, self.max_body_bytes)
+            if body is None:
+                too_big = f"Request body over {self.max_body_bytes} bytes"
+                await PlainTextResponse(too_big, status_code=413)(scope, receive, send)
+                return
+            receive = _replay(body, receive)
         await self.app(scope, receive, send)
+
+
+async def _bounded_body(headers: Headers, receive: Receive, limit: int) -> list[Message] | None:
+    """The request's body messages, read whole, or None when they come to over ``limit``
+    bytes (a ``Content-Length`` over it is refused before reading)."""
+    declared = headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        return None
+    messages: list[Message] = []
+    size = 0
+    while True:
+        message = await receive()
+        messages.append(message)
+        if message["type"] != "http.request":  # the client went away
+            return messages
+        size += len(message.get("body", b""))
+        if size > limit:
+            return None
+        if not message.get("more_body", False):
+            return messages
+
+
+def _replay(messages: list[Message], receive: Receive) -> Receive:
+    """A ``receive`` giving ``messages`` first, then what the connection sends next."""
+    pending = deque(messages)
+
+    async def replay() -> Message:
+        return pending.popleft() if pending else await receive()
+
+    return replay

@@ -8,8 +8,9 @@ relayed call). :class:`~toolroute.gateway.relay.Relay` sets one around each requ
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import mcp.types as types
 from mcp.shared.exceptions import MCPError
@@ -18,8 +19,16 @@ from mcp.shared.message import ServerMessageMetadata
 from toolroute.gateway.access import is_stateless
 from toolroute.sdk import allowed_log_levels, connection_of
 
-if TYPE_CHECKING:
-    from toolroute.gateway.relay import Relay
+
+class Relay(Protocol):
+    """What a caller reads from the relay serving it (:class:`toolroute.gateway.relay.Relay`)."""
+
+    ask_timeout_s: float | None
+
+    def wants_log(self, key: int, level: types.LoggingLevel) -> bool: ...
+
+    def ask_slot(self, key: int, what: str) -> AbstractContextManager[bool]: ...
+
 
 __all__ = ["Caller", "caller_var", "connection_key", "current_caller"]
 
@@ -98,6 +107,16 @@ class Caller:
         return await self._ask(types.ElicitRequest(params=params), types.ElicitResult)
 
     async def _ask(self, request: Any, result_type: type[T]) -> T | types.ErrorData:
+        with self.relay.ask_slot(connection_key(self.ctx), request.method) as admitted:
+            if not admitted:
+                return types.ErrorData(
+                    code=types.INVALID_REQUEST,
+                    message="too many requests already wait for this client's answers; "
+                    "this one is refused",
+                )
+            return await self._send(request, result_type)
+
+    async def _send(self, request: Any, result_type: type[T]) -> T | types.ErrorData:
         if self.stateless:
             return types.ErrorData(
                 code=types.INVALID_REQUEST,

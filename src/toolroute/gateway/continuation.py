@@ -42,6 +42,9 @@ STATE_PREFIX = "toolroute:"
 """Every requestState the gateway mints starts with this (others belong to the server)."""
 MAX_PENDING = 1000
 """Bridged calls kept at once; a new one beyond this is refused."""
+MAX_ASKS_PER_CLIENT = 16
+"""A server's requests waiting for one client's answers across its bridged calls; one more is
+refused at once with an error, and logged (as ``MAX_ASKS_PER_SESSION`` for a 2025 session)."""
 
 
 class InvalidState(Exception):
@@ -73,12 +76,18 @@ class Bridge:
     request_state: str | None = None
 
     def __init__(
-        self, capabilities: dict[str, Any] | None, send: MemoryObjectSendStream[Any], wait_s: float
+        self,
+        capabilities: dict[str, Any] | None,
+        send: MemoryObjectSendStream[Any],
+        wait_s: float,
+        asking: _Asking | None = None,
     ) -> None:
+        """``asking``: the count of the client's requests waiting (shared by its calls)."""
         self.capabilities = capabilities
         self._send = send
         self._wait_s = wait_s
         self._asked = 0
+        self._asking = asking if asking is not None else _Asking("a client")
 
     async def progress(self, progress: float, total: float | None, message: str | None) -> None:
         """Progress has no channel between rounds at 2026-07-28: dropped."""
@@ -90,6 +99,18 @@ class Bridge:
         return self.capabilities is None or capability in self.capabilities
 
     async def _ask(self, request: Any) -> Any:
+        if not self._asking.take(request.method):
+            return types.ErrorData(
+                code=types.INVALID_REQUEST,
+                message="too many requests already wait for this client's answers; "
+                "this one is refused",
+            )
+        try:
+            return await self._ask_now(request)
+        finally:
+            self._asking.give()
+
+    async def _ask_now(self, request: Any) -> Any:
         self._asked += 1
         asked = _Asked(f"toolroute-{self._asked}", request)
         await self._send.send(asked)
@@ -117,6 +138,36 @@ class Bridge:
         return await self._ask(types.ListRootsRequest())
 
 
+@dataclass(slots=True)
+class _Asking:
+    """One client's server requests waiting for its answers, at most
+    :data:`MAX_ASKS_PER_CLIENT`."""
+
+    client: str
+    count: int = 0
+    refused: bool = False
+
+    def take(self, what: str) -> bool:
+        if self.count >= MAX_ASKS_PER_CLIENT:
+            if not self.refused:
+                log.warning(
+                    "%d requests of servers already wait for the answers of %s; a %s request "
+                    "is refused (and any more until one is answered)",
+                    self.count,
+                    self.client,
+                    what,
+                )
+            self.refused = True
+            return False
+        self.count += 1
+        return True
+
+    def give(self) -> None:
+        self.count -= 1
+        if self.count < MAX_ASKS_PER_CLIENT:
+            self.refused = False
+
+
 def _unsupported(what: str) -> types.ErrorData:
     return types.ErrorData(
         code=types.INVALID_REQUEST,
@@ -139,6 +190,7 @@ class Continuations:
         self._secret = secrets.token_bytes(32)
         self._calls: dict[str, _Call] = {}
         self._tg: anyio.abc.TaskGroup | None = None
+        self._asking: dict[str, _Asking] = {}  # by client, while it has bridged calls
 
     @property
     def running(self) -> bool:
@@ -173,7 +225,8 @@ class Continuations:
         send, receive = anyio.create_memory_object_stream[Any](16)
         call_id = secrets.token_urlsafe(12)
         self._calls[call_id] = _Call(client, receive)
-        bridge = Bridge(capabilities, send, self.wait_s)
+        asking = self._asking.setdefault(client, _Asking(f"client {client[:40]!r}"))
+        bridge = Bridge(capabilities, send, self.wait_s, asking)
 
         async def task() -> None:
             async with send:
@@ -210,14 +263,20 @@ class Continuations:
             with anyio.fail_after(self.wait_s + 5):
                 event = await call.events.receive()
         except (TimeoutError, anyio.EndOfStream):
-            self._calls.pop(call_id, None)
+            self._end(call_id)
             return Finished(error=TimeoutError("the server did not answer in time"))
         if isinstance(event, Finished):
-            self._calls.pop(call_id, None)
+            self._end(call_id)
             call.events.close()
             return event
         call.waiting[event.key] = event
         return self._round(call_id, call)
+
+    def _end(self, call_id: str) -> None:
+        """Forget a call, and its client's count of waiting requests with its last call."""
+        call = self._calls.pop(call_id, None)
+        if call is not None and not any(c.client == call.client for c in self._calls.values()):
+            self._asking.pop(call.client, None)
 
     def _round(self, call_id: str, call: _Call) -> types.InputRequiredResult:
         return types.InputRequiredResult(

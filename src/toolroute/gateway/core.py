@@ -1,19 +1,18 @@
-"""The gateway's core, free of any transport: route → gate → present → refuse unpromoted calls.
+"""The gateway's core, free of any transport: route → gate → present, and the call path.
 
-One copy of seed 002 Alg. 1 for every shell over it — the MCP server
-(:class:`toolroute.gateway.server.Gateway`, both protocol eras, stdio and HTTP) and the Python
-:class:`toolroute.gateway.attention.ToolAttention`:
+One core for every shell over it — the MCP server (:class:`toolroute.gateway.server.Gateway`,
+both protocol eras, stdio and HTTP) and the Python
+:class:`toolroute.gateway.attention.ToolAttention` — following the gate of *Tool Attention*:
 
 - :meth:`GatewayCore.find` ranks ``route_depth(k)`` candidates (in a worker thread with
   :meth:`~GatewayCore.find_async`), drops those outside the client's allow-list and those whose
-  preconditions fail (seed 002 eq. 6), presents the gated top-k (θ, pinned first) and promotes
-  them in the session (:class:`toolroute.gateway.access.SessionStates`); the routing is audited
-  as a :class:`~toolroute.present.events.RoutingEvent`.
-- :meth:`GatewayCore.gated_call` refuses a tool outside the allow-list, a call whose arguments
-  are malformed, a tool the session was never shown (the call gate, Alg. 1 line 8) or whose
-  preconditions fail; :meth:`GatewayCore.call` refuses quarantined and unknown tools and
-  arguments that break the schema, then runs the call downstream and records its outcome
-  (EHRR eq. 8) before the answer goes out.
+  preconditions fail, presents the gated top-k (θ, pinned first) and promotes them for the
+  caller (:class:`toolroute.gateway.access.SessionStates`); the routing is audited as a
+  :class:`~toolroute.present.events.RoutingEvent`.
+- :meth:`GatewayCore.gated_call` runs a tool call through the call path,
+  :mod:`toolroute.gateway.pipeline` (allow-list, arguments, call gate, preconditions, learn,
+  limits, quarantine, known tool, schema, forward and record); the core supplies what its
+  steps read (:class:`toolroute.gateway.pipeline.Host`).
 - Every refusal is an ``isError`` result whose JSON names one
   :class:`~toolroute.errors.ErrorCode` and says what to do next.
 
@@ -24,9 +23,7 @@ call that must run through another path, e.g. a 2026-07-28 client calling a 2025
 
 from __future__ import annotations
 
-import difflib
 import functools
-import json
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -39,19 +36,20 @@ from mcp.shared.exceptions import MCPError
 
 from toolroute.catalog.candidate import Candidate
 from toolroute.catalog.name import SEPARATOR, qualified_name, split_name
-from toolroute.errors import ErrorCode, error_payload
+from toolroute.errors import ErrorCode, log_failure
+from toolroute.gateway import pipeline
 from toolroute.gateway.access import CallGateScope, SessionStates, gate_scope
-from toolroute.gateway.checks import MAX_NAME_CHARS, check_arguments
 from toolroute.gateway.limit import NoLimits
 from toolroute.gateway.metrics import NoMetrics
+from toolroute.gateway.pipeline import Call, json_result, refusal
 from toolroute.gateway.quarantine import Held
 from toolroute.gateway.status import Faults
-from toolroute.gateway.validate import check_call
-from toolroute.memory import learn_from_call, shown_keys
+from toolroute.memory import shown_keys
 from toolroute.present.events import EventSink, RoutingEvent, query_hash
 from toolroute.present.presenter import Presentation, PresentConfig, Presenter
 from toolroute.route.gate import Preconditions, SessionState, blocked_by, preconditions_for
 from toolroute.router import Router
+from toolroute.settings import DEFAULTS
 from toolroute.sources.pool import CallContext, DownstreamError, DownstreamPool
 from toolroute.stats import Outcome
 
@@ -72,7 +70,8 @@ log = logging.getLogger(__name__)
 ROUTE_THREADS = 2
 """find_tools routings running at once in worker threads (more wait for a free one)."""
 MAX_CAPABILITY_REQUESTS = 3
-"""request_capability calls per session before it answers with a stop (seed 004 §V loop guard)."""
+"""request_capability calls per session before it answers with a stop (Adaptive Tool
+Routing's loop guard)."""
 
 Allowed = Callable[[str], bool] | None
 """A client's allow-list over ``server__tool`` names (None: every tool)."""
@@ -85,20 +84,11 @@ def route_depth(k: int) -> int:
     return max(4 * k, 20)
 
 
-def json_result(payload: dict[str, Any], *, error: bool = False) -> types.CallToolResult:
-    """``payload`` as structured content and as the same JSON in text."""
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=json.dumps(payload, ensure_ascii=False))],
-        structured_content=payload,
-        is_error=error,
-    )
-
-
 def error_result(
     code: ErrorCode, message: str, *, tool: str | None = None, **extra: Any
 ) -> types.CallToolResult:
     """An ``isError`` result naming ``code`` (:func:`toolroute.errors.error_payload`)."""
-    return json_result(error_payload(code, message, tool=tool, **extra), error=True)
+    return refusal(code, message, tool=tool, **extra)
 
 
 _HINTS = {
@@ -115,7 +105,7 @@ _HINTS = {
 _GATE_HINT = {
     "client": "the call gate admits the tools find_tools returned to the same client. A "
     "client that opens a new connection per call keeps them when it names itself "
-    "(clientInfo.name, an X-Toolroute-Client header or a token); call_gate = \"off\" in "
+    '(clientInfo.name, an X-Toolroute-Client header or a token); call_gate = "off" in '
     "toolroute.toml turns the gate off",
     "connection": "the call gate admits only the tools find_tools returned on this "
     'connection (call_gate = "connection"); call_gate = "client" keeps them for every '
@@ -162,11 +152,11 @@ class GatewayCore:
         router: Router,
         pool: DownstreamPool | None = None,
         *,
-        k: int = 5,
-        strategy: str = "default",
-        call_timeout_s: float = 30.0,
-        expose: Literal["meta", "bind", "all"] = "meta",
-        call_gate: bool | CallGateScope = "client",
+        k: int = DEFAULTS.k,
+        strategy: str = DEFAULTS.strategy,
+        call_timeout_s: float = DEFAULTS.call_timeout_s,
+        expose: Literal["meta", "bind", "all"] = DEFAULTS.expose,
+        call_gate: bool | CallGateScope = DEFAULTS.call_gate,
         presenter: Presenter | None = None,
         tool_gates: Mapping[str, Preconditions] | None = None,
         server_gates: Mapping[str, Preconditions] | None = None,
@@ -333,8 +323,8 @@ class GatewayCore:
                 sink.emit(event)
 
     def admits(self, state: SessionState, name: str) -> bool:
-        """The call gate (seed 002 Alg. 1 line 8): ``name`` is pinned or was promoted to
-        this session (or the gate is off)."""
+        """The call gate (Tool Attention, Alg. 1 line 8): ``name`` is pinned or was
+        promoted to this caller (or the gate is off)."""
         gated = self.call_gate and self.expose != "all"  # pass-through lists every tool
         pinned = name in self.presenter.config.pinned
         return not gated or pinned or self.sessions.is_promoted(state, name)
@@ -342,8 +332,8 @@ class GatewayCore:
     async def request_capability(
         self, state: SessionState, need: str, k: int, allowed: Allowed = None
     ) -> types.CallToolResult:
-        """Re-route on a missing capability (seed 004 §V): the stated need plus the original
-        request, tools already shown excluded; bounded per session to stop loops."""
+        """Re-route on a missing capability (Adaptive Tool Routing): the stated need plus the
+        original request, tools already shown excluded; bounded per session to stop loops."""
         state.capability_requests += 1
         if state.capability_requests > MAX_CAPABILITY_REQUESTS:
             return error_result(
@@ -376,46 +366,18 @@ class GatewayCore:
         allowed: Allowed = None,
         client: str = "",
     ) -> CallResult:
-        """call_tool behind the client's allow-list, the call gate (seed 002 Alg. 1 line 8)
-        and the preconditions; a completed call of a found tool feeds ``client``'s usage
-        memory (what it called after which find_tools query, and whether it worked)."""
-        server, tool = split_name(name)
-        known = name in self.presenter.tools_by_name
-        if allowed is not None and not (known and allowed(name)):
-            return error_result(
-                ErrorCode.UNKNOWN_TOOL,
-                f"no tool named {name[:200]!r} is available to this client; "
-                "names come from find_tools",
-                closest=_closest(name, [n for n in self._names() if allowed(n)]),
-            )
-        problem = check_arguments(arguments)
-        if problem:
-            return error_result(ErrorCode.INVALID_ARGUMENTS, problem, tool=name[:200])
-        if known:
-            if not self.admits(state, name):
-                return self._not_promoted(name, state, allowed)
-            reason = self.blocked(name, server, state)
-            if reason:
-                return error_result(ErrorCode.PRECONDITION_FAILED, reason, tool=name)
-        result = await self.limits.call(self.call, name, arguments)  # [limits]
-        if self.limits.refused(result):  # the client's limit, not the tool's failure
-            return result
-        if known and isinstance(result, types.CallToolResult):
-            if not result.is_error:
-                state.succeeded.append(name)
-            if state.last_query:
-                self._remember(state.last_query, server, tool, not result.is_error, client)
-            # usage memory: what this call passed over in the latest answer (memory.py)
-            learn_from_call(self.router, state, (server, tool), name in state.promoted, client)
-        return result
+        """One tool call of a client through every step of the call path
+        (:data:`toolroute.gateway.pipeline.STEPS`); ``client`` names whose usage memory a
+        completed call feeds."""
+        return await pipeline.run(self, Call(name, arguments, state, allowed, client))
 
-    def _remember(self, query: str, server: str, tool: str, ok: bool, client: str) -> None:
+    def remember(self, query: str, server: str, tool: str, ok: bool, client: str) -> None:
         try:  # the usage memory must never break a call
             self.router.remember_use(query, server, tool, ok, client=client)
         except Exception:
-            log.exception("cannot remember the use of %s/%s", server, tool)
+            log_failure(log, "cannot remember the use of %s/%s", server, tool)
 
-    def _not_promoted(
+    def not_promoted(
         self, name: str, state: SessionState, allowed: Allowed
     ) -> types.CallToolResult:
         """The call gate's refusal: what the client did, what to do next, and the setting."""
@@ -443,37 +405,10 @@ class GatewayCore:
         return list(self.presenter.tools_by_name)
 
     async def call(self, name: str, arguments: dict[str, Any]) -> CallResult:
-        """Validate and forward one call; an input-required result (the server needs the
-        caller's answers first) goes back as it is and is not an outcome yet."""
-        server, tool = split_name(name)
-        if name in self.quarantined:
-            held = self.quarantined[name]
-            return error_result(ErrorCode.QUARANTINED, held.message, tool=name)
-        definition = self.presenter.tools_by_name.get(name)  # one lookup, not a catalog scan
-        if definition is None or server not in self.pool.servers:
-            return error_result(
-                ErrorCode.UNKNOWN_TOOL,
-                f"no tool named {name[:200]!r}; names come from find_tools",
-                closest=_closest(name, self._names()),
-            )
-        schema = dict(definition.input_schema)
-        problem = await check_call(name, schema, arguments)  # off the loop, nothing fetched
-        if problem:
-            return json_result(problem, error=True)
-        caller = self.caller()
-        bridged = await self.bridged(server, tool, arguments, caller)
-        if bridged is not None:
-            return bridged
-        try:
-            result, latency = await self.pool[server].call_tool(
-                tool, arguments, self.call_timeout_s, caller=caller
-            )
-        except DownstreamError as e:
-            return self.failed(e, name, caller is not None and caller.stateless)
-        if isinstance(result, types.InputRequiredResult):
-            return result
-        self.record(Outcome(server, tool, success=not result.is_error, latency_s=latency))
-        return result
+        """Run one call through the call's own steps (quarantine, known tool, schema,
+        forward): for a caller already checked, e.g. a test or the Python API."""
+        state = self.state()
+        return await pipeline.run(self, Call(name, arguments, state), pipeline.EXECUTE)
 
     def caller(self) -> CallContext | None:
         """Where the downstream server's messages about the current call go (the shell's
@@ -508,16 +443,9 @@ class GatewayCore:
     def record(self, outcome: Outcome) -> None:
         """One executed call into the statistics (EHRR eq. 8)."""
         # written synchronously, before the answer goes out: a kill -9 loses only calls in
-        # flight (a background writer saved 0.05 ms of a ~2 ms call in
-        # benchmarks/results/gateway_latency_loaded.md: not worth an acked-but-lost outcome)
+        # flight (a background writer saves too little to be worth an acked-but-lost outcome:
+        # benchmarks/gateway_latency.py --breakdown)
         with self.faults.audit("store"), self.metrics.store("record_outcome"):  # logged once
             self.router.record(outcome)
         if self._on_outcome is not None:
             self._on_outcome(outcome)
-
-
-def _closest(name: str, names: list[str]) -> list[str]:
-    """Known names close to a mistyped one (none for a name no tool could have)."""
-    if len(name) > MAX_NAME_CHARS:
-        return []
-    return difflib.get_close_matches(name, names, n=5, cutoff=0.4)

@@ -14,7 +14,9 @@ A browser sends no ``Authorization`` header, so with ``[auth]`` tokens the page
 
 The cookie (:data:`COOKIE`, ``HttpOnly; SameSite=Strict; Path=/status``) holds an opaque
 random session id, never a token; a :class:`LoginBook` maps it to the client in memory, with
-an expiry (:data:`SESSION_TTL_S`), bounded in number (:data:`MAX_SESSIONS`). It is honoured
+an expiry (:data:`SESSION_TTL_S`), bounded per client (:data:`MAX_SESSIONS_PER_CLIENT`: a
+client's sign-ins end only its own oldest sessions, never the operator's or another
+client's) and in all (:data:`MAX_SESSIONS`). It is honoured
 only on the status page's own routes (:data:`COOKIE_ROUTES`): ``HttpGuard``
 (:mod:`toolroute.gateway.auth`) asks :meth:`LoginBook.admit` only there, after its Host and
 Origin checks, so a cookie never opens ``/mcp``, and a cross-site ``POST`` (a foreign
@@ -24,8 +26,10 @@ Guessing is throttled per client address (:class:`FailedLogins`): after
 :data:`LOGIN_FAILURES` wrong tokens or codes within :data:`LOGIN_WINDOW_S`, that address gets
 ``429`` with ``Retry-After`` (even for a right token, or guessing would go on) until the
 oldest failure leaves the window; other addresses sign in as before. The address is the TCP
-peer's: behind a reverse proxy every browser shares the proxy's, so one guesser there throttles
-everyone's new sign-ins (sessions already open are not affected).
+peer's, which a client cannot forge: ``X-Forwarded-For`` is believed only from the proxies
+``[http] forwarded_allow_ips`` names (none by default). Behind a reverse proxy not named there,
+every browser shares the proxy's address, so one guesser throttles everyone's new sign-ins
+(sessions already open are not affected).
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ import logging
 import os
 import secrets
 import time
-from collections import OrderedDict, deque
+from collections import Counter, OrderedDict, deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from http.cookies import CookieError, SimpleCookie
@@ -70,7 +74,11 @@ COOKIE = "toolroute_status"
 SESSION_TTL_S = 8 * 3600.0
 """How long a browser login lasts (the cookie's Max-Age and the session's expiry)."""
 MAX_SESSIONS = 1000
-"""Sessions kept at once (the oldest dropped first): logins cannot grow memory without bound."""
+"""Sessions kept at once: logins cannot grow memory without bound. Past it, the oldest session
+of whoever holds the most goes first, so one token's sign-ins never end another's."""
+MAX_SESSIONS_PER_CLIENT = 20
+"""Sessions one client (one token, or the operator) holds at once; its next sign-in ends its
+own oldest, never another client's."""
 CODE_TTL_S = 120.0
 """How long a one-time code from ``toolroute status --open`` stays valid."""
 LOGIN_FILE = "status-login.json"
@@ -199,6 +207,17 @@ class LoginBook:
         self._key = secrets.token_bytes(32)
         self._spent: dict[str, float] = {}  # nonce of each code used, until it would expire
 
+    def reconfigure(self, tokens: Mapping[str, str]) -> None:
+        """New tokens (a config reload): the sessions of a client whose token is gone or
+        changed end (a removed client's cookie must not fall back to the operator's view);
+        with no tokens left, every session ends."""
+        old = {c: d for d, c in self._tokens}
+        self._tokens = [(_digest(t), c) for c, t in tokens.items()]
+        kept = {c for d, c in self._tokens if old.get(c) == d}
+        for sid, login in list(self._sessions.items()):
+            if not self._tokens or (login.client is not None and login.client not in kept):
+                del self._sessions[sid]
+
     @property
     def required(self) -> bool:
         """Whether the page needs a login at all (the gateway has tokens)."""
@@ -217,8 +236,13 @@ class LoginBook:
         """A new session for ``client`` (None: the operator); returns its id for the cookie."""
         now = time.time() if now is None else now
         self._drop_expired(now)
-        while len(self._sessions) >= MAX_SESSIONS:
-            self._sessions.popitem(last=False)
+        own = [sid for sid, login in self._sessions.items() if login.client == client]
+        for sid in own[: max(0, len(own) - MAX_SESSIONS_PER_CLIENT + 1)]:  # oldest first
+            del self._sessions[sid]
+        while len(self._sessions) >= MAX_SESSIONS:  # many clients: the biggest holder gives
+            held = Counter(login.client for login in self._sessions.values())
+            biggest = held.most_common(1)[0][0]
+            del self._sessions[next(s for s, x in self._sessions.items() if x.client == biggest)]
         sid = secrets.token_urlsafe(32)
         self._sessions[sid] = Login(client, now + SESSION_TTL_S)
         return sid

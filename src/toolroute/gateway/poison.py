@@ -16,6 +16,12 @@ plain pattern but not from the model do not hide it here:
 The override and hiding phrases are matched in English and in common translations (Spanish,
 French, German, Portuguese, Italian, Russian, Chinese, Japanese). A flag found only after
 normalisation adds "obfuscated with invisible or reversed characters".
+
+A tool's *name* is checked too (:func:`look_alikes`): one with invisible characters is
+flagged, and so is one with a character outside ASCII that looks like another tool's name
+(the same skeleton, :func:`toolroute.catalog.name.skeleton`: a Cyrillic ``і`` beside the
+Latin ``i``), plain or namespaced. An ASCII name is never flagged for looking like another:
+of two look-alikes, the one a keyboard types is the one kept.
 """
 
 from __future__ import annotations
@@ -26,8 +32,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from toolroute.catalog.models import Tool
+from toolroute.catalog.name import invisible, qualified_name, skeleton
 
-__all__ = ["OBFUSCATED", "normalise", "suspicious"]
+__all__ = ["OBFUSCATED", "look_alikes", "normalise", "suspicious"]
 
 OBFUSCATED = "obfuscated with invisible or reversed characters"
 
@@ -323,3 +330,28 @@ def suspicious(tool: Tool) -> list[str]:
     if hidden:
         found.append(OBFUSCATED)
     return found
+
+
+def look_alikes(tools: Iterable[Tool]) -> dict[str, list[str]]:
+    """``{"<server>__<tool>": flags}`` for the tools whose name hides characters or looks like
+    another tool's name (plain or namespaced) without being it; the others are absent."""
+    listed = list(tools)
+    forms: dict[str, set[str]] = {}
+    for t in listed:
+        for form in (t.name, qualified_name(t.server, t.name)):
+            forms.setdefault(skeleton(form), set()).add(form)
+    out: dict[str, list[str]] = {}
+    for t in listed:
+        qualified = qualified_name(t.server, t.name)
+        flags = []
+        if hidden := invisible(t.name):
+            flags.append(f"name has invisible characters ({', '.join(hidden)})")
+        if hidden or not t.name.isascii():
+            for form in (t.name, qualified):
+                others = sorted(forms.get(skeleton(form), set()) - {t.name, qualified})
+                if others:
+                    flags.append(f"name looks like {others[0]}")
+                    break
+        if flags:
+            out[qualified] = flags
+    return out

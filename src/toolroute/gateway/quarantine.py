@@ -7,7 +7,8 @@ and ``call_tool`` refuses it, until someone approves the new version (``toolrout
 ``approved = ["server__tool@<hash prefix>"]`` in toolroute.toml). A description that reads like
 instructions aimed at the model (tool poisoning: "ignore previous instructions", "do not tell
 the user", reading ``~/.ssh`` or sending secrets somewhere; :mod:`toolroute.gateway.poison`) is
-flagged and held the same way.
+flagged and held the same way, and so is a tool whose name hides invisible characters or looks
+like another tool's name (``get_current_tіme`` with a Cyrillic ``і`` beside ``get_current_time``).
 
 Every decision is a :class:`QuarantineEvent` (logged as one JSON line on the
 ``toolroute.quarantine`` logger, returned by sync). State lives in the store's ``meta`` table:
@@ -28,7 +29,7 @@ from typing import Any, Literal, Protocol
 
 from toolroute.catalog.models import Catalog, Tool
 from toolroute.catalog.name import qualified_name
-from toolroute.gateway.poison import suspicious
+from toolroute.gateway.poison import look_alikes, suspicious
 
 __all__ = [
     "Held",
@@ -78,13 +79,13 @@ class Held:
     """A tool kept out of find_tools and call_tool until approved."""
 
     name: str
-    reason: Literal["changed", "suspicious"]
+    reason: Literal["changed", "suspicious", "look-alike"]
     version: str
     hash: str
     changed: tuple[str, ...] = ()
     """Which of description / input_schema differ from the pin (reason ``changed``)."""
     flags: tuple[str, ...] = ()
-    """What the poisoned-description heuristics found."""
+    """What the poisoned-description and look-alike name checks found."""
     description: str = ""
 
     def to_dict(self) -> dict[str, Any]:
@@ -92,11 +93,12 @@ class Held:
 
     @property
     def message(self) -> str:
-        why = (
-            f"its {' and '.join(self.changed)} changed after it was approved"
-            if self.reason == "changed"
-            else f"its description looks like instructions to the model ({', '.join(self.flags)})"
-        )
+        if self.reason == "changed":
+            why = f"its {' and '.join(self.changed)} changed after it was approved"
+        elif self.reason == "look-alike":
+            why = f"its name could pass for another tool's ({', '.join(self.flags)})"
+        else:
+            why = f"its description looks like instructions to the model ({', '.join(self.flags)})"
         return f"{self.name} is quarantined: {why}; approve it with `toolroute approve {self.name}`"
 
 
@@ -143,6 +145,7 @@ class Quarantine:
         held: list[Held] = []
         events: list[QuarantineEvent] = []
         servers = []
+        alike = look_alikes(catalog.tools())
         for server in catalog.servers:
             kept = []
             for tool in server.tools:
@@ -150,7 +153,8 @@ class Quarantine:
                 pin, now = pins.get(name), _pin(tool)
                 approved = self._approved(name, tool, approvals)
                 changed = tuple(k for k in now if pin is not None and pin.get(k) != now[k])
-                flags = () if approved else tuple(suspicious(tool))
+                named = () if approved else tuple(alike.get(name, ()))
+                flags = () if approved else (*named, *suspicious(tool))
                 if pin is None or approved:
                     if pin is not None and changed:
                         events.append(QuarantineEvent("approved", name, "changed", version(tool)))
@@ -160,7 +164,7 @@ class Quarantine:
                     continue
                 h = Held(
                     name,
-                    "changed" if changed else "suspicious",
+                    "changed" if changed else "look-alike" if named else "suspicious",
                     version(tool),
                     tool.hash,
                     changed,

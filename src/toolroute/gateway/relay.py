@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import anyio
@@ -41,12 +41,19 @@ from mcp.shared.subscriptions import (
 )
 from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 
-from toolroute.catalog.name import qualified_name, server_of, split_name
+from toolroute.catalog.name import SEPARATOR, qualified_name, server_of, split_name
 from toolroute.gateway.caller import Caller, caller_var, connection_key, current_caller
 from toolroute.sdk import connection_of
 from toolroute.sources.pool import DownstreamPool
 
-__all__ = ["STATUS_URI", "Caller", "Relay", "current_caller", "exposed_names"]
+__all__ = [
+    "MAX_ASKS_PER_SESSION",
+    "STATUS_URI",
+    "Caller",
+    "Relay",
+    "current_caller",
+    "exposed_names",
+]
 
 log = logging.getLogger(__name__)
 
@@ -71,17 +78,33 @@ STATUS_RESOURCE = types.Resource(
     mime_type="application/json",
 )
 RESOURCE_NOT_FOUND = -32002
+MAX_ASKS_PER_SESSION = 16
+"""Server→client requests (sampling, elicitation, roots) waiting for one client session's
+answers at once; one more is refused at once with an error, and logged (each server is also
+bounded on its own: ``MAX_ASKS`` in sources/downstream.py)."""
 
 
-def exposed_names(owners: Iterable[tuple[str, str]]) -> dict[str, tuple[str, str]]:
+def exposed_names(
+    owners: Iterable[tuple[str, str]],
+    servers: Collection[str] = (),
+    refused: Collection[str] = (),
+) -> dict[str, tuple[str, str]]:
     """``{exposed: (server, name)}``: a name kept as is where one server has it, else
-    ``<server>__<name>`` for each server that has it."""
+    ``<server>__<name>`` for each server that has it. A name never kept as is: one inside a
+    server's namespace (``time__x``, with ``time`` in ``servers`` or listing), which would
+    shadow that server's own; and one in ``refused``. So every exposed name is one item's."""
     pairs = list(dict.fromkeys(owners))
+    spaces = {*servers, *(s for s, _ in pairs)}
     count: dict[str, int] = {}
     for _, name in pairs:
         count[name] = count.get(name, 0) + 1
+
+    def plain(name: str) -> bool:
+        owned = SEPARATOR in name and server_of(name) in spaces
+        return count[name] == 1 and not owned and name not in refused
+
     return {
-        (name if count[name] == 1 else qualified_name(server, name)): (server, name)
+        (name if plain(name) else qualified_name(server, name)): (server, name)
         for server, name in pairs
     }
 
@@ -124,6 +147,9 @@ class Relay:
         self.sessions: dict[int, Any] = {}  # connection → a ServerSession to notify it on
         self.levels: dict[int, types.LoggingLevel] = {}
         self.subscribers: dict[tuple[str, str], set[int]] = {}
+        self.asking: dict[int, int] = {}
+        """Connection → its server→client requests waiting for an answer."""
+        self._asks_refused: set[int] = set()
         self._resources: dict[str, tuple[str, str]] | None = None
         self._templates: dict[str, tuple[str, str]] | None = None
         self._prompts: dict[str, tuple[str, str]] | None = None
@@ -171,6 +197,33 @@ class Relay:
             if stack is not None:
                 stack.callback(self.forget, key)
         self.sessions[key] = session
+
+    @contextmanager
+    def ask_slot(self, key: int, what: str) -> Iterator[bool]:
+        """Within: one of :data:`MAX_ASKS_PER_SESSION` slots of connection ``key`` for a
+        server→client request, if one is free (yields whether it was; a refusal is logged
+        once until the connection's requests drop below the cap)."""
+        held = self.asking.get(key, 0)
+        if held >= MAX_ASKS_PER_SESSION:
+            if key not in self._asks_refused:
+                self._asks_refused.add(key)
+                log.warning(
+                    "a client session already has %d requests of servers waiting for its "
+                    "answers; a %s request is refused (and any more until one is answered)",
+                    held,
+                    what,
+                )
+            yield False
+            return
+        self.asking[key] = held + 1
+        try:
+            yield True
+        finally:
+            left = self.asking.pop(key, 1) - 1
+            if left:
+                self.asking[key] = left
+            if left < MAX_ASKS_PER_SESSION:
+                self._asks_refused.discard(key)
 
     def forget(self, key: int) -> None:
         """Drop everything kept for one connection (it closed)."""
@@ -227,7 +280,7 @@ class Relay:
     ) -> tuple[dict[str, tuple[str, str]], list[Any]]:
         """The exposed names of ``listed`` items (keyed by their ``field``: uri, uri_template or
         name) and the items under those names that this client may use."""
-        names = exposed_names((s, getattr(item, field)) for s, item in listed)
+        names = exposed_names(((s, getattr(item, field)) for s, item in listed), self.pool.servers)
         back = {v: k for k, v in names.items()}
         items = [
             item.model_copy(update={field: back[(s, getattr(item, field))]})

@@ -14,13 +14,22 @@ nothing else is touched:
 - only the servers above are listed again, and only their changed tools re-embedded.
 
 Each change is one log line (``added X``, ``removed Y``, ``restarted Z``, ``tokens
-reloaded``, ...). A config that does not parse or validate is refused in one line on stderr,
-and the running one keeps serving. Settings that need a restart (store, expose, ...) say so.
+reloaded``, ...). Settings that need a restart (store, expose, ...) say so.
+
+A reload applies a complete, valid new config or none (fail closed): the files are read in a
+worker thread with a timeout, only from regular files (a FIFO or device is refused, never
+waited on), twice-looked-at so a file still being written is not taken; a file missing,
+empty, unreadable or invalid, or a toolroute.toml that existed and is now gone, is refused in
+one line ("config not reloaded, still serving the previous one: <why>"), shown in status, and
+the running config keeps serving. Tokens a running gateway requires are dropped only by an
+explicit ``[auth] enabled = false`` (a warning, and a line in status), never by a file caught
+empty. A symlink swapped to a new complete file is read like any other edit.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import time
 from collections.abc import Callable
@@ -31,11 +40,17 @@ from typing import Any
 import anyio
 
 from toolroute.config import SEPARATOR, GatewayConfig
-from toolroute.errors import ToolrouteError
+from toolroute.errors import ConfigError, ToolrouteError
 
-__all__ = ["Live", "Reload", "apply", "diff", "follow_config"]
+__all__ = ["Live", "Reload", "apply", "check_safe", "diff", "follow_config", "note_auth"]
 
 log = logging.getLogger(__name__)
+
+LOAD_TIMEOUT_S = 10.0
+"""Longest a reload waits for the config files to be read (a hung network file system)."""
+SETTLE_S = 0.2
+"""A reload reads the files, waits this long and looks again: a file still being written is
+not taken half-way."""
 
 RESTART_FIELDS = (
     "store",
@@ -49,6 +64,7 @@ RESTART_FIELDS = (
     "value_usd",
     "values",
     "http_json_response",
+    "forwarded_allow_ips",
     "relist_interval_s",
     "scopes",
     "milestones",
@@ -212,28 +228,99 @@ async def _apply(live: Live, new: GatewayConfig, change: Reload, pool: Any, gate
     return report
 
 
-async def reload_once(live: Live, pool: Any, gateway: Any) -> Reload | None:
-    """Read the files again and apply them; a config that does not load is refused in one
-    line and the running one kept (None)."""
-    if live.load is None:
-        return None
+def _stamps(config: GatewayConfig) -> list[tuple[int, int, int] | None]:
+    """Each watched file's (inode, size, mtime), None when absent: unchanged stamps on both
+    sides of a read mean no writer was under way meanwhile."""
+    out: list[tuple[int, int, int] | None] = []
+    for path in sorted(_watched(config)):
+        try:
+            st = os.stat(path)
+        except OSError:
+            out.append(None)
+        else:
+            out.append((st.st_ino, st.st_size, st.st_mtime_ns))
+    return out
+
+
+def _read_settled(live: Live) -> GatewayConfig:
+    """``live.load()`` between two looks at the files :data:`SETTLE_S` apart (in a worker
+    thread); a file that changed meanwhile is refused: the writer's next change is read."""
+    assert live.load is not None
+    before = _stamps(live.config)
     try:
         new = live.load()
+    except OSError as e:  # a read the loader did not name (it names the ones it expects)
+        raise ConfigError(f"cannot read the config files: {e.strerror or e}") from None
+    time.sleep(SETTLE_S)
+    if _stamps(live.config) != before:
+        raise ConfigError("the files changed while being read (still being written?)")
+    return new
+
+
+def check_safe(old: GatewayConfig, new: GatewayConfig) -> None:
+    """Refuse a new config that would open the gateway or fall back to defaults because a
+    file was caught missing or half-written: raises :class:`ConfigError` naming why."""
+    where = new.settings_path or old.settings_path
+    if old.settings_read and not new.settings_read:
+        raise ConfigError(
+            f"{where}: missing or empty, but the running config was read from it (a "
+            "delete-then-write or a rewrite caught half-way?); to run on the defaults, "
+            "write a [toolroute] table with nothing in it"
+        )
+    if old.clients and not new.clients and not new.auth_off:
+        raise ConfigError(
+            f"{where}: no [auth] tokens, but the running gateway requires them; to serve "
+            "without tokens, write [auth] enabled = false"
+        )
+
+
+async def reload_once(live: Live, pool: Any, gateway: Any) -> Reload | None:
+    """Read the files again (off the event loop, within :data:`LOAD_TIMEOUT_S`) and apply a
+    complete, valid and safe new config; anything else (a file missing, empty, unreadable,
+    not a regular file, invalid, still being written, or dropping ``[auth]`` without
+    ``enabled = false``) is refused in one line and shown in status, and the running config
+    keeps serving (None)."""
+    if live.load is None:
+        return None
+    faults = getattr(gateway, "faults", None)
+    try:
+        with anyio.move_on_after(LOAD_TIMEOUT_S) as scope:
+            new = await anyio.to_thread.run_sync(_read_settled, live, abandon_on_cancel=True)
+        if scope.cancelled_caught:
+            raise ConfigError(f"reading the config files took over {LOAD_TIMEOUT_S:g} s")
+        check_safe(live.config, new)
     except ToolrouteError as e:
         log.error("config not reloaded, still serving the previous one: %s", e)
+        if faults is not None:
+            faults.note_config("reload", f"not reloaded, still serving the previous one: {e}")
         return None
+    if faults is not None:
+        faults.note_config("reload", None)
     if new == live.config:
         log.info("config files changed, but not the config")
         return None
     try:
-        return await apply(live, new, pool, gateway)
+        change = await apply(live, new, pool, gateway)
     except Exception:  # top level of the reload: the gateway keeps serving what it has
         log.exception("config reload failed; serving with what was applied")
         return None
+    note_auth(new, gateway)
+    return change
+
+
+def note_auth(config: GatewayConfig, gateway: Any) -> None:
+    """``[auth] enabled = false``: a warning in the log and a line in status (HTTP)."""
+    faults = getattr(gateway, "faults", None)
+    line = None
+    if config.auth_off:
+        line = f"off ([auth] enabled = false in {config.settings_path}): no token is asked"
+        log.warning("authentication %s", line)
+    if faults is not None:
+        faults.note_config("auth", line)
 
 
 def _watched(config: GatewayConfig) -> set[Path]:
-    return {p for p in (config.path, config.settings_path) if p is not None}
+    return {p for p in (config.path, config.settings_path, *config.links) if p is not None}
 
 
 async def follow_config(live: Live, pool: Any, gateway: Any) -> None:

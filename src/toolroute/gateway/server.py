@@ -6,17 +6,19 @@ this module adds what is MCP: the meta-tools (a table of handlers, :attr:`Gatewa
 bound and passed-through tools, the relay of resources, prompts and notifications, and the
 bridge between a 2026-07-28 client and a 2025-11-25 server.
 
-- ``find_tools(query, k?)`` → ranked candidates (seed 000 ROUTE), as structured content and as
+- ``find_tools(query, k?)`` → ranked candidates, as structured content and as
   the same JSON in text: ``{"candidates": [{"name", "server", "tool", "description",
   "input_schema", "score"}]}``. ``name`` is ``<server>__<tool>`` (server names may not contain
   ``__``, so it always splits at the first ``__``).
-- In ``bind`` exposure mode (seed 001 §3.3), tools that find_tools returns are also bound: added
-  to the gateway's own ``tools/list`` under their namespaced name, with a
-  ``notifications/tools/list_changed``, so a client can call them directly.
+- In ``bind`` exposure mode (ScaleMCP's dynamic binding), tools that find_tools returns to a
+  client are also bound for that client: added to its ``tools/list`` under their namespaced
+  name, with a ``notifications/tools/list_changed`` to its connections (a listen event at
+  2026-07-28), so it can call them directly.
 - ``call_tool(name, arguments)`` → validates the arguments against the tool's input schema,
-  forwards the call with a deadline and returns the downstream result unchanged (seed 000
-  EXECUTE-TOOL). Unknown tool, invalid arguments, timeout and crash come back as ``isError``
-  results whose JSON says what to do next; every executed call is recorded (EHRR eq. 8).
+  forwards the call with a deadline and returns the downstream result unchanged (the call
+  path, :mod:`toolroute.gateway.pipeline`). Unknown tool, invalid arguments, timeout and
+  crash come back as ``isError`` results whose JSON says what to do next; every executed call
+  is recorded (EHRR eq. 8).
 - Routing runs in a worker thread (at most ``core.ROUTE_THREADS`` at once), so a slow strategy (an
   LLM stage, a big index) never holds up another client's ``call_tool`` on the event loop.
 - A tool in quarantine (:mod:`toolroute.gateway.quarantine`) is not indexed, so find_tools
@@ -70,6 +72,7 @@ from toolroute.route.gate import Preconditions, SessionState
 from toolroute.route.llm_stages import subtask_text
 from toolroute.router import Router
 from toolroute.sdk import OpenTelemetryMiddleware, connection_of
+from toolroute.settings import DEFAULTS
 from toolroute.sources.pool import CallContext, DownstreamError, DownstreamPool
 from toolroute.stats import Outcome
 
@@ -255,11 +258,11 @@ class Gateway(GatewayCore):
         router: Router,
         pool: DownstreamPool,
         *,
-        k: int = 5,
-        strategy: str = "default",
-        call_timeout_s: float = 30.0,
-        expose: Literal["meta", "bind", "all"] = "meta",
-        call_gate: bool | CallGateScope = "client",
+        k: int = DEFAULTS.k,
+        strategy: str = DEFAULTS.strategy,
+        call_timeout_s: float = DEFAULTS.call_timeout_s,
+        expose: Literal["meta", "bind", "all"] = DEFAULTS.expose,
+        call_gate: bool | CallGateScope = DEFAULTS.call_gate,
         clients: Mapping[str, ClientAccess] | None = None,
         presenter: Presenter | None = None,
         tool_gates: Mapping[str, Preconditions] | None = None,
@@ -325,7 +328,7 @@ class Gateway(GatewayCore):
         self.continuations = Continuations(wait_s=call_timeout_s)
         """2025 servers' requests during a call, bridged to 2026-07-28 clients (runs while
         ``continuations.serving()`` is entered: ``toolroute serve`` enters it)."""
-        self.passthrough = PassThrough(pool)
+        self.passthrough = PassThrough(pool, lambda: self.quarantined)  # held: not listed
         relisted = self.passthrough.invalidate if expose == "all" else None
         self.relay = Relay(  # resources, prompts, ... and the toolroute://status resource
             pool, self.bus, relisted, self._may_use, status=self.status
@@ -366,6 +369,8 @@ class Gateway(GatewayCore):
             meta.append(SET_MILESTONE)
         allowed = self.allowed_for(ctx)
         if self.expose == "all":  # every allowed tool; set_milestone where preconditions need it
+            if self.warmup is not None:  # at start: the quick servers' tools reviewed first
+                await self.warmup.wait()
             listed = await self.passthrough.listed()
             tools = [t for t, name in listed if allowed is None or allowed(name)]
             return types.ListToolsResult(tools=[*tools, *([SET_MILESTONE] if milestones else [])])
@@ -376,7 +381,12 @@ class Gateway(GatewayCore):
             bound = await self._bound_for(state, allowed)
         return types.ListToolsResult(tools=[*meta, *bound])
 
+    warmup: Any = None
+    """At start, what a call waits for: the quick servers indexed (gateway/startup.py)."""
+
     async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> CallResult:
+        if self.warmup is not None:
+            await self.warmup.wait()
         # the call's progress, logs and sampling come back to this client; a 2026-07-28
         # retry's answers and requestState go down with it
         async with self.relay.serving(ctx, params):
@@ -425,6 +435,9 @@ class Gateway(GatewayCore):
             return _invalid("find_tools needs `query`: what you need to get done, in words")
         before = set(r.state.promoted)
         found = await self.find_async(query, k, r.state, may_use=r.allowed, client=r.client)
+        indexing = self.pool.notes.get("indexing", {})  # servers whose tools are not found yet
+        if shown := {n: v for n, v in indexing.items() if self._may_use(r.ctx, n)}:
+            found["indexing"] = shown
         if self.expose == "bind":
             await self._bind(r.ctx, r.state, found["candidates"], before)
         return json_result(found)

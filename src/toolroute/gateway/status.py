@@ -6,7 +6,7 @@ A snapshot holds, per server: ``status`` (starting, up, down, restarting, stoppe
 ``exit_code``, ``restarts``, ``tools`` (listed at the last sync), ``changed_at`` (the last
 state change, Unix time); plus the tools in quarantine, the gateway's pid and, under
 ``faults``, what the gateway cannot write right now (``{"store": "write failed: disk full
-(since …)"}``: :class:`Faults`).
+(since …)"}``: :class:`Faults`), and under ``config`` a refused reload or ``[auth]`` turned off.
 """
 
 from __future__ import annotations
@@ -66,6 +66,19 @@ class Faults:
     def __init__(self) -> None:
         self._now: dict[str, tuple[str, float]] = {}
         self.on_change: Callable[[], None] | None = None  # what is failing changed
+        self.config: dict[str, str] = {}
+        """What the operator must know about the running config (a reload refused, ``[auth]``
+        turned off), shown under ``config`` in the snapshot."""
+
+    def note_config(self, part: str, line: str | None) -> None:
+        """Show ``line`` under ``config.<part>`` in the status (None: clear it)."""
+        before = self.config.get(part)
+        if line is None:
+            self.config.pop(part, None)
+        else:
+            self.config[part] = line
+        if before != line and self.on_change is not None:
+            self.on_change()
 
     def failed(self, part: str, e: BaseException) -> str:
         """Note that writing ``part`` failed with ``e``; the line shown in the status."""
@@ -160,8 +173,9 @@ def snapshot(
     running: bool = True,
     faults: Faults | None = None,
 ) -> dict[str, Any]:
-    """The JSON ``toolroute status`` prints: servers, quarantined tools, pid, and what the
-    gateway cannot write (``faults``, only when something fails)."""
+    """The JSON ``toolroute status`` prints: servers, quarantined tools, pid, what the
+    gateway cannot write (``faults``, only when something fails), and the pool's notes
+    (``names``, ``indexing``: only while they say something)."""
     out: dict[str, Any] = {
         "pid": os.getpid(),
         "running": running,
@@ -171,6 +185,9 @@ def snapshot(
     failing = faults.now() if faults is not None else {}
     if failing:
         out["faults"] = failing
+    if faults is not None and faults.config:
+        out["config"] = dict(sorted(faults.config.items()))
+    out.update((section, dict(notes)) for section, notes in pool.notes.items() if notes)
     return out
 
 

@@ -5,7 +5,8 @@ It shows what a person opens first when an agent "can't find" a tool: each downs
 server's state (``up``, ``down`` with its error, restarts), its tools with their posted price
 and the statistics learned from executed calls (success, latency, calls: EHRR eq. 8), and the
 last routing decisions with their explanation (candidates and scores, what was promoted, what
-was gated out and why; the query itself is stored only as a hash, seed 002 §5.7).
+was gated out and why; the query itself is stored only as a hash, as Tool Attention's audit
+log does).
 
 The routes join the gateway's own Starlette app, inside the same ``HttpGuard`` as ``/mcp``
 (:mod:`toolroute.gateway.auth`: Host, Origin and bearer-token checks), so the page follows the

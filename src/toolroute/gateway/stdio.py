@@ -2,19 +2,20 @@
 
 The SDK reads stdin and writes stdout through ``anyio.wrap_file``: every line read, every write
 and every flush is a round trip to a worker thread, three per request on a path whose whole
-budget is about one direct stdio call (issue 13). Here the event loop reads and writes the
+budget is about one direct stdio call. Here the event loop reads and writes the
 pipes itself (``connect_read_pipe`` / ``connect_write_pipe``); messages are parsed and
 serialised as the SDK does. Like the SDK, it claims the descriptors while serving: fd 0 reads
 the null device and fd 1 goes to stderr, so a handler's or a child's stray output can never
 corrupt the wire; both are restored on exit. A line that is no JSON-RPC message is answered
-here (``-32700 Parse error``, id null, or ``-32600 Invalid Request``), as JSON-RPC 2.0 asks;
-the SDK would drop it silently.
+here (``-32700 Parse error``, id null, or ``-32600 Invalid Request``, ``data`` naming the
+problem), as JSON-RPC 2.0 asks; the SDK would drop it silently. Each line is parsed once,
+bounded in size and depth (:func:`parse_frame`).
 
 When stdin or stdout is not a pipe, socket or terminal (a regular file, as in
 ``serve < requests.jsonl``, or ``/dev/null``), the event loop cannot watch it, so
 :func:`serve_stdio` falls back to the SDK's transport.
 
-Shutdown (issue 29). The SDK's dispatcher cancels every running handler the moment its read
+Shutdown. The SDK's dispatcher cancels every running handler the moment its read
 stream ends, so a client that writes its last requests and closes stdin would get "Connection
 closed" (or nothing) for whatever was still running. :func:`serve_stdio` therefore holds the
 end of input back from the SDK until every request it has passed on is answered (or a bound
@@ -25,7 +26,6 @@ JSON-RPC error. SIGTERM stops reading at once and does the same within a few sec
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import signal
@@ -37,13 +37,15 @@ from typing import Any, Self
 
 import anyio
 import mcp.types as types
+import pydantic_core
 from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params
 from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
 
 from toolroute.sdk import create_context_streams
 
-__all__ = ["MAX_LINE_BYTES", "TERM_GRACE_S", "serve_stdio", "stdio_pipes"]
+__all__ = ["MAX_LINE_BYTES", "TERM_GRACE_S", "parse_frame", "serve_stdio", "stdio_pipes"]
 
 log = logging.getLogger(__name__)
 
@@ -65,25 +67,35 @@ def _watchable(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or (stat.S_ISCHR(mode) and os.isatty(fd))
 
 
-def _refusal(line: bytes | None) -> types.JSONRPCError:
-    """The JSON-RPC 2.0 answer to a frame that is no message: ``-32700 Parse error`` (id null)
-    when it is not JSON (or too long to read), ``-32600 Invalid Request`` when it is JSON but
-    no JSON-RPC message (with its id when it carries a usable one)."""
-    code, message, request_id = types.PARSE_ERROR, "Parse error", None
-    if line is not None:
-        try:
-            frame = json.loads(line)
-        except ValueError:  # not JSON, or not UTF-8
-            pass
-        else:
-            code, message = types.INVALID_REQUEST, "Invalid Request"
-            if isinstance(frame, dict):
-                found = frame.get("id")
-                if isinstance(found, str) or (type(found) is int):
-                    request_id = found
-    return types.JSONRPCError(
-        jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message)
-    )
+def parse_frame(line: bytes) -> types.JSONRPCMessage | types.JSONRPCError:
+    """One stdin line as a JSON-RPC message, or the JSON-RPC 2.0 error answering it, from one
+    bounded parse: pydantic-core's JSON parser (no recursion past its depth limit of 200, so a
+    frame nested 100,000 levels deep is an error, not a crash), then the message model on the
+    parsed value. Nothing is parsed a second time to build the error: ``-32700 Parse error``
+    (id null) when the line is not JSON, ``-32600 Invalid Request`` when it is JSON but no
+    JSON-RPC message (with its id when it carries a usable one); ``data`` names the problem."""
+    try:
+        frame = pydantic_core.from_json(line)
+    except ValueError as e:  # not JSON, not UTF-8, or nested past the limit
+        return _error(types.PARSE_ERROR, "Parse error", None, str(e))
+    try:
+        return types.jsonrpc_message_adapter.validate_python(frame, by_name=False)
+    except ValidationError as e:
+        request_id = None
+        if isinstance(frame, dict):
+            found = frame.get("id")
+            if isinstance(found, str) or (type(found) is int):
+                request_id = found
+        first = e.errors(include_url=False, include_input=False)[0] if e.errors() else None
+        why = f"{'.'.join(map(str, first['loc']))}: {first['msg']}" if first else str(e)
+        return _error(types.INVALID_REQUEST, "Invalid Request", request_id, why[:200])
+
+
+def _error(
+    code: int, message: str, request_id: types.RequestId | None, data: str | None
+) -> types.JSONRPCError:
+    error = types.ErrorData(code=code, message=message, data=data)
+    return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error)
 
 
 def _claim(fd: int, diversion: int) -> tuple[int, int]:
@@ -134,18 +146,18 @@ async def stdio_pipes() -> AsyncIterator[tuple[Any, Any]]:
                     try:
                         line = await reader.readline()
                     except ValueError as e:  # longer than MAX_LINE_BYTES: dropped by asyncio
-                        await reply(_refusal(None))
+                        too_long = f"line longer than {MAX_LINE_BYTES} bytes"
+                        await reply(_error(types.PARSE_ERROR, "Parse error", None, too_long))
                         await read_writer.send(e)
                         continue
                     if not line:
                         return  # EOF: the client closed stdin
                     if not line.strip():
                         continue
-                    try:
-                        message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-                    except Exception as e:  # JSON-RPC 2.0 §5.1: the client hears why
-                        await reply(_refusal(line))
-                        await read_writer.send(e)  # the SDK's observer still sees it
+                    message = parse_frame(line)
+                    if isinstance(message, types.JSONRPCError):  # JSON-RPC 2.0 §5.1: the
+                        await reply(message)  # client hears why, the SDK's observer too
+                        await read_writer.send(ValueError(message.error.data))
                         continue
                     await read_writer.send(SessionMessage(message))
 

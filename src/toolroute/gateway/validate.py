@@ -15,8 +15,8 @@ A downstream server writes the schema, so it is treated like any other untrusted
   (:data:`VALIDATE_THREADS` at once) and stops once it has used :data:`VALIDATE_DEADLINE_S` of
   its thread's CPU time (checked before every keyword): the bound is the schema's own work, so
   a loaded machine that only delays the thread never refuses a good tool (with a wall-clock
-  bound, 200 sessions at 100 req/s refused `time__get_current_time` as "took longer than 2 s",
-  benchmarks/results/load_workers/). :data:`VALIDATE_WALL_S` of wall time bounds one keyword
+  bound, a load test refused `time__get_current_time` as "took longer than 2 s").
+  :data:`VALIDATE_WALL_S` of wall time bounds one keyword
   that overruns on its own.
 
 A schema that breaks a bound, refers outside itself or is not a valid JSON schema makes its tool

@@ -38,15 +38,15 @@ class ToolIndex:
     server_ids: tuple[str, ...]
     server_of: npt.NDArray[np.int32]
     tool_vectors: Matrix
-    """TDWA document vectors (seed 001 eq. 1) under ``doc_config``."""
+    """TDWA document vectors (ScaleMCP eq. 1) under ``doc_config``."""
     flat_vectors: Matrix
-    """One embedding of ``"server name: tool name: description"`` (BASELINES.md dense)."""
+    """One embedding of ``"server name: tool name: description"`` (the dense baseline)."""
     server_vectors: Matrix
     """Server profiles (name + description, or name + tool names)."""
     tool_lexical: LexicalIndex
     """BM25 over server profile, tool name, description and parameter names."""
     name_desc_lexical: LexicalIndex
-    """BM25 over tool name + description only (BASELINES.md bm25)."""
+    """BM25 over tool name + description only (the BM25 baseline)."""
     server_lexical: LexicalIndex
     doc_config: DocConfig
     model_id: str
@@ -180,7 +180,7 @@ def economics_arrays(
     catalog: Catalog, server_of: npt.NDArray[np.int32]
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """(price per tool, ask cost per server): 0 for an unpriced tool; a server's own ask cost,
-    else the mean price of its tools (seed 000 §V)."""
+    else the mean price of its tools (EHRR §V)."""
     prices = np.array([t.price or 0.0 for t in catalog.tools()], dtype=np.float64)
     asks = np.array(
         [

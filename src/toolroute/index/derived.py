@@ -3,10 +3,10 @@ schema keys): owned by the :class:`~toolroute.index.build.ToolIndex` it was deri
 saved with its snapshot.
 
 Computed from a 100k-tool catalog these take seconds (Python loops over every tool and every
-pair of a server's tools); a fresh process that recomputed them spent 12 s on its first route
-(benchmarks/scale.py). A :class:`Derivation` names a function of the index that returns plain
-arrays; :class:`DerivedData` computes it once per index, and where the index came from a
-snapshot, reads it from (and, when missing, writes it into) the snapshot's ``derived/``
+pair of a server's tools); a fresh process that recomputed them would spend those seconds on
+its first route (benchmarks/scale.py). A :class:`Derivation` names a function of the index
+that returns plain arrays; :class:`DerivedData` computes it once per index, and where the index
+came from a snapshot, reads it from (and, when missing, writes it into) the snapshot's ``derived/``
 folder, memory-mapped like the index's own arrays.
 
 A derivation's files are keyed by its name, its ``version`` and a fingerprint of the source of
@@ -28,13 +28,13 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
-if TYPE_CHECKING:
-    from toolroute.index.build import ToolIndex
+IndexT = TypeVar("IndexT")
+"""The index a derivation reads (:class:`toolroute.index.build.ToolIndex`)."""
 
 __all__ = ["Arrays", "Derivation", "DerivedData"]
 
@@ -45,11 +45,11 @@ _MEMO_CAP = 256
 
 
 @dataclass(frozen=True, slots=True)
-class Derivation:
+class Derivation(Generic[IndexT]):
     """A named function of an index returning arrays (numeric or fixed-width strings)."""
 
     name: str
-    make: Callable[[ToolIndex], Arrays] = field(compare=False)
+    make: Callable[[IndexT], Arrays] = field(compare=False)
     modules: tuple[ModuleType, ...] = field(default=(), compare=False)
     """Modules whose source the result depends on (fingerprinted into the file key)."""
     version: int = 1
@@ -87,7 +87,7 @@ class DerivedData:
         self._values: dict[tuple[str, Hashable], Any] = {}
         self._lock = threading.Lock()
 
-    def get(self, derivation: Derivation, ix: ToolIndex) -> Arrays:
+    def get(self, derivation: Derivation[IndexT], ix: IndexT) -> Arrays:
         """``derivation``'s arrays for ``ix``: from memory, the snapshot, or computed (and then
         written into the snapshot for the next process)."""
         key = ("derivation", derivation.key)
@@ -117,20 +117,22 @@ class DerivedData:
         self._values[("memo", key)] = value
         return value
 
-    def save(self, derivations: tuple[Derivation, ...], ix: ToolIndex, directory: Path) -> None:
+    def save(
+        self, derivations: tuple[Derivation[IndexT], ...], ix: IndexT, directory: Path
+    ) -> None:
         """Compute (or take from memory) every derivation and write it under ``directory``
         (a snapshot being built)."""
         for d in derivations:
             _write_arrays(directory / d.key, self.get(d, ix))
 
-    def _read(self, derivation: Derivation) -> Arrays | None:
+    def _read(self, derivation: Derivation[Any]) -> Arrays | None:
         if self.directory is None:
             return None
         where = self.directory / derivation.key
         try:
             count = int((where / "count").read_text(encoding="utf-8"))
             # plain arrays over the mapping: np.memmap's Python-level indexing hooks cost
-            # ~9 ms per route at 100k tools (benchmarks/scale.py, warm p50)
+            # a visible share of a route at 100k tools (benchmarks/scale.py)
             return tuple(
                 np.asarray(np.load(where / f"{i}.npy", mmap_mode="r")) for i in range(count)
             )
@@ -140,7 +142,7 @@ class DerivedData:
             logger.warning("recomputing the unreadable derived data %s: %s", where, e)
             return None
 
-    def _write(self, derivation: Derivation, arrays: Arrays) -> None:
+    def _write(self, derivation: Derivation[Any], arrays: Arrays) -> None:
         if self.directory is None:
             return
         try:

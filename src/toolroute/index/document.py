@@ -1,9 +1,10 @@
-"""Tool documents: the texts a tool is indexed by (seed 001 §3.2.1).
+"""Tool documents: the texts a tool is indexed by.
 
-A document has components — name, description, parameters, synthetic questions (seed 001
-§4.1.1) — plus, beyond the paper, the server's own profile as context. The same components
-feed the lexical index (as one text) and the dense index (concatenated, or as a TDWA weighted
-average of per-component embeddings, seed 001 eq. 1).
+As in §3.2.1 of *ScaleMCP: Dynamic and Auto-Synchronizing Model Context Protocol Tools for LLM
+Agents* (ScaleMCP), a document has components — name, description, parameters, synthetic
+questions (ScaleMCP §4.1.1) — plus, beyond the paper, the server's own profile as context. The
+same components feed the lexical index (as one text) and the dense index (concatenated, or as
+a TDWA weighted average of per-component embeddings, ScaleMCP eq. 1).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def humanise(identifier: str) -> str:
 
 
 def tokenise(text: str) -> list[str]:
-    """Lower-cased alphanumeric runs with camelCase and snake_case split (BASELINES.md)."""
+    """Lower-cased alphanumeric runs with camelCase and snake_case split."""
     return [w.lower() for w in _WORD.findall(_CAMEL.sub(" ", text))]
 
 
@@ -68,12 +69,12 @@ def server_profile(server: Server) -> str:
     """Server-layer text: name + description, or name + tool names when the description is empty."""
     body = server.description.strip() or ", ".join(t.name for t in server.tools)
     # every tool's lexical text repeats its server's profile: uncapped, a server of 10,000
-    # tools made 10,000 copies of 10,000 names (15 GB, tests/integration/test_faults.py)
+    # tools made 10,000 copies of 10,000 names (tests/integration/test_faults.py)
     return f"{server.name}: {body[:PROFILE_CHARS]}"
 
 
 class QuestionGenerator(Protocol):
-    """Makes synthetic user questions for a tool (seed 001 §4.1.1); an LLM one comes later."""
+    """Makes synthetic user questions for a tool (ScaleMCP §4.1.1)."""
 
     @property
     def name(self) -> str: ...
@@ -124,7 +125,7 @@ QUESTIONS_SCHEMA = {
 
 
 class LLMQuestions:
-    """Synthetic questions from an LLM (seed 001 §4.1.1), cached by tool hash in the store so
+    """Synthetic questions from an LLM (ScaleMCP §4.1.1), cached by tool hash in the store so
     an unchanged tool is never sent to the model again; the offline templates stand in when
     the model fails (and that answer is not cached, so a later run can still ask)."""
 
@@ -186,7 +187,7 @@ class ToolDoc:
     server: str
 
     def concat(self, include: Sequence[str] = ("server", "name", "description")) -> str:
-        """One text of the chosen components, in a fixed order (seed 001 'Concat')."""
+        """One text of the chosen components, in a fixed order (ScaleMCP's 'Concat')."""
         parts: list[str] = []
         for comp in include:
             if comp == "server":

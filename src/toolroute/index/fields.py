@@ -11,7 +11,7 @@ as much as one in the tool's name. Here each field is its own BM25 index:
     stemmed      the whole document through the Snowball English stemmer (``searching`` and
                  ``searches`` both ``search``), the tokenizer choice bm25s offers over ours
 
-Built on first use per index (a few hundred ms at 4,000 tools) and kept with it.
+Built on first use per index and kept with it.
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ Building a 100k-tool index from the embedding cache takes minutes and peaks at s
 the size of its arrays (every distinct text's vector, documents, tokenised corpora); loading a
 snapshot reads a few small files and memory-maps the rest read-only: the dense matrices and
 BM25 score arrays cost resident memory only where a query touches them, and every process on
-the machine shares those pages (seed 002's point: what ranking needs is a few arrays; a tool's
-schema is read only when the tool is presented).
+the machine shares those pages (what ranking needs is a few arrays; a tool's schema is read only
+when the tool is presented, as in Tool Attention's lazy schema loading).
 
 A snapshot lives in ``<store directory>/index/<key>/`` where ``key`` hashes everything the
 arrays depend on: the catalog's digest (servers, tools and their hashes, in order), the
@@ -70,7 +70,7 @@ def _root(store_dir: Path) -> Path:
 
 
 def save_snapshot(
-    ix: ToolIndex, store_dir: Path, key: str, derivations: tuple[Derivation, ...] = ()
+    ix: ToolIndex, store_dir: Path, key: str, derivations: tuple[Derivation[ToolIndex], ...] = ()
 ) -> Path | None:
     """Write ``ix`` as the snapshot ``key`` (atomically: a temporary directory renamed into
     place), with ``derivations`` computed and saved beside its arrays (index/derived.py), and

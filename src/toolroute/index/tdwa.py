@@ -1,4 +1,7 @@
-"""Tool Document Weighted Average (seed 001, eq. 1) and the document presets.
+"""Tool Document Weighted Average (TDWA) and the document presets.
+
+TDWA is eq. 1 of *ScaleMCP: Dynamic and Auto-Synchronizing Model Context Protocol Tools for LLM
+Agents* (ScaleMCP):
 
     z = Σ_i w_i · Embed(c_i) / ‖Σ_i w_i · Embed(c_i)‖₂
 
@@ -53,9 +56,9 @@ class DocConfig:
 
 
 PRESETS: dict[str, DocConfig] = {
-    # Flat baseline text of BASELINES.md: one embedding of "server: tool: description".
+    # The flat baseline text: one embedding of "server: tool: description".
     "concat": DocConfig("concat", {"concat": 1.0}),
-    # Seed 001 Table 4 presets over name / description / parameters / synthetic questions.
+    # ScaleMCP's Table 4 presets over name / description / parameters / synthetic questions.
     "var-1": DocConfig(
         "var-1", {"name": 0.2, "description": 0.2, "parameters": 0.2, "questions": 0.4}
     ),
@@ -74,7 +77,7 @@ def tdwa(
     present: Mapping[Component, np.ndarray],
     weights: Mapping[Component, float],
 ) -> Matrix:
-    """Seed 001 eq. 1 for n tools at once.
+    """ScaleMCP eq. 1 for n tools at once.
 
     ``components[c]`` is an (n, d) matrix of unit vectors; ``present[c]`` an (n,) bool mask of
     tools for which component c is non-empty (absent ones contribute nothing).

@@ -218,7 +218,7 @@ class ChatLLM:
 
         ``max_tokens`` bounds this answer (default: the config's); short answers are the main
         lever on a small local model's latency: on CPU output tokens cost far more than prompt
-        tokens (stage costs in benchmarks/results/llm_stages.md).
+        tokens.
         """
         key = hashlib.sha256(
             json.dumps([self.config.model, stage, system, user, schema], sort_keys=True).encode()

@@ -1,5 +1,7 @@
-"""Routing events (seed 002 §5.7): one structured record per routing decision, to a JSON-lines
-log and to the store, for FinOps dashboards and audits."""
+"""Routing events: one structured record per routing decision, to a JSON-lines log and to the
+store, for FinOps dashboards and audits, as §5.7 of *Tool Attention Is All You Need: Dynamic
+Tool Gating and Lazy Schema Loading for Eliminating the MCP/Tools Tax in Scalable Agentic
+Workflows* (Tool Attention) describes."""
 
 from __future__ import annotations
 

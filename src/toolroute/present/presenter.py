@@ -1,15 +1,20 @@
-"""Two-phase presentation of tools to the model (seed 002 §4.4, Alg. 1 lines 5–6).
+"""Two-phase presentation of tools to the model.
+
+This is the lazy schema loader of *Tool Attention Is All You Need: Dynamic Tool Gating and Lazy
+Schema Loading for Eliminating the MCP/Tools Tax in Scalable Agentic Workflows* (Tool Attention
+§4.4, Alg. 1 lines 5–6).
 
 - **Phase 1, summary pool** (always resident, stable across turns → a cacheable prompt prefix,
   §5.6): one compact line per tool — or, beyond the paper, one line per *server* when the catalog
-  is large (``pool="auto"`` switches above ``pool_limit`` tools, because a 527-tool pool alone
-  costs more than the 5 % budget the gateway aims at).
+  is large (``pool="auto"`` switches above ``pool_limit`` tools, because a pool of several
+  hundred tools alone costs more than the token budget the gateway aims at).
 - **Phase 2, promoted schemas** (per turn): full JSON schemas of the gated top-k only, pinned tools
   first (always visible, as Anthropic and FastMCP offer).
 
 The promoted set exports as ready-to-bind OpenAI and Anthropic tool definitions: the integration
-point of seed 004 §IV ("filter before the tools reach the system prompt"); a Python agent loop
-gets the whole of seed 002 Alg. 1 from :class:`toolroute.gateway.attention.ToolAttention`.
+point of Adaptive Tool Routing §IV ("filter before the tools reach the system prompt"); a Python
+agent loop gets the whole of Tool Attention's Alg. 1 from
+:class:`toolroute.gateway.attention.ToolAttention`.
 """
 
 from __future__ import annotations
@@ -46,9 +51,9 @@ def binding_name(server: str, tool: str) -> str:
 @dataclass(frozen=True, slots=True)
 class PresentConfig:
     top_k: int = 5
-    """Schemas promoted per turn (seed 002 top-k)."""
+    """Schemas promoted per turn (Tool Attention's top-k)."""
     threshold: float | None = None
-    """θ of eq. 7: candidates scoring below it are not promoted (None: no threshold)."""
+    """θ of Tool Attention eq. 7: candidates scoring below it are not promoted (None: none)."""
     pool: Literal["auto", "tools", "servers", "none"] = "auto"
     pool_limit: int = 150
     """With ``pool="auto"``: above this many tools the summary pool lists servers, not tools."""

@@ -1,4 +1,4 @@
-"""Token counting with a real tokenizer: cl100k_base offline via ``toktok-rs`` (shared/MODELS.md).
+"""Token counting with a real tokenizer: cl100k_base offline via ``toktok-rs``.
 
 Never bytes / 4. Counts are cached by text, so a stable summary pool is counted once.
 """

@@ -10,13 +10,17 @@ of one server never reach another; calls raise :class:`DownstreamError` with a c
 maps to an actionable message. A server's state (``status``, ``error``, ``exit_code``,
 ``restarts``, ``tools``, ``changed_at``) is logged once per change, not once per retry.
 
-Sessions open in the SDK's ``auto`` mode: a server that speaks 2026-07-28 is spoken to in
-it (no session; each request declares the calling client's capabilities), any other through
-the ``initialize`` handshake. A 2026-07-28 server asks for sampling, elicitation or roots by
-answering a call with an *input-required* result: for a 2026-07-28 caller that result is
-returned as is (the caller answers and retries, ``requestState`` passed through untouched);
-for a handshake-era caller the SDK answers it through the same callbacks a handshake-era
-server's requests take, and retries.
+Sessions open with the ``initialize`` handshake, so a server of both eras answers as its
+pre-2026 clients saw it (its requests during a call and its list_changed reach the gateway);
+a server that refuses the handshake is spoken to at 2026-07-28 (no session; each request
+declares the calling client's capabilities). What a handshake session cannot carry (a
+handler's input-required result) is retried once on a 2026-07-28 companion session to the
+same server, opened on first need (:mod:`toolroute.sources.era` says why each era needs
+which). A 2026-07-28 server asks for sampling, elicitation or roots by answering a call with
+an *input-required* result: for a 2026-07-28 caller that result is returned as is (the
+caller answers and retries, ``requestState`` passed through untouched); for a handshake-era
+caller the SDK answers it through the same callbacks a handshake-era server's requests take,
+and retries.
 
 What a server sends back while a call is in flight (progress, log messages, sampling and
 elicitation requests) goes to the :class:`CallContext` of that call: the gateway passes one per
@@ -35,11 +39,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import anyio
+import anyio.abc
 import mcp.types as types
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import event_to_notification
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from toolroute.catalog.curation import ServerCuration
@@ -49,6 +53,14 @@ from toolroute.sdk import (
     create_mcp_http_client,
     forward_caller_capabilities,
     list_tools_leniently,
+)
+from toolroute.sources.era import (
+    ConnectMode,
+    announces_tool_changes,
+    handshake_refused,
+    list_expiry_s,
+    modern,
+    needs_modern,
 )
 from toolroute.sources.failure import (
     DownstreamError,
@@ -72,8 +84,13 @@ DEFAULT_MAX_RESULT_BYTES = 4 * 1024 * 1024
 """Largest downstream reply kept (bytes of its JSON); larger ones become a ``too_large`` error."""
 T = TypeVar("T")
 
+MAX_ASKS = 64
+"""Requests (sampling, elicitation, roots) one server may have waiting for a client's answer at
+once; one more is refused at once with an error, and logged: a server that keeps asking holds
+a bounded amount of the gateway (each waits at most the call timeout)."""
 MAX_PAGES = 1000
-"""tools/list pages read at most from one server (guards against a cursor that never ends)."""
+"""tools/list pages read at most from one server: a cursor that never ends is cut there, with a
+warning, and the tools of the pages read are kept (a cursor seen before ends it the same way)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +177,9 @@ class Downstream:
         self._logged: tuple[str, str | None] = ("starting", None)
         self._http_status: int | None = None  # of the last HTTP response (url servers)
         self._skipped: dict[str, str] = {}
+        self._cut: str | None = None  # why the last listing was cut short (warned once)
+        self._asking = 0  # this server's requests waiting for a client's answer
+        self._asks_refused = False  # one was refused since they were last below MAX_ASKS
         """Tools left out of the last listing (their schema is malformed), and why."""
         self._process = ProcessInfo()
         self.tools_changed = anyio.Event()
@@ -182,14 +202,34 @@ class Downstream:
         self._idle = anyio.Event()
         self._idle.set()
         self._ended: str | None = None  # why the calls in flight were ended
+        # the protocol era (sources/era.py)
+        self._mode: ConnectMode = "legacy"
+        """How the next session opens: the handshake until the server refuses it."""
+        self._tg: anyio.abc.TaskGroup | None = None  # the open session's tasks
+        self._companion: Client | None = None
+        """The 2026-07-28 session beside a handshake one, while open (opened on need)."""
+        self._companion_lock = anyio.Lock()
+        self._no_companion = False  # the server answered the companion with the handshake
+        self._modern_tools: set[str] = set()
+        """Tools that answered the handshake session input-required: called on the companion."""
+        self.list_ttl_s: float | None = None
+        """How long the last tools/list stays fresh by its ``ttlMs`` (None: no hint)."""
+        self.cache_scope: str | None = None
+        """The last tools/list's ``cacheScope`` (``private``: for this gateway's credentials)."""
+        self._stale_at: float | None = None
+        self._listed = anyio.Event()  # a list with a lifetime came: (re)arm its expiry
 
-    async def _target(self, stack: AsyncExitStack) -> Any:
-        """What the SDK client connects to; an HTTP client made here is closed with ``stack``."""
+    async def _target(self, stack: AsyncExitStack, companion: bool = False) -> Any:
+        """What the SDK client connects to; an HTTP client made here is closed with ``stack``.
+        A ``companion`` stdio session is a second process (its exit ends the session)."""
         if isinstance(self.spec, MemorySpec):  # an SDK server object in this process
             return self.spec.server
         if isinstance(self.spec, StdioSpec):
-            # a server that dies while idle is restarted now, not at the next call
-            self._process = ProcessInfo(on_eof=lambda: self._dead.set())
+            # a server that dies while idle is restarted now, not at the next call (a
+            # companion's death is seen by the next request sent to it)
+            info = ProcessInfo() if companion else ProcessInfo(on_eof=lambda: self._dead.set())
+            if not companion:
+                self._process = info
             params = StdioServerParameters(
                 command=self.spec.command,
                 args=list(self.spec.args),
@@ -197,7 +237,7 @@ class Downstream:
                 cwd=self.spec.cwd,
             )
             return bounded_stdio_client(
-                self.name, params, max_line_bytes=self.max_result_bytes, info=self._process
+                self.name, params, max_line_bytes=self.max_result_bytes, info=info
             )
         if self.spec.type == "sse":  # the older HTTP+SSE transport (VS Code/Claude "sse")
             from mcp.client.sse import sse_client
@@ -249,21 +289,45 @@ class Downstream:
     async def _on_sampling(
         self, context: Any, params: types.CreateMessageRequestParams
     ) -> types.CreateMessageResult | types.CreateMessageResultWithTools | types.ErrorData:
-        if not self._calls:
-            return _no_caller("sampling")
-        return await self._calls[-1].sample(params)
+        return await self._ask("sampling", lambda caller: caller.sample(params))
 
     async def _on_elicitation(
         self, context: Any, params: types.ElicitRequestParams
     ) -> types.ElicitResult | types.ErrorData:
-        if not self._calls:
-            return _no_caller("elicitation")
-        return await self._calls[-1].elicit(params)
+        return await self._ask("elicitation", lambda caller: caller.elicit(params))
 
     async def _on_roots(self, context: Any) -> types.ListRootsResult | types.ErrorData:
+        return await self._ask("roots", lambda caller: caller.roots())
+
+    async def _ask(
+        self, what: str, ask: Callable[[CallContext], Awaitable[T]]
+    ) -> T | types.ErrorData:
+        """This server's request to the caller, unless :data:`MAX_ASKS` already wait for an
+        answer (then refused at once, logged once until they drop below it)."""
         if not self._calls:
-            return _no_caller("roots")
-        return await self._calls[-1].roots()
+            return _no_caller(what)
+        if self._asking >= MAX_ASKS:
+            if not self._asks_refused:
+                log.warning(
+                    "server %s: %d of its requests already wait for a client's answer; its "
+                    "%s request is refused (and any more until one is answered)",
+                    self.name,
+                    self._asking,
+                    what,
+                )
+            self._asks_refused = True
+            return types.ErrorData(
+                code=types.INVALID_REQUEST,
+                message=f"too many requests of this server ({MAX_ASKS}) already wait for the "
+                "client's answer; this one is refused",
+            )
+        self._asking += 1
+        try:
+            return await ask(self._calls[-1])
+        finally:
+            self._asking -= 1
+            if self._asking < MAX_ASKS:
+                self._asks_refused = False
 
     async def _listen(self, client: Client) -> None:
         """A 2026-07-28 server's list changes come on a ``subscriptions/listen`` stream (there
@@ -281,41 +345,37 @@ class Downstream:
         """Owner loop: connect, hold the session until it dies or stop(), reconnect with backoff."""
         backoff = 0.5
         while not self._stopping:
+            # the handshake first (an in-process server: its own era), sources/era.py
+            mode = self.spec.mode if isinstance(self.spec, MemorySpec) else self._mode
             try:
                 # initialize is bounded by read_timeout_seconds like any request
                 async with (
                     AsyncExitStack() as stack,
-                    Client(
-                        await self._target(stack),
-                        # 2026-07-28 where the server speaks it (an in-process one: its era)
-                        mode=self.spec.mode if isinstance(self.spec, MemorySpec) else "auto",
-                        read_timeout_seconds=self.connect_timeout_s,
-                        message_handler=self._on_message,  # type: ignore[arg-type]
-                        logging_callback=self._on_log,
-                        sampling_callback=self._on_sampling,
-                        elicitation_callback=self._on_elicitation,
-                        list_roots_callback=self._on_roots,
-                        cache=None,  # a re-list must see the server's tools now, not a cached page
-                    ) as client,
+                    self._new_client(await self._target(stack), mode) as client,
                     anyio.create_task_group() as tg,
                 ):
                     forward_caller_capabilities(client)
-                    self._client = client
+                    self._client, self._tg = client, tg
                     self.connects += 1
                     self._set("up", None)
                     self._changed()  # a reconnect re-lists even when the status stayed "up"
                     self._ready.set()
                     backoff = 0.5
-                    if client.session.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                    if modern(client):
                         tg.start_soon(self._listen, client)
+                    tg.start_soon(self._expire_lists)
                     await self._dead.wait()
                     tg.cancel_scope.cancel()
             except Exception as e:  # owner loop: any failure of one server stays with it
                 self.exit_code = self._process.returncode
+                if mode == "legacy" and handshake_refused(e) and not self._stopping:
+                    log.info("server %s refused the handshake: speaking 2026-07-28", self.name)
+                    self._mode = "auto"
+                    continue  # at once: not a failure of the server
                 if not self._stopping:  # a server stopped on purpose has not failed
                     self._set("down", self._why(e))
             finally:
-                self._client = None
+                self._client, self._tg, self._companion = None, None, None
                 if self._ready.is_set():  # waiters hold the old event only while it is unset
                     self._ready = anyio.Event()
                 if self._dead.is_set():
@@ -334,6 +394,78 @@ class Downstream:
                     await self._stop.wait()
             backoff = min(backoff * 2, self.max_backoff_s)
         self._set("stopped", None)
+
+    def _new_client(self, target: Any, mode: str) -> Client:
+        """An SDK client of this server whose server-to-client traffic comes here."""
+        return Client(
+            target,
+            mode=mode,
+            read_timeout_seconds=self.connect_timeout_s,
+            message_handler=self._on_message,  # type: ignore[arg-type]
+            logging_callback=self._on_log,
+            sampling_callback=self._on_sampling,
+            elicitation_callback=self._on_elicitation,
+            list_roots_callback=self._on_roots,
+            cache=None,  # a re-list must see the server's tools now, not a cached page
+        )
+
+    async def _modern_client(self) -> Client | None:
+        """The 2026-07-28 session beside the handshake one, opened on first need (None: the
+        server speaks only the handshake); it lives as long as the handshake session."""
+        if self._companion is not None or self._no_companion:
+            return self._companion
+        async with self._companion_lock:
+            tg = self._tg
+            if self._companion is None and not self._no_companion and tg is not None:
+                try:
+                    await tg.start(self._hold_companion)
+                except Exception as e:  # the server could not be reached a second time
+                    log.warning("server %s: no 2026-07-28 session (%s)", self.name, first_line(e))
+                    return None
+        return self._companion
+
+    async def _hold_companion(self, task_status: anyio.abc.TaskStatus[None]) -> None:
+        dead, started = self._dead, False
+        try:
+            async with (
+                AsyncExitStack() as stack,
+                self._new_client(await self._target(stack, companion=True), "auto") as client,
+                anyio.create_task_group() as tg,
+            ):
+                if not modern(client):
+                    self._no_companion = True
+                    started = True
+                    task_status.started()
+                    return
+                forward_caller_capabilities(client)
+                self._companion = client
+                # its list changes: all of an HTTP server's; a stdio one's from tools run there
+                tg.start_soon(self._listen, client)
+                started = True
+                task_status.started()
+                await dead.wait()
+                tg.cancel_scope.cancel()
+        except Exception as e:  # after the start: its failure stays with it
+            if not started:
+                raise
+            log.warning("server %s: the 2026-07-28 session ended: %s", self.name, first_line(e))
+        finally:
+            self._companion = None
+
+    async def _expire_lists(self) -> None:
+        """Re-list when the last tools/list's ``ttlMs`` runs out (sources/era.py)."""
+        while True:
+            await self._listed.wait()
+            self._listed = anyio.Event()
+            stale_at = self._stale_at
+            if stale_at is None:
+                continue
+            with anyio.move_on_after(max(stale_at - anyio.current_time(), 0.0)):
+                await self._listed.wait()  # a newer list: its own lifetime
+            if self._stale_at == stale_at and not self._listed.is_set():
+                self._stale_at = None
+                self.tools_changed.set()
+                self._changed()
 
     def _set(self, status: str, error: str | None) -> None:
         """Change state; log only when the state or its reason changed (not every retry)."""
@@ -399,45 +531,69 @@ class Downstream:
     def stateless(self) -> bool:
         """The open session speaks 2026-07-28 (False while none is open)."""
         c = self._client
-        return c is not None and c.session.protocol_version in MODERN_PROTOCOL_VERSIONS
+        return c is not None and modern(c)
 
     @property
     def capabilities(self) -> types.ServerCapabilities | None:
         """What the server declared, while a session is open."""
         return self._client.server_capabilities if self._client is not None else None
 
-    async def list_tools(self) -> ListedServer:
-        """Every tool, following ``next_cursor`` (a repeated cursor or MAX_PAGES ends it); a
-        tool the SDK cannot read (a malformed ``inputSchema``) is left out with a warning."""
+    async def list_tools(
+        self,
+        page_timeout_s: float | None = None,
+        on_page: Callable[[int], None] | None = None,
+    ) -> ListedServer:
+        """Every tool, following ``next_cursor`` (a repeated cursor or :data:`MAX_PAGES` ends
+        it, with a warning), each page within ``page_timeout_s`` (TimeoutError beyond), and
+        ``on_page(tools so far)`` after each; a tool the SDK cannot read (a malformed
+        ``inputSchema``) is left out with a warning."""
         c = await self.client()
         tools: list[types.Tool] = []
+        names: set[str] = set()
         cursor: str | None = None
         seen: set[str] = set()
         skipped: dict[str, str] = {}
+        cut: str | None = None
         try:
-            for _ in range(MAX_PAGES):
-                try:
-                    page = await c.list_tools(cursor=cursor)
-                except ValidationError:  # maybe one bad tool: check them one by one
-                    page, bad = await list_tools_leniently(c, cursor)
-                    skipped.update(bad)
-                names = {t.name for t in tools}
+            for page_number in range(1, MAX_PAGES + 1):
+                with anyio.fail_after(page_timeout_s):
+                    try:
+                        page = await c.list_tools(cursor=cursor)
+                    except ValidationError:  # maybe one bad tool: check them one by one
+                        page, bad = await list_tools_leniently(c, cursor)
+                        skipped.update(bad)
                 for t in page.tools:  # a repeated page, or a name listed twice, counts once
                     if t.name not in names:
                         names.add(t.name)
                         tools.append(t)
+                if on_page is not None:
+                    on_page(len(tools))
                 cursor = page.next_cursor
-                if cursor is None or cursor in seen:
+                if modern(c):  # its lifetime (sources/era.py)
+                    self.list_ttl_s = list_expiry_s(page)
+                    self.cache_scope = getattr(page, "cache_scope", None)
+                if cursor is None:
+                    break
+                if cursor in seen:
+                    cut = f"its tools/list cursor repeated after {page_number} pages"
                     break
                 seen.add(cursor)
+            else:
+                cut = f"its tools/list cursor did not end in {MAX_PAGES} pages"
         except MCPError as e:
             raise self._error(None, e) from None
         except ValidationError as e:  # a malformed tools/list reply
             raise DownstreamError(self.name, None, "protocol", first_line(e)) from None
+        if cut is not None and self._cut != cut:  # once, not on every re-list
+            log.warning("server %s: %s; its first %d tools are kept", self.name, cut, len(tools))
+        self._cut = cut
         for tool, why in skipped.items():
             if self._skipped.get(tool) != why:  # once per tool and reason, not every re-list
                 log.warning("server %s: tool %r skipped: %s", self.name, tool, why)
         self._skipped = skipped
+        if self.list_ttl_s is not None:
+            self._stale_at = anyio.current_time() + self.list_ttl_s
+            self._listed.set()
         info = c.server_info
         curated, self.renames = self.curation.apply(tools, self.name)
         return ListedServer(
@@ -466,25 +622,34 @@ class Downstream:
         progress = caller.progress if caller is not None else None
         result: types.CallToolResult | types.InputRequiredResult | None = None
         own = self.renames.get(tool, tool)  # a curated name goes down as the server's own
+
+        async def send(c: Client) -> types.CallToolResult | types.InputRequiredResult:
+            if caller is not None and caller.stateless and modern(c):
+                return await c.session.call_tool(
+                    own,
+                    dict(arguments),
+                    read_timeout_seconds=timeout,
+                    progress_callback=progress,
+                    input_responses=caller.input_responses,
+                    request_state=caller.request_state,
+                    allow_input_required=True,
+                )
+            return await c.call_tool(
+                own, dict(arguments), read_timeout_seconds=timeout, progress_callback=progress
+            )
+
         try:
             with as_caller(caller.capabilities if caller is not None else None), self._tracked():
-                if caller is not None and caller.stateless:
-                    result = await c.session.call_tool(
-                        own,
-                        dict(arguments),
-                        read_timeout_seconds=timeout,
-                        progress_callback=progress,
-                        input_responses=caller.input_responses,
-                        request_state=caller.request_state,
-                        allow_input_required=True,
-                    )
-                else:
-                    result = await c.call_tool(
-                        own,
-                        dict(arguments),
-                        read_timeout_seconds=timeout,
-                        progress_callback=progress,
-                    )
+                if own in self._modern_tools and (m := await self._modern_client()):
+                    c = m
+                try:
+                    result = await send(c)
+                except MCPError as e:  # input-required on a handshake session: era.py
+                    if not needs_modern(c, e) or not (m := await self._modern_client()):
+                        raise
+                    self._modern_tools.add(own)
+                    c = m
+                    result = await send(c)
         except MCPError as e:
             raise self._error(tool, e) from None
         except (RuntimeError, ValidationError) as e:  # malformed result / output-schema check
@@ -494,6 +659,9 @@ class Downstream:
                 self._calls.remove(caller)
         if result is None:  # ended by end_calls(): the server left the configuration
             raise DownstreamError(self.name, tool, "unavailable", self._ended or "ended")
+        if not announces_tool_changes(c):  # it may have changed a tool unannounced: era.py
+            self.tools_changed.set()
+            self._changed()
         if isinstance(self.spec, HttpSpec):  # stdio replies are capped while they are read
             size = len(result.model_dump_json(by_alias=True, exclude_unset=True))
             if size > self.max_result_bytes:
@@ -513,7 +681,12 @@ class Downstream:
             self._calls.append(caller)
         try:
             with as_caller(caller.capabilities if caller is not None else None):
-                return await send(c)
+                try:
+                    return await send(c)
+                except MCPError as e:  # input-required on a handshake session: era.py
+                    if not needs_modern(c, e) or not (m := await self._modern_client()):
+                        raise
+                    return await send(m)
         except MCPError as e:
             if e.error.code == types.CONNECTION_CLOSED:
                 self._dead.set()

@@ -170,7 +170,7 @@ class StoredCredentials:
         again (the SDK alone would post to the MCP server's own /token)."""
 
     # The store is used on the event loop, as the gateway's own outcome writes are: one
-    # indexed row, 0.3 ms beside the gateway's open store (benchmarks/results/oauth.md).
+    # indexed row (benchmarks/oauth_refresh.py measures it).
     def read_row(self) -> Any:
         with open_store(self.target) as st:
             return st.get_oauth(self.server, self.url)

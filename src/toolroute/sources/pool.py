@@ -27,6 +27,9 @@ class DownstreamPool:
         self._stopped = anyio.Event()
         self._retiring: set[Downstream] = set()
         self._changed = anyio.Event()
+        self.notes: dict[str, dict[str, str]] = {}
+        """What the status shows beside each server's state, by section (``names``: how
+        colliding tool names were resolved; ``indexing``: each server's indexing progress)."""
         for d in self.servers.values():
             d.on_change = self.note_change
 

@@ -6,18 +6,22 @@ protected-resource and authorization-server metadata, dynamic registration (or t
 ``oauth.clientId``), then the authorization URL shown (and opened in a browser unless
 ``--no-browser``) and its answer taken on a loopback redirect (``127.0.0.1:PORT/callback``,
 RFC 8252). The port is the one the stored registration names, so a dynamically registered
-client is reused; a port that changed registers again.
+client is reused; a port that changed registers again. Only an answer carrying the ``state``
+of this flow's authorization URL is taken: a forged GET to the port (any local process, or a
+web page the operator has open) is refused and the sign-in goes on.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hmac
+import logging
 import socket
 import webbrowser
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlparse
+from urllib.parse import parse_qs, urlparse, urlsplit
 
 import anyio
 import anyio.to_thread
@@ -38,6 +42,8 @@ from toolroute.sources.oauth import (
 from toolroute.store import StoreTarget, open_store
 
 __all__ = ["CALLBACK_PATH", "SignIn", "sign_in"]
+
+log = logging.getLogger(__name__)
 
 CALLBACK_PATH = "/callback"
 
@@ -93,8 +99,10 @@ async def sign_in(
             await _forget_client(storage)
     answers: list[AuthorizationCodeResult | str] = []
     arrived = anyio.Event()
+    expected: list[str] = []  # the state this flow sent with its authorize URL
 
     async def redirect(url: str) -> None:
+        expected[:] = parse_qs(urlsplit(url).query).get("state", [])[:1]
         show(url)
         if open_browser:
             await anyio.to_thread.run_sync(_open_browser, url)
@@ -111,7 +119,7 @@ async def sign_in(
     failure: AuthorizationError | None = None
     tools = 0
     async with anyio.create_task_group() as tg:
-        server = _callback_server(sock, name, answers, arrived)
+        server = _callback_server(sock, name, answers, arrived, expected)
         tg.start_soon(server.serve, [sock])
         try:
             tools = await _list_with(spec, provider, create_mcp_http_client, Client)
@@ -205,9 +213,16 @@ def _open_browser(url: str) -> None:
 
 
 def _callback_server(
-    sock: Any, name: str, answers: list[AuthorizationCodeResult | str], arrived: anyio.Event
+    sock: Any,
+    name: str,
+    answers: list[AuthorizationCodeResult | str],
+    arrived: anyio.Event,
+    expected: list[str],
 ) -> Any:
-    """The loopback redirect target: takes the first answer (a code, or an error)."""
+    """The loopback redirect target: takes the first answer (a code, or an error) that carries
+    the ``state`` this flow sent (``expected``, once the authorize URL is out). Anything else
+    on the port (a forged or stale GET from any local process or web page) is answered 400
+    and ignored, so it cannot end the operator's sign-in."""
     import uvicorn
     from starlette.applications import Starlette
     from starlette.requests import Request
@@ -218,6 +233,10 @@ def _callback_server(
         q = request.query_params
         if arrived.is_set():
             return HTMLResponse("<p>toolroute: this sign-in is already finished.</p>", 409)
+        state = q.get("state") or ""
+        if not expected or not hmac.compare_digest(state.encode(), expected[0].encode()):
+            log.warning("sign-in of %s: ignored a callback without this sign-in's state", name)
+            return HTMLResponse("<p>toolroute: not this sign-in's answer; ignored.</p>", 400)
         if q.get("error"):
             answers.append(f"{q['error']}: {q.get('error_description', '')}".strip(": "))
             page = f"<p>toolroute: signing in to {name} failed ({q['error']}).</p>"

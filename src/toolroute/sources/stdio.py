@@ -37,6 +37,7 @@ from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
 from toolroute.sdk import stop_server_process
+from toolroute.sources.deep import without_deep_tools
 
 __all__ = ["RESULT_TOO_LARGE", "ProcessInfo", "bounded_stdio_client"]
 
@@ -102,10 +103,17 @@ async def bounded_stdio_client(
         try:
             message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
         except ValueError:
+            saved = without_deep_tools(name, line)  # a listing with a too-deep tool in it
+            if saved is not None:
+                await deliver_message(saved)
+                return
             info.garbage += 1
             if info.garbage == 1:
                 log.warning("[%s] ignoring stdout that is not JSON-RPC: %.120r", name, line)
             return
+        await deliver_message(message)
+
+    async def deliver_message(message: types.JSONRPCMessage) -> None:
         if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
             pending.discard(message.id)
         await read_writer.send(SessionMessage(message))

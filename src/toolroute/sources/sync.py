@@ -1,4 +1,4 @@
-"""Sync the index with live MCP servers (seed 001, Alg. 1): list every server's tools
+"""Sync the index with live MCP servers (ScaleMCP's Alg. 1): list every server's tools
 concurrently, hash them, and let the store create/update/delete only what changed.
 
 A server that fails to answer is reported and keeps its previously indexed tools, so one
@@ -9,7 +9,7 @@ server's last listing, so a server that says its tools changed is re-listed alon
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -41,21 +41,28 @@ class ServerStatus:
 
 
 async def list_all(
-    pool: DownstreamPool, timeout_s: float, names: Collection[str] | None = None
+    pool: DownstreamPool,
+    timeout_s: float,
+    names: Collection[str] | None = None,
+    on_page: Callable[[str, int], None] | None = None,
 ) -> dict[str, ListedServer | DownstreamError]:
-    """Every server's tools (or only those in ``names``), listed concurrently, each bounded
-    by ``timeout_s``."""
+    """Every server's tools (or only those in ``names``), listed concurrently: each server's
+    connection, and then each page of its listing, bounded by ``timeout_s`` (a big listing
+    takes as many pages as it needs, up to the pager's bound, ``MAX_PAGES``). ``on_page(server,
+    tools so far)`` after each page."""
     out: dict[str, ListedServer | DownstreamError] = {}
 
     async def one(name: str) -> None:
         try:
             with anyio.fail_after(timeout_s):
-                out[name] = await pool[name].list_tools()
+                await pool[name].client()  # connected, or its error at once
+            paged = (lambda n: on_page(name, n)) if on_page is not None else None
+            out[name] = await pool[name].list_tools(page_timeout_s=timeout_s, on_page=paged)
         except DownstreamError as e:
             out[name] = e
         except TimeoutError:
             out[name] = DownstreamError(
-                name, None, "timeout", f"timed out: no tools/list in {timeout_s:g} s"
+                name, None, "timeout", f"timed out: no tools/list page in {timeout_s:g} s"
             )
         except Exception as e:  # one server's surprise must not fail the others
             log.exception("listing %s failed", name)
@@ -77,17 +84,31 @@ class Listings:
         self.last: dict[str, ListedServer | DownstreamError] = {}
 
     async def refresh(
-        self, pool: DownstreamPool, timeout_s: float, only: Collection[str] | None = None
+        self,
+        pool: DownstreamPool,
+        timeout_s: float,
+        only: Collection[str] | None = None,
+        among: Collection[str] | None = None,
     ) -> dict[str, ListedServer | DownstreamError]:
-        """Every server's listing, listing again ``only`` those (None: all of them)."""
+        """Every server's listing, listing again ``only`` those (None: all of them). With
+        ``among``, only those servers' last listings, and only ``only`` listed again (a
+        gateway still listing its other servers at start does not wait for them)."""
         names = [
             n
             for n in pool.servers
-            if only is None or n in only or not isinstance(self.last.get(n), ListedServer)
+            if only is None
+            or n in only
+            or (among is None and not isinstance(self.last.get(n), ListedServer))
         ]
+        if among is not None:
+            names = [n for n in names if n in among]
         if names:
             self.last.update(await list_all(pool, timeout_s, names))
-        return {n: self.last[n] for n in pool.servers if n in self.last}
+        return {
+            n: self.last[n]
+            for n in pool.servers
+            if n in self.last and (among is None or n in among)
+        }
 
 
 def catalog_from_listing(

@@ -6,7 +6,8 @@ one embedding cache and one set of statistics. Both have the same tables (schema
 ``meta.schema_version``, forward migrations in :mod:`toolroute.store.sql`):
 
 - ``servers``/``tools``: the indexed catalog; ``tools.hash`` is SHA-256 of name + description +
-  schema (seed 001, Alg. 1), the key of incremental re-indexing;
+  schema, the key of incremental re-indexing (the auto-synchronisation of Alg. 1 of *ScaleMCP:
+  Dynamic and Auto-Synchronizing Model Context Protocol Tools for LLM Agents*, ScaleMCP);
 - ``embeddings``: vectors keyed by (model id, SHA-256 of the text): an unchanged text is never
   embedded twice, whatever tool, catalog or replica it came from;
 - ``meta``: key/value metadata (embedder, document settings, catalog version and digest);

@@ -13,7 +13,7 @@ import os
 import re
 import threading
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -29,15 +29,21 @@ __all__ = [
     "StoreInterface",
     "StoreTarget",
     "SyncReport",
+    "OWNER_KEY",
     "catalog_digest",
+    "config_store_dir",
     "default_store_dir",
     "default_store_target",
     "is_store_url",
     "meta_writes",
     "note_meta_write",
     "parse_store_target",
+    "private_dir",
     "redact_url",
 ]
+
+OWNER_KEY = "config"
+"""Meta key naming the config file whose catalog a store holds (see ``cli.common``)."""
 
 StoreTarget = str | Path
 """A store directory (SQLite) or a ``postgresql://`` URL."""
@@ -91,6 +97,27 @@ def default_store_target() -> StoreTarget:
     return parse_store_target(env) if env else default_store_dir()
 
 
+def config_store_dir(root: Path, config_path: Path) -> Path:
+    """The store of one config's gateway under a data directory ``root``: one folder per
+    config file (its name and a digest of its path), so configs sharing a root never see
+    each other's catalog."""
+    digest = hashlib.sha256(str(config_path).encode()).hexdigest()[:12]
+    return root / "gateways" / f"{config_path.stem}-{digest}"
+
+
+def private_dir(path: Path) -> None:
+    """Create ``path`` and any missing parents with mode 0700 (only the owner may list or
+    enter them); folders that exist are left as they are."""
+    missing = []
+    for p in (path, *path.parents):
+        if p.exists():
+            break
+        missing.append(p)
+    for p in reversed(missing):
+        with suppress(FileExistsError):  # made meanwhile by another process
+            p.mkdir(mode=0o700)
+
+
 def default_store_dir() -> Path:
     """Per-user data dir (e.g. ``~/.local/share/toolroute``); ``TOOLROUTE_STORE`` overrides it
     when it names a directory (a URL names no directory: the per-user dir is kept)."""
@@ -104,7 +131,7 @@ def default_store_dir() -> Path:
 
 @dataclass(frozen=True, slots=True)
 class SyncReport:
-    """What a catalog sync changed (seed 001, Alg. 1: create/update/delete what changed)."""
+    """What a catalog sync changed (ScaleMCP Alg. 1: create/update/delete what changed)."""
 
     added: int
     updated: int

@@ -338,7 +338,7 @@ class Store:
         """Id of the newest outcome (0: none): a replica polls it to see others' calls."""
         return int(self._rows(sql.LAST_OUTCOME)[0][0])
 
-    # -- synthetic questions (seed 001 §4.1.1), cached by tool hash -------------------------
+    # -- synthetic questions (ScaleMCP §4.1.1), cached by tool hash -------------------------
     def get_questions(self, generator: str, tool_hash: str) -> list[str] | None:
         rows = self._rows(sql.GET_QUESTIONS, (generator, tool_hash))
         return None if not rows else list(json.loads(rows[0][0]))
@@ -350,7 +350,7 @@ class Store:
                 (tool_hash, generator, json.dumps(questions, ensure_ascii=False)),
             )
 
-    # -- routing events (seed 002 §5.7) -----------------------------------------------------
+    # -- routing events (Tool Attention §5.7) -----------------------------------------------
     events_keep: int = 100_000
     """Routing events kept (the newest); older ones are pruned every :data:`PRUNE_EVERY`."""
     events_max_age_s: float = 30 * 86400.0

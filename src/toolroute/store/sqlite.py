@@ -8,6 +8,7 @@ OS crash or power loss can take the last ones back).
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from toolroute.errors import StoreError
-from toolroute.store.base import StoreTarget
+from toolroute.store.base import StoreTarget, private_dir
 from toolroute.store.common import Row, Store, replica_name
 
 __all__ = ["DB_NAME", "SqliteStore"]
@@ -24,7 +25,8 @@ DB_NAME = "toolroute.db"
 
 
 class SqliteStore(Store):
-    """SQLite store in ``directory/toolroute.db``."""
+    """SQLite store in ``directory/toolroute.db``: the folders it creates are 0700, the
+    database 0600 (it holds call outcomes, routing events and sign-in state)."""
 
     dialect = "sqlite"
 
@@ -33,8 +35,11 @@ class SqliteStore(Store):
         self.replica = replica_name()
         where = str(self.directory / DB_NAME)
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.directory / DB_NAME, isolation_level=None)
+            private_dir(self.directory)
+            db = self.directory / DB_NAME
+            if not db.exists():  # 0600: SQLite gives its -wal and -shm files the same mode
+                os.close(os.open(db, os.O_WRONLY | os.O_CREAT, 0o600))
+            self._db = sqlite3.connect(db, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA busy_timeout=10000")
