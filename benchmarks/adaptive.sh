@@ -6,6 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TR="nice -n 10 .venv/bin/toolroute"
+V="--plugin benchmarks/variants.py"  # the research variants (ehrr-*, adaptive-*)
 PY="nice -n 10 .venv/bin/python"
 B=../shared/benchmarks
 R=benchmarks/results/adaptive
@@ -14,26 +15,26 @@ L="--catalog $B/livemcpbench/catalog.json --queries $B/livemcpbench/queries.json
 M="--providers 3 -n 3 --attempts 2 --seeds 10 --baseline hybrid"
 
 # Recurring work: 2,000 tasks of a Zipf stream, tasks 1,500-2,000 reported; curves over all.
-$TR simulate $L $M --planner oracle --stream zipf --tasks 2000 --window 1500:2000 \
+$TR simulate $V $L $M --planner oracle --stream zipf --tasks 2000 --window 1500:2000 \
     -s hybrid -s default -s adaptive -s adaptive-2 -s adaptive-no-memory -s adaptive-budget \
     -s ehrr -s ehrr-fixed --out "$R/zipf"
 # The same with the noisy agent (wrong tool or bad arguments 10 % of the time).
-$TR simulate $L $M --planner oracle --stream zipf --tasks 2000 --window 1500:2000 --noise 0.1 \
+$TR simulate $V $L $M --planner oracle --stream zipf --tasks 2000 --window 1500:2000 --noise 0.1 \
     -s hybrid -s adaptive -s adaptive-2 --out "$R/noisy"
 # Today's setting: each of the 95 tasks once.
-$TR simulate $L $M --planner oracle --stream once \
+$TR simulate $V $L $M --planner oracle --stream once \
     -s hybrid -s default -s adaptive -s adaptive-2 -s ehrr -s ehrr-fixed --out "$R/once"
 # The offline clause planner (retrieval decides): Zipf stream.
-$TR simulate $L $M --planner clauses --stream zipf --tasks 2000 --window 1500:2000 \
+$TR simulate $V $L $M --planner clauses --stream zipf --tasks 2000 --window 1500:2000 \
     -s hybrid -s default -s adaptive -s adaptive-2 --out "$R/clauses"
 # adaptive-lean (show=2 and V = 0.01 at once) against hybrid alone: Zipf, once-through, clauses.
-$TR simulate $L $M --planner oracle --stream zipf --tasks 2000 --window 1500:2000 \
+$TR simulate $V $L $M --planner oracle --stream zipf --tasks 2000 --window 1500:2000 \
     -s hybrid -s adaptive-lean --out "$R/lean"
-$TR simulate $L $M --planner oracle --stream once -s hybrid -s adaptive-lean --out "$R/lean-once"
-$TR simulate $L $M --planner clauses --stream zipf --tasks 2000 --window 1500:2000 \
+$TR simulate $V $L $M --planner oracle --stream once -s hybrid -s adaptive-lean --out "$R/lean-once"
+$TR simulate $V $L $M --planner clauses --stream zipf --tasks 2000 --window 1500:2000 \
     -s hybrid -s adaptive-lean --out "$R/lean-clauses"
 # Its siblings in the same tree (lean-siblings/), and the exact-name pre-rank's share of the margin.
-$TR simulate $L $M --planner oracle --stream zipf --tasks 2000 --window 1500:2000 \
+$TR simulate $V $L $M --planner oracle --stream zipf --tasks 2000 --window 1500:2000 \
     -s hybrid -s adaptive -s adaptive-2 -s adaptive-budget --out "$R/lean-siblings"
 PYTHONPATH=src $PY benchmarks/adaptive_exact.py --store "$STORE" --stream once --out "$R/lean-exact-once.md"
 PYTHONPATH=src $PY benchmarks/adaptive_exact.py --store "$STORE" --stream zipf --off-only \
@@ -50,7 +51,7 @@ PYTHONPATH=src $PY benchmarks/exact_intent.py --strategy default --strategy hybr
     --out benchmarks/results/recall_suite_exact_intent.md \
     --json benchmarks/results/recall_suite_exact_intent.json
 # EHRR's failure modes on recurring work, at the paper's shortlist (5 servers of 210).
-$TR simulate $L --providers 3 -n 3 --attempts 2 --seeds 5 --baseline ehrr --planner oracle \
+$TR simulate $V $L --providers 3 -n 3 --attempts 2 --seeds 5 --baseline ehrr --planner oracle \
     --stream zipf --tasks 2000 --window 1500:2000 --servers-k 5 \
     -s ehrr -s ehrr-cos -s ehrr-optimistic -s ehrr-flat -s ehrr-fixed -s cascade \
     --out "$R/ehrr-ablation"
@@ -58,13 +59,13 @@ $TR simulate $L --providers 3 -n 3 --attempts 2 --seeds 5 --baseline ehrr --plan
 $PY benchmarks/capability_coverage.py --store "$STORE" --cosine 0.9 --cosine 0.8 \
     --cosine 1.5 -s hybrid -s default -s adaptive-hybrid -s adaptive --out "$R/coverage.md"
 for set in livemcpbench mcpbench; do
-    $TR bench --catalog "$B/$set/catalog.json" --queries "$B/$set/queries.jsonl" \
+    $TR bench $V --catalog "$B/$set/catalog.json" --queries "$B/$set/queries.jsonl" \
         --store "$STORE" -s default -s adaptive --json > "$R/bench-$set.json"
 done
-$TR bench --catalog "$B/union/catalog.json" --queries benchmarks/union_queries.jsonl \
+$TR bench $V --catalog "$B/union/catalog.json" --queries benchmarks/union_queries.jsonl \
     --store "$STORE" -s default -s adaptive --json > "$R/bench-union.json"
 # The reproduction: today's table, figure for figure.
-$TR simulate $L -s cascade -s ehrr -s ehrr-no-auction -s ehrr-no-exec -s ehrr-flat -s ehrr-cos \
+$TR simulate $V $L -s cascade -s ehrr -s ehrr-no-auction -s ehrr-no-exec -s ehrr-flat -s ehrr-cos \
     -s ehrr-beta -s ehrr-ts --providers 1 --planner whole --stream once -n 3 --seeds 10 \
     --out "$R/reproduce-simulate"
 diff <(head -12 "$R/reproduce-simulate/simulate.md") <(head -12 benchmarks/results/simulate/simulate.md)

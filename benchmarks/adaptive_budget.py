@@ -85,6 +85,9 @@ def _pm(stat: dict[str, float | None], digits: int) -> str:
 
 
 def main() -> int:
+    from toolroute.route.strategy import load_plugin
+
+    load_plugin(str(Path(__file__).with_name("variants.py")))  # the research variants
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--store", type=Path, required=True)
     ap.add_argument("--stream", choices=("once", "zipf"), default="zipf")

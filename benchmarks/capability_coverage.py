@@ -26,6 +26,9 @@ LIVE = REPO.parent / "shared" / "benchmarks" / "livemcpbench"
 
 
 def main() -> None:
+    from toolroute.route.strategy import load_plugin
+
+    load_plugin(str(Path(__file__).with_name("variants.py")))  # the research variants
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-s", "--strategy", action="append", default=[])
     ap.add_argument("--cosine", action="append", type=float, default=[])

@@ -103,6 +103,9 @@ async def run_once(
 
 
 def main() -> None:
+    from toolroute.route.strategy import load_plugin
+
+    load_plugin(str(Path(__file__).with_name("variants.py")))  # the research variants
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--strategy", "-s", action="append", default=None)
     ap.add_argument("--seeds", type=int, default=5)

@@ -210,6 +210,9 @@ def _report(
 
 
 def main() -> int:
+    from toolroute.route.strategy import load_plugin
+
+    load_plugin(str(Path(__file__).with_name("variants.py")))  # the research variants
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 from contextlib import ExitStack
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,9 @@ def _row(name: str, r: dict[str, Any]) -> str:
 
 
 def main() -> int:
+    from toolroute.route.strategy import load_plugin
+
+    load_plugin(str(Path(__file__).with_name("variants.py")))  # the research variants
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -80,7 +84,8 @@ def main() -> int:
     from toolroute.catalog import load_queries
     from toolroute.llm.client import ChatLLM, LLMConfig
     from toolroute.llm.local import LocalLLMServer
-    from toolroute.route.strategy import RouteParams
+    from toolroute.papers.pa_rag import PaRagParams, pa_rag_scores
+    from toolroute.route.strategy import RouteParams, register_strategy, resolve_strategy
     from toolroute.router import Router
 
     lines = (LIVE / "queries.jsonl").read_text().splitlines()
@@ -102,8 +107,17 @@ def main() -> int:
         qs = load_queries(qfile, router.catalog)
         for name in args.strategies:
             llm = ChatLLM(LLMConfig(url, model, timeout_s=args.timeout), cache_path=args.cache)
-            extra = {} if args.whole_keep is None else {"whole_keep": args.whole_keep}
-            router.params = RouteParams(llm=llm, **extra)
+            if args.whole_keep is not None and name.startswith("pa-rag"):
+                # the same PA-RAG with another aggregation (PaRagParams.whole_keep)
+                made = resolve_strategy(name)
+                mode = {"pa-rag-simple": "simple", "pa-rag-complex": "complex"}.get(name, "auto")
+                keep = PaRagParams(
+                    mode=mode, hierarchy=name != "pa-rag-flat", whole_keep=args.whole_keep
+                )
+                register_strategy(
+                    name, lambda m=made, k=keep: replace(m, score=pa_rag_scores(k)), overwrite=True
+                )
+            router.params = RouteParams(llm=llm)
             t0 = time.perf_counter()
             results.update(bench(router, qs, [name]))
             results[name]["wall_s"] = round(time.perf_counter() - t0, 1)

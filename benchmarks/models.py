@@ -255,6 +255,9 @@ def cost(args: argparse.Namespace) -> int:
 
 
 def main() -> int:
+    from toolroute.route.strategy import load_plugin
+
+    load_plugin(str(Path(__file__).with_name("variants.py")))  # the research variants
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

@@ -66,7 +66,7 @@ def relevance(ix: Any, q: Any, p: Any) -> Any:
     from toolroute.route import strategy as st
 
     if WHERE["at"] == "final":
-        return st._adaptive(st.steps)(ix, q, p)
+        return st.adaptive_over(st.steps)(ix, q, p)
     return st._action_prior(ix, q, p, st.multi(ix, q, p))
 
 

@@ -195,7 +195,7 @@ def register(name: str) -> bool:
     for pat, make in _PATTERNS:
         hit = re.fullmatch(pat, name)
         if hit:
-            fn = st._adaptive(make(*hit.groups()))
+            fn = st.adaptive_over(make(*hit.groups()))
             st.register_strategy(
                 name,
                 lambda fn=fn, name=name: st.Strategy(name, fn, "intent-spans", name, True),
@@ -207,6 +207,9 @@ def register(name: str) -> bool:
 
 
 def main() -> int:
+    from toolroute.route.strategy import load_plugin
+
+    load_plugin(str(Path(__file__).with_name("variants.py")))  # the research variants
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

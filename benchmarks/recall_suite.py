@@ -105,9 +105,9 @@ def register_experiments() -> None:
         return st.hybrid(ix, q, p) + swap(ix, q, p)
 
     for name, fn, embeds, stats in (
-        ("adaptive-tok", st._adaptive(steps_tok), "intent-spans", True),
+        ("adaptive-tok", st.adaptive_over(steps_tok), "intent-spans", True),
         ("hybrid-tok", hybrid_tok, "query", False),
-        ("adaptive-stop", st._adaptive(steps_stop), "intent-spans", True),
+        ("adaptive-stop", st.adaptive_over(steps_stop), "intent-spans", True),
     ):
         st.register_strategy(
             name,
@@ -135,7 +135,7 @@ def register_lodo(held_out: str, version: str = "", folder: str = "fusion") -> N
 
     for name, fn, stats in (
         (f"fusion{version}-lodo", score, False),
-        (f"adaptive-fusion{version}-lodo", st._adaptive(score), True),
+        (f"adaptive-fusion{version}-lodo", st.adaptive_over(score), True),
     ):
         st.register_strategy(
             name,
@@ -292,6 +292,9 @@ def write_report(text: str, summary: Any, out: Path | None, json_out: Path | Non
 
 
 def main() -> int:
+    from toolroute.route.strategy import load_plugin
+
+    load_plugin(str(Path(__file__).with_name("variants.py")))  # the research variants
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

@@ -34,6 +34,7 @@ for s in $ONLY $SKIP; do
 done
 
 TR=.venv/bin/toolroute
+V="--plugin benchmarks/variants.py"  # the research variants (ehrr-*, adaptive-*, baselines)
 PY=.venv/bin/python
 B=../shared/benchmarks
 STORE=.toolroute/bench-store
@@ -59,10 +60,10 @@ if want retrieval; then
     if full; then SETS="livemcpbench mcpbench tool_attention"; STRATS="-s all"
     else SETS="tool_attention"; STRATS="-s default -s hybrid -s bm25"; fi
     for name in $SETS; do
-        run $TR bench --catalog "$B/$name/catalog.json" --queries "$B/$name/queries.jsonl" \
+        run $TR bench $V --catalog "$B/$name/catalog.json" --queries "$B/$name/queries.jsonl" \
             --store "$STORE" $STRATS --out "$R/$name"
     done
-    run $TR bench --catalog "$B/union/catalog.json" --queries benchmarks/union_queries.jsonl \
+    run $TR bench $V --catalog "$B/union/catalog.json" --queries benchmarks/union_queries.jsonl \
         --store "$STORE" $STRATS --out "$R/union"
     full && run $PY benchmarks/tdwa.py --store "$STORE" --out "$R/tdwa.md"
     # Issue 14: retrieval ideas one at a time (kept and rejected) against the old default.
@@ -126,7 +127,7 @@ if want tokens; then
     if full; then SETS="livemcpbench tool_attention"; SCALE="--scale-store .toolroute/scale-store"
     else SETS="tool_attention"; SCALE="--no-scale"; fi
     for name in $SETS; do
-        run $TR bench --catalog "$B/$name/catalog.json" --queries "$B/$name/queries.jsonl" \
+        run $TR bench $V --catalog "$B/$name/catalog.json" --queries "$B/$name/queries.jsonl" \
             --store "$STORE" -s default -s hybrid -s top-k-full -s full-schema --tokens \
             --out "$R/$name-tokens"
     done
@@ -137,10 +138,10 @@ if want simulate; then
     # EHRR economics simulation (seed 000 §V): all variants vs cascade, then estimators vs ehrr,
     # in today's world with the whole-request agent (--providers 1 --planner whole, issue 11).
     if full; then SEEDS=10; else SEEDS=2; fi
-    run $TR simulate $L -s cascade -s ehrr -s ehrr-no-auction -s ehrr-no-exec -s ehrr-flat \
+    run $TR simulate $V $L -s cascade -s ehrr -s ehrr-no-auction -s ehrr-no-exec -s ehrr-flat \
         -s ehrr-cos -s ehrr-beta -s ehrr-ts --providers 1 --planner whole --seeds $SEEDS \
         --out "$R/simulate"
-    run $TR simulate $L -s ehrr -s ehrr-beta -s ehrr-ts --baseline ehrr --providers 1 \
+    run $TR simulate $V $L -s ehrr -s ehrr-beta -s ehrr-ts --baseline ehrr --providers 1 \
         --planner whole --seeds $SEEDS --out "$R/simulate-estimators"
     # Issue 12: marketplace world, per-step agent, learning from real executions.
     run env SEEDS=$SEEDS bash benchmarks/economics.sh
@@ -171,6 +172,8 @@ if want gateway; then
     full && run $PY benchmarks/gateway_latency.py --relay --calls 200 \
         --out "$R/gateway_latency_relay_200.md"
     run $PY benchmarks/idle_memory.py --imports $IMP --out "$R/idle_memory.md"
+    # serve's resident memory after a call: pass-through (no model) and routing.
+    run $PY benchmarks/serve_rss.py --out "$R/serve_rss.md"
     # What /metrics costs per request (metrics on against off in one run).
     if full; then MC=400; else MC=40; fi
     run $PY benchmarks/metrics_overhead.py --calls $MC --out "$R/metrics.md"

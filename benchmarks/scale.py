@@ -573,6 +573,9 @@ def main() -> int:
             args.out.with_suffix(".json").write_text(json.dumps(fresh, indent=2) + "\n")
         print(md.rstrip("\n"))
         return 0
+    from toolroute.route.strategy import load_plugin
+
+    load_plugin(str(Path(__file__).with_name("variants.py")))  # baseline-dense
     results: dict[str, Any] = {}
     for size in args.sizes:
         results[str(size)] = measure(

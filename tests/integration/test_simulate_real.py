@@ -18,7 +18,7 @@ from toolroute.catalog import Catalog, load_catalog, load_queries
 from toolroute.embed.onnx import OnnxEmbedder
 from toolroute.router import Router
 
-pytestmark = [pytest.mark.integration, needs_shared()]
+pytestmark = [pytest.mark.integration, needs_shared(), pytest.mark.usefixtures("research_variants")]
 
 
 def test_todays_simulation_on_livemcpbench_gives_sane_figures(

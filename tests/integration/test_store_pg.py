@@ -22,8 +22,8 @@ from tests.conftest import REPO, SMALL_CATALOG, HashingEmbedder
 from tests.fixtures.outcome_writer import catalog as writer_catalog
 from tests.integration.gateways import GatewayProcess, write_config
 from toolroute.catalog import catalog_from_dict
-from toolroute.economics import ServerStats, ToolStats
 from toolroute.errors import StoreError
+from toolroute.learn.estimate import ServerStats, ToolStats
 from toolroute.router import Router
 from toolroute.stats import Outcome
 from toolroute.store import SCHEMA_VERSION, open_store

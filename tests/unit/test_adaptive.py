@@ -15,6 +15,8 @@ from toolroute.route.adaptive import server_means, tool_posterior, vendor_value
 from toolroute.route.capability import components, group_pool, schema_keys
 from toolroute.stats import Outcome, StatsBook
 
+pytestmark = pytest.mark.usefixtures("research_variants")
+
 
 def _market(tmp_path: Path) -> Path:
     """The small catalog plus two more vendors of the time server (same tools, priced)."""

@@ -209,6 +209,9 @@ def test_route_help_documents_stdin_and_query_file() -> None:
     assert code == 0 and "--query-file" in out and "stdin" in out
 
 
+VARIANTS = REPO / "benchmarks" / "variants.py"
+
+
 @pytest.mark.parametrize(
     "strategy", ["default", "bm25", "hybrid", "cascade", "ehrr", "pa-rag", "baseline-dense"]
 )
@@ -228,6 +231,11 @@ def test_explain_is_one_block_per_candidate_within_80_columns(
         "-k",
         "3",
         "--explain",
+        *(
+            ["--plugin", str(REPO / "benchmarks" / "variants.py")]
+            if strategy.startswith("baseline-")
+            else []
+        ),
     )
     assert code == 0, err
     lines = out.splitlines()

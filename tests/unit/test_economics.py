@@ -19,7 +19,8 @@ import pytest
 
 from tests.conftest import HashingEmbedder
 from toolroute.catalog import Catalog, Server, Tool
-from toolroute.economics import (
+from toolroute.errors import ConfigError
+from toolroute.papers.ehrr.economics import (
     ALPHA_SERVER,
     ALPHA_TOOL,
     EPS,
@@ -47,10 +48,11 @@ from toolroute.economics import (
     tool_cost,
     utility,
 )
-from toolroute.errors import ConfigError
-from toolroute.route.ehrr import _observed_latency
+from toolroute.papers.ehrr.routing import _observed_latency
 from toolroute.router import Router
 from toolroute.stats import Outcome, StatsBook
+
+pytestmark = pytest.mark.usefixtures("research_variants")
 
 C_TOL = 0.005
 U_TOL = 5e-4

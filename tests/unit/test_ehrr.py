@@ -8,9 +8,11 @@ import pytest
 
 from tests.conftest import SMALL_CATALOG, HashingEmbedder
 from toolroute import Router
-from toolroute.economics import server_cost, tool_cost
-from toolroute.route.ehrr import EhrrParams, EhrrTrace, ehrr_route
+from toolroute.papers.ehrr.economics import server_cost, tool_cost
+from toolroute.papers.ehrr.routing import EhrrParams, EhrrTrace, ehrr_route
 from toolroute.stats import Outcome, StatsBook
+
+pytestmark = pytest.mark.usefixtures("research_variants")
 
 
 def _priced(tmp_path: Path) -> Path:

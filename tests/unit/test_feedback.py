@@ -14,12 +14,15 @@ from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
+import pytest
 
 from tests.conftest import SMALL_CATALOG, HashingEmbedder, tool
 from toolroute.index.lexical import LexicalIndex
 from toolroute.route.feedback import intent_feedback
 from toolroute.route.strategy import QueryContext, RouteParams, multi
 from toolroute.router import Router
+
+pytestmark = pytest.mark.usefixtures("research_variants")
 
 
 def _unit(*xs: float) -> np.ndarray:

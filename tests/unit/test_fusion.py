@@ -20,6 +20,8 @@ from toolroute.route.fusion import (
     load_model,
 )
 
+pytestmark = pytest.mark.usefixtures("research_variants")
+
 
 def _model(weights: dict[str, float], pool: int = 30) -> FusionModel:
     n = len(FEATURES)

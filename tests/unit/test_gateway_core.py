@@ -24,12 +24,12 @@ from mcp_server_time.server import create_server
 from tests.conftest import HashingEmbedder
 from toolroute.catalog.name import SEPARATOR, qualified_name, split_name
 from toolroute.config import GatewayConfig
-from toolroute.economics import PRIOR_SUCCESS
 from toolroute.errors import ErrorCode, error_payload
 from toolroute.gateway.app import make_gateway, running_pool, sync_router
 from toolroute.gateway.attention import ToolAttention
 from toolroute.gateway.core import MAX_CAPABILITY_REQUESTS, GatewayCore, route_depth
 from toolroute.gateway.server import Gateway
+from toolroute.learn.estimate import PRIOR_SUCCESS
 from toolroute.present.presenter import PresentConfig
 from toolroute.route.gate import Preconditions, SessionState
 from toolroute.router import Router

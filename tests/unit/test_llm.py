@@ -13,8 +13,13 @@ import pytest
 from tests.conftest import HashingEmbedder, loopback_http, read_json, reply_json
 from toolroute import Router
 from toolroute.llm.client import PROMPT_CHARS, ChatLLM, LLMConfig
+from toolroute.papers import atr, pa_rag
+from toolroute.papers.atr import AtrParams
+from toolroute.papers.pa_rag import PaRagParams
 from toolroute.route import llm_stages
-from toolroute.route.strategy import RouteParams
+from toolroute.route.strategy import RouteParams, register_strategy
+
+pytestmark = pytest.mark.usefixtures("research_variants")
 
 ANSWERS: list[str] = []
 SEEN: list[dict[str, object]] = []
@@ -150,10 +155,17 @@ def test_atr_and_pa_rag_use_the_model_and_say_so(
     tmp_path: Path, catalog_file: Path, endpoint: str
 ) -> None:
     llm = ChatLLM(LLMConfig(endpoint, "m"))
-    params = RouteParams(llm=llm, max_tools=1, whole_keep=0)
+    # each paper's method takes its own typed parameters where its strategy is built
+    register_strategy("atr-1", lambda: atr.strategy(AtrParams(max_tools=1)), overwrite=True)
+    register_strategy(
+        "pa-rag-w0",
+        lambda: pa_rag.strategy(PaRagParams(max_tools=1, whole_keep=0)),
+        overwrite=True,
+    )
+    params = RouteParams(llm=llm)
     with Router(catalog_file, store=tmp_path, embedder=HashingEmbedder(), params=params) as r:
         ANSWERS.append('{"tools": [1]}')
-        rows = r.explain("weather forecast for Rome", k=3, strategy="atr")
+        rows = r.explain("weather forecast for Rome", k=3, strategy="atr-1")
         assert rows[0][0].tool == "get_forecast" and rows[0][1]["selected"] is True
         assert rows[0][1]["llm"] is True and rows[1][1]["selected"] is False
         ANSWERS.extend(
@@ -164,7 +176,7 @@ def test_atr_and_pa_rag_use_the_model_and_say_so(
                 '{"tools": [1]}',
             ]
         )
-        rows = r.explain("read a file and list a folder", k=2, strategy="pa-rag")
+        rows = r.explain("read a file and list a folder", k=2, strategy="pa-rag-w0")
         assert {c.tool for c, _ in rows} == {"read_file", "list_directory"}
         assert rows[0][1]["path"] == "complex"
 

@@ -8,7 +8,7 @@ import pytest
 from tests.conftest import SMALL_CATALOG, HashingEmbedder
 from toolroute import Router
 from toolroute.catalog import catalog_from_dict
-from toolroute.economics import PRIOR_SUCCESS, ServerStats
+from toolroute.learn.estimate import PRIOR_SUCCESS, ServerStats
 from toolroute.stats import DEFAULT_CONNECT_S, Outcome, StatsBook
 
 

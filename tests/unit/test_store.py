@@ -9,8 +9,8 @@ import pytest
 
 from tests.conftest import SMALL_CATALOG
 from toolroute.catalog import catalog_from_dict
-from toolroute.economics import DEFAULT_SMOOTHING, ServerStats, ToolStats
 from toolroute.errors import ConfigError, StoreError
+from toolroute.learn.estimate import DEFAULT_SMOOTHING, ServerStats, ToolStats
 from toolroute.stats import Outcome
 from toolroute.store import (
     SCHEMA_VERSION,

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from toolroute.bench.metrics import RANK_METRICS, SET_METRICS
+from toolroute.extra import require
 
 __all__ = ["html_report", "markdown_table", "write_outputs"]
 
@@ -70,7 +71,7 @@ def write_outputs(
 
 
 def _png(fig: Any) -> bytes:
-    import matplotlib.pyplot as plt
+    plt = require("matplotlib.pyplot", "plot", "plotting")
 
     buf = io.BytesIO()
     fig.tight_layout()
@@ -80,12 +81,10 @@ def _png(fig: Any) -> bytes:
 
 
 def _figure(width: float, height: float) -> tuple[Any, Any]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt.subplots(figsize=(width, height))
+    require("matplotlib", "plot", "plotting").use("Agg")
+    plt = require("matplotlib.pyplot", "plot", "plotting")
+    fig, ax = plt.subplots(figsize=(width, height))
+    return fig, ax
 
 
 def _quality_plot(results: Mapping[str, Mapping[str, Any]], title: str) -> bytes:

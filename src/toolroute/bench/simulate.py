@@ -53,6 +53,7 @@ from toolroute.bench.world import Market, PriceQuality, World, WorldParams
 from toolroute.catalog.loader import Query
 from toolroute.embed.base import Embedder, Matrix, SpanEmbedder
 from toolroute.errors import ConfigError
+from toolroute.extra import require
 from toolroute.route.strategy import resolve_strategy
 from toolroute.router import Router
 
@@ -363,10 +364,8 @@ def run_simulation(
         raise ConfigError("simulate needs at least one seed, one strategy and one query")
     market = Market.build(router.catalog, providers)
     k = servers_k if servers_k is not None else 5 * providers
-    if k != router.params.servers_k or k != router.params.ehrr.servers_k:
-        params_k = replace(
-            router.params, servers_k=k, ehrr=replace(router.params.ehrr, servers_k=k)
-        )
+    if k != router.params.servers_k:
+        params_k = replace(router.params, servers_k=k)
         router = copy.copy(router)
         router.params = params_k
     params = WorldParams(
@@ -521,10 +520,8 @@ def write_simulation_outputs(
 ) -> list[Path]:
     """Write simulate.json (``{"summary", "series"}``), simulate.md and simulate.png (running
     success and cumulative cost over the stream, mean over seeds) into ``out_dir``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    require("matplotlib", "plot", "plotting").use("Agg")
+    plt = require("matplotlib.pyplot", "plot", "plotting")
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -560,10 +557,8 @@ def write_learning_outputs(sim: Simulation, out_dir: str | Path, bins: int = 20)
     """Write curves.json and learning.png (success, USD per successful task and invalid calls
     against tasks seen, one figure) and pareto.png (success against cost per query, mean ±
     95 % over seeds, per strategy) into ``out_dir``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    require("matplotlib", "plot", "plotting").use("Agg")
+    plt = require("matplotlib.pyplot", "plot", "plotting")
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -20,6 +20,7 @@ from toolroute.cli.common import (
     documents_option,
     json_option,
     local_llm_option,
+    plugin_option,
     questions_option,
     stderr,
     stdout,
@@ -79,6 +80,7 @@ def index(
 @synced_option
 @store_option
 @documents_option
+@plugin_option
 @click.option(
     "--strategy",
     "-s",
@@ -251,12 +253,37 @@ def _with_stage_scores(router: Any, text: str, strategy: str, rows: Rows) -> Row
 
 
 @main.command()
-def strategies() -> None:
-    """List the routing strategies."""
-    from toolroute.route.strategy import STRATEGIES
+@plugin_option
+@json_option
+def strategies(as_json: bool) -> None:
+    """List the routing strategies: the product's, then the papers' methods, then any a
+    --plugin added."""
+    from toolroute.route.strategy import strategies_in
 
-    for s in STRATEGIES.values():
-        click.echo(f"{s.name:16s} {s.summary}")
+    groups = (
+        ("product", "Strategies"),
+        ("paper", "The papers' methods (toolroute.papers)"),
+        ("plugin", "From plugins"),
+    )
+    if as_json:
+        rows = [
+            {"name": s.name, "group": g, "summary": s.summary}
+            for g, _ in groups
+            for s in strategies_in(g)
+        ]
+        click.echo(json.dumps(rows))
+        return
+    first = True
+    for group, title in groups:
+        listed = list(strategies_in(group))
+        if not listed:
+            continue
+        if not first:
+            click.echo()
+        first = False
+        click.echo(f"{title}:")
+        for s in listed:
+            click.echo(f"  {s.name:16s} {s.summary}")
 
 
 @main.command()

@@ -152,6 +152,28 @@ questions_option = click.option(
 )
 
 
+def _load_plugins(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> None:
+    from toolroute.errors import ConfigError
+    from toolroute.route.strategy import load_plugin
+
+    for spec in value:
+        try:
+            load_plugin(spec)
+        except ConfigError as e:
+            raise click.BadParameter(str(e), ctx=ctx, param=param) from None
+
+
+plugin_option = click.option(
+    "--plugin",
+    "plugins",
+    multiple=True,
+    callback=_load_plugins,
+    expose_value=False,
+    metavar="MODULE|FILE.py",
+    help="Load more strategies from a module with a register_strategies() function, e.g. "
+    "the benchmarks' research variants: --plugin benchmarks/variants.py. Repeatable.",
+)
+
 local_llm_option = click.option(
     "--local-llm",
     is_flag=True,

@@ -20,11 +20,13 @@ from toolroute.cli.common import (
     documents_option,
     json_option,
     local_llm_option,
+    plugin_option,
     queries_option,
     store_option,
     synced_option,
 )
 from toolroute.errors import ConfigError
+from toolroute.extra import require
 
 
 @main.command()
@@ -33,12 +35,14 @@ from toolroute.errors import ConfigError
 @queries_option
 @store_option
 @documents_option
+@plugin_option
 @click.option(
     "--strategy",
     "-s",
     "strategies",
     multiple=True,
-    help="Strategy to measure; repeat for several; 'all' for every one. Default: default.",
+    help="Strategy to measure; repeat for several; 'all' for every one registered "
+    "(with --plugin, its strategies too). Default: default.",
 )
 @click.option(
     "--out",
@@ -89,13 +93,16 @@ def bench(
 
     Metrics count required tool groups (relevant_groups: any tool of a group satisfies it);
     latency is warm, per query, query embedding included. The three reference baselines run as
-    the strategies baseline-bm25, baseline-dense and baseline-hier5.
+    the strategies baseline-bm25, baseline-dense and baseline-hier5 of the benchmarks'
+    variants (--plugin benchmarks/variants.py).
     """
     from toolroute.bench.report import markdown_table, write_outputs
     from toolroute.bench.runner import bench as run_bench
     from toolroute.catalog.loader import load_queries
     from toolroute.route.strategy import STRATEGIES, resolve_strategy
 
+    if out is not None:  # fail before the run, not after it
+        require("matplotlib", "plot", "bench --out (its plots)")
     names = list(strategies) or ["default"]
     if "all" in names:
         names = list(STRATEGIES)
@@ -150,6 +157,7 @@ def _window(text: str | None, option: str = "--window") -> tuple[int, int] | Non
 @queries_option
 @store_option
 @documents_option
+@plugin_option
 @click.option(
     "--strategy",
     "-s",
@@ -278,6 +286,8 @@ def simulate(
     from toolroute.catalog.loader import load_queries
     from toolroute.route.strategy import resolve_strategy
 
+    if out is not None:  # fail before the run, not after it
+        require("matplotlib", "plot", "simulate --out (its plots)")
     names = list(strategies) or ["cascade", "ehrr"]
     span = _window(window)
     down = _window(outage, "--outage")
@@ -331,6 +341,7 @@ def simulate(
 @queries_option
 @store_option
 @documents_option
+@plugin_option
 @click.option(
     "--strategy",
     "-s",

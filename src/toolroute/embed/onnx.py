@@ -108,7 +108,9 @@ class OnnxEmbedder:
         self._model_id = (
             model_id or f"onnx:{Path(model_path).name}:{_sha256(Path(model_path))[:12]}"
         )
-        self._tokenizer = _load_tokenizer(Path(tokenizer_path), max_length)
+        self._tokenizer_path = Path(tokenizer_path)
+        self._max_length = max_length
+        self._tokenizer_: Tokenizer | None = None
         env = os.environ.get("TOOLROUTE_THREADS", "0")
         if threads is None and not env.isdigit():
             raise EmbedError(f"TOOLROUTE_THREADS must be a whole number, got {env!r}")
@@ -122,6 +124,14 @@ class OnnxEmbedder:
         # loads on the first text to embed, so a gateway restarted over a warm store idles
         # without it; a custom model loads now, since only the session knows its dimension.
         self._dim = _DEFAULT_DIM if default else int(self._session().get_outputs()[0].shape[-1])
+        if not default:  # a custom tokenizer file is checked now, as its model is
+            self._tokenizer()
+
+    def _tokenizer(self) -> Tokenizer:
+        """The tokenizer, loaded with the first text to embed (as the session is)."""
+        if self._tokenizer_ is None:
+            self._tokenizer_ = _load_tokenizer(self._tokenizer_path, self._max_length)
+        return self._tokenizer_
 
     def _session(self) -> Any:
         if self._session_ is not None:
@@ -179,7 +189,7 @@ class OnnxEmbedder:
         # Sorted by token count, cut into batches of at most batch_size texts and
         # batch_tokens padded tokens: what onnxruntime allocates per batch is bounded by the
         # budget, not by the longest text times the batch size. Order restored at the end.
-        enc = self._tokenizer.encode_batch(list(texts))
+        enc = self._tokenizer().encode_batch(list(texts))
         lengths = np.array([len(e.ids) for e in enc], dtype=np.int64)
         order = np.argsort(lengths, kind="stable")
         out = np.empty((len(texts), self._dim), dtype=np.float32)
@@ -199,7 +209,7 @@ class OnnxEmbedder:
 
     def embed_spans(self, text: str, spans: Sequence[tuple[int, int]]) -> Matrix:
         """Whole text plus each span, from one forward pass (see ``SpanEmbedder``)."""
-        enc = self._tokenizer.encode(text)
+        enc = self._tokenizer().encode(text)
         ids = np.array([enc.ids], dtype=np.int64)
         mask = np.array([enc.attention_mask], dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": mask}

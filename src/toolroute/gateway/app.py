@@ -243,12 +243,20 @@ async def sync_router(
     listings = Listings()
     catalog, statuses, held = await review(config, pool, listings)
     router = build_router(config, catalog, embedder)
-    if catalog.tool_count:
-        report = router.index(progress)
-    else:
-        sync = router.store.sync_catalog(catalog)
-        report = IndexReport(0, 0, sync.removed, 0, 0)
+    report = index_for(config, router, catalog, progress)
     return router, SyncResult(statuses, report, held, listings)
+
+
+def index_for(
+    config: GatewayConfig, router: Router, catalog: Catalog, progress: Any = None
+) -> IndexReport:
+    """Index ``catalog`` for routing; a gateway that does not route (pass-through,
+    ``expose = "all"``) and a catalog with no tools only store the catalog, so no embedding
+    model is loaded (a stray ``find_tools`` would index on its first query)."""
+    if catalog.tool_count and config.expose != "all":
+        return router.index(progress)
+    sync = router.store.sync_catalog(catalog)
+    return IndexReport(sync.added, sync.updated, sync.removed, sync.unchanged, 0)
 
 
 async def sync_once(config: GatewayConfig, progress: Any = None) -> SyncResult:
@@ -564,7 +572,8 @@ async def resync(
     try:
         # only new or changed tools have texts to embed; without them (tools removed or
         # held) nothing awaits between the quarantine above and the swap below
-        if catalog.tool_count and not after <= before:
+        routes = bool(catalog.tool_count) and config.expose != "all"
+        if routes and not after <= before:
             questions = getattr(router.questions, "name", None)
             await anyio.to_thread.run_sync(
                 warm_cache,
@@ -575,10 +584,8 @@ async def resync(
                 questions,
                 progress,
             )
-        if catalog.tool_count:
-            report = router.index()
-        else:
-            report = IndexReport(0, 0, router.store.sync_catalog(catalog).removed, 0, 0)
+        # nothing to route (pass-through) or no tools: the catalog alone, no model
+        report = router.index() if routes else index_for(config, router, catalog)
     except BaseException:
         router.close()
         raise

@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 
-import bm25s
 import numpy as np
 import numpy.typing as npt
 
@@ -14,8 +14,15 @@ from toolroute.index.document import tokenise
 
 __all__ = ["LexicalIndex"]
 
-# bm25s sets its own logger to DEBUG at import; keep its per-index chatter out of our stderr.
-logging.getLogger("bm25s").setLevel(logging.WARNING)
+
+def _bm25s() -> ModuleType:
+    """bm25s, imported with the first index (a gateway that does not route never needs it)."""
+    import bm25s
+
+    # bm25s sets its own logger to DEBUG at import; keep its per-index chatter off our stderr.
+    logging.getLogger("bm25s").setLevel(logging.WARNING)
+    out: ModuleType = bm25s
+    return out
 
 
 class LexicalIndex:
@@ -24,7 +31,7 @@ class LexicalIndex:
     def __init__(self, texts: Sequence[str], *, k1: float = 1.5, b: float = 0.75) -> None:
         self.size = len(texts)
         corpus = [tokenise(t) or ["\x00"] for t in texts]
-        self._bm25 = bm25s.BM25(k1=k1, b=b, method="robertson")
+        self._bm25 = _bm25s().BM25(k1=k1, b=b, method="robertson")
         if self.size:
             self._bm25.index(corpus, show_progress=False)
 
@@ -42,6 +49,7 @@ class LexicalIndex:
         are read when a query touches them and shared by every process that maps them."""
         out = cls.__new__(cls)
         out.size = int((directory / "size").read_text(encoding="utf-8"))
+        bm25s = _bm25s()
         out._bm25 = (
             bm25s.BM25.load(str(directory), mmap=True, show_progress=False)
             if out.size

@@ -127,7 +127,15 @@ class Presenter:
         self.tokens = tokens or TokenCounter()
         self.tools_by_name = {qualified_name(t.server, t.name): t for t in catalog.tools()}
         self.pool = self._render_pool()
-        self.pool_tokens = self.tokens(self.pool) if self.pool else 0
+        self._pool_tokens: int | None = None
+
+    @property
+    def pool_tokens(self) -> int:
+        """Tokens of the summary pool, counted on first use: a gateway that never presents
+        (pass-through) never loads the tokenizer (tens of MB resident)."""
+        if self._pool_tokens is None:
+            self._pool_tokens = self.tokens(self.pool) if self.pool else 0
+        return self._pool_tokens
 
     def _render_pool(self) -> str:
         mode = self.config.pool

@@ -1,6 +1,6 @@
 """The stages' own scores behind a non-EHRR ranking, for ``route --explain``.
 
-EHRR explains itself through :class:`~toolroute.route.ehrr.EhrrTrace` (similarities, costs,
+EHRR explains itself through :class:`~toolroute.papers.ehrr.routing.EhrrTrace` (similarities, costs,
 posted price, accept bit, utility). The similarity strategies are sums of a few stages
 (``toolroute.route.strategy``); this module recomputes those stages for the returned tools
 only, so a user sees which one put a tool where it is: the dense cosine, BM25 (raw and as a

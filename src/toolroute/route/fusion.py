@@ -46,7 +46,7 @@ from toolroute.index.build import ToolIndex
 from toolroute.index.document import humanise
 from toolroute.index.fields import FIELDS, field_index, stem_text
 from toolroute.route import stage
-from toolroute.route import strategy as st
+from toolroute.route.composition import adaptive_over
 from toolroute.route.derived import index_providers
 from toolroute.route.expand import expand
 
@@ -62,6 +62,8 @@ __all__ = [
     "candidate_features",
     "default_model",
     "fused_scores",
+    "fusion",
+    "fusion3",
     "load_model",
     "second_dense",
     "second_model",
@@ -282,12 +284,12 @@ def candidate_features(
 ) -> tuple[npt.NDArray[np.intp], Floats, Scores]:
     """(pooled rows, their (rows × features) matrix, ``steps``' scores of every tool): the
     features are :data:`FEATURES`, or :data:`FEATURES_V2` with a ``second`` dense view."""
-    d = st.dense(ix, q, p)
+    d = stage.dense(ix, q, p)
     flat = ix.flat_vectors @ q.vector
     lex = _max_norm(ix.tool_lexical.scores(q.text))
     nd = _max_norm(ix.name_desc_lexical.scores(q.text))
     fields = {f: _max_norm(v) for f, v in field_index(ix).scores(q.text).items()}
-    m = st.multi(ix, q, p)
+    m = stage.multi(ix, q, p)
     a = stage._action_prior(ix, q, p, m)
     e = expand(a, index_providers(ix), p.expand_pool, p.expand_weight)
     s = stage._near_duplicates(ix, q, p, stage._named_files(ix, q, p, e))  # = steps(ix, q, p)
@@ -299,7 +301,7 @@ def candidate_features(
         tops.append(_top(flat2, 10))
     rows = np.unique(np.concatenate(tops))
     rows = rows[np.isfinite(s[rows])]
-    srv = st.server_scores(ix, q, p)[ix.server_of[rows]]
+    srv = stage.server_scores(ix, q, p)[ix.server_of[rows]]
     if q.intent_vectors is not None and len(q.intent_vectors):
         best = (ix.tool_vectors[rows] @ q.intent_vectors.T).max(axis=1)
     else:
@@ -339,7 +341,7 @@ def candidate_features(
 def default_ranks(ix: ToolIndex, q: Any, p: Any, s: Scores, rows: npt.NDArray[np.intp]) -> Floats:
     """Each pooled row's 1-based rank in ``default``'s order (adaptive over ``steps``' scores
     ``s``), among every tool of the index."""
-    a = np.asarray(st._adaptive(lambda *_: s)(ix, q, p), dtype=np.float64)
+    a = np.asarray(adaptive_over(lambda *_: s)(ix, q, p), dtype=np.float64)
     ranked = np.sort(a[np.isfinite(a)])
     below = np.searchsorted(ranked, a[rows], side="right")
     return np.asarray(1.0 + ranked.size - below, dtype=np.float64)
@@ -396,41 +398,6 @@ def fusion(ix: ToolIndex, q: Any, p: Any) -> Scores:
     return fused_scores(ix, q, p, default_model())
 
 
-st.register_strategy(
-    "fusion",
-    lambda: st.Strategy(
-        "fusion",
-        fusion,
-        "intent-spans",
-        "learned fusion: a logistic regression over steps' signals and per-field BM25",
-    ),
-)
-
-
-st.register_strategy(
-    "adaptive-fusion",
-    lambda: st.Strategy(
-        "adaptive-fusion",
-        st._adaptive(fusion),
-        "intent-spans",
-        "adaptive over the learned fusion's relevance",
-        True,
-    ),
-)
-
-
 def fusion3(ix: ToolIndex, q: Any, p: Any) -> Scores:
     """The shipped v3 fusion: a pairwise-trained model anchored to ``default``'s order."""
     return fused_scores(ix, q, p, third_model())
-
-
-st.register_strategy(
-    "fusion3",
-    lambda: st.Strategy(
-        "fusion3",
-        fusion3,
-        "intent-spans",
-        "learned fusion v3: pairwise-trained on whole and per-step needs, anchored to default",
-        True,
-    ),
-)

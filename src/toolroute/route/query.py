@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from toolroute.embed.base import Matrix
-from toolroute.route.ehrr import EhrrTrace
+from toolroute.papers.ehrr.routing import EhrrTrace
 from toolroute.stats import StatsBook
 
 __all__ = ["QueryContext", "Scores"]

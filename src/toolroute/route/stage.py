@@ -1,7 +1,7 @@
 """Scoring stages: plain functions mapping (index, query, knobs) to one score per tool, which the
-strategies of :mod:`toolroute.route.strategy` compose. ``-inf`` marks a tool a stage does not
-return. Which stage does what, with the seed each cites, is listed in that module's docstring;
-:class:`QueryContext` and :class:`RouteParams` are what every stage reads.
+strategies of :mod:`toolroute.route.strategy` and :mod:`toolroute.papers` compose. ``-inf``
+marks a tool a stage does not return. :class:`QueryContext` and :class:`RouteParams` are what
+every stage reads; :class:`Strategy` is a named composition of them.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -21,16 +21,18 @@ from toolroute.route.abstain import AbstainMode, AbstainModel
 from toolroute.route.action import query_actions
 from toolroute.route.adaptive import AdaptiveParams
 from toolroute.route.derived import index_actions, index_providers
-from toolroute.route.ehrr import EhrrParams
 from toolroute.route.expand import expand
 from toolroute.route.feedback import intent_feedback
 from toolroute.route.intent import READ_FILE_INTENT, WRITE_FILE_INTENT, named_files
 from toolroute.route.query import QueryContext, Scores
 
 __all__ = [
+    "Embeds",
     "QueryContext",
     "RouteParams",
     "Scores",
+    "Strategy",
+    "StrategyFn",
     "baseline_bm25",
     "baseline_dense",
     "baseline_hier5",
@@ -47,7 +49,9 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class RouteParams:
-    """Tunable knobs; defaults are the values measured in benchmarks/tdwa.py."""
+    """The product strategies' knobs (hybrid, multi, steps, the cascade, adaptive); defaults
+    are the values measured in benchmarks/tdwa.py. A paper's method takes its own typed
+    parameters where its strategy is built (:mod:`toolroute.papers`)."""
 
     lexical_weight: float = 0.2
     """α of hybrid fusion: weight of max-normalised BM25 added to the cosine."""
@@ -57,21 +61,11 @@ class RouteParams:
     """multi: its top this many are exact; below, sub-intents are scored only where an upper
     bound says they could matter. 0: score every tool's sub-intents."""
     servers_k: int = 5
-    """Servers kept by the cascade's first stage."""
-    ehrr: EhrrParams = EhrrParams()
-    """EHRR hyperparameters (seed 000 Table V)."""
+    """Servers kept by the cascade's first stage (and by EHRR's server layer)."""
     adaptive: AdaptiveParams = AdaptiveParams()
     """``adaptive``: value of a success, capability grouping, pooling (route/adaptive.py)."""
     llm: ChatLLM | None = field(default=None, compare=False)
     """Chat endpoint of the LLM stages (pa-rag, atr); None: offline fallbacks."""
-    max_tools: int = 5
-    """ATR's cap on the filtered set (seed 004)."""
-    select_per_query: int = 3
-    """PA-RAG's selector keeps at most this many tools per sub-query."""
-    select_candidates: int = 5
-    """Candidates PA-RAG's selector sees per sub-query (its prompt, hence its latency)."""
-    whole_keep: int = 3
-    """PA-RAG's aggregation adds the whole request's top tools to the sub-query selections."""
     action_penalty: float = 0.07
     """``steps``: taken from a tool whose name's action the request does not ask for, divided
     by the number of action classes the request asks for (more classes, weaker evidence)."""
@@ -104,6 +98,42 @@ class RouteParams:
     model's p falls below this mode's threshold (route/abstain.py); ``off``: always rank."""
     abstain_model: AbstainModel | None = field(default=None, compare=False)
     """The abstention model (None: the shipped one, ``toolroute/data/abstain.json``)."""
+
+
+StrategyFn = Callable[[ToolIndex, QueryContext, RouteParams], Scores]
+"""What a strategy computes: one score per tool of the index."""
+
+Embeds = Literal["none", "query", "intent-spans", "intents"]
+"""What a strategy needs embedded: nothing (lexical only); the query; the query and its
+sub-intents pooled from the query's one model pass (late chunking); or the query and each
+sub-intent embedded on its own (better vectors, one more pass per clause)."""
+
+Group = Literal["product", "paper", "plugin"]
+"""Where ``toolroute strategies`` lists a strategy: the product's modes, the papers' methods,
+or what a plugin registered (benchmarks' research variants, a user's own)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Strategy:
+    """A named composition of stages, as ``--strategy NAME`` picks it."""
+
+    name: str
+    score: StrategyFn
+    embeds: Embeds
+    """What the query needs embedded (see :data:`Embeds`)."""
+    summary: str
+    """One plain line for ``toolroute strategies``."""
+    uses_stats: bool = False
+    """Reads online statistics: the router hands it its :class:`StatsBook`."""
+    presentation: Literal["attention", "full", "top-k"] = "attention"
+    """How its tools reach the model (``bench --tokens``): the two phases of a summary pool and
+    promoted schemas, every full schema (a naive MCP client), or the top-k full schemas
+    without a summary pool."""
+    group: Group = "plugin"
+    """Where ``toolroute strategies`` lists it (:data:`Group`)."""
+    abstains: bool = False
+    """Answers "no tool fits" (every score ``-inf``) when the abstention model says no tool
+    serves the request, at the router's ``RouteParams.abstain`` mode (route/abstain.py)."""
 
 
 def _normalised(s: Scores) -> Scores:
@@ -283,7 +313,7 @@ def _scope(ix: ToolIndex, server_score: Scores, k: int, tool_scores: Scores) -> 
 
 
 def cascade(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
-    """Seed 003 §4.3: prune to the top servers, then rank their tools by the hybrid score."""
+    """PA-RAG §4.3: prune to the top servers, then rank their tools by the hybrid score."""
     return _scope(ix, server_scores(ix, q, p), p.servers_k, hybrid(ix, q, p))
 
 

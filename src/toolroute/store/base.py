@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Protocol
 
 from toolroute.catalog.models import Catalog, Server, Tool, ToolKey
-from toolroute.economics import ServerStats, Smoothing, ToolStats
 from toolroute.embed.base import Matrix
 from toolroute.errors import StoreError
+from toolroute.learn.estimate import ServerStats, Smoothing, ToolStats
 from toolroute.stats import Outcome
 
 __all__ = [

@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 
 from toolroute.catalog.models import Catalog, Server, Tool, ToolKey
-from toolroute.economics import DEFAULT_SMOOTHING, ServerStats, Smoothing, ToolStats
 from toolroute.embed.base import Matrix
 from toolroute.errors import StoreError
+from toolroute.learn.estimate import DEFAULT_SMOOTHING, ServerStats, Smoothing, ToolStats
 from toolroute.memory import MemoryRow
 from toolroute.stats import Outcome
 from toolroute.store import sql

@@ -29,8 +29,8 @@ from typing import Any, Literal
 
 import psycopg
 
-from toolroute.economics import DEFAULT_SMOOTHING, ServerStats, Smoothing, ToolStats
 from toolroute.errors import StoreError
+from toolroute.learn.estimate import DEFAULT_SMOOTHING, ServerStats, Smoothing, ToolStats
 from toolroute.stats import Outcome
 from toolroute.store import sql
 from toolroute.store.base import default_store_dir, redact_url

@@ -1,15 +1,17 @@
-"""EHRR ROUTE (seed 000, Alg. 2): economics-aware hierarchical routing with a posted-price
-reverse auction at the server layer, reading the online statistics of :mod:`toolroute.stats`.
+"""EHRR's Alg. 2 (*Clearing MCP Navigation Fog with Economics-Aware Hierarchical Tool
+Routing*): economics-aware hierarchical routing with a posted-price reverse auction at the
+server layer, reading the online statistics of :mod:`toolroute.stats`.
 
     server layer   U_i  = Sim_i − α_s C_i^s                    (eq. 2, 3)   → top-k servers
     auction        τ_i  = p_bs Sim_i + p_ofs log(1 + C_i^s/L0) (eq. 4), accept iff c_i ≤ τ_i (eq. 5)
     tool layer     U_ij = Sim_ij − α_t C_ij^t, only p_ij ≤ τ_i (eq. 6, 7) → ranked, top-n shown
 
-The cost formulas are the vectorised forms of :func:`toolroute.economics.server_cost` and
-:func:`toolroute.economics.tool_cost` (a unit test checks they agree). Variants, for ablations:
-``auction=False`` (ehrr-no-auction), ``execution=False`` (ehrr-no-exec: both layers ranked by
-similarity alone; the auction still prices from C_i^s, as it needs a cost), ``hierarchy=False``
-(ehrr-flat: no top-k server shortlist; the auction still filters every server).
+The cost formulas are the vectorised forms of
+:func:`~toolroute.papers.ehrr.economics.server_cost` and
+:func:`~toolroute.papers.ehrr.economics.tool_cost` (a unit test checks they agree). Switches for
+ablations: ``auction=False`` (no auction), ``execution=False`` (both layers ranked by similarity
+alone; the auction still prices from C_i^s, as it needs a cost), ``hierarchy=False`` (no top-k
+server shortlist; the auction still filters every server).
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from toolroute import economics as eco
 from toolroute.index.build import ToolIndex
+from toolroute.papers.ehrr import economics as eco
 from toolroute.stats import PSEUDO_CALLS, StatsBook
 
 __all__ = ["EhrrParams", "EhrrTrace", "ehrr_route"]
@@ -32,7 +34,7 @@ Floats = npt.NDArray[np.float64]
 
 @dataclass(frozen=True, slots=True)
 class EhrrParams:
-    """Seed 000 Table V defaults."""
+    """The paper's Table V defaults, and switches for its ablations and our estimators."""
 
     servers_k: int = 5
     alpha_server: float = eco.ALPHA_SERVER
@@ -54,21 +56,20 @@ class EhrrParams:
     clips the router's own fused score (cosine + weighted BM25, as ``hybrid``/``cascade``) to
     [0, 1], so EHRR's economics sit on the same retrieval as the similarity-only baseline."""
     estimator: Literal["ema", "beta", "thompson", "ucb"] = "ema"
-    """``ema``: the paper's r̃ and p_fail (eq. 8). ``thompson`` (ehrr-ts, beyond the paper):
-    success and failure probabilities are drawn from Beta posteriors of the observed calls,
-    which explores unseen tools instead of trusting an optimistic prior. ``beta``
-    (ehrr-beta): posterior means, and r̃ = mean − one posterior standard deviation, which
-    shrinks as calls accumulate where the EMA's outcome variance never does. ``ucb``
-    (ehrr-ucb, beyond the paper; issue 12): optimism in the face of uncertainty — success
-    rates at their posterior mean plus one posterior standard deviation, post-accept failure
-    at its mean minus one, and latencies from observed calls only: the EMA's start at L0 is
-    removed (bias correction), and a tool or server with no call yet is assumed as fast as
-    the mean of those observed (L0 before any call), so a provider that failed is not kept
-    merely because an unseen one's prior latency looks slow. The
-    auction runs unchanged on the resulting C_i^s."""
+    """``ema``: the paper's r̃ and p_fail (eq. 8). The others are beyond the paper.
+    ``thompson``: success and failure probabilities are drawn from Beta posteriors of the
+    observed calls, which explores unseen tools instead of trusting an optimistic prior.
+    ``beta``: posterior means, and r̃ = mean − one posterior standard deviation, which shrinks
+    as calls accumulate where the EMA's outcome variance never does. ``ucb``: optimism in the
+    face of uncertainty — success rates at their posterior mean plus one posterior standard
+    deviation, post-accept failure at its mean minus one, and latencies from observed calls
+    only: the EMA's start at L0 is removed (bias correction), and a tool or server with no
+    call yet is assumed as fast as the mean of those observed (L0 before any call), so a
+    provider that failed is not kept merely because an unseen one's prior latency looks slow.
+    The auction runs unchanged on the resulting C_i^s."""
     unseen_cost: Literal["prior", "optimistic"] = "prior"
     """``prior`` (the paper): a server or tool never called keeps the cost of its priors.
-    ``optimistic`` (ehrr-fixed, issue 24): costs are compared among the observed; one never
+    ``optimistic`` (beyond the paper): costs are compared among the observed; one never
     called costs the *lowest* observed cost when it is relevant (similarity within
     ``relevant_band`` of the best), the *mean* observed cost otherwise. Under the prior, an
     irrelevant tool never called keeps a prior cost far below a relevant tool's observed
@@ -76,7 +77,7 @@ class EhrrParams:
     relevant_band: float = 0.1
     """Similarity below the best within which an unseen tool or server counts as relevant."""
     servers_share: float | None = None
-    """ehrr-fixed: the shortlist keeps at least this share of the servers (⌈share · m⌉), so
+    """The shortlist keeps at least this share of the servers (⌈share · m⌉), so
     it grows with the catalog (5/70 keeps 5 of livemcpbench's 70 servers, 15 of a 3-vendor
     market's 210); None: ``servers_k`` whatever the catalog's size (the paper)."""
 
@@ -166,7 +167,7 @@ def ehrr_route(
     p: EhrrParams,
     trace: EhrrTrace | None = None,
 ) -> npt.NDArray[np.float32]:
-    """Tool utilities U_ij for feasible tools, ``-inf`` elsewhere (seed 000 Alg. 2).
+    """Tool utilities U_ij for feasible tools, ``-inf`` elsewhere (EHRR Alg. 2).
 
     ``server_sim`` / ``tool_sim`` are the raw similarities of both layers; they are clipped to
     [0, 1] as eq. 1 clips the cosine.
@@ -214,7 +215,7 @@ def ehrr_route(
         t.tool_cost = _unseen_optimistic(
             t.tool_cost, t.tool_sim, stats.tool_counts.sum(axis=1) > 0, p.relevant_band
         )
-    # eq. 3: server utility; ehrr-no-exec ranks on similarity alone.
+    # eq. 3: server utility; without execution, servers rank on similarity alone.
     alpha_s = p.alpha_server if p.execution else 0.0
     alpha_t = p.alpha_tool if p.execution else 0.0
     t.server_utility = t.server_sim - alpha_s * t.server_cost
@@ -232,7 +233,7 @@ def ehrr_route(
             k = max(k, math.ceil(p.servers_share * len(t.server_utility)))
         k = min(k, len(t.server_utility))
         t.shortlisted = np.argsort(-t.server_utility, kind="stable")[:k]
-    else:  # ehrr-flat: no server shortlist; the auction still filters every server
+    else:  # no hierarchy: no server shortlist; the auction still filters every server
         t.shortlisted = np.arange(len(t.server_utility))
     keep = np.zeros(len(t.server_sim), dtype=bool)
     keep[t.shortlisted] = True
