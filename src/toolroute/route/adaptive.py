@@ -56,7 +56,7 @@ Ints = npt.NDArray[np.int64]
 
 DEFAULT_VALUE_USD = 0.05
 """V: what one successful call is worth to the agent (USD), where nothing else is set: about
-twice a high-tier price (seed 000 §V: 0.0225), so a vendor 10 points more reliable is worth
+twice a high-tier price in EHRR's market (§V), so a vendor 10 points more reliable is worth
 0.005 USD more per call."""
 
 
@@ -72,10 +72,9 @@ class AdaptiveParams:
     """Best tools by relevance grouped into capabilities per query."""
     capability_cosine: float = 0.9
     """θ: tool vectors this close (different servers) are one capability; > 1: names only.
-    Cold top-3 coverage of oracle steps on the 3-vendor livemcpbench market
-    (benchmarks/results/adaptive/coverage.md): 0.961 at 0.9, 0.957 at 0.8, 0.961 by names
-    only; ``default`` 0.925, ``hybrid`` 0.918. Without the relevance band below, 0.8 gave
-    0.769 for ``adaptive-hybrid``: tools that close in TDWA vectors can be other functions."""
+    Chosen by the coverage of oracle steps on a three-vendor market
+    (benchmarks/capability_coverage.py); without the relevance band below, tools that close
+    in TDWA vectors can be other functions."""
     margin: float = 0.05
     """δ: a capability's fallback vendor ranks after every capability within δ of it."""
     relevance_band: float = 0.1
@@ -94,7 +93,7 @@ class AdaptiveParams:
     """Choose vendors by the posterior (off: by price alone, V·q at the prior)."""
     reserve: bool = False
     """Show no vendor worth less than its price (u_t < 0), nor tools outside the pool (never
-    valued): V becomes a reservation value, the budget knob (issue 24)."""
+    valued): V becomes a reservation value, the budget knob."""
 
     def __post_init__(self) -> None:
         if self.value_usd < 0 or any(v < 0 for _, v in self.values):

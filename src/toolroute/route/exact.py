@@ -25,28 +25,17 @@ step runs after every strategy (the router calls :func:`prerank`):
     article_searcher"). "Use X instead" asks for X and lifts it;
   - an aside: inside parentheses; or a companion of the tool the text is about ("ALWAYS
     use this tool + interact_with_process").
-  A tool named once as context is context. Per-step needs name prerequisites: the oracle
-  planner's step texts are tool descriptions ("⚠️ PREREQUISITE: Use the 'think' tool FIRST",
-  "You must call 'resolve-library-id' first"), and when every mention lifted, the named
-  prerequisite ranked above the need on every such step (the need was first before the
-  lift on all of them): per-step oracle MRR −0.013 / −0.019 / −0.036 on livemcpbench /
-  mcpbench / union (benchmarks/results/recall_suite_exact.md), and on the 3-vendor market
-  (three copies of ``think`` above three vendors of the need) `hybrid` lost 0.05 success
-  and `adaptive` 0.06 (benchmarks/results/adaptive/lean-exact-*.md). With roles, per-step
-  oracle MRR against every mention lifting: livemcpbench +0.018, mcpbench +0.033, union
-  +0.036 (intervals exclude 0; livemcpbench and union now equal the step off), no set or view
-  loses, exact-name R@1 stays 0.995–1.000 (benchmarks/results/recall_suite_exact_intent*.md);
-  the market's success equals the step off: Zipf `hybrid` 0.524 → 0.575, `adaptive` 0.677 →
-  0.738; once 0.606 → 0.640, 0.622 → 0.668 (benchmarks/results/adaptive/exact-intent-*.md).
-  Still lifted, as the need, though the data shows them as context: a list of four names
-  ("use the specialized getter tools: - a: … - b: …"), "Use X for more detailed
-  information", "First use X, then Y" (Y);
+  A tool named once as context is context: per-step needs name prerequisites ("use the
+  'think' tool FIRST"), and lifting every mention ranked the prerequisite above the need
+  (benchmarks/recall_suite.py measures both). Still lifted, as the need, though the data
+  shows them as context: a list of four names ("use the specialized getter tools: - a: … -
+  b: …"), "Use X for more detailed information", "First use X, then Y" (Y);
 - a **server mention**: the query names a server by its id (``github``,
   ``brave-search``), as an identifier token. Its best tool is first among equals: a lift of
   :data:`SERVER_LIFT`, the scale of a near tie in hybrid scores, so a server named in passing
   cannot carry an unrelated tool over a relevant one. Only its best tool: lifting all of a
   many-tool server's tools ("based on Wikipedia") pushed the request's other steps (the file
-  writer) out of the top 5 (livemcpbench R@5 −0.016, benchmarks/results/recall_suite.md).
+  writer) out of the top 5.
 
 Nothing here reads a query's answers; the names come from the catalog.
 """
@@ -127,8 +116,8 @@ def _is_identifier(name: str) -> bool:
 
 class _Qualified:
     """``server__tool`` and its ``.``/``/``/``:`` forms (lower case) → rows, split on demand:
-    a table of every form held eight strings per tool (800,000 at 100k tools, most of a fresh
-    gateway's first route: benchmarks/results/scale_s3.md)."""
+    a table of every form held eight strings per tool, most of a fresh large gateway's first
+    route (benchmarks/scale.py)."""
 
     __slots__ = ("_names", "_row_server", "_server_forms")
 

@@ -9,8 +9,8 @@ rest of the catalog's words for that need into it:
     v' = normalise(v + β · mean(tool vectors of the top ``depth`` tools by cosine with v))
 
 Each sub-intent moves towards its own tools, never towards the whole request's, so one need's
-tools cannot crowd the others out of the top 5 (whole-request feedback did, on sealtools and
-the union queries: benchmarks/results/recall_feedback.md). The whole-request vector is left
+tools cannot crowd the others out of the top 5 (whole-request feedback did:
+benchmarks/recall_feedback.py). The whole-request vector is left
 as it is. Costs one (tools × intents) product per request; no LLM, no second model pass.
 """
 

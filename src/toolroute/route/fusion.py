@@ -75,7 +75,7 @@ VERSION = 3
 """The newest model file version (1: :data:`FEATURES`; 2: :data:`FEATURES_V2`;
 3: :data:`FEATURES_V3`)."""
 FEATURES = (
-    "dense",  # TDWA cosine (seed 001 eq. 1)
+    "dense",  # TDWA cosine (ScaleMCP eq. 1)
     "flat",  # cosine of "server: tool: description"
     "bm25",  # the router's BM25 over the whole document, / max
     "bm25_name_desc",  # BM25 over name + description, / max

@@ -1,4 +1,4 @@
-"""State-aware gating (seed 002 eq. 6, §5.4): deterministic preconditions checked against the
+"""State-aware gating (Tool Attention, eq. 6, §5.4): deterministic preconditions checked against the
 session's state, beside the similarity gate (θ, top-k) of :mod:`toolroute.present.presenter`.
 
 Declared in ``toolroute.toml`` per tool (``[tools."server__tool"]``) or per server
@@ -55,7 +55,8 @@ class SessionState:
 
 
 def blocked_by(pre: Preconditions | None, state: SessionState) -> str | None:
-    """Why a tool is gated out in this state (seed 002 eq. 6: g = 0), or None when it passes."""
+    """Why a tool is gated out in this state (Tool Attention eq. 6: g = 0), or None when it
+    passes."""
     if pre is None:
         return None
     missing = [s for s in pre.requires_scope if s not in state.scopes]

@@ -1,4 +1,4 @@
-"""Offline sub-intent splitting of compound requests (seed 003 §4.5, without the LLM).
+"""Offline sub-intent splitting of compound requests (PA-RAG §4.5, without the LLM).
 
 A request like "fetch the trends, draw a word cloud and save it as a PDF" is split at sentence
 ends, semicolons, commas and the connectives "and" / "then" into clauses; clauses too short to

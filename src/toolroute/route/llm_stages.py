@@ -1,12 +1,12 @@
 """Optional LLM stages of routing, each with a deterministic offline fallback.
 
-- PA-RAG (seed 003 §4.4–4.5): a complexity router over the query and its pre-retrieved servers,
+- PA-RAG (§4.4–4.5): a complexity router over the query and its pre-retrieved servers,
   a decomposer for compound queries, cascade retrieval per sub-query, an LLM tool selector, and
   aggregation with de-duplication (strategies ``pa-rag`` and its Table 2 ablations).
-- Adaptive Tool Routing (seed 004 §IV–V): an LLM filter over compact summaries of the retrieved
+- Adaptive Tool Routing (§IV–V): an LLM filter over compact summaries of the retrieved
   candidates with a ``max_tools`` cap, "include both when unsure", and the unfiltered list as
   the fallback (strategy ``atr``).
-- EHRR's functional subtask (seed 000 §III): ``{domain, operation, target}`` records.
+- EHRR's functional subtask (§III): ``{domain, operation, target}`` records.
 
 Without an LLM (or when it fails), every stage falls back to the offline heuristic and the
 strategy notes say so (``--explain``).
@@ -96,7 +96,7 @@ def _ask(
 
 
 def decompose(llm: ChatLLM | None, query: str) -> tuple[list[str], bool]:
-    """Sub-queries of a compound request (seed 003 §4.5); fallback: offline clause split."""
+    """Sub-queries of a compound request (PA-RAG §4.5); fallback: offline clause split."""
 
     def fallback() -> list[str]:
         return split_intents(query) or [query]
@@ -114,7 +114,7 @@ def decompose(llm: ChatLLM | None, query: str) -> tuple[list[str], bool]:
 
 
 def classify(llm: ChatLLM | None, query: str, servers: Sequence[str]) -> tuple[bool, bool]:
-    """Is the request complex (several tools/servers)? Seed 003 §4.4; fallback: ≥ 2 clauses."""
+    """Is the request complex (several tools/servers)? PA-RAG §4.4; fallback: ≥ 2 clauses."""
 
     def fallback() -> bool:
         return len(split_intents(query)) >= 2
@@ -179,7 +179,7 @@ def _first_sentence(text: str, limit: int = 120) -> str:
 
 
 def functional_subtasks(llm: ChatLLM | None, query: str) -> tuple[list[dict[str, str]], bool]:
-    """EHRR's structured functional subtasks ``{domain, operation, target}`` (seed 000 §III);
+    """EHRR's structured functional subtasks ``{domain, operation, target}`` (§III);
     fallback: one record per offline clause, the clause as the operation."""
 
     def fallback() -> list[dict[str, str]]:
