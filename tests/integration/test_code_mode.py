@@ -58,6 +58,9 @@ def _config(directory: Path, auth: bool) -> Path:
         "[toolroute]",
         f"store = {json.dumps(str(directory / 'store'))}",
         "code_mode = true",
+        # the strict scope: tests below check the gate per connection, whatever other tests
+        # of the module (same token, same gateway) found before
+        'call_gate = "connection"',
         "[code_mode]",
         *(f"{k} = {v}" for k, v in LIMITS.items()),
     ]

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
 from pathlib import Path
 
 import numpy as np
 from click.testing import CliRunner
 
-from tests.conftest import REPO, HashingEmbedder
+from tests.conftest import REPO, TOOLROUTE, HashingEmbedder
 from toolroute import cli
 from toolroute.route.strategy import STRATEGIES, builtin_strategies
 from toolroute.router import Router
@@ -38,8 +39,12 @@ def _sections(out: str) -> dict[str, list[str]]:
 
 
 def test_strategies_lists_a_few_product_modes_then_one_line_per_paper() -> None:
-    code, out = _strategies()
-    assert code == 0
+    # as a user runs it: a fresh process, where no test has loaded a plugin
+    done = subprocess.run(
+        [str(TOOLROUTE), "strategies"], capture_output=True, text=True, timeout=120, check=False
+    )
+    code, out = done.returncode, done.stdout
+    assert code == 0, done.stderr
     sections = _sections(out)
     product, papers = list(sections.values())[:2]
     assert len(sections) == 2  # nothing from plugins unless one is loaded
