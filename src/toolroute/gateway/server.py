@@ -391,6 +391,8 @@ class Gateway(GatewayCore):
         if self.expose == "bind":
             state = self.sessions.for_request(ctx)
             self._joined(ctx, state)
+            if self.warmup is not None:  # at start: a new process lists what the store holds
+                await self.warmup.wait()  # for this client once its servers are indexed
             bound = await self._bound_for(state, allowed)
         return types.ListToolsResult(tools=[*meta, *bound])
 
