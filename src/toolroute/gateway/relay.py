@@ -238,6 +238,9 @@ class Relay:
 
     # --- lists ----------------------------------------------------------------------------
 
+    ready: Callable[[], Awaitable[None]] | None = None
+    """What a listing waits for first (the gateway's start-up warmup), if anything."""
+
     def _serving(self, capability: str) -> list[str]:
         """Connected servers that declared ``capability`` (resources, prompts, ...)."""
         names = []
@@ -251,7 +254,10 @@ class Relay:
         self, capability: str, fetch: Callable[[Client, str | None], Awaitable[Any]], field: str
     ) -> list[tuple[str, Any]]:
         """Every item of one list method from every server, pages followed; a failing server
-        is logged and contributes nothing."""
+        is logged and contributes nothing. At start it waits for the quick servers to be
+        reviewed (``ready``), so a first listing is not cached empty."""
+        if self.ready is not None:
+            await self.ready()
         found: dict[str, list[Any]] = {}
 
         async def one(server: str) -> None:

@@ -345,6 +345,7 @@ class Gateway(GatewayCore):
             pool, self.bus, relisted, self._may_use, status=self.status
         )
         self.relay.ask_timeout_s = call_timeout_s  # the call it belongs to ends by then too
+        self.relay.ready = self._warmed
         self.relay.install(self.server)
 
     def replace_router(self, router: Router) -> Router:
@@ -398,6 +399,10 @@ class Gateway(GatewayCore):
 
     warmup: Any = None
     """At start, what a call waits for: the quick servers indexed (gateway/startup.py)."""
+
+    async def _warmed(self) -> None:
+        if self.warmup is not None:
+            await self.warmup.wait()
 
     async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> CallResult:
         if self.warmup is not None:
