@@ -40,6 +40,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from toolroute.route.abstain import FEATURES
+
 REPO = Path(__file__).resolve().parents[1]
 # ../shared beside the repo; TOOLROUTE_SHARED names it from a checkout elsewhere
 SHARED = Path(os.environ.get("TOOLROUTE_SHARED", REPO.parent / "shared")) / "benchmarks"
@@ -47,23 +49,10 @@ OOS = REPO / "benchmarks" / "out_of_scope"
 SETS = ("livemcpbench", "mcpbench", "tool_attention", "sealtools", "metatool", "union")
 UNION_PARTS = ("livemcpbench", "mcpbench", "tool_attention")
 BUDGETS = {"default": 0.01, "strict": 0.03}
-USE = (
-    # the signals the model reads (route/abstain.py's FEATURES): all of them; chosen over
-    # the cosines less each catalog's background and over smaller sets by the held-out
-    # figures of every set (benchmarks/results/abstain.md)
-    "cos1",
-    "cos_z",
-    "cos_margin",
-    "intent_min",
-    "server1",
-    "lex_cov1",
-    "lex_cov5",
-    "vocab_cov",
-    "action_ok",
-    "verb_ok",
-    "chat_gap",
-    "verb_named",
-)
+# the signals the model reads: all of route/abstain.py's FEATURES, chosen over the cosines
+# less each catalog's background and over smaller sets by the held-out figures of every set
+# (benchmarks/results/abstain.md)
+USE = FEATURES
 L2 = 10.0
 """Ridge on the standardised weights (1 and 10 tried under the same held-out measure)."""
 Array = npt.NDArray[np.float64]
