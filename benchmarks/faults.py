@@ -31,7 +31,7 @@ from typing import Any
 import anyio
 from mcp import Client, StdioServerParameters
 
-from toolroute.sources.stdio import ProcessInfo, bounded_stdio_client
+from toolroute.downstream.stdio_client import ProcessInfo, bounded_stdio_client
 
 REPO = Path(__file__).resolve().parents[1]
 SDK = REPO / "tests" / "fixtures" / "faults" / "sdk_faults.py"

@@ -4,7 +4,8 @@
 
 Times, per frame and in this process, the stdio transport before (the SDK's
 ``jsonrpc_message_adapter.validate_json``, then ``json.loads`` again for a refused frame) and
-:func:`toolroute.gateway.stdio.parse_frame` (pydantic-core's depth-limited JSON parser, then
+:func:`toolroute.gateway.shell._stdio_server.parse_frame` (pydantic-core's depth-limited JSON
+parser, then
 the message model on the parsed value; a refused frame's error
 reply is built from that one parse). Frames: a ``tools/call`` of ``call_tool`` as agents send
 it, the same with 64 kB of arguments, and refused ones: not JSON, nested 1,000 and 100,000
@@ -22,7 +23,7 @@ from pathlib import Path
 
 import mcp.types as types
 
-from toolroute.gateway.stdio import parse_frame
+from toolroute.gateway.shell._stdio_server import parse_frame
 
 
 def _call(arguments: dict[str, object]) -> bytes:

@@ -361,8 +361,8 @@ async def _breakdown(args: argparse.Namespace, tmp: Path) -> dict[str, list[floa
     from mcp.server._otel import OpenTelemetryMiddleware
 
     from toolroute.config import load_config
-    from toolroute.gateway.app import make_gateway, running_pool, sync_router
-    from toolroute.gateway.validate import argument_errors
+    from toolroute.gateway.calls._schema import argument_errors
+    from toolroute.gateway.ops.app import make_gateway, running_pool, sync_router
     from toolroute.stats import Outcome
 
     config = tmp / "breakdown.json"

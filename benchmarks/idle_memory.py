@@ -8,7 +8,7 @@ the MCP SDK client, twice on one store: a cold start (empty store: every tool is
 a warm restart (the usual case). Reports the gateway process's own RSS (VmRSS, not its
 children's) once it has answered ``tools/list`` (idle), and after one ``find_tools`` (the
 first route loads what routing needs), plus its peak (VmHWM); and the median wall time of
-``python -c "import toolroute.gateway.app"`` (a fresh interpreter each time) and the modules
+``python -c "import toolroute.gateway.ops.app"`` (a fresh interpreter each time) and the modules
 that import pulls in among the heavy optional ones.
 """
 
@@ -137,8 +137,8 @@ async def _measure(tmp: Path) -> dict[str, Any]:
 
 def _import_time(runs: int) -> tuple[float, list[str]]:
     code = (
-        "import sys, time; t = time.perf_counter(); import toolroute.gateway.app, "
-        "toolroute.gateway.server, toolroute.cli; print(time.perf_counter() - t); "
+        "import sys, time; t = time.perf_counter(); import toolroute.gateway.ops.app, "
+        "toolroute.gateway.shell.server, toolroute.cli; print(time.perf_counter() - t); "
         f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))"
     )
     times, mods = [], ""
@@ -183,7 +183,7 @@ def main() -> int:
         lines.append(f"| {label} | " + " | ".join(str(rep[k][key]) for k in starts) + " |")
     lines += [
         "",
-        f"- import of toolroute.gateway.app + server + cli: median {rep['import_s']} s "
+        f"- import of toolroute.gateway.ops.app + server + cli: median {rep['import_s']} s "
         f"over {args.imports} fresh interpreters",
         "- heavy libraries mapped at idle: "
         + "; ".join(

@@ -30,8 +30,8 @@ from mcp import Client
 
 from toolroute.config import load_config
 from toolroute.embed.onnx import OnnxEmbedder
-from toolroute.gateway.app import running_pool, sync_router
-from toolroute.gateway.server import Gateway
+from toolroute.gateway.ops.app import running_pool, sync_router
+from toolroute.gateway.shell.server import Gateway
 
 REPO = Path(__file__).resolve().parents[1]
 PROXY = REPO / "tests" / "fixtures" / "flaky_proxy.py"

@@ -53,7 +53,7 @@ import numpy as np
 from mcp import Client
 from mcp.types import CallToolResult
 
-from toolroute.gateway.checks import MAX_QUERY_CHARS
+from toolroute.gateway.calls._checks import MAX_QUERY_CHARS
 
 PY = sys.executable
 TOOLROUTE = str(Path(PY).with_name("toolroute"))

@@ -69,8 +69,8 @@ def _summary(samples: list[float]) -> tuple[float, float, float]:
 
 async def measure(calls: int, warmup: int, store: Path) -> dict[str, Any]:
     from toolroute.config import load_config
-    from toolroute.gateway.app import running_pool
-    from toolroute.sources.signin import sign_in
+    from toolroute.downstream.signin import sign_in
+    from toolroute.gateway.ops.app import running_pool
     from toolroute.store import Store
 
     proc = subprocess.Popen(

@@ -1,5 +1,5 @@
 """How many tools of the shared benchmark catalogs the poisoned-description heuristics flag
-(gateway/poison.py): every flag on these real, benign catalogs is a false positive.
+(gateway/calls/_poison.py): every flag on these real, benign catalogs is a false positive.
 
     PYTHONPATH=src python benchmarks/poison_flags.py [--shared ../shared/benchmarks] [--json]
 
@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from toolroute.catalog.loader import load_catalog
-from toolroute.gateway.quarantine import suspicious
+from toolroute.gateway.calls.quarantine import suspicious
 
 
 def flags(shared: Path) -> dict[str, dict[str, object]]:

@@ -75,8 +75,8 @@ def finish(ix: Any, q: Any, p: Any, s: Any) -> Any:
     route/strategy.py's ``_adaptive`` do it (cold: no usage memory)."""
     from toolroute.route import strategy as st
     from toolroute.route.adaptive import adaptive_route
-    from toolroute.route.derived import index_providers
     from toolroute.route.expand import expand
+    from toolroute.route.precompute import index_providers
     from toolroute.stats import StatsBook
 
     if WHERE["at"] == "final":
@@ -200,8 +200,8 @@ def main() -> int:
     WHERE["at"] = args.where
 
     from toolroute.catalog import load_queries
-    from toolroute.embed.memo import QueryMemo
     from toolroute.embed.onnx import OnnxEmbedder
+    from toolroute.embed.recent import QueryMemo
     from toolroute.route import strategy as st
     from toolroute.router import Router
 

@@ -63,8 +63,8 @@ def _register() -> list[Row]:
     from toolroute.index.lexical import LexicalIndex
     from toolroute.route import strategy as st
     from toolroute.route.action import query_actions, tool_actions
-    from toolroute.route.derived import index_providers
     from toolroute.route.expand import _CREATORS, expand
+    from toolroute.route.precompute import index_providers
 
     off = {
         "action_penalty": 0.0,

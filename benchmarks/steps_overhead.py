@@ -52,8 +52,8 @@ def _time_stages(ix: Any, ctxs: list[Any], prm: Any) -> dict[str, list[float]]:
     from threadpoolctl import threadpool_limits
 
     from toolroute.route import strategy as st
-    from toolroute.route.derived import index_providers
     from toolroute.route.expand import expand
+    from toolroute.route.precompute import index_providers
 
     base = [st.multi(ix, c, prm) for c in ctxs]
     stages: dict[str, Callable[[int], Any]] = {

@@ -1,4 +1,4 @@
-"""What the stdio transport's shutdown bookkeeping (gateway/stdio.py: ``_Reading``,
+"""What the stdio transport's shutdown bookkeeping (gateway/shell/_stdio_server.py: ``_Reading``,
 ``_Writing``) costs per request: one request read and its answer written, on in-memory streams,
 with and without the wrappers, in alternating blocks.
 
@@ -20,7 +20,7 @@ import mcp.types as types
 from mcp.shared._context_streams import create_context_streams
 from mcp.shared.message import SessionMessage
 
-from toolroute.gateway.stdio import _InFlight, _Reading, _Writing
+from toolroute.gateway.shell._stdio_server import _InFlight, _Reading, _Writing
 
 
 async def _block(n: int, wrapped: bool) -> float:

@@ -77,10 +77,11 @@ from toolroute.catalog.curation import Curation
 from toolroute.catalog.loader import TOO_DEEP
 from toolroute.catalog.name import SEPARATOR, server_of
 from toolroute.codemode.limits import CodeModeLimits
+from toolroute.downstream.inprocess import MemorySpec
 from toolroute.errors import ConfigError
 from toolroute.llm.client import LLMConfig
 from toolroute.policy import CallGateScope, ClientAccess, LimitSettings, gate_scope
-from toolroute.route.gate import Preconditions
+from toolroute.route.preconditions import Preconditions
 from toolroute.settings import (
     CURATION_FIELDS,
     DEFAULTS,
@@ -93,7 +94,6 @@ from toolroute.settings import (
     limit_settings,
     store_target,
 )
-from toolroute.sources.memory import MemorySpec
 from toolroute.store.base import StoreTarget
 
 __all__ = [
@@ -196,7 +196,7 @@ class GatewayConfig:
     values: tuple[tuple[str, float], ...] = ()
     """``value_usd`` under ``[servers.X]`` (key ``X``) and ``[tools."X__t"]`` (``X__t``)."""
     query_cache: int = DEFAULTS.query_cache
-    """find_tools query vectors kept in an in-memory LRU (0: off; :mod:`toolroute.embed.memo`)."""
+    """find_tools query vectors kept in an in-memory LRU (0: off; :mod:`toolroute.embed.recent`)."""
     abstain: Literal["off", "default", "strict"] = DEFAULTS.abstain
     """When ``default`` answers "no tool fits" instead of ranking (route/abstain.py)."""
     llm: LLMConfig | None = None
@@ -215,14 +215,14 @@ class GatewayConfig:
     """Answer each HTTP request with one JSON body, not an SSE stream: less CPU per request,
     but a call's progress, log and sampling messages cannot reach the client."""
     limits: LimitSettings | None = None
-    """``[limits]``: per-client rate, calls in flight and USD per day (gateway/limit.py)."""
+    """``[limits]``: per-client rate, calls in flight and USD per day (gateway/calls/_limits.py)."""
     metrics: bool = True
-    """``[metrics] enabled``: serve ``/metrics`` over HTTP (gateway/metrics.py)."""
+    """``[metrics] enabled``: serve ``/metrics`` over HTTP (gateway/ops/_metrics.py)."""
     curation: Curation = field(default_factory=Curation)
     """Renamed, re-described, re-annotated, hidden and pinned tools (``[tools."…"]``)."""
     settings_path: Path | None = None
     """The toolroute.toml of this config (read if it exists); live reconfiguration watches
-    it (:mod:`toolroute.gateway.reload`)."""
+    it (:mod:`toolroute.gateway.ops.reload`)."""
     settings_read: bool = False
     """The toolroute.toml existed and was not empty: a reload that finds it missing or empty
     is refused (a delete-then-write or a rewrite caught half-way), never read as defaults."""
@@ -231,7 +231,7 @@ class GatewayConfig:
     :attr:`settings_path`: a reload follows a swap of the link itself too."""
     auth_off: bool = False
     """``[auth] enabled = false``: HTTP without tokens, said explicitly. A reload may drop the
-    tokens a running gateway requires only with it (:mod:`toolroute.gateway.reload`)."""
+    tokens a running gateway requires only with it (:mod:`toolroute.gateway.ops.reload`)."""
     code_mode: CodeModeLimits | None = None
     """``[toolroute] code_mode = true``: the ``execute`` meta-tool under ``[code_mode]``'s
     limits (:mod:`toolroute.codemode`); None: off."""

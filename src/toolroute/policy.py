@@ -1,6 +1,6 @@
 """Who may use what: a client's allow-list, the call gate's scope and its ``[limits]``.
 
-The config's types for :mod:`toolroute.gateway.access` (which enforces them per request):
+The config's types for :mod:`toolroute.gateway.calls.access` (which enforces them per request):
 they sit below both :mod:`toolroute.config` and the gateway, so neither imports the other.
 """
 

@@ -25,19 +25,19 @@ from toolroute.catalog.loader import load_catalog
 from toolroute.catalog.models import Catalog, Server, Tool
 from toolroute.embed.base import Embedder, SpanEmbedder
 from toolroute.embed.cache import CachedEmbedder
-from toolroute.embed.memo import VectorLru
+from toolroute.embed.recent import VectorLru
 from toolroute.errors import ConfigError
 from toolroute.index.build import ToolIndex, build_index, economics_arrays
 from toolroute.index.document import QuestionGenerator, StoredQuestions, TemplateQuestions
 from toolroute.index.snapshot import load_snapshot, save_snapshot, snapshot_key
 from toolroute.index.tdwa import PRESETS, DocConfig
+from toolroute.learn.memory import query_key
 from toolroute.llm.client import ChatLLM
-from toolroute.memory import query_key
 from toolroute.papers.ehrr.routing import EhrrTrace
 from toolroute.route.abstain import decide
-from toolroute.route.derived import DERIVATIONS
 from toolroute.route.exact import names_a_tool, prerank_index
 from toolroute.route.intent import intent_spans
+from toolroute.route.precompute import DERIVATIONS
 from toolroute.route.strategy import Embeds, QueryContext, RouteParams, Scores, resolve_strategy
 from toolroute.stats import Outcome, StatsBook
 from toolroute.store import StoreTarget, catalog_digest, default_store_target, open_store

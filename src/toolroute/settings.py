@@ -18,7 +18,7 @@ from toolroute.catalog.name import SEPARATOR
 from toolroute.codemode.limits import CodeModeLimits
 from toolroute.errors import ConfigError, StoreError
 from toolroute.policy import ClientAccess, Limit, LimitSettings
-from toolroute.route.gate import Preconditions
+from toolroute.route.preconditions import Preconditions
 from toolroute.store.base import StoreTarget, parse_store_target
 
 __all__ = [
@@ -229,7 +229,7 @@ class _ToolMeta(_Gate):
         return self
 
 
-# -- [limits] and [metrics] (gateway/limit.py, gateway/metrics.py) ---------------------------
+# -- [limits] and [metrics] (gateway/calls/_limits.py, gateway/ops/_metrics.py) ---------------
 class _ToolLimit(BaseModel):
     model_config = ConfigDict(extra="forbid")
     calls_per_minute: float | None = Field(default=None, gt=0)

@@ -23,7 +23,7 @@ import numpy.typing as npt
 
 from toolroute.catalog.models import Catalog, ToolKey
 from toolroute.learn.estimate import DEFAULT_SMOOTHING, ServerStats, Smoothing, ToolStats
-from toolroute.memory import UsageMemory
+from toolroute.learn.memory import UsageMemory
 
 __all__ = [
     "DEFAULT_CONNECT_S",
@@ -144,7 +144,7 @@ class StatsBook:
         self.tool_counts: Floats = np.zeros((n_t, 2))
         self.server_counts: Floats = np.zeros((n_s, 2))
         self.memory = UsageMemory()
-        """Which tool the agent called after which query (toolroute/memory.py), per client."""
+        """Which tool the agent called after which query (toolroute/learn/memory.py), per client."""
         for i in range(n_s):
             self._sync_server(i)
         self.tool_success[:] = [t.success for t in self._tools]

@@ -15,9 +15,9 @@ import anyio
 
 from tests.conftest import MEMORY_JS, REPO, TIME_MAIN, HashingEmbedder
 from toolroute.config import GatewayConfig, load_config
-from toolroute.gateway.app import running_pool, sync_router
-from toolroute.gateway.server import Gateway
-from toolroute.sources.pool import DownstreamPool
+from toolroute.downstream.servers import DownstreamPool
+from toolroute.gateway.ops.app import running_pool, sync_router
+from toolroute.gateway.shell.server import Gateway
 
 FAULTS = REPO / "tests" / "fixtures" / "faults"
 SDK = FAULTS / "sdk_faults.py"

@@ -24,7 +24,7 @@ from tests.integration.gateways import GatewayProcess, client_as
 pytestmark = pytest.mark.integration
 
 ASKING = REPO / "tests" / "fixtures" / "asking_server.py"
-MAX_ASKS_PER_SESSION = 16  # gateway/relay.py's
+MAX_ASKS_PER_SESSION = 16  # gateway/shell/_relay.py's
 CALL = {"name": "asking__ask_many", "arguments": {}}
 
 

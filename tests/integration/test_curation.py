@@ -20,10 +20,10 @@ from tests.helpers.faults import rug, run_gateway, text
 from tests.helpers.faults import write_config as write_fault_config
 from tests.integration.gateways import http_gateway
 from toolroute.config import load_config
+from toolroute.downstream.servers import DownstreamPool
 from toolroute.embed.onnx import OnnxEmbedder
-from toolroute.gateway.app import _watch_changes, resync
-from toolroute.gateway.server import Gateway
-from toolroute.sources.pool import DownstreamPool
+from toolroute.gateway.ops.app import _watch_changes, resync
+from toolroute.gateway.shell.server import Gateway
 
 pytestmark = pytest.mark.integration
 

@@ -29,11 +29,11 @@ from tests.helpers.faults import (
     text,
     write_config,
 )
-from toolroute.gateway.app import running_pool, sync_router
-from toolroute.gateway.server import Gateway
-from toolroute.sources.pool import DownstreamPool, ListedServer
-from toolroute.sources.stdio import ProcessInfo, bounded_stdio_client
-from toolroute.sources.sync import list_all
+from toolroute.downstream.servers import DownstreamPool, ListedServer
+from toolroute.downstream.stdio_client import ProcessInfo, bounded_stdio_client
+from toolroute.downstream.sync import list_all
+from toolroute.gateway.ops.app import running_pool, sync_router
+from toolroute.gateway.shell.server import Gateway
 
 pytestmark = pytest.mark.integration
 

@@ -30,11 +30,11 @@ from tests.helpers.faults import (
 )
 from toolroute.cli import main
 from toolroute.config import load_config
+from toolroute.downstream.servers import DownstreamPool
 from toolroute.embed.base import Matrix
-from toolroute.gateway.app import _watch_changes, make_gateway, running_pool, sync_router
-from toolroute.gateway.reload import Live
-from toolroute.gateway.server import Gateway
-from toolroute.sources.pool import DownstreamPool
+from toolroute.gateway.ops.app import _watch_changes, make_gateway, running_pool, sync_router
+from toolroute.gateway.ops.reload import Live
+from toolroute.gateway.shell.server import Gateway
 
 pytestmark = pytest.mark.integration
 

@@ -15,7 +15,7 @@ import pytest
 from tests.conftest import SMALL_CATALOG, HashingEmbedder
 from toolroute.catalog import catalog_from_dict
 from toolroute.gateway.core import GatewayCore
-from toolroute.gateway.follow import StoreWatch, follow_store
+from toolroute.gateway.ops.follow import StoreWatch, follow_store
 from toolroute.router import Router
 from toolroute.store.local_pg import LocalPostgres
 

@@ -16,7 +16,7 @@ from urllib.parse import urlencode, urlsplit
 import pytest
 
 from tests.helpers.status import serving_gateway
-from toolroute.gateway.login import COOKIE, LOGIN_FAILURES, MAX_SESSIONS
+from toolroute.gateway.http.login import COOKIE, LOGIN_FAILURES, MAX_SESSIONS
 
 pytestmark = pytest.mark.integration
 

@@ -1,4 +1,5 @@
-"""The gateway's own stdio transport (gateway/stdio.py) with a real `toolroute serve` and the
+"""The gateway's own stdio transport (gateway/shell/_stdio_server.py) with a real `toolroute serve`
+and the
 real time server behind it (and a slow one, tests/fixtures/slow_server.py, for calls still
 running when stdin closes or SIGTERM arrives), spoken to in raw JSON-RPC lines."""
 

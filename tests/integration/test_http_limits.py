@@ -21,8 +21,8 @@ from tests.conftest import HashingEmbedder
 from tests.helpers.net import free_port
 from tests.integration.gateways import write_config
 from toolroute.config import load_config
-from toolroute.gateway.app import make_gateway, running_pool, serve_http, sync_router
-from toolroute.gateway.connection import HttpLimits
+from toolroute.gateway.http._connection_limits import HttpLimits
+from toolroute.gateway.ops.app import make_gateway, running_pool, serve_http, sync_router
 
 pytestmark = pytest.mark.integration
 
@@ -129,7 +129,7 @@ def test_past_the_connection_cap_a_new_connection_is_refused_and_logged(
                     except AssertionError:
                         await anyio.sleep(0.05)
 
-    with caplog.at_level(logging.WARNING, logger="toolroute.gateway.connection"):
+    with caplog.at_level(logging.WARNING, logger="toolroute.gateway.http._connection_limits"):
         anyio.run(main)
     assert any("refused 1 connection(s)" in r.getMessage() for r in caplog.records)
 
@@ -151,7 +151,7 @@ def test_one_address_keeps_a_bounded_number_of_idle_connections(
                     await s.aclose()
             await served_normally(port)
 
-    with caplog.at_level(logging.WARNING, logger="toolroute.gateway.connection"):
+    with caplog.at_level(logging.WARNING, logger="toolroute.gateway.http._connection_limits"):
         anyio.run(main)
     assert any("closed 1 idle connection(s)" in r.getMessage() for r in caplog.records)
 

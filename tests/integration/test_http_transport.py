@@ -1,4 +1,4 @@
-"""The gateway's HTTP transport options (gateway/app.py) with the real time server behind it:
+"""The gateway's HTTP transport options (gateway/ops/app.py) with the real time server behind it:
 SSE replies by default, one JSON body per reply with ``[http] json_response``, and the SDK's
 per-request OpenTelemetry span only when ``otel`` is on."""
 
@@ -21,7 +21,7 @@ from tests.helpers.stdio import HELLO
 from tests.integration.gateways import http_gateway
 from toolroute.config import load_config
 from toolroute.embed.onnx import OnnxEmbedder
-from toolroute.gateway.app import (
+from toolroute.gateway.ops.app import (
     gateway_embedder,
     make_gateway,
 )

@@ -13,9 +13,9 @@ import pytest
 from tests.helpers.faults import config
 from tests.helpers.net import Denying as _Denying
 from tests.helpers.net import denying_server
-from toolroute.gateway.app import running_pool
-from toolroute.sources.pool import DownstreamError
-from toolroute.sources.sync import list_all
+from toolroute.downstream.servers import DownstreamError
+from toolroute.downstream.sync import list_all
+from toolroute.gateway.ops.app import running_pool
 
 pytestmark = pytest.mark.integration
 

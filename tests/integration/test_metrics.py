@@ -23,7 +23,7 @@ from tests.conftest import TIME_MAIN
 from tests.integration.gateways import http_gateway
 from toolroute.config import load_config
 from toolroute.embed.onnx import OnnxEmbedder
-from toolroute.gateway.metrics import GatewayMetrics
+from toolroute.gateway.ops._metrics import GatewayMetrics
 
 pytestmark = pytest.mark.integration
 

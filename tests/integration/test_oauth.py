@@ -31,9 +31,9 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from tests.conftest import REPO
 from tests.integration.gateways import free_port
 from toolroute.config import load_config
-from toolroute.gateway.app import running_pool
-from toolroute.sources.oauth import SECRET_KEY_ENV, StoredCredentials
-from toolroute.sources.sync import list_all
+from toolroute.downstream.oauth import SECRET_KEY_ENV, StoredCredentials
+from toolroute.downstream.sync import list_all
+from toolroute.gateway.ops.app import running_pool
 from toolroute.store import open_store
 
 pytestmark = pytest.mark.integration
@@ -354,7 +354,7 @@ def test_a_token_is_never_sent_to_a_server_at_another_url(
 def test_stored_credentials_cannot_be_read_with_another_key(tmp_path: Path) -> None:
     from mcp.shared.auth import OAuthToken
 
-    from toolroute.sources.oauth import AuthorizationNeeded
+    from toolroute.downstream.oauth import AuthorizationNeeded
 
     token = OAuthToken(access_token="at-secret", token_type="Bearer", expires_in=60)
 

@@ -68,7 +68,7 @@ def test_a_router_over_a_warm_store_loads_the_model_only_to_route(
 
 
 def test_one_thread_and_the_query_memo_give_the_same_vectors(onnx: OnnxEmbedder) -> None:
-    from toolroute.embed.memo import QueryMemo
+    from toolroute.embed.recent import QueryMemo
 
     memo = QueryMemo(OnnxEmbedder(threads=1), size=4)
     text = "Fetch the news headlines, then draw a word cloud of them"

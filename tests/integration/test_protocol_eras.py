@@ -22,7 +22,7 @@ from tests.conftest import REPO, TIME_MAIN, TOOLROUTE, HashingEmbedder
 from tests.integration.gateways import GatewayProcess
 from toolroute.config import load_config
 from toolroute.embed.onnx import OnnxEmbedder
-from toolroute.gateway.app import make_gateway, running_pool, sync_router
+from toolroute.gateway.ops.app import make_gateway, running_pool, sync_router
 
 pytestmark = pytest.mark.integration
 

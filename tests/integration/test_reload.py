@@ -1,4 +1,4 @@
-"""Live reconfiguration (gateway/reload.py) of a real `toolroute serve`, over HTTP and stdio,
+"""Live reconfiguration (gateway/ops/reload.py) of a real `toolroute serve`, over HTTP and stdio,
 with the official SDK client: the servers JSON is edited while calls are in flight to a server
 that stays, one that is restarted and one that is removed (tests/fixtures/latch_server.py holds
 each call until the test releases it), and a broken edit is refused."""
@@ -24,10 +24,10 @@ from tests.helpers.faults import run_gateway
 from tests.helpers.net import post_initialize
 from tests.integration.gateways import TOOLROUTE, GatewayProcess
 from toolroute.config import load_config
-from toolroute.gateway.app import live_of
-from toolroute.gateway.reload import apply
-from toolroute.gateway.server import Gateway
-from toolroute.sources.pool import DownstreamPool
+from toolroute.downstream.servers import DownstreamPool
+from toolroute.gateway.ops.app import live_of
+from toolroute.gateway.ops.reload import apply
+from toolroute.gateway.shell.server import Gateway
 
 pytestmark = pytest.mark.integration
 

@@ -1,4 +1,4 @@
-"""Serving at once (gateway/startup.py), through real ``toolroute serve`` processes in front
+"""Serving at once (gateway/ops/startup.py), through real ``toolroute serve`` processes in front
 of the reference time server and tests/fixtures/many_tools_server.py: with a server listing
 20,000 tools behind it, the gateway answers, routes and calls time's tools while that server
 is still being listed or indexed, and says so in find_tools and the status; a cursor that

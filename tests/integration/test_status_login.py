@@ -23,7 +23,7 @@ from click.testing import CliRunner
 from tests.conftest import RAW_INITIALIZE
 from tests.helpers.status import Served, serving_gateway
 from toolroute import cli
-from toolroute.gateway.login import COOKIE, LOGIN_FILE, LoginBook
+from toolroute.gateway.http.login import COOKIE, LOGIN_FILE, LoginBook
 
 pytestmark = pytest.mark.integration
 

@@ -12,7 +12,7 @@ from urllib.parse import urlencode, urlsplit
 import pytest
 
 from tests.helpers.status import serving_gateway
-from toolroute.gateway.login import LOGIN_FAILURES
+from toolroute.gateway.http.login import LOGIN_FAILURES
 
 pytestmark = pytest.mark.integration
 

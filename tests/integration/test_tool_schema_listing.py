@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.faults import assert_others_fine, config, raw, run_gateway, text
-from toolroute.gateway.server import Gateway
-from toolroute.sources.pool import DownstreamPool
+from toolroute.downstream.servers import DownstreamPool
+from toolroute.gateway.shell.server import Gateway
 
 pytestmark = pytest.mark.integration
 

@@ -10,20 +10,20 @@ import pytest
 
 from toolroute.config import load_config
 from toolroute.errors import ConfigError
-from toolroute.gateway.access import (
+from toolroute.gateway.calls._checks import (
+    check_arguments,
+    check_find_args,
+    coerce_arguments,
+    coerce_k,
+)
+from toolroute.gateway.calls.access import (
     CLIENT_SCOPE_KEY,
     ClientAccess,
     SessionStates,
     client_identity,
     gate_scope,
 )
-from toolroute.gateway.checks import (
-    check_arguments,
-    check_find_args,
-    coerce_arguments,
-    coerce_k,
-)
-from toolroute.route.gate import SessionState
+from toolroute.route.preconditions import SessionState
 
 TOKEN = "t" * 24
 
@@ -233,8 +233,8 @@ def test_arguments_deeper_than_32_or_over_a_megabyte_are_refused() -> None:
 def test_client_states_share_promotions_through_the_store_and_connections_do_not(
     tmp_path: Path,
 ) -> None:
-    from toolroute.gateway.access import SessionStates
-    from toolroute.route.gate import SessionState
+    from toolroute.gateway.calls.access import SessionStates
+    from toolroute.route.preconditions import SessionState
     from toolroute.store import open_store
 
     with open_store(tmp_path / "store") as store:

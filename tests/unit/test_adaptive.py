@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import SMALL_CATALOG, HashingEmbedder
 from toolroute import Router
-from toolroute.memory import MemoryParams, UsageMemory, decay, match_kernel, memory_boost
+from toolroute.learn.memory import MemoryParams, UsageMemory, decay, match_kernel, memory_boost
 from toolroute.route.adaptive import server_means, tool_posterior, vendor_value
 from toolroute.route.capability import components, group_pool, schema_keys
 from toolroute.stats import Outcome, StatsBook

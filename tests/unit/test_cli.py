@@ -385,7 +385,7 @@ def _as_if_synced(config: Path) -> None:
     """Store SMALL_CATALOG as `toolroute sync --config CONFIG` would (same store, indexed)."""
     from toolroute.catalog.loader import catalog_from_dict
     from toolroute.config import load_config
-    from toolroute.gateway.app import store_dir_of
+    from toolroute.gateway.ops.app import store_dir_of
     from toolroute.router import Router
 
     target = store_dir_of(load_config(config))
@@ -430,8 +430,8 @@ def test_status_reads_without_the_token_variables_of_auth(
     tmp_path: Path, user_dirs: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from toolroute.config import load_config
-    from toolroute.gateway.app import store_dir_of
-    from toolroute.gateway.status import write_status
+    from toolroute.gateway.ops.app import store_dir_of
+    from toolroute.gateway.ops.status import write_status
 
     monkeypatch.delenv("TOOLROUTE_TOKEN", raising=False)
     config = _servers_file(tmp_path, {"time": {"command": "t"}})

@@ -11,7 +11,7 @@ from toolroute import Router
 from toolroute.index import derived as derived_module
 from toolroute.index.build import ToolIndex
 from toolroute.index.derived import Arrays, Derivation, DerivedData
-from toolroute.route import derived
+from toolroute.route import precompute as derived
 from toolroute.route.action import tool_actions
 from toolroute.route.capability import schema_keys
 from toolroute.route.expand import provider_graph

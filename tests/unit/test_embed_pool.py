@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import HashingEmbedder
-from toolroute.embed.pool import ProcessEmbedder
+from toolroute.embed.workers import ProcessEmbedder
 from toolroute.errors import ConfigError, EmbedError
 
 
@@ -41,7 +41,7 @@ def test_a_pool_needs_a_worker() -> None:
 
 def test_a_malformed_worker_count_is_one_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     from toolroute.config import GatewayConfig
-    from toolroute.gateway.app import gateway_embedder
+    from toolroute.gateway.ops.app import gateway_embedder
 
     monkeypatch.setenv("TOOLROUTE_EMBED_WORKERS", "two")
     with pytest.raises(ConfigError, match="TOOLROUTE_EMBED_WORKERS"):
@@ -51,7 +51,7 @@ def test_a_malformed_worker_count_is_one_clear_error(monkeypatch: pytest.MonkeyP
 _KILLED_PARENT = """
 import os, sys
 from tests.conftest import HashingEmbedder
-from toolroute.embed.pool import ProcessEmbedder
+from toolroute.embed.workers import ProcessEmbedder
 pool = ProcessEmbedder(2, HashingEmbedder)
 print(" ".join(str(p) for p in pool._pool._processes), flush=True)
 sys.stdin.read()  # until killed

@@ -1,4 +1,4 @@
-"""The protocol-era rules of the downstream sessions (sources/era.py) that need no process: a
+"""The protocol-era rules of the downstream sessions (downstream/era.py) that need no process: a
 list's lifetime from ``ttlMs``, what counts as a server asking by request, a refused handshake,
 and one listing of a server's two processes (tests/integration/test_downstream_eras.py runs
 them with real servers)."""
@@ -8,14 +8,14 @@ from __future__ import annotations
 import mcp.types as types
 from mcp.shared.exceptions import MCPError
 
-from toolroute.sources.downstream import _merged
-from toolroute.sources.era import (
+from toolroute.downstream.era import (
     MIN_LIST_TTL_S,
     NO_BACK_CHANNEL,
     asked_by_request,
     handshake_refused,
     list_expiry_s,
 )
+from toolroute.downstream.session import _merged
 
 
 def _tool(name: str, description: str = "d") -> types.Tool:

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from toolroute.gateway.follow import StoreWatch
+from toolroute.gateway.ops.follow import StoreWatch
 from toolroute.store import open_store
 
 WRITE = (

@@ -24,16 +24,16 @@ from mcp_server_time.server import create_server
 from tests.conftest import HashingEmbedder
 from toolroute.catalog.name import SEPARATOR, qualified_name, split_name
 from toolroute.config import GatewayConfig
+from toolroute.downstream.inprocess import MemorySpec, memory_specs
 from toolroute.errors import ErrorCode, error_payload
-from toolroute.gateway.app import make_gateway, running_pool, sync_router
 from toolroute.gateway.attention import ToolAttention
 from toolroute.gateway.core import MAX_CAPABILITY_REQUESTS, GatewayCore, route_depth
-from toolroute.gateway.server import Gateway
+from toolroute.gateway.ops.app import make_gateway, running_pool, sync_router
+from toolroute.gateway.shell.server import Gateway
 from toolroute.learn.estimate import PRIOR_SUCCESS
 from toolroute.present.presenter import PresentConfig
-from toolroute.route.gate import Preconditions, SessionState
+from toolroute.route.preconditions import Preconditions, SessionState
 from toolroute.router import Router
-from toolroute.sources.memory import MemorySpec, memory_specs
 
 TOKYO = {"name": "time__get_current_time", "arguments": {"timezone": "Asia/Tokyo"}}
 
@@ -435,7 +435,7 @@ def test_a_call_past_its_deadline_is_a_recorded_timeout_with_a_hint(tmp_path: Pa
 
 
 def test_quarantined_tools_are_refused_before_any_call(tmp_path: Path) -> None:
-    from toolroute.gateway.quarantine import Held
+    from toolroute.gateway.calls.quarantine import Held
 
     cfg = _config(tmp_path, call_gate="off")
 
@@ -453,8 +453,8 @@ def test_quarantined_tools_are_refused_before_any_call(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("era", ["2026-07-28", "2025-11-25"])
 def test_list_changed_from_a_server_resyncs_its_tools(tmp_path: Path, era: str) -> None:
-    from toolroute.gateway.app import _watch_changes
-    from toolroute.gateway.reload import Live
+    from toolroute.gateway.ops.app import _watch_changes
+    from toolroute.gateway.ops.reload import Live
 
     servers = {"changing": _changing_server(), "time": create_server("UTC")}
     cfg = GatewayConfig(servers=memory_specs(servers, era), store=tmp_path / "store")

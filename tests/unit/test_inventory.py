@@ -15,7 +15,7 @@ from toolroute import cli
 from toolroute.catalog import catalog_from_dict
 from toolroute.errors import ConfigError
 from toolroute.gateway.core import GatewayCore
-from toolroute.route.gate import Preconditions, SessionState
+from toolroute.route.preconditions import Preconditions, SessionState
 from toolroute.router import Router
 
 CATALOG: dict[str, Any] = {

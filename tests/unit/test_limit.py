@@ -16,7 +16,7 @@ from mcp import types
 
 from toolroute.config import load_config
 from toolroute.errors import ConfigError
-from toolroute.gateway.limit import (
+from toolroute.gateway.calls._limits import (
     Limit,
     Limits,
     LimitSettings,
@@ -26,8 +26,8 @@ from toolroute.gateway.limit import (
     utc_day,
     wait_for_token,
 )
-from toolroute.gateway.metrics import NoMetrics
-from toolroute.gateway.status import Faults
+from toolroute.gateway.ops._metrics import NoMetrics
+from toolroute.gateway.ops.status import Faults
 from toolroute.store import open_store
 
 NOON = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC).timestamp()

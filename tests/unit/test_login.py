@@ -1,4 +1,4 @@
-"""The status page's browser logins (toolroute.gateway.login): sessions, their expiry and
+"""The status page's browser logins (toolroute.gateway.http.login): sessions, their expiry and
 bound, one-time codes, and where a cookie is honoured."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from toolroute.gateway import login as login_module
-from toolroute.gateway.login import (
+from toolroute.gateway.http import login as login_module
+from toolroute.gateway.http.login import (
     CODE_TTL_S,
     COOKIE,
     LOGIN_FILE,

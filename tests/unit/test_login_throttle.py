@@ -1,8 +1,8 @@
-"""The throttle on wrong tokens at the status page's login (gateway/login.py, issue 23)."""
+"""The throttle on wrong tokens at the status page's login (gateway/http/login.py, issue 23)."""
 
 from __future__ import annotations
 
-from toolroute.gateway.login import FailedLogins
+from toolroute.gateway.http.login import FailedLogins
 
 
 def test_an_address_is_refused_after_the_limit_until_its_oldest_failure_leaves_the_window() -> None:

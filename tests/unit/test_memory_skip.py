@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from toolroute.memory import learn_from_call, passed_over
+from toolroute.learn.memory import learn_from_call, passed_over
 
 A, B, C, X = ("s", "a"), ("s", "b"), ("t", "c"), ("u", "x")
 

@@ -1,4 +1,4 @@
-"""The poisoned-description heuristics (gateway/poison.py) against the tricks that hide a
+"""The poisoned-description heuristics (gateway/calls/_poison.py) against the tricks that hide a
 phrase from a plain pattern but not from the model: right-to-left overrides, zero-width
 characters inside words, tag characters, fullwidth forms, and translations (issue 23)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from toolroute.catalog.models import Tool
-from toolroute.gateway.poison import OBFUSCATED, look_alikes, normalise, suspicious
+from toolroute.gateway.calls._poison import OBFUSCATED, look_alikes, normalise, suspicious
 
 OVERRIDE = "overrides earlier instructions"
 HIDE = "hides something from the user"

@@ -1,5 +1,5 @@
-"""The pool's change event (sources/pool.py) and the change watcher that sleeps on it
-(gateway/app.py ``_watch_changes``) instead of looking at the servers on a timer."""
+"""The pool's change event (downstream/servers.py) and the change watcher that sleeps on it
+(gateway/ops/app.py ``_watch_changes``) instead of looking at the servers on a timer."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from mcp_server_time.server import create_server
 
 from tests.conftest import HashingEmbedder
 from toolroute.config import GatewayConfig
-from toolroute.gateway.app import _watch_changes, make_gateway, running_pool, sync_router
-from toolroute.gateway.reload import Live
-from toolroute.sources.memory import MemorySpec, memory_specs
-from toolroute.sources.pool import Downstream, DownstreamPool
+from toolroute.downstream.inprocess import MemorySpec, memory_specs
+from toolroute.downstream.servers import Downstream, DownstreamPool
+from toolroute.gateway.ops.app import _watch_changes, make_gateway, running_pool, sync_router
+from toolroute.gateway.ops.reload import Live
 
 
 def test_a_server_connecting_joining_or_leaving_wakes_the_pools_change_wait() -> None:

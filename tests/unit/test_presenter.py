@@ -12,7 +12,7 @@ from toolroute.catalog.candidate import Candidate
 from toolroute.gateway.attention import ToolAttention
 from toolroute.present.presenter import PresentConfig, Presenter, binding_name
 from toolroute.present.tokens import TokenCounter
-from toolroute.route.gate import Preconditions, SessionState, blocked_by
+from toolroute.route.preconditions import Preconditions, SessionState, blocked_by
 
 
 def _words(texts: list[str]) -> list[int]:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from toolroute.catalog.models import Catalog, Server, Tool
-from toolroute.gateway.quarantine import Quarantine, approve, held_tools, revision, suspicious
+from toolroute.gateway.calls.quarantine import Quarantine, approve, held_tools, revision, suspicious
 from toolroute.store import open_store
 
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}}

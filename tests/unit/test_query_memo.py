@@ -7,7 +7,7 @@ import pytest
 
 from tests.conftest import HashingEmbedder
 from toolroute.embed.base import SpanEmbedder
-from toolroute.embed.memo import QueryMemo
+from toolroute.embed.recent import QueryMemo
 
 
 def test_a_repeated_query_is_embedded_once() -> None:

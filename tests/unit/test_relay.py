@@ -1,8 +1,8 @@
-"""Naming of relayed tools, prompts and resources (gateway/relay.py)."""
+"""Naming of relayed tools, prompts and resources (gateway/shell/_relay.py)."""
 
 from __future__ import annotations
 
-from toolroute.gateway.relay import exposed_names
+from toolroute.gateway.shell._relay import exposed_names
 
 
 def test_a_name_only_one_server_has_keeps_its_own_form() -> None:

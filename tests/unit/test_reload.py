@@ -1,4 +1,4 @@
-"""What a config reload changes (gateway/reload.py ``diff``) and how a bad config is refused."""
+"""What a config reload changes (gateway/ops/reload.py ``diff``) and how a bad config is refused."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from toolroute.config import load_config
 from toolroute.errors import ConfigError
-from toolroute.gateway.reload import Live, check_safe, diff, reload_once
+from toolroute.gateway.ops.reload import Live, check_safe, diff, reload_once
 
 TOKEN = "t" * 20
 
@@ -80,7 +80,7 @@ def test_a_config_that_does_not_load_is_refused_in_one_line_and_the_old_one_kept
         raise ConfigError(f"{tmp_path}/servers.json: invalid JSON at line 1 column 2: oops")
 
     live = Live(old, broken)  # type: ignore[arg-type]
-    with caplog.at_level(logging.INFO, logger="toolroute.gateway.reload"):
+    with caplog.at_level(logging.INFO, logger="toolroute.gateway.ops.reload"):
         assert anyio.run(reload_once, live, None, None) is None
     assert live.config is old and live.reloads == 0
     [record] = caplog.records

@@ -38,7 +38,7 @@ CLEAN = (
     "config.py",
     "errors.py",
     "heap.py",
-    "memory.py",
+    "learn/memory.py",
     "router.py",
     "sdk.py",
     "settings.py",

@@ -1,15 +1,15 @@
-"""The order servers are indexed in at start (gateway/startup.py), and the caps on requests
-waiting for a client session's answers (gateway/relay.py)."""
+"""The order servers are indexed in at start (gateway/ops/startup.py), and the caps on requests
+waiting for a client session's answers (gateway/shell/_relay.py)."""
 
 from __future__ import annotations
 
 import anyio
 import mcp.types as types
 
-from toolroute.gateway.relay import MAX_ASKS_PER_SESSION, Relay
-from toolroute.gateway.startup import STEP_TOOLS, Warmup, next_step
-from toolroute.sources.pool import DownstreamPool, ListedServer
-from toolroute.sources.sync import Listings
+from toolroute.downstream.servers import DownstreamPool, ListedServer
+from toolroute.downstream.sync import Listings
+from toolroute.gateway.ops.startup import STEP_TOOLS, Warmup, next_step
+from toolroute.gateway.shell._relay import MAX_ASKS_PER_SESSION, Relay
 
 
 def _listings(counts: dict[str, int]) -> Listings:

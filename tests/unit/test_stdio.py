@@ -1,5 +1,5 @@
 """How the gateway's stdio transport holds the end of input back from the SDK until the
-requests it passed on are answered (gateway/stdio.py), on in-memory streams."""
+requests it passed on are answered (gateway/shell/_stdio_server.py), on in-memory streams."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from anyio import wait_all_tasks_blocked
 from mcp.shared._context_streams import create_context_streams
 from mcp.shared.message import SessionMessage
 
-from toolroute.gateway.stdio import _InFlight, _Reading, _Writing
+from toolroute.gateway.shell._stdio_server import _InFlight, _Reading, _Writing
 
 
 def _request(request_id: Any) -> SessionMessage:

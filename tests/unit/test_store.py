@@ -218,7 +218,7 @@ def test_cli_store_url_makes_no_directory_and_fails_in_one_line(
 def test_a_gateway_on_sqlite_follows_no_other_replica(tmp_path: Path) -> None:
     import anyio
 
-    from toolroute.gateway.follow import follow_store
+    from toolroute.gateway.ops.follow import follow_store
 
     class _Router:
         store = open_store(tmp_path)

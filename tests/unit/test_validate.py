@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from toolroute.gateway import validate
+from toolroute.gateway.calls import _schema as validate
 
 
 def _keyword_that_waits(validator: Any, value: Any, instance: Any, schema: Any) -> Any:

@@ -13,7 +13,7 @@ A downstream's listing is rewritten as it is read (:meth:`ServerCuration.apply`)
 router indexes, ``find_tools`` and ``tools/list`` show and allow-lists match is the curated
 tool; a call by the new name goes to the original tool (:meth:`ServerCuration.original`).
 The original description and schema stay what the rug-pull check pins
-(:mod:`toolroute.gateway.quarantine` reviews the listing before curation).
+(:mod:`toolroute.gateway.calls.quarantine` reviews the listing before curation).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``toolroute auth SERVER``: sign in to an OAuth-protected url server (sources/oauth.py)."""
+"""``toolroute auth SERVER``: sign in to an OAuth-protected url server (downstream/oauth.py)."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def auth(
     import anyio
 
     from toolroute.config import HttpSpec
-    from toolroute.sources.signin import sign_in
+    from toolroute.downstream.signin import sign_in
 
     cfg = _config(config_path, settings, store)
     spec = cfg.servers.get(server)

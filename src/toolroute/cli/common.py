@@ -265,7 +265,7 @@ def config_store(cfg: Any, store: Any, config_path: Path) -> Any:
     refused in one line naming both, never read or overwritten. A config is known by its
     path as given (made absolute, symlinks kept): a config file that is a symlink swapped to
     a new target stays the same config."""
-    from toolroute.gateway.app import store_dir_of
+    from toolroute.gateway.ops.app import store_dir_of
     from toolroute.store import is_store_url
     from toolroute.store.base import config_store_dir
 

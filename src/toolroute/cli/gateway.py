@@ -40,10 +40,10 @@ def _config(
     import logging
     from dataclasses import replace
 
-    # downstream servers' stderr, one line each labelled with the server (sources/stdio.py)
+    # downstream servers' stderr, a line each labelled with its server (downstream/stdio_client.py)
     logging.getLogger("toolroute.downstream").setLevel(logging.INFO)
-    # indexing progress at start, "indexing docs: 3,200 of 20,000 tools" (gateway/startup.py)
-    logging.getLogger("toolroute.gateway.startup").setLevel(logging.INFO)
+    # indexing progress at start, "indexing docs: 3,200 of 20,000 tools" (gateway/ops/startup.py)
+    logging.getLogger("toolroute.gateway.ops.startup").setLevel(logging.INFO)
 
     from toolroute.cli.common import config_store
     from toolroute.config import load_config
@@ -74,7 +74,7 @@ def sync(
     """
     import anyio
 
-    from toolroute.gateway.app import sync_once
+    from toolroute.gateway.ops.app import sync_once
 
     cfg = _config(config_path, settings, store)
     with _progress(not as_json) as update:
@@ -150,7 +150,7 @@ def serve(
 
     import anyio
 
-    from toolroute.gateway.app import serve as run_serve
+    from toolroute.gateway.ops.app import serve as run_serve
 
     if config_file is not None and config_path is not None and config_file != config_path:
         raise click.UsageError(
@@ -182,7 +182,7 @@ def serve(
 
 def _store_dir(cfg: Any) -> Any:
     """The store of the config's gateway (a directory, or a PostgreSQL URL)."""
-    from toolroute.gateway.app import store_dir_of
+    from toolroute.gateway.ops.app import store_dir_of
 
     return store_dir_of(cfg)
 
@@ -217,7 +217,7 @@ def status(
     Reads status.json, which `toolroute serve` rewrites in its store whenever a state changes;
     with no gateway running it shows the last state one wrote.
     """
-    from toolroute.gateway.status import gateway_alive, read_status
+    from toolroute.gateway.ops.status import gateway_alive, read_status
 
     cfg = _config(config_path, settings, store, secrets=False)  # reading needs no token
     if open_link:
@@ -255,8 +255,8 @@ def status(
 def _open_link(local_dir: Path, as_json: bool) -> None:
     """A one-time login link signed with the key the running gateway wrote (mode 0600) in its
     store directory: only the user who runs the gateway can read it."""
-    from toolroute.gateway.login import CODE_TTL_S, mint_code, read_login_file
-    from toolroute.gateway.status import gateway_alive
+    from toolroute.gateway.http.login import CODE_TTL_S, mint_code, read_login_file
+    from toolroute.gateway.ops.status import gateway_alive
 
     found = read_login_file(local_dir)
     if found is None or not gateway_alive({"pid": found["pid"], "running": True}):
@@ -289,8 +289,8 @@ def approve(
 
     TOOLS are namespaced names (server__tool) as `toolroute sync` or `status` print them.
     """
-    from toolroute.gateway.quarantine import approve as approve_tools
-    from toolroute.gateway.quarantine import held_tools
+    from toolroute.gateway.calls.quarantine import approve as approve_tools
+    from toolroute.gateway.calls.quarantine import held_tools
     from toolroute.store import open_store
 
     if not tools and not approve_all:

@@ -1,4 +1,4 @@
-"""``toolroute memory``: inspect and clear the usage memory of a store (toolroute/memory.py).
+"""``toolroute memory``: inspect and clear the usage memory of a store (toolroute/learn/memory.py).
 
 The memory is per store, so clearing it in a PostgreSQL store clears it for every replica.
 """

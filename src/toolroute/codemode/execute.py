@@ -34,7 +34,7 @@ from toolroute.codemode.sandbox import Sandbox, ScriptEnd, jsonable, limit_messa
 from toolroute.codemode.stubs import signature
 from toolroute.errors import ErrorCode
 from toolroute.gateway.core import Allowed, CallResult, GatewayCore, error_result, json_result
-from toolroute.route.gate import SessionState
+from toolroute.route.preconditions import SessionState
 
 __all__ = ["EXECUTE", "MAX_CODE_CHARS", "CodeMode", "install", "stub_result", "tool_value"]
 
@@ -288,7 +288,7 @@ def _invalid(message: str) -> types.CallToolResult:
 
 
 def install(gateway: Any, limits: CodeModeLimits | None) -> None:
-    """Turn code mode on for a :class:`~toolroute.gateway.server.Gateway` (``limits`` None:
+    """Turn code mode on for a :class:`~toolroute.gateway.shell.server.Gateway` (``limits`` None:
     off): ``execute`` listed and answered, find_tools with signatures when ``stubs``."""
     if limits is None:
         return

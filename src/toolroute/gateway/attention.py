@@ -12,7 +12,7 @@ import time
 from toolroute.catalog.name import qualified_name
 from toolroute.gateway.core import GatewayCore
 from toolroute.present.presenter import Presentation, PresentConfig, Presenter, binding_name
-from toolroute.route.gate import SessionState
+from toolroute.route.preconditions import SessionState
 from toolroute.router import Router
 
 __all__ = ["ToolAttention"]

@@ -1,18 +1,18 @@
 """The gateway's core, free of any transport: route → gate → present, and the call path.
 
-One core for every shell over it — the MCP server (:class:`toolroute.gateway.server.Gateway`,
+One core for every shell over it — the MCP server (:class:`toolroute.gateway.shell.server.Gateway`,
 both protocol eras, stdio and HTTP) and the Python
 :class:`toolroute.gateway.attention.ToolAttention` — following the gate of *Tool Attention*:
 
 - :meth:`GatewayCore.find` ranks ``route_depth(k)`` candidates (in a worker thread with
   :meth:`~GatewayCore.find_async`), drops those outside the client's allow-list and those whose
   preconditions fail, presents the gated top-k (θ, pinned first) and promotes them for the
-  caller (:class:`toolroute.gateway.access.SessionStates`); the routing is audited as a
+  caller (:class:`toolroute.gateway.calls.access.SessionStates`); the routing is audited as a
   :class:`~toolroute.present.events.RoutingEvent`.
 - :meth:`GatewayCore.gated_call` runs a tool call through the call path,
-  :mod:`toolroute.gateway.pipeline` (allow-list, arguments, call gate, preconditions, learn,
+  :mod:`toolroute.gateway.calls.pipeline` (allow-list, arguments, call gate, preconditions, learn,
   limits, quarantine, known tool, schema, forward and record); the core supplies what its
-  steps read (:class:`toolroute.gateway.pipeline.Host`).
+  steps read (:class:`toolroute.gateway.calls.pipeline.Host`).
 - Every refusal is an ``isError`` result whose JSON names one
   :class:`~toolroute.errors.ErrorCode` and says what to do next.
 
@@ -29,9 +29,10 @@ import functools
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import anyio
 import mcp.types as types
@@ -40,22 +41,21 @@ from mcp.shared.exceptions import MCPError
 from toolroute.catalog.candidate import Candidate
 from toolroute.catalog.models import Catalog
 from toolroute.catalog.name import SEPARATOR, qualified_name, split_name
+from toolroute.downstream.servers import CallContext, DownstreamError, DownstreamPool
 from toolroute.errors import ErrorCode, log_failure
-from toolroute.gateway import pipeline
-from toolroute.gateway.access import CallGateScope, SessionStates, gate_scope
-from toolroute.gateway.checks import MAX_NAME_CHARS
-from toolroute.gateway.limit import NoLimits
-from toolroute.gateway.metrics import NoMetrics
-from toolroute.gateway.pipeline import Call, json_result, refusal
-from toolroute.gateway.quarantine import Held
-from toolroute.gateway.status import Faults
-from toolroute.memory import shown_keys
+from toolroute.gateway.calls import pipeline
+from toolroute.gateway.calls._checks import MAX_NAME_CHARS
+from toolroute.gateway.calls._limits import NoLimits
+from toolroute.gateway.calls.access import CallGateScope, SessionStates, gate_scope
+from toolroute.gateway.calls.pipeline import Call, json_result, refusal
+from toolroute.gateway.calls.quarantine import Held
+from toolroute.gateway.ops.status import Faults
+from toolroute.learn.memory import shown_keys
 from toolroute.present.events import EventSink, RoutingEvent, query_hash
 from toolroute.present.presenter import Presentation, PresentConfig, Presenter
-from toolroute.route.gate import Preconditions, SessionState, blocked_by, preconditions_for
+from toolroute.route.preconditions import Preconditions, SessionState, blocked_by, preconditions_for
 from toolroute.router import Router, find_server
 from toolroute.settings import DEFAULTS
-from toolroute.sources.pool import CallContext, DownstreamError, DownstreamPool
 from toolroute.stats import Outcome
 
 __all__ = [
@@ -118,6 +118,21 @@ _GATE_HINT = {
     "off": "",
 }
 """The call gate's refusal hint, by scope."""
+
+
+T = TypeVar("T")
+
+
+class NoMetrics:
+    """Metrics off (``[metrics] enabled = false``): the same calls, nothing counted."""
+
+    enabled = False
+
+    async def observed(self, params: types.CallToolRequestParams, call: Awaitable[T]) -> T:
+        return await call
+
+    def store(self, operation: str) -> AbstractContextManager[None]:
+        return nullcontext()
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,7 +203,7 @@ class GatewayCore:
         self.audit = audit
         """Whether each routing is written to the store and the event sinks."""
         self.quarantined: dict[str, Held] = {}
-        """Held tools by name (:class:`toolroute.gateway.quarantine.Held`), set by each sync."""
+        """Held tools by name (:class:`~toolroute.gateway.calls.quarantine.Held`), set by sync."""
         self.faults = Faults()
         """What the gateway cannot write now (store, events log, status file): in status()."""
         self._on_outcome = on_outcome
@@ -487,7 +502,7 @@ class GatewayCore:
         client: str = "",
     ) -> CallResult:
         """One tool call of a client through every step of the call path
-        (:data:`toolroute.gateway.pipeline.STEPS`); ``client`` names whose usage memory a
+        (:data:`toolroute.gateway.calls.pipeline.STEPS`); ``client`` names whose usage memory a
         completed call feeds."""
         return await pipeline.run(self, Call(name, arguments, state, allowed, client))
 

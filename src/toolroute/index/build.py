@@ -55,7 +55,7 @@ class ToolIndex:
     ask_costs: npt.NDArray[np.float64]
     """Ask cost of each server: the catalog's, else the mean price of its tools (EHRR §V)."""
     derived: DerivedData = field(default_factory=DerivedData, repr=False)
-    """What routing derives from these tools once (route/derived.py), kept with the index
+    """What routing derives from these tools once (route/precompute.py), kept with the index
     and saved with its snapshot."""
 
     @property

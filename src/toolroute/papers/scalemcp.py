@@ -4,7 +4,7 @@ Agents*: an embedding retriever over Tool Document Weighted Average vectors.
 The paper's two parts live where every strategy uses them: the weighted tool documents (TDWA,
 its eq. 1, with its ``var-1`` and ``var-2`` weightings as document presets) in
 :mod:`toolroute.index.tdwa`, synthetic questions in :mod:`toolroute.index.document`, and the
-hash-based auto-synchronisation of servers and index in :mod:`toolroute.sources.sync` and the
+hash-based auto-synchronisation of servers and index in :mod:`toolroute.downstream.sync` and the
 store. The ``scalemcp`` strategy is its retrieval step alone: the cosine of the request with
 each tool's TDWA vector, nothing else (``--documents var-1`` for the paper's weights).
 """

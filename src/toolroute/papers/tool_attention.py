@@ -3,7 +3,7 @@ Loading for Eliminating the MCP/Tools Tax in Scalable Agentic Workflows*.
 
 Its three parts: the Intent–Schema Overlap score (its eq. 5: the cosine of the request with
 each tool's compact summary, name and description), the state-aware gate (its eq. 6:
-preconditions and scopes, :mod:`toolroute.route.gate`, with the similarity threshold θ and
+preconditions and scopes, :mod:`toolroute.route.preconditions`, with the similarity threshold θ and
 top-k of :mod:`toolroute.present.presenter`), and two-phase lazy schema loading (a summary
 pool in context, full schemas only for the promoted tools: the presenter and the gateway;
 :class:`toolroute.gateway.attention.ToolAttention` is its Alg. 1 for a Python agent loop).

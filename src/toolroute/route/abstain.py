@@ -54,7 +54,7 @@ from toolroute.errors import ConfigError
 from toolroute.index.build import ToolIndex
 from toolroute.index.document import humanise, tokenise
 from toolroute.route.action import query_actions
-from toolroute.route.derived import index_actions
+from toolroute.route.precompute import index_actions
 from toolroute.route.query import QueryContext, Scores
 
 __all__ = [

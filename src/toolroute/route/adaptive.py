@@ -35,9 +35,9 @@ import numpy.typing as npt
 from toolroute.catalog.name import qualified_name
 from toolroute.errors import ConfigError
 from toolroute.index.build import ToolIndex
-from toolroute.memory import memory_boost
+from toolroute.learn.memory import memory_boost
 from toolroute.route.capability import group_pool
-from toolroute.route.derived import index_schema_keys
+from toolroute.route.precompute import index_schema_keys
 from toolroute.stats import PRIOR_SUCCESS_MEAN, PSEUDO_CALLS, StatsBook
 
 __all__ = [

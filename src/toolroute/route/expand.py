@@ -157,7 +157,7 @@ def _graph(tools: Sequence[Tool]) -> ProviderGraph:
 
 def provider_graph(tools: Sequence[Tool]) -> ProviderGraph:
     """The provider relation of ``tools`` (computed each call: an index keeps its own in
-    ``route/derived.py``, saved with its snapshot)."""
+    ``route/precompute.py``, saved with its snapshot)."""
     return _graph(tools)
 
 

@@ -47,8 +47,8 @@ from toolroute.index.document import humanise
 from toolroute.index.fields import FIELDS, field_index, stem_text
 from toolroute.route import stage
 from toolroute.route.composition import adaptive_over
-from toolroute.route.derived import index_providers
 from toolroute.route.expand import expand
+from toolroute.route.precompute import index_providers
 
 __all__ = [
     "FEATURES",

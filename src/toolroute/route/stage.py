@@ -20,10 +20,10 @@ from toolroute.llm.client import ChatLLM
 from toolroute.route.abstain import AbstainMode, AbstainModel
 from toolroute.route.action import query_actions
 from toolroute.route.adaptive import AdaptiveParams
-from toolroute.route.derived import index_actions, index_providers
 from toolroute.route.expand import expand
 from toolroute.route.feedback import intent_feedback
 from toolroute.route.intent import READ_FILE_INTENT, WRITE_FILE_INTENT, named_files
+from toolroute.route.precompute import index_actions, index_providers
 from toolroute.route.query import QueryContext, Scores
 
 __all__ = [

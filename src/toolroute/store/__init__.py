@@ -15,7 +15,7 @@ one embedding cache and one set of statistics. Both have the same tables (schema
   online statistics it produced (EHRR eq. 8), written together in one transaction;
 - ``routing_events``, ``questions``: routing audit events and cached synthetic questions;
 - ``promotions``: which tools find_tools returned to which client, until when (the call gate
-  across gateway processes and replicas: :mod:`toolroute.gateway.access`).
+  across gateway processes and replicas: :mod:`toolroute.gateway.calls.access`).
 """
 
 from __future__ import annotations

@@ -53,7 +53,7 @@ _META_LOCK = threading.Lock()
 
 def note_meta_write(directory: Path) -> None:
     """Count (in this process) one metadata write to the store whose local directory is
-    ``directory``: the in-process half of :class:`toolroute.gateway.follow.StoreWatch`."""
+    ``directory``: the in-process half of :class:`toolroute.gateway.ops.follow.StoreWatch`."""
     with _META_LOCK:
         _META_WRITES[str(directory)] = _META_WRITES.get(str(directory), 0) + 1
 

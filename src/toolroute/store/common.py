@@ -30,7 +30,7 @@ from toolroute.catalog.models import Catalog, Server, Tool, ToolKey
 from toolroute.embed.base import Matrix
 from toolroute.errors import StoreError
 from toolroute.learn.estimate import DEFAULT_SMOOTHING, ServerStats, Smoothing, ToolStats
-from toolroute.memory import MemoryRow
+from toolroute.learn.memory import MemoryRow
 from toolroute.stats import Outcome
 from toolroute.store import sql
 from toolroute.store.base import (
@@ -429,7 +429,7 @@ class Store:
         name (at most ``limit``)."""
         return [str(r[0]) for r in self._rows(sql.PROMOTIONS_OF, (client, time.time(), limit))]
 
-    # -- usage memory (toolroute/memory.py): shared by replicas, bounded --------------------
+    # -- usage memory (toolroute/learn/memory.py): shared by replicas, bounded --------------------
     def remember_use(
         self,
         client: str,
@@ -479,7 +479,7 @@ class Store:
             after = int(self._rows(sql.COUNT_MEMORY)[0][0])
         return before - after
 
-    # -- [limits] budgets (gateway/limit.py): USD spent per client per UTC day ---------------
+    # -- [limits] budgets (gateway/calls/_limits.py): USD spent per client per UTC day --------
     def charge(
         self, client: str, day: str, usd: float, limit: float | None = None
     ) -> tuple[bool, float]:
@@ -504,7 +504,7 @@ class Store:
         with self._tx():
             self._rows(sql.PRUNE_SPEND, (before_day,))
 
-    # -- OAuth credentials of url servers (sources/oauth.py), encrypted by the caller -------
+    # -- OAuth credentials of url servers (downstream/oauth.py), encrypted by the caller -------
     def get_oauth(self, server: str, url: str) -> OAuthRow | None:
         rows = self._rows(sql.GET_OAUTH, (server, url))
         if not rows:
@@ -539,7 +539,7 @@ class Store:
 
 @dataclass(frozen=True, slots=True)
 class OAuthRow:
-    """The stored OAuth credentials of one url server, as encrypted blobs (sources/oauth.py
+    """The stored OAuth credentials of one url server, as encrypted blobs (downstream/oauth.py
     holds the key); ``changed_at`` moves with every write, so a gateway sees a new sign-in."""
 
     client: bytes | None

@@ -9,7 +9,7 @@ adds for replicas:
   index build holds a session lock (:meth:`PostgresStore.sync_lock`): two replicas syncing the
   same catalog at once converge to one catalog, and the second finds every vector cached;
 - a sync that changes the catalog sends ``NOTIFY toolroute_catalog, '<version>'`` on commit;
-  replicas ``LISTEN`` (:mod:`toolroute.gateway.follow`) and reload;
+  replicas ``LISTEN`` (:mod:`toolroute.gateway.ops.follow`) and reload;
 - statistics are updated in one statement per row (``stats_update="sql"``, the default) or by
   ``SELECT … FOR UPDATE`` then an update computed in Python (``"lock"``);
   ``benchmarks/store_bench.py`` measures both;

@@ -87,7 +87,7 @@ CREATE TABLE IF NOT EXISTS usage_memory (
 );
 CREATE INDEX IF NOT EXISTS usage_memory_at ON usage_memory (at)
 """
-"""The usage memory (toolroute/memory.py): calls made after a find_tools query, per client."""
+"""The usage memory (toolroute/learn/memory.py): calls made after a find_tools query, per client."""
 
 _V5 = """
 CREATE TABLE IF NOT EXISTS oauth_credentials (
@@ -95,7 +95,7 @@ CREATE TABLE IF NOT EXISTS oauth_credentials (
     expires_at {real}, changed_at {real} NOT NULL, PRIMARY KEY (server, url)
 )
 """
-"""OAuth client registrations and tokens of url servers (sources/oauth.py), per server and
+"""OAuth client registrations and tokens of url servers (downstream/oauth.py), per server and
 URL (a token is never sent to another URL); ``client`` and ``tokens`` are encrypted blobs."""
 
 
@@ -105,7 +105,7 @@ CREATE TABLE IF NOT EXISTS spend (
     PRIMARY KEY (client, day)
 ) {without_rowid}
 """
-"""What each client spent on priced tool calls per UTC day (gateway/limit.py, [limits])."""
+"""What each client spent on priced tool calls per UTC day (gateway/calls/_limits.py, [limits])."""
 
 MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
 """Forward migrations; the schema version of a store is how many it has applied."""
@@ -234,8 +234,9 @@ CLEAR_MEMORY = "DELETE FROM usage_memory"
 CLEAR_CLIENT_MEMORY = "DELETE FROM usage_memory WHERE client = ?"
 COUNT_MEMORY = "SELECT count(*) FROM usage_memory"
 
-# [limits] budgets (gateway/limit.py): one row per client and UTC day; a charge (or, negative,
-# a refund) is added in SQL, so replicas sharing the store serialise on the row and lose none.
+# [limits] budgets (gateway/calls/_limits.py): one row per client and UTC day; a charge (or,
+# negative, a refund) is added in SQL, so replicas sharing the store serialise on the row and
+# lose none.
 CHARGE = (
     "INSERT INTO spend AS s (client, day, usd, calls) VALUES (?, ?, ?, ?)"
     " ON CONFLICT (client, day) DO UPDATE"
@@ -244,7 +245,7 @@ CHARGE = (
 )
 SPENT = "SELECT usd, calls FROM spend WHERE client = ? AND day = ?"
 PRUNE_SPEND = "DELETE FROM spend WHERE day < ?"
-# OAuth credentials (sources/oauth.py): opaque encrypted blobs, never read in clear here.
+# OAuth credentials (downstream/oauth.py): opaque encrypted blobs, never read in clear here.
 GET_OAUTH = (
     "SELECT client, tokens, expires_at, changed_at FROM oauth_credentials"
     " WHERE server = ? AND url = ?"

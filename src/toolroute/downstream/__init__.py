@@ -1,0 +1,1 @@
+"""The downstream side: the live MCP servers behind the gateway, and their sync into the index."""

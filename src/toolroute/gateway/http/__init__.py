@@ -1,0 +1,1 @@
+"""The HTTP front: authentication, the operator's login and status page, connection limits."""

@@ -1,0 +1,1 @@
+"""Operations: wiring and serving, start-up, live reload, replicas, status and metrics."""

@@ -1,0 +1,639 @@
+"""toolroute's own MCP server: meta-tools in front of every downstream server.
+
+:class:`Gateway` is the MCP shell over :class:`toolroute.gateway.core.GatewayCore`, which holds
+the product's loop (route → gate → present → refuse unpromoted calls, execution, recording);
+this module adds what is MCP: the meta-tools (a table of handlers, :attr:`Gateway.handlers`),
+bound and passed-through tools, the relay of resources, prompts and notifications, and the
+bridge between a 2026-07-28 client and a 2025-11-25 server.
+
+- ``find_tools(query, k?)`` → ranked candidates, as structured content and as
+  the same JSON in text: ``{"candidates": [{"name", "server", "tool", "description",
+  "input_schema", "score"}]}``. ``name`` is ``<server>__<tool>`` (server names may not contain
+  ``__``, so it always splits at the first ``__``).
+- In ``bind`` exposure mode (ScaleMCP's dynamic binding), tools that find_tools returns to a
+  client are also bound for that client: added to its ``tools/list`` under their namespaced
+  name, with a ``notifications/tools/list_changed`` to its connections (a listen event at
+  2026-07-28), so it can call them directly.
+- ``call_tool(name, arguments)`` → validates the arguments against the tool's input schema,
+  forwards the call with a deadline and returns the downstream result unchanged (the call
+  path, :mod:`toolroute.gateway.calls.pipeline`). Unknown tool, invalid arguments, timeout and
+  crash come back as ``isError`` results whose JSON says what to do next; every executed call
+  is recorded (EHRR eq. 8).
+- Routing runs in a worker thread (at most ``core.ROUTE_THREADS`` at once), so a slow strategy (an
+  LLM stage, a big index) never holds up another client's ``call_tool`` on the event loop.
+- A tool in quarantine (:mod:`toolroute.gateway.calls.quarantine`) is not indexed, so find_tools
+  never returns it, and ``call_tool`` refuses it with ``error: quarantined``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import weakref
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any, Literal
+
+import mcp.types as types
+from mcp.server import NotificationOptions, Server
+from mcp.server.subscriptions import (
+    InMemorySubscriptionBus,
+    ListenHandler,
+    ServerEvent,
+    ToolsListChanged,
+)
+from mcp.shared.exceptions import MCPError
+
+from toolroute.catalog.name import qualified_name
+from toolroute.downstream.servers import CallContext, DownstreamError, DownstreamPool
+from toolroute.errors import ErrorCode, StoreError
+from toolroute.gateway.calls._checks import check_find_args, coerce_arguments, coerce_k
+from toolroute.gateway.calls.access import (
+    CallGateScope,
+    ClientAccess,
+    Request,
+    authenticated_client,
+    client_identity,
+)
+from toolroute.gateway.core import (
+    MAX_CAPABILITY_REQUESTS,
+    Allowed,
+    CallResult,
+    GatewayCore,
+    error_result,
+    json_result,
+)
+from toolroute.gateway.ops.status import snapshot, store_failed
+from toolroute.gateway.shell._continuation import STATE_PREFIX, Continuations, InvalidState
+from toolroute.gateway.shell._passthrough import PassThrough
+from toolroute.gateway.shell._relay import Caller, Relay, current_caller
+from toolroute.present.events import EventSink
+from toolroute.present.presenter import Presenter
+from toolroute.route.llm_stages import subtask_text
+from toolroute.route.preconditions import Preconditions, SessionState
+from toolroute.router import Router
+from toolroute.sdk import OpenTelemetryMiddleware, connection_of
+from toolroute.settings import DEFAULTS
+from toolroute.stats import Outcome
+
+if TYPE_CHECKING:
+    from toolroute.gateway.http._auth import HttpGuard
+
+__all__ = [
+    "CALL_TOOL",
+    "MAX_CAPABILITY_REQUESTS",
+    "FIND_TOOLS",
+    "REQUEST_CAPABILITY",
+    "SET_MILESTONE",
+    "Gateway",
+]
+
+_READ_ONLY = types.ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+FOUND_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "candidates": {
+            "type": "array",
+            "description": "The tools found, best first (empty when none fits).",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "description": "Pass this to call_tool."},
+                    "server": {"type": "string"},
+                    "tool": {"type": "string"},
+                    "description": {"type": "string"},
+                    "input_schema": {"type": "object"},
+                    "score": {"type": "number"},
+                },
+                "required": ["name"],
+            },
+        },
+        "gated_out": {
+            "type": "array",
+            "description": "Tools that match but cannot be called yet, and why.",
+            "items": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}, "reason": {"type": "string"}},
+            },
+        },
+    },
+    "required": ["candidates"],
+}
+"""find_tools' (and request_capability's) structured result."""
+
+FIND_TOOLS = types.Tool(
+    name="find_tools",
+    description=(
+        "Find the tools that can do what you need, among every connected MCP server. Describe "
+        "the need in plain words; you get the best few tools with their input schemas. Then "
+        "run one with call_tool."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "description": "What you need to get done."},
+            "k": {
+                "type": ["integer", "null"],
+                "minimum": 1,
+                "maximum": 50,
+                "description": "How many tools to return (null: 5).",
+            },
+            "server": {
+                "type": ["string", "null"],
+                "description": "A server's name, to list its tools in order (its inventory) "
+                "instead of searching; query may then be empty.",
+            },
+            "cursor": {
+                "type": ["string", "null"],
+                "description": "next_cursor of the previous inventory page.",
+            },
+        },
+        "required": ["query"],
+    },
+    output_schema=FOUND_SCHEMA,
+    annotations=_READ_ONLY,
+)
+CALL_TOOL = types.Tool(
+    name="call_tool",
+    description=(
+        "Run a tool returned by find_tools: pass its `name` exactly and `arguments` matching "
+        "its input_schema ({} when it takes none)."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "description": "The `name` field from find_tools."},
+            "arguments": {"type": "object", "description": "Arguments for the tool."},
+        },
+        "required": ["name"],
+    },
+)
+
+
+SET_MILESTONE = types.Tool(
+    name="set_milestone",
+    description=(
+        "Record that the session reached a milestone (e.g. 'plan_confirmed'); tools gated on "
+        "it become available to find_tools."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {"name": {"type": "string", "description": "The milestone reached."}},
+        "required": ["name"],
+    },
+)
+
+
+REQUEST_CAPABILITY = types.Tool(
+    name="request_capability",
+    description=(
+        "Say what capability the tools you were given lack (e.g. 'convert the PDF to text'); "
+        "toolroute re-routes with that need and your original request and returns new tools."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {
+            "need": {"type": "string", "description": "The missing capability."},
+            "k": {"type": ["integer", "null"], "minimum": 1, "maximum": 20},
+        },
+        "required": ["need"],
+    },
+    output_schema=FOUND_SCHEMA,
+    annotations=_READ_ONLY,
+)
+try:
+    VERSION = version("toolroute")
+except PackageNotFoundError:  # run from a source tree that was never installed
+    VERSION = "0+unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class _Request:
+    """One call of a meta-tool, with who made it."""
+
+    ctx: Request
+    args: dict[str, Any]
+    state: SessionState
+    allowed: Allowed
+    client: str
+
+
+def _invalid(message: str) -> types.CallToolResult:
+    return error_result(ErrorCode.INVALID_ARGUMENTS, message)
+
+
+class _GatewayServer(Server):
+    def create_initialization_options(
+        self, notification_options: Any = None, *a: Any, **k: Any
+    ) -> Any:
+        opts = notification_options or NotificationOptions(
+            prompts_changed=True, resources_changed=True, tools_changed=True
+        )
+        return super().create_initialization_options(opts, *a, **k)
+
+
+Handler = Callable[[_Request], Awaitable[CallResult]]
+
+MAX_LISTENERS = 1024
+"""``subscriptions/listen`` streams open at once (2026-07-28 clients); more are refused."""
+
+
+class _Buses:
+    """The events a listen stream receives: the gateway's own (resources, prompts, every
+    client's tool list) and its client's (the tools bound for that client alone)."""
+
+    def __init__(self, *buses: InMemorySubscriptionBus) -> None:
+        self.buses = buses
+
+    async def publish(self, event: ServerEvent) -> None:
+        for bus in self.buses:
+            await bus.publish(event)
+
+    def subscribe(self, listener: Callable[[ServerEvent], None]) -> Callable[[], None]:
+        undo = [bus.subscribe(listener) for bus in self.buses]
+
+        def unsubscribe() -> None:
+            for u in undo:
+                u()
+
+        return unsubscribe
+
+
+class Gateway(GatewayCore):
+    """The gateway's MCP server: a shell over :class:`GatewayCore` that adds the meta-tools,
+    bound and passed-through tools, the relay of everything else, and 2025 ↔ 2026 bridging."""
+
+    def __init__(
+        self,
+        router: Router,
+        pool: DownstreamPool,
+        *,
+        k: int = DEFAULTS.k,
+        strategy: str = DEFAULTS.strategy,
+        call_timeout_s: float = DEFAULTS.call_timeout_s,
+        expose: Literal["meta", "bind", "all"] = DEFAULTS.expose,
+        call_gate: bool | CallGateScope = DEFAULTS.call_gate,
+        clients: Mapping[str, ClientAccess] | None = None,
+        presenter: Presenter | None = None,
+        tool_gates: Mapping[str, Preconditions] | None = None,
+        server_gates: Mapping[str, Preconditions] | None = None,
+        scopes: Sequence[str] = (),
+        milestones: Sequence[str] = (),
+        events: Sequence[EventSink] = (),
+        on_outcome: Callable[[Outcome], None] | None = None,
+        request_spans: bool = True,
+    ) -> None:
+        super().__init__(
+            router,
+            pool,
+            k=k,
+            strategy=strategy,
+            call_timeout_s=call_timeout_s,
+            expose=expose,
+            call_gate=call_gate,
+            presenter=presenter,
+            tool_gates=tool_gates,
+            server_gates=server_gates,
+            scopes=scopes,
+            milestones=milestones,
+            events=events,
+            on_outcome=on_outcome,
+        )
+        self.clients = dict(clients or {})
+        """Authenticated HTTP clients by id, with their allow-lists (:mod:`.access`)."""
+        self.bound: dict[str, types.Tool] = {}
+        """bind mode: the definitions of tools bound so far, by gateway name. Which of them a
+        connection lists is its scope's promotions (:meth:`_bound_for`)."""
+        self._scope_buses: weakref.WeakKeyDictionary[SessionState, InMemorySubscriptionBus] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._scope_of: weakref.WeakKeyDictionary[Any, SessionState] = weakref.WeakKeyDictionary()
+        """Handshake-era connections by the call gate scope they belong to (bind mode tells
+        every connection of a scope when its tools change)."""
+        self._listeners = 0
+        self.code_mode: Any = None  # codemode.execute.CodeMode: make_gateway sets it
+        self.find_tools_tool = FIND_TOOLS  # app.describe_find_tools names the servers in it
+        self.bus = InMemorySubscriptionBus()
+        self.handlers: dict[str, Handler] = {
+            FIND_TOOLS.name: self._find_tools,
+            CALL_TOOL.name: self._call_meta,
+            REQUEST_CAPABILITY.name: self._request_capability,
+            SET_MILESTONE.name: self._set_milestone,
+            "execute": self._execute,
+        }
+        """The meta-tools by name (set_milestone answers even where it is not listed)."""
+        self.server = _GatewayServer(
+            "toolroute",
+            version=VERSION,
+            instructions=(
+                "Use find_tools to discover tools across all connected servers, then "
+                "call_tool to run one."
+            ),
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+            on_subscriptions_listen=self._listen,
+        )
+        if not request_spans:  # the SDK's per-request OpenTelemetry span, off unless `otel`
+            self.server.middleware = [
+                m for m in self.server.middleware if not isinstance(m, OpenTelemetryMiddleware)
+            ]
+        self.continuations = Continuations(wait_s=call_timeout_s)
+        self.http_guard: HttpGuard | None = None
+        """The HTTP front door when served over HTTP: a reload swaps its tokens and lists."""
+        """2025 servers' requests during a call, bridged to 2026-07-28 clients (runs while
+        ``continuations.serving()`` is entered: ``toolroute serve`` enters it)."""
+        self.passthrough = PassThrough(pool, lambda: self.quarantined)  # held: not listed
+        relisted = self.passthrough.invalidate if expose == "all" else None
+        self.relay = Relay(  # resources, prompts, ... and the toolroute://status resource
+            pool, self.bus, relisted, self._may_use, status=self.status
+        )
+        self.relay.ask_timeout_s = call_timeout_s  # the call it belongs to ends by then too
+        self.relay.ready = self._warmed
+        self.relay.install(self.server)
+
+    def replace_router(self, router: Router) -> Router:
+        """Swap in a router over a resynced catalog; returns the old one (to close)."""
+        old = super().replace_router(router)
+        self.bound.clear()  # definitions are read again from the resynced servers
+        self.passthrough.invalidate()
+        self.relay.invalidate()
+        return old
+
+    def status(self) -> dict[str, Any]:
+        """What ``toolroute status`` prints: each server's state and the quarantined tools."""
+        held = {n: h.to_dict() for n, h in self.quarantined.items()}
+        return snapshot(self.pool, held, faults=self.faults)
+
+    def allowed_for(self, ctx: Request) -> Allowed:
+        """The allow-list of the authenticated client of this request (None: everything)."""
+        client = self.clients.get(authenticated_client(ctx) or "")
+        return client.allows if client is not None and client.restricted else None
+
+    def _may_use(self, ctx: Request, server: str) -> bool:
+        """Resources and prompts of ``server``: for a client allowed the whole server."""
+        allowed = self.allowed_for(ctx)
+        return allowed is None or allowed(qualified_name(server, "*"))
+
+    async def _list_tools(self, ctx: Request, params: Any) -> types.ListToolsResult:
+        self.relay.seen(ctx)
+        meta = [self.find_tools_tool, CALL_TOOL, REQUEST_CAPABILITY]
+        milestones = any(
+            g.milestone for g in (*self.tool_gates.values(), *self.server_gates.values())
+        )
+        if milestones:
+            meta.append(SET_MILESTONE)
+        if self.code_mode is not None:
+            meta.append(self.code_mode.tool)
+        allowed = self.allowed_for(ctx)
+        if self.expose == "all":  # every allowed tool; set_milestone where preconditions need it
+            if self.warmup is not None:  # at start: the quick servers' tools reviewed first
+                await self.warmup.wait()
+            listed = await self.passthrough.listed()
+            tools = [t for t, name in listed if allowed is None or allowed(name)]
+            return types.ListToolsResult(tools=[*tools, *([SET_MILESTONE] if milestones else [])])
+        bound: list[types.Tool] = []
+        if self.expose == "bind":
+            state = self.sessions.for_request(ctx)
+            self._joined(ctx, state)
+            if self.warmup is not None:  # at start: a new process lists what the store holds
+                await self.warmup.wait()  # for this client once its servers are indexed
+            bound = await self._bound_for(state, allowed)
+        return types.ListToolsResult(tools=[*meta, *bound])
+
+    warmup: Any = None
+    """At start, what a call waits for: the quick servers indexed (gateway/ops/startup.py)."""
+
+    async def _warmed(self) -> None:
+        if self.warmup is not None:
+            await self.warmup.wait()
+
+    async def _call_tool(self, ctx: Request, params: types.CallToolRequestParams) -> CallResult:
+        if self.warmup is not None:
+            await self.warmup.wait()
+        # the call's progress, logs and sampling come back to this client; a 2026-07-28
+        # retry's answers and requestState go down with it
+        async with self.relay.serving(ctx, params):
+            try:
+                return await self.metrics.observed(params, self._dispatch(ctx, params))
+            except (sqlite3.Error, StoreError, OSError) as e:  # the gateway's own disk/store
+                return json_result(store_failed(self.faults, e), error=True)
+
+    async def _dispatch(self, ctx: Request, params: types.CallToolRequestParams) -> CallResult:
+        """A passed-through tool, a meta-tool, or a bound tool, in that order."""
+        request = _Request(
+            ctx,
+            params.arguments or {},
+            self.sessions.for_request(ctx),
+            self.allowed_for(ctx),
+            authenticated_client(ctx) or "",
+        )
+        if self.expose == "all":
+            name = await self.passthrough.resolve(params.name)
+            if name is not None:
+                return await self._gated(request, name, request.args)
+        handler = self.handlers.get(params.name)
+        if handler is not None:
+            return await handler(request)
+        if self.expose == "bind" and params.name in self.presenter.tools_by_name:
+            self._joined(ctx, request.state)
+            return await self._gated(request, params.name, request.args)
+        return error_result(
+            ErrorCode.UNKNOWN_TOOL,
+            f"{params.name[:200]!r} is not a toolroute tool; use find_tools, then call_tool",
+        )
+
+    async def _gated(self, r: _Request, name: str, arguments: dict[str, Any]) -> CallResult:
+        return await self.gated_call(name, arguments, r.state, r.allowed, client=r.client)
+
+    async def _find_tools(self, r: _Request) -> CallResult:
+        problem = check_find_args(r.args)
+        if problem:
+            return _invalid(problem)
+        server = r.args.get("server")
+        if server is not None and not r.args.get("query") and not r.args.get("subtask"):
+            before = set(r.state.promoted)
+            listed = self.inventory(
+                server, r.args.get("k"), r.state, r.allowed, r.args.get("cursor")
+            )
+            if self.expose == "bind" and not listed.is_error:
+                found = (listed.structured_content or {})["candidates"]
+                await self._bind(r.ctx, r.state, found, before)
+            return listed
+        query = r.args.get("query")
+        subtask = r.args.get("subtask")  # the Python API's functional subtask, still accepted
+        if not query and isinstance(subtask, dict) and subtask.get("operation"):
+            query = subtask_text(subtask)
+        k, _ = coerce_k(r.args.get("k"), self.k, 50)
+        if not isinstance(query, str) or not query.strip():
+            return _invalid("find_tools needs `query`: what you need to get done, in words")
+        before = set(r.state.promoted)
+        found = await self.find_async(query, k, r.state, may_use=r.allowed, client=r.client)
+        indexing = self.pool.notes.get("indexing", {})  # servers whose tools are not found yet
+        if shown := {n: v for n, v in indexing.items() if self._may_use(r.ctx, n)}:
+            found["indexing"] = shown
+        if self.expose == "bind":
+            await self._bind(r.ctx, r.state, found["candidates"], before)
+        return json_result(found)
+
+    async def _call_meta(self, r: _Request) -> CallResult:
+        name = r.args.get("name")
+        if not isinstance(name, str) or not name:
+            return _invalid("call_tool needs `name`: the `name` field of a find_tools candidate")
+        arguments, problem = coerce_arguments(r.args.get("arguments", {}))
+        if problem:
+            return _invalid(problem)
+        result = await self._gated(r, name, arguments)
+        if self.code_mode is not None and isinstance(result, types.CallToolResult):
+            return self.code_mode.paged(result, r.state)  # type: ignore[no-any-return]
+        return result
+
+    async def _request_capability(self, r: _Request) -> CallResult:
+        need = r.args.get("need")
+        if not isinstance(need, str) or not need.strip():
+            return _invalid("request_capability needs `need`")
+        k, problem = coerce_k(r.args.get("k"), min(self.k, 20), 20)
+        if problem:
+            return _invalid(problem)
+        before = set(r.state.promoted)
+        result = await self.request_capability(r.state, need, k, r.allowed)
+        if self.expose == "bind" and not result.is_error:
+            found = (result.structured_content or {})["candidates"]
+            await self._bind(r.ctx, r.state, found, before)
+        return result
+
+    async def _execute(self, r: _Request) -> CallResult:
+        if self.code_mode is None:  # [toolroute] code_mode is off
+            return error_result(ErrorCode.UNKNOWN_TOOL, "execute needs code_mode = true")
+        return await self.code_mode.execute(r.args, r.state, r.allowed, r.client)  # type: ignore[no-any-return]
+
+    async def _set_milestone(self, r: _Request) -> CallResult:
+        milestone = r.args.get("name")
+        if not isinstance(milestone, str) or not milestone:
+            return _invalid("set_milestone needs `name`")
+        r.state.milestones.add(milestone)
+        return json_result({"milestones": sorted(r.state.milestones)})
+
+    # -- bind mode: found tools join the finder's own tools/list -------------------------
+
+    async def _bind(
+        self, ctx: Request, state: SessionState, candidates: list[dict[str, Any]], before: set[str]
+    ) -> None:
+        """Tell every connection of ``state``'s scope that its tools/list grew (both protocol
+        eras); nobody else's list changes."""
+        self._joined(ctx, state)
+        if all(c["name"] in before for c in candidates):
+            return
+        bus = self._scope_buses.get(state)
+        if bus is not None:  # its 2026-07-28 listen streams
+            await bus.publish(ToolsListChanged())
+        for connection, scope in list(self._scope_of.items()):  # its handshake-era sessions
+            if scope is state:
+                await connection.notify("notifications/tools/list_changed", None)
+
+    def _joined(self, ctx: Request, state: SessionState) -> None:
+        """Remember that ``ctx``'s connection (a handshake-era session) belongs to ``state``'s
+        scope, for as long as the connection lives."""
+        if str(getattr(ctx, "protocol_version", "")).startswith("2026"):
+            return  # no connection: its listen stream is subscribed to the scope instead
+        connection = connection_of(getattr(ctx, "session", None))
+        if connection is None or not hasattr(connection, "notify"):
+            return
+        with contextlib.suppress(TypeError):  # not weakly referable: not told, it re-lists
+            self._scope_of[connection] = state
+
+    async def _bound_for(self, state: SessionState, allowed: Allowed) -> list[types.Tool]:
+        """The tools bound for ``state``'s scope: what find_tools returned to it (in this
+        process or, for a client, in any process on the store), inside its allow-list."""
+        tools = []
+        for name in self.sessions.promotions(state):
+            if allowed is not None and not allowed(name):
+                continue
+            tool = await self._definition(name)
+            if tool is not None:
+                tools.append(tool)
+        return tools
+
+    async def _definition(self, name: str) -> types.Tool | None:
+        """A bound tool as its server defines it (title, annotations, output schema, icons,
+        ``_meta``: every field), under its gateway name; None when it is not routable (gone,
+        hidden or quarantined)."""
+        if name not in self.presenter.tools_by_name:
+            return None
+        tool = self.bound.get(name)
+        if tool is None:
+            original = await self.passthrough.original(name)
+            if original is None:  # the server is down: what the catalog knows
+                t = self.presenter.tools_by_name[name]
+                original = types.Tool(
+                    name=name, description=t.description, input_schema=t.input_schema
+                )
+            tool = self.bound[name] = original.model_copy(update={"name": name})
+        return tool
+
+    async def _listen(self, ctx: Request, params: types.SubscriptionsListenRequestParams) -> Any:
+        """``subscriptions/listen`` (2026-07-28): the gateway's events and those of the
+        client's own scope (its bound tools)."""
+        if self._listeners >= MAX_LISTENERS:
+            raise MCPError(code=types.INTERNAL_ERROR, message="Subscription limit reached")
+        state = self.sessions.for_request(ctx)
+        bus = self._scope_buses.get(state)
+        if bus is None:
+            bus = self._scope_buses[state] = InMemorySubscriptionBus()
+        self._listeners += 1
+        try:
+            return await ListenHandler(_Buses(self.bus, bus))(ctx, params)
+        finally:
+            self._listeners -= 1
+
+    # -- the transport's part of the call path (GatewayCore's hooks) -------------------------
+
+    def caller(self) -> CallContext | None:
+        """The client connection the current call came on (set by ``relay.serving``)."""
+        return current_caller()
+
+    async def bridged(
+        self, server: str, tool: str, arguments: dict[str, Any], caller: CallContext | None
+    ) -> CallResult | None:
+        """A 2026-07-28 client's call to a 2025 server, or the retry of one
+        (:mod:`.continuation`); None for any other call."""
+        if not isinstance(caller, Caller) or not caller.stateless:
+            return None
+        resuming = (caller.request_state or "").startswith(STATE_PREFIX)
+        if not (resuming or self._bridges(server)):
+            return None
+        client = client_identity(caller.ctx)
+        try:
+            if resuming:
+                out = await self.continuations.resume(
+                    client, caller.request_state or "", caller.input_responses
+                )
+            else:
+                out = await self.continuations.start(
+                    client,
+                    caller.capabilities,
+                    lambda bridge: self.pool[server].call_tool(
+                        tool, arguments, self.call_timeout_s, caller=bridge
+                    ),
+                )
+        except InvalidState as e:
+            raise MCPError(code=types.INVALID_PARAMS, message=str(e)) from None
+        if isinstance(out, types.InputRequiredResult):
+            return out
+        name = qualified_name(server, tool)
+        if isinstance(out.error, DownstreamError):
+            return self.failed(out.error, name, stateless=True)
+        if out.error is not None:
+            return self.failed(
+                DownstreamError(server, tool, "timeout", str(out.error)), name, stateless=True
+            )
+        result, latency = out.result
+        self.record(Outcome(server, tool, success=not result.is_error, latency_s=latency))
+        return result  # type: ignore[no-any-return]
+
+    def _bridges(self, server: str) -> bool:
+        """Whether a 2026-07-28 caller's call to ``server`` runs bridged: the server speaks
+        2025-11-25, so it asks for input by request, and the bridge can run."""
+        return self.continuations.running and not self.pool[server].stateless

@@ -1,1 +1,0 @@
-"""Sources: live MCP servers (downstream pool) and index sync."""
