@@ -21,6 +21,7 @@ from toolroute.errors import ConfigError
 from toolroute.gateway.core import GatewayCore
 from toolroute.route import abstain
 from toolroute.route.abstain import FEATURES, AbstainModel, default_model, load_model, signals
+from toolroute.route.operation import request_verbs, server_does
 from toolroute.route.strategy import RouteParams
 from toolroute.router import Router
 
@@ -28,14 +29,17 @@ FAR = "pay my electricity bill before friday"  # no word of it is in any tool's 
 NEAR = "what time is it in Tokyo"
 
 
+HAND_SET = tuple(f for f in FEATURES if f != "oos_gap")  # every signal that needs no requests
+
+
 def _model(threshold: float = 0.5, embedder: str = HashingEmbedder.model_id) -> AbstainModel:
     """p rises with the top five tools' word coverage alone: p 0.12 when they hold none of
     the request's words, 0.5 at a fifth of them (hashed cosines are noisy at this size)."""
-    weights = tuple(10.0 if f == "lex_cov5" else 0.0 for f in FEATURES)
+    weights = tuple(10.0 if f == "lex_cov5" else 0.0 for f in HAND_SET)
     return AbstainModel(
-        features=FEATURES,
-        mean=(0.0,) * len(FEATURES),
-        scale=(1.0,) * len(FEATURES),
+        features=HAND_SET,
+        mean=(0.0,) * len(HAND_SET),
+        scale=(1.0,) * len(HAND_SET),
         weights=weights,
         bias=-2.0,
         thresholds={"default": threshold, "strict": min(1.0, threshold + 0.2)},
@@ -66,7 +70,7 @@ def test_a_request_no_tool_serves_gets_no_tools_and_a_verdict_naming_the_nearest
         assert answer["no_tool_fits"] is True and answer["hint"]
         assert set(answer["nearest_servers"]) <= {s["id"] for s in SMALL_CATALOG["servers"]}
         assert answer["nearest_servers"]
-        assert set(verdict.explain()["signals"]) == set(FEATURES)
+        assert set(verdict.explain()["signals"]) == set(HAND_SET)
         # a request a tool serves is ranked as before, with the check in the notes
         notes = {}
         top = r.route(NEAR, k=3, notes=notes)
@@ -154,6 +158,10 @@ def test_the_shipped_model_loads_and_is_fitted_on_the_default_embedder() -> None
     assert len(model.trained_on) >= 5
     x = np.array(model.mean)  # the training data's mean request
     assert 0.0 < model.probability(x) < 1.0
+    # the out-of-scope requests oos_gap reads ship beside it, as unit vectors of the model
+    assert "oos_gap" in model.features and model.requests is not None
+    assert model.requests.shape[0] >= 100 and model.requests.shape[1] == 384
+    assert np.allclose(np.linalg.norm(model.requests, axis=1), 1.0, atol=1e-3)
 
 
 def test_an_unusable_model_file_is_one_config_error(tmp_path: Path) -> None:
@@ -169,6 +177,21 @@ def test_an_unusable_model_file_is_one_config_error(tmp_path: Path) -> None:
     good = tmp_path / "good.json"
     good.write_text(json.dumps(_model().to_dict()))
     assert load_model(good) == _model()
+    # oos_gap needs the requests it compares with: named, readable, a matrix
+    reads_gap = {**_model().to_dict(), "features": ["cos1", "oos_gap"], "mean": [0.0, 0.0]}
+    reads_gap |= {"scale": [1.0, 1.0], "weights": [1.0, 1.0]}
+    bad.write_text(json.dumps(reads_gap))
+    with pytest.raises(ConfigError, match="names no requests file"):
+        load_model(bad)
+    bad.write_text(json.dumps({**reads_gap, "requests": "r.npy"}))
+    with pytest.raises(ConfigError, match="cannot read its requests"):
+        load_model(bad)
+    np.save(tmp_path / "r.npy", np.zeros(3))
+    with pytest.raises(ConfigError, match="not a matrix"):
+        load_model(bad)
+    np.save(tmp_path / "r.npy", np.array([[3.0, 4.0]], dtype=np.float16))
+    model = load_model(bad)
+    assert model.requests is not None and np.allclose(model.requests, [[0.6, 0.8]], atol=1e-3)
 
 
 def test_route_says_no_tool_fits_and_explain_shows_the_check(
@@ -188,3 +211,80 @@ def test_route_says_no_tool_fits_and_explain_shows_the_check(
     assert "a tool fits" in res.stdout and "cos1" in res.stdout
     res = CliRunner().invoke(cli.main, [*base, FAR, "--abstain", "off", "--json"])
     assert res.exit_code == 0 and json.loads(res.stdout)
+
+
+def test_request_verbs_are_the_operations_asked_unless_information_is_asked() -> None:
+    assert request_verbs("Push my local commits to the origin remote.") == ("push",)
+    assert request_verbs("Please book a table for two, then pay the deposit") == ("book", "pay")
+    # asking for information is served by reading: nothing to check
+    assert request_verbs("What is the weather in Oslo?") == ()
+    assert request_verbs("I want to buy running shoes, can you find the cheapest?") == ()
+    # a statement, a noun or a gerund opens no imperative
+    assert request_verbs("My recipe says 350F") == ()
+    assert request_verbs("Planning a trip to Yosemite") == ()
+    assert request_verbs("Information about tides in Lisbon") == ()
+
+
+def test_a_server_does_the_operations_its_tools_name_or_describe(tmp_path: Path) -> None:
+    with _router(tmp_path, abstain="off") as r:
+        ix = r.built
+        fs, time_server = ix.server_ids.index("fs"), ix.server_ids.index("time")
+        assert server_does(ix, fs, "write") and server_does(ix, fs, "writes")
+        assert server_does(ix, fs, "save")  # write_file's action class (create)
+        assert not server_does(ix, fs, "push") and not server_does(ix, time_server, "write")
+        assert server_does(ix, time_server, "converting")
+
+        def sig(text: str) -> dict[str, float]:
+            return signals(ix, r.query_context(text), r.scores(text, "default"))
+
+        pushed = sig("push the file to the origin remote")
+        assert pushed["op_server"] == 0.0 and pushed["op_top"] == 0.0
+        assert sig("write a file with these notes")["op_server"] == 1.0
+        assert sig("what is in this directory")["op_server"] == 0.5
+
+
+def test_oos_gap_is_how_much_closer_known_out_of_scope_requests_are_than_the_best_tool(
+    tmp_path: Path,
+) -> None:
+    with _router(tmp_path, abstain="off") as r:
+        ix = r.built
+        known = np.asarray(r.embedder.embed([FAR, "book a haircut", "order a pizza"]))
+
+        def gap(text: str) -> float:
+            ctx = r.query_context(text)
+            return signals(ix, ctx, r.scores(text, "default"), known)["oos_gap"]
+
+        assert gap(FAR) > gap("read the contents of a file")
+        ctx = r.query_context(FAR)
+        sig = signals(ix, ctx, r.scores(FAR, "default"), known)
+        sims = np.sort(known @ ctx.vector)
+        assert sig["oos_gap"] == pytest.approx(float(sims.mean()) - sig["cos1"], abs=1e-5)
+        assert signals(ix, ctx, r.scores(FAR, "default"))["oos_gap"] == 0.0  # no requests
+
+
+def test_the_check_reads_the_strategy_s_cosines_only_for_its_own_vector(tmp_path: Path) -> None:
+    from toolroute.route.stage import multi
+
+    with _router(tmp_path, abstain="off") as r:
+        ix = r.built
+        ctx = r.query_context(NEAR)
+        scores = r.scores(NEAR, "default")
+        multi(ix, ctx, RouteParams())  # the stage keeps its cosines, keyed by the vector
+        kept_vector, kept = ctx.memo["dense"]
+        assert kept_vector is ctx.vector and np.allclose(kept, ix.tool_vectors @ ctx.vector)
+        marked = np.zeros(ix.size, dtype=np.float32)
+        marked[0] = 0.5
+        ctx.memo["dense"] = (ctx.vector, marked)  # read, not recomputed
+        assert signals(ix, ctx, scores, features=("cos1",))["cos1"] == pytest.approx(0.5)
+        # a sub-query's cosines (another vector) are not taken for the request's
+        ctx.memo["dense"] = (ctx.vector.copy(), marked)
+        fresh = float((ix.tool_vectors @ ctx.vector).max())
+        assert signals(ix, ctx, scores, features=("cos1",))["cos1"] == pytest.approx(fresh)
+
+
+def test_posting_lists_are_ascending(tmp_path: Path) -> None:
+    with _router(tmp_path, abstain="off") as r:
+        lex = r.built.tool_lexical
+        for word in ("file", "time", "the", "weather", "a"):
+            docs = lex.postings(word)
+            assert docs.size and bool(np.all(np.diff(docs) > 0))

@@ -58,9 +58,9 @@ class LexicalIndex:
         return out
 
     def postings(self, term: str) -> npt.NDArray[np.int64]:
-        """The documents holding ``term`` (one token, lower case), from the index's own
-        sparse columns: what a score array would say by its nonzeros, without scoring every
-        document."""
+        """The documents holding ``term`` (one token, lower case), ascending, from the index's
+        own sparse columns: what a score array would say by its nonzeros, without scoring
+        every document."""
         vocab = self._bm25.vocab_dict if self.size else {}
         tid = vocab.get(term)
         if tid is None:

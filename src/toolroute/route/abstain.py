@@ -6,8 +6,9 @@ and the agent calls a wrong tool or stops trusting the search. No single score s
 two kinds of request: the best cosine of a request no tool serves overlaps the best cosine of
 one a tool serves, so a similarity threshold trades recall away. This stage combines several
 signals in a small logistic regression, whose weights and thresholds ship as JSON
-(``toolroute/data/abstain.json``, trained by ``benchmarks/abstain_train.py`` on the
-out-of-scope sets under ``benchmarks/out_of_scope/`` beside the in-scope queries):
+(``toolroute/data/abstain.json``, with the vectors of the out-of-scope requests it was trained
+on beside it; trained by ``benchmarks/abstain_train.py`` on the out-of-scope sets under
+``benchmarks/out_of_scope/`` beside the in-scope queries):
 
 - ``cos1``, ``cos_z``, ``cos_margin``: the best dense cosine, how far it stands above the
   catalog's mean in standard deviations, and its lead over the fifth best;
@@ -28,7 +29,16 @@ out-of-scope sets under ``benchmarks/out_of_scope/`` beside the in-scope queries
   a top tool's (tool names are verb-first: a server whose names say ``get`` and ``search``
   does not *buy* or *book*); 0.5 for a question;
 - ``chat_gap``: how much closer the request is to requests that need no tool at all (a
-  rewrite, a greeting, an opinion; :data:`NO_TOOL_NEEDS`) than to the best tool.
+  rewrite, a greeting, an opinion; :data:`NO_TOOL_NEEDS`) than to the best tool;
+- ``op_server``, ``op_top``: the operation the request asks for (the verbs its clauses open
+  with, route/operation.py) is done by the best tool's server (1), or by the server of any of
+  the top five tools; 0 when not, 0.5 when the request only asks for information;
+- ``server_gap``, ``server_share``: the strategy's lead of the best server over the next
+  (each server's best tool score) and the share of the top five tools from the best tool's
+  server: a request one server owns against one several half-match;
+- ``oos_gap``: how much closer the request is to known out-of-scope requests (the model's
+  ``requests``, those it was trained on: far from every catalog, near one, or needing no
+  tool) than to the best tool: the mean cosine of the three nearest, less ``cos1``.
 
 The model gives p, the probability that some returned tool fits; the router answers "no tool
 fits" when p falls below the threshold of the mode: ``off`` never, ``default`` at the
@@ -41,7 +51,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -50,10 +60,12 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from toolroute.embed.base import Matrix
 from toolroute.errors import ConfigError
 from toolroute.index.build import ToolIndex
 from toolroute.index.document import humanise, tokenise
 from toolroute.route.action import query_actions
+from toolroute.route.operation import LEAD, QUESTION, request_verbs, server_does
 from toolroute.route.precompute import index_actions
 from toolroute.route.query import QueryContext, Scores
 
@@ -86,6 +98,11 @@ FEATURES: tuple[str, ...] = (
     "verb_ok",
     "chat_gap",
     "verb_named",
+    "op_server",
+    "op_top",
+    "server_gap",
+    "server_share",
+    "oos_gap",
 )
 
 NO_TOOL_NEEDS: tuple[str, ...] = (
@@ -115,18 +132,11 @@ _STOPWORDS = (
     "tell show find me up out over again now right"
 )
 _STOP = frozenset(_STOPWORDS.split())
-_LEADWORDS = (
-    # what comes before a request's verb: politeness, the asker, auxiliaries
-    "please kindly can could would will you i id want wanna need to like help me hey hi ok "
-    "okay so just let lets us go ahead and now also then first quickly"
-)
-_LEAD = frozenset(_LEADWORDS.split())
-_QUESTIONWORDS = (
-    "what whats which how when where who whos whose why is are does do did was were any "
-    "there should"
-)
-_QUESTION = frozenset(_QUESTIONWORDS.split())
 _TOP = 5
+_SERVERS = 50
+"""The top this many tools give each server's best score (``server_gap``) and the nearest
+servers of a "no tool fits" answer."""
+_NEAREST_REQUESTS = 3
 _POOL = 256
 """Sub-intents are matched against the strategy's top this many (multi already lifted the
 tools an intent matches into them): one small product, not one per catalog row."""
@@ -148,6 +158,10 @@ class AbstainModel:
     another, the signals mean something else and the model is not applied ("" : any)."""
     trained_on: tuple[str, ...] = ()
     """The query sets the weights and thresholds were fitted on."""
+    requests: Matrix | None = field(default=None, compare=False, repr=False)
+    """(n, d) unit vectors of the out-of-scope requests ``oos_gap`` compares against."""
+    requests_file: str = ""
+    """Where :attr:`requests` are stored: a ``.npy`` file beside the model's JSON."""
 
     def probability(self, x: npt.NDArray[np.float64]) -> float:
         """p that some returned tool fits, for one feature vector in :attr:`features` order."""
@@ -157,7 +171,7 @@ class AbstainModel:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "format": 1,
+            "format": 2,
             "features": list(self.features),
             "mean": list(self.mean),
             "scale": list(self.scale),
@@ -166,6 +180,7 @@ class AbstainModel:
             "thresholds": dict(self.thresholds),
             "embedder": self.embedder,
             "trained_on": list(self.trained_on),
+            **({"requests": self.requests_file} if self.requests_file else {}),
         }
 
 
@@ -175,17 +190,32 @@ def load_model(path: str | Path) -> AbstainModel:
         raw = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         raise ConfigError(f"cannot read the abstention model {path}: {e}") from None
-    return _model(raw, str(path))
+    return _model(raw, str(path), lambda name: Path(path).parent / name)
 
 
 @lru_cache(maxsize=1)
 def default_model() -> AbstainModel:
-    """The shipped model (``toolroute/data/abstain.json``)."""
-    text = resources.files("toolroute.data").joinpath("abstain.json").read_text("utf-8")
-    return _model(json.loads(text), "toolroute/data/abstain.json")
+    """The shipped model (``toolroute/data/abstain.json`` and the request vectors beside it)."""
+    data = resources.files("toolroute.data")
+    text = data.joinpath("abstain.json").read_text("utf-8")
+    return _model(json.loads(text), "toolroute/data/abstain.json", data.joinpath)
 
 
-def _model(raw: Any, where: str) -> AbstainModel:
+def _requests(opener: Any, name: str, where: str) -> Matrix:
+    """The request vectors a model names (``.npy``, no pickle), as unit float32 rows."""
+    try:
+        with opener(name).open("rb") as f:
+            vecs = np.asarray(np.load(f, allow_pickle=False), dtype=np.float32)
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"{where}: cannot read its requests {name}: {e}") from None
+    if vecs.ndim != 2 or not len(vecs):
+        raise ConfigError(f"{where}: its requests {name} are not a matrix of vectors")
+    norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+    out: Matrix = (vecs / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+    return out
+
+
+def _model(raw: Any, where: str, opener: Any) -> AbstainModel:
     try:
         feats = tuple(str(f) for f in raw["features"])
         model = AbstainModel(
@@ -197,6 +227,7 @@ def _model(raw: Any, where: str) -> AbstainModel:
             thresholds={str(k): float(v) for k, v in raw["thresholds"].items()},
             embedder=str(raw.get("embedder", "")),
             trained_on=tuple(str(s) for s in raw.get("trained_on", ())),
+            requests_file=str(raw.get("requests", "")),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise ConfigError(f"{where}: not an abstention model ({e!r})") from None
@@ -204,6 +235,10 @@ def _model(raw: Any, where: str) -> AbstainModel:
         len(model.mean) == len(model.scale) == len(model.weights) == len(feats)
     ):
         raise ConfigError(f"{where}: its features do not match {', '.join(FEATURES)}")
+    if model.requests_file:
+        model = replace(model, requests=_requests(opener, model.requests_file, where))
+    elif "oos_gap" in feats:
+        raise ConfigError(f"{where}: it reads oos_gap but names no requests file")
     return model
 
 
@@ -248,66 +283,17 @@ def _content_terms(text: str) -> list[str]:
     return list(dict.fromkeys(t for t in tokenise(text) if t not in _STOP and len(t) > 1))
 
 
-def _coverage(
-    ix: ToolIndex, terms: list[str], top: npt.NDArray[np.int64]
-) -> tuple[float, float, float]:
-    """(first tool, top tools, catalog) IDF-weighted shares of ``terms`` their documents
-    hold; a word the catalog lacks weighs as its rarest word."""
-    if not terms or not top.size:
-        return 0.0, 0.0, 0.0
-    n = max(ix.size, 1)
-    weights, in1, in5, known = [], [], [], []
-    for t in terms:
-        docs = ix.tool_lexical.postings(t)
-        df = int(docs.size)
-        weights.append(math.log(1.0 + (n - df + 0.5) / (df + 0.5)))
-        held = np.isin(top, docs)
-        in1.append(bool(held[0]))
-        in5.append(bool(held.any()))
-        known.append(df > 0)
-    w = np.asarray(weights)
-    total = float(w.sum()) or 1.0
-    return (
-        float(w[np.asarray(in1)].sum()) / total,
-        float(w[np.asarray(in5)].sum()) / total,
-        float(w[np.asarray(known)].sum()) / total,
-    )
-
-
-def _verb_ok(ix: ToolIndex, text: str, top: npt.NDArray[np.int64]) -> float:
-    """1 when the request's leading verb is in a top tool's document or names the first
-    tool's action class, 0 when neither, 0.5 for a question (module docstring)."""
-    verb = _leading_verb(text)
-    if verb is None or not top.size:
-        return 0.5
-    if np.isin(top, ix.tool_lexical.postings(verb)).any():
-        return 1.0
-    asked = query_actions(verb)
-    acts, classes = index_actions(ix)
-    own = int(acts[top[0]])
-    return 1.0 if own >= 0 and classes[own] in asked else 0.0
+def _holds(docs: npt.NDArray[np.int64], rows: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+    """Which ``rows`` are in ``docs`` (a posting list, ascending)."""
+    at = np.searchsorted(docs, rows).clip(max=max(docs.size - 1, 0))
+    out: npt.NDArray[np.bool_] = docs[at] == rows if docs.size else np.zeros(rows.size, bool)
+    return out
 
 
 def _leading_verb(text: str) -> str | None:
     """The request's first word after politeness and auxiliaries; None for a question."""
-    verb = next((t for t in tokenise(text) if t not in _LEAD), None)
-    return None if verb is None or verb in _QUESTION else verb
-
-
-def _verb_named(ix: ToolIndex, text: str, top: npt.NDArray[np.int64]) -> float:
-    """1 when the leading verb is a word of a top tool's name or shares its action class,
-    0 when not, 0.5 for a question (module docstring)."""
-    verb = _leading_verb(text)
-    if verb is None or not top.size:
-        return 0.5
-    acts, classes = index_actions(ix)
-    asked = query_actions(verb)
-    for row in top:
-        words = humanise(ix.tools[int(row)].name).split()
-        own = int(acts[int(row)])
-        if verb in words or verb.rstrip("s") in words or (own >= 0 and classes[own] in asked):
-            return 1.0
-    return 0.0
+    verb = next((t for t in tokenise(text) if t not in LEAD), None)
+    return None if verb is None or verb in QUESTION else verb
 
 
 def _no_tool_vectors(ix: ToolIndex, q: QueryContext) -> npt.NDArray[np.float32] | None:
@@ -320,50 +306,208 @@ def _no_tool_vectors(ix: ToolIndex, q: QueryContext) -> npt.NDArray[np.float32] 
     return vecs
 
 
-def signals(ix: ToolIndex, q: QueryContext, scores: Scores) -> dict[str, float]:
-    """:data:`FEATURES` for one request and the strategy's ``scores`` (module docstring)."""
-    finite = np.flatnonzero(np.isfinite(scores))
-    order = _best(scores, finite, _TOP)
-    dense = ix.tool_vectors @ q.vector if q.vector.size else np.zeros(0, np.float32)
-    if dense.size:
+class _Evidence:
+    """What the signals of one request share, each computed on first use: a model reads only
+    its own features, and the rest cost nothing."""
+
+    def __init__(
+        self, ix: ToolIndex, q: QueryContext, scores: Scores, requests: Matrix | None
+    ) -> None:
+        self.ix, self.q, self.requests = ix, q, requests
+        self.pool = _best(scores, np.flatnonzero(np.isfinite(scores)), _POOL)
+        self.top = self.pool[:_TOP]
+        self.scores = scores
+        self._memo: dict[str, Any] = {}
+
+    def get(self, name: str) -> Any:
+        hit = self._memo.get(name)
+        if hit is None:
+            hit = self._memo[name] = getattr(self, "_" + name)()
+        return hit
+
+    def _dense(self) -> tuple[float, float, float]:
+        """(cos1, cos_z, cos_margin) from the strategy's dense cosines when it kept them."""
+        q, ix = self.q, self.ix
+        if not q.vector.size or not ix.size:
+            return 0.0, 0.0, 0.0
+        kept = q.memo.get("dense")
+        if kept is not None and kept[0] is q.vector and len(kept[1]) == ix.size:
+            dense = kept[1]
+        else:
+            dense = ix.tool_vectors @ q.vector
         k = min(_TOP, dense.size)
         best = np.sort(np.partition(-dense, k - 1)[:k])  # the k best, negated, best first
         cos1 = float(-best[0])
-        margin = cos1 + float(best[-1])
         cos_z = (cos1 - float(dense.mean())) / (float(dense.std()) or 1.0)
-    else:
-        cos1 = margin = cos_z = 0.0
-    intent_min = cos1
-    if q.intent_vectors is not None and len(q.intent_vectors) and finite.size:
-        pool = _best(scores, finite, _POOL)
-        per_intent = (ix.tool_vectors[pool] @ np.asarray(q.intent_vectors).T).max(axis=0)
-        intent_min = min(cos1, float(per_intent.min()))
-    server1 = float((ix.server_vectors @ q.vector).max()) if q.vector.size and ix.size else 0.0
-    cov1, cov5, vocab = _coverage(ix, _content_terms(q.text), order)
-    asked = query_actions(q.text)
-    action_ok = 0.5
-    if asked and order.size:
-        acts, classes = index_actions(ix)
-        own = int(acts[order[0]])
-        if own >= 0:
-            action_ok = 1.0 if classes[own] in asked else 0.0
-    verb_ok = _verb_ok(ix, q.text, order)
-    chat = _no_tool_vectors(ix, q)
-    chat_gap = float((chat @ q.vector).max()) - cos1 if chat is not None and q.vector.size else 0.0
-    return {
-        "cos1": cos1,
-        "cos_z": cos_z,
-        "cos_margin": margin,
-        "intent_min": intent_min,
-        "server1": server1,
-        "lex_cov1": cov1,
-        "lex_cov5": cov5,
-        "vocab_cov": vocab,
-        "action_ok": action_ok,
-        "verb_ok": verb_ok,
-        "chat_gap": chat_gap,
-        "verb_named": _verb_named(ix, q.text, order),
-    }
+        return cos1, cos_z, cos1 + float(best[-1])
+
+    def _coverage(self) -> tuple[float, float, float]:
+        """(first tool, top tools, catalog) IDF-weighted shares of the request's content words
+        their documents hold; a word the catalog lacks weighs as its rarest word."""
+        terms, top, ix = _content_terms(self.q.text), self.top, self.ix
+        if not terms or not top.size:
+            return 0.0, 0.0, 0.0
+        n = max(ix.size, 1)
+        w = np.empty(len(terms))
+        in1 = np.zeros(len(terms), bool)
+        in5 = np.zeros(len(terms), bool)
+        known = np.zeros(len(terms), bool)
+        for i, t in enumerate(terms):
+            docs = ix.tool_lexical.postings(t)
+            w[i] = math.log(1.0 + (n - docs.size + 0.5) / (docs.size + 0.5))
+            held = _holds(docs, top)
+            in1[i], in5[i], known[i] = held[0], held.any(), docs.size > 0
+        total = float(w.sum()) or 1.0
+        return (
+            float(w[in1].sum()) / total,
+            float(w[in5].sum()) / total,
+            float(w[known].sum()) / total,
+        )
+
+    def _servers(self) -> tuple[list[int], list[float]]:
+        """The servers of the top tools, best first, each with its best tool's score."""
+        seen: dict[int, float] = {}
+        for row in self.pool[:_SERVERS]:
+            seen.setdefault(int(self.ix.server_of[row]), float(self.scores[row]))
+        return list(seen), list(seen.values())
+
+    def _verbs(self) -> tuple[str, ...]:
+        return request_verbs(self.q.text)
+
+
+def _cos1(e: _Evidence) -> float:
+    cos1: float = e.get("dense")[0]
+    return cos1
+
+
+def _intent_min(e: _Evidence) -> float:
+    cos1, q = _cos1(e), e.q
+    if q.intent_vectors is None or not len(q.intent_vectors) or not e.pool.size:
+        return cos1
+    per_intent = (e.ix.tool_vectors[e.pool] @ np.asarray(q.intent_vectors).T).max(axis=0)
+    return min(cos1, float(per_intent.min()))
+
+
+def _server1(e: _Evidence) -> float:
+    if not e.q.vector.size or not e.ix.size:
+        return 0.0
+    return float((e.ix.server_vectors @ e.q.vector).max())
+
+
+def _action_ok(e: _Evidence) -> float:
+    asked = query_actions(e.q.text)
+    if not asked or not e.top.size:
+        return 0.5
+    acts, classes = index_actions(e.ix)
+    own = int(acts[e.top[0]])
+    return 0.5 if own < 0 else 1.0 if classes[own] in asked else 0.0
+
+
+def _verb_ok(e: _Evidence) -> float:
+    """1 when the request's leading verb is in a top tool's document or names the first
+    tool's action class, 0 when neither, 0.5 for a question (module docstring)."""
+    verb, top, ix = _leading_verb(e.q.text), e.top, e.ix
+    if verb is None or not top.size:
+        return 0.5
+    if _holds(ix.tool_lexical.postings(verb), top).any():
+        return 1.0
+    acts, classes = index_actions(ix)
+    own = int(acts[top[0]])
+    return 1.0 if own >= 0 and classes[own] in query_actions(verb) else 0.0
+
+
+def _verb_named(e: _Evidence) -> float:
+    """1 when the leading verb is a word of a top tool's name or shares its action class,
+    0 when not, 0.5 for a question (module docstring)."""
+    verb, ix = _leading_verb(e.q.text), e.ix
+    if verb is None or not e.top.size:
+        return 0.5
+    acts, classes = index_actions(ix)
+    asked = query_actions(verb)
+    for row in e.top:
+        words = humanise(ix.tools[int(row)].name).split()
+        own = int(acts[int(row)])
+        if verb in words or verb.rstrip("s") in words or (own >= 0 and classes[own] in asked):
+            return 1.0
+    return 0.0
+
+
+def _chat_gap(e: _Evidence) -> float:
+    chat = _no_tool_vectors(e.ix, e.q)
+    if chat is None or not e.q.vector.size:
+        return 0.0
+    return float((chat @ e.q.vector).max()) - _cos1(e)
+
+
+def _op_server(e: _Evidence) -> float:
+    verbs = e.get("verbs")
+    if not verbs or not e.top.size:
+        return 0.5
+    return 1.0 if server_does(e.ix, int(e.ix.server_of[e.top[0]]), verbs[0]) else 0.0
+
+
+def _op_top(e: _Evidence) -> float:
+    verbs = e.get("verbs")
+    if not verbs or not e.top.size:
+        return 0.5
+    servers = dict.fromkeys(int(s) for s in e.ix.server_of[e.top])
+    return 1.0 if any(server_does(e.ix, s, v) for v in verbs for s in servers) else 0.0
+
+
+def _server_gap(e: _Evidence) -> float:
+    best: list[float] = e.get("servers")[1]
+    if not best:
+        return 0.0
+    last = float(e.scores[e.pool[min(_SERVERS, e.pool.size) - 1]])
+    return best[0] - (best[1] if len(best) > 1 else last)
+
+
+def _server_share(e: _Evidence) -> float:
+    if not e.top.size:
+        return 0.0
+    return float(np.mean(e.ix.server_of[e.top] == e.ix.server_of[e.top[0]]))
+
+
+def _oos_gap(e: _Evidence) -> float:
+    if e.requests is None or not e.q.vector.size:
+        return 0.0
+    sims = e.requests @ e.q.vector
+    k = min(_NEAREST_REQUESTS, sims.size)
+    return float(np.partition(sims, sims.size - k)[sims.size - k :].mean()) - _cos1(e)
+
+
+_SIGNALS: dict[str, Any] = {
+    "cos1": _cos1,
+    "cos_z": lambda e: float(e.get("dense")[1]),
+    "cos_margin": lambda e: float(e.get("dense")[2]),
+    "intent_min": _intent_min,
+    "server1": _server1,
+    "lex_cov1": lambda e: float(e.get("coverage")[0]),
+    "lex_cov5": lambda e: float(e.get("coverage")[1]),
+    "vocab_cov": lambda e: float(e.get("coverage")[2]),
+    "action_ok": _action_ok,
+    "verb_ok": _verb_ok,
+    "chat_gap": _chat_gap,
+    "verb_named": _verb_named,
+    "op_server": _op_server,
+    "op_top": _op_top,
+    "server_gap": _server_gap,
+    "server_share": _server_share,
+    "oos_gap": _oos_gap,
+}
+
+
+def signals(
+    ix: ToolIndex,
+    q: QueryContext,
+    scores: Scores,
+    requests: Matrix | None = None,
+    features: tuple[str, ...] = FEATURES,
+) -> dict[str, float]:
+    """``features`` (:data:`FEATURES` order) for one request and the strategy's ``scores``
+    (module docstring); ``oos_gap`` reads ``requests`` (0 without them)."""
+    e = _Evidence(ix, q, scores, requests)
+    return {f: float(_SIGNALS[f](e)) for f in features}
 
 
 def _best(scores: Scores, finite: npt.NDArray[np.int64], n: int) -> npt.NDArray[np.int64]:
@@ -376,7 +520,7 @@ def _best(scores: Scores, finite: npt.NDArray[np.int64], n: int) -> npt.NDArray[
 
 def nearest_servers(ix: ToolIndex, scores: Scores, n: int = 3) -> tuple[str, ...]:
     """The servers of the best-ranked tools, first seen first (at most ``n``)."""
-    order = _best(scores, np.flatnonzero(np.isfinite(scores)), 50)
+    order = _best(scores, np.flatnonzero(np.isfinite(scores)), _SERVERS)
     out = dict.fromkeys(ix.server_ids[int(ix.server_of[i])] for i in order)
     return tuple(list(out)[:n])
 
@@ -397,7 +541,10 @@ def decide(
         return None
     if mode not in model.thresholds:
         raise ConfigError(f"the abstention model has no threshold for mode {mode!r}")
-    sig = signals(ix, q, scores)
+    e = _Evidence(ix, q, scores, model.requests)
+    sig = {f: float(_SIGNALS[f](e)) for f in model.features}
     p = model.probability(np.array([sig[f] for f in model.features]))
     threshold = model.thresholds[mode]
-    return Verdict(p >= threshold, p, threshold, mode, nearest_servers(ix, scores), sig)
+    servers, _ = e.get("servers")
+    nearest = tuple(ix.server_ids[s] for s in servers[:3])
+    return Verdict(p >= threshold, p, threshold, mode, nearest, sig)

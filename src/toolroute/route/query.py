@@ -41,3 +41,6 @@ class QueryContext:
     notes: dict[str, Any] = field(default_factory=dict)
     """What set-producing stages decided: ``selected`` (tool rows, the final set), ``path``,
     ``llm`` (whether a model answered or the offline fallback ran)."""
+    memo: dict[str, Any] = field(default_factory=dict)
+    """Per-query products a stage computed that a later one reads instead of recomputing:
+    ``dense``, (the vector, every tool's cosine to it), for the abstention check."""

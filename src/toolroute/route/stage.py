@@ -165,6 +165,7 @@ def multi(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
     over every tool (2-3x the cost at 100k tools, benchmarks/scale.py).
     """
     d = dense(ix, q, p)
+    q.memo["dense"] = (q.vector, d)  # keyed by the vector: a sub-query's context shares memo
     out = d + p.lexical_weight * _normalised(lexical(ix, q, p))
     intents = q.intent_vectors
     if intents is None or not len(intents):

@@ -1,0 +1,158 @@
+"""Operations: the verbs a request opens its clauses with, and whether a server's tools do them.
+
+A request near a server that lacks the operation ("*push* my commits" beside a git server
+with ``git_diff`` and ``git_commit`` but no push, "*buy* 10 shares" beside a stock-price
+server) matches that server's topic, so its cosines look served; what gives it away is the
+verb. Tool names are verb-first by MCP convention and descriptions say what a tool does, so a
+server does an operation when the verb (or a verb of its action class, route/action.py) is
+among its tools' name and description words. Asking for information (find, show, tell,
+what …) is something nearly every server does, so such requests say nothing here.
+
+The word lists are general English, no benchmark's requests: what comes before a request's
+verb (politeness, the asker, auxiliaries), closed-class words that cannot open an imperative,
+and the verbs that ask for information.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sys
+
+import numpy as np
+import numpy.typing as npt
+
+from toolroute.index import document
+from toolroute.index.build import ToolIndex
+from toolroute.index.derived import Arrays, Derivation
+from toolroute.index.document import humanise, tokenise
+from toolroute.route.action import query_actions
+from toolroute.route.precompute import index_actions
+
+__all__ = ["LEAD", "QUESTION", "SERVER_WORDS", "request_verbs", "server_does", "stem"]
+
+_LEADWORDS = (
+    # what comes before a request's verb: politeness, the asker, auxiliaries
+    "please kindly can could would will you i id want wanna need to like help me hey hi ok "
+    "okay so just let lets us go ahead and now also then first quickly"
+)
+LEAD = frozenset(_LEADWORDS.split())
+_QUESTIONWORDS = (
+    "what whats which how when where who whos whose why is are does do did was were any "
+    "there should"
+)
+QUESTION = frozenset(_QUESTIONWORDS.split())
+_CLOSEDWORDS = (
+    # words that cannot open an imperative: pronouns, determiners, prepositions,
+    # conjunctions, auxiliaries, adverbs of time and place, greetings, contraction tails
+    "i me my mine myself we our ours you your yours he him his she her hers it its they them "
+    "their theirs this that these those a an the some every each all no none both either "
+    "neither another other for in on at by with from of about into onto over under after "
+    "before during between through without within across or but if because while although "
+    "though unless since as than am be been being does have has had shall may might must im "
+    "ive here today tomorrow yesterday tonight only even still again already soon hello "
+    "thanks thank yes yeah sure good great well oh ve ll re don doesn didn isn aren wasn "
+    "won cannot"
+)
+_CLOSED = frozenset(_CLOSEDWORDS.split())
+_INFOWORDS = (
+    # verbs that ask for information: served by reading, which nearly every server does
+    "provide give tell show know learn understand determine suggest recommend explain assist "
+    "display gather research identify find get fetch retrieve search look lookup check list "
+    "read view see query describe explore discover locate inspect browse summarize summarise "
+    "analyze analyse count obtain access pull grab share compare"
+)
+_INFO = frozenset(_INFOWORDS.split())
+_NOUN_ENDINGS = ("tion", "tions", "ance", "ence", "ment", "ments", "ity", "ness", "ist")
+_CLAUSE = re.compile(r"[.?!;:\n]+|,\s*(?:and|then|but|so)?\s*|\s+(?:and then|and|then)\s+")
+_SUFFIXES = ("ing", "ed", "es", "s")
+
+
+def stem(word: str) -> str:
+    """A crude English stem (``publishes``, ``published``, ``publishing`` → ``publish``;
+    ``create``, ``creates`` → ``creat``): enough to match a verb to a tool's words."""
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            break
+    return word.rstrip("e") if len(word) > 3 else word
+
+
+def _clause_verb(clause: str) -> str | None:
+    """The clause's verb when it opens with one (after politeness); None for a question, a
+    statement or a noun."""
+    for word in tokenise(clause):
+        if word in LEAD:
+            continue
+        if word in QUESTION or word in _CLOSED or not (word.isascii() and word.isalpha()):
+            return None
+        if len(word) < 2 or (word.endswith("ing") and len(word) > 5):
+            return None
+        if len(word) > 6 and word.endswith(_NOUN_ENDINGS):
+            return None
+        return word
+    return None
+
+
+def request_verbs(text: str) -> tuple[str, ...]:
+    """The verbs the request's clauses open with, in order; empty when none opens with one or
+    when one asks for information (then reading serves it: nothing to check)."""
+    verbs = [v for part in _CLAUSE.split(text) if part and (v := _clause_verb(part))]
+    if any(v in _INFO or "read" in query_actions(v) for v in verbs):
+        return ()
+    return tuple(verbs)
+
+
+def _word_id(word: str) -> int:
+    """A stable 64-bit id of a word (8 bytes a word in the arrays, whatever its length)."""
+    return int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "little") >> 1
+
+
+def _server_words(ix: ToolIndex) -> Arrays:
+    """Per server, the sorted ids of its tools' name and description word stems,
+    concatenated, with each server's end offset."""
+    ids: dict[str, int] = {}
+    words: list[set[int]] = [set() for _ in ix.server_ids]
+    for row, tool in enumerate(ix.tools):
+        own = words[int(ix.server_of[row])]
+        for w in tokenise(f"{humanise(tool.name)} {tool.description}"):
+            key = ids.get(w)
+            if key is None:
+                key = ids[w] = _word_id(stem(w))
+            own.add(key)
+    flat = np.array([w for ws in words for w in sorted(ws)], dtype=np.int64)
+    ends = np.cumsum([len(ws) for ws in words], dtype=np.int64)
+    return flat, ends
+
+
+SERVER_WORDS = Derivation("server-words", _server_words, (sys.modules[__name__], document))
+"""Per-server word stems, saved with the index's snapshot."""
+
+
+def _server_classes(ix: ToolIndex) -> npt.NDArray[np.bool_]:
+    """(servers, classes): which action classes the server's tool names carry."""
+
+    def make() -> npt.NDArray[np.bool_]:
+        acts, classes = index_actions(ix)
+        out = np.zeros((len(ix.server_ids), len(classes)), dtype=bool)
+        known = acts >= 0
+        out[ix.server_of[known], acts[known]] = True
+        return out
+
+    table: npt.NDArray[np.bool_] = ix.derived.memo("server-classes", make)
+    return table
+
+
+def server_does(ix: ToolIndex, server: int, verb: str) -> bool:
+    """Whether ``server``'s tools name or describe ``verb`` (its stem), or carry its action
+    class in their names."""
+    words, ends = ix.derived.get(SERVER_WORDS, ix)
+    start = int(ends[server - 1]) if server else 0
+    own = words[start : int(ends[server])]
+    key = _word_id(stem(verb))
+    at = int(np.searchsorted(own, key))
+    if at < own.size and own[at] == key:
+        return True
+    _, classes = index_actions(ix)
+    table = _server_classes(ix)
+    return any(table[server, classes.index(c)] for c in query_actions(verb))
