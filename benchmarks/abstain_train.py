@@ -2,11 +2,16 @@
 
     python benchmarks/abstain_train.py [--sets a,b] [--store DIR] [--cache DIR]
         [--out benchmarks/results/abstain.md] [--json FILE] [--write-model]
+        [--features a,b] [--budget-default 0.01]
 
 Per set (the five folders of ../shared/benchmarks and the union catalog with our union
-queries), ``default`` with abstention off ranks every in-scope query and every request of
-``benchmarks/out_of_scope/<set>.jsonl``; for each one the script keeps the abstention signals
-and the in-scope query's R@5. Then:
+queries), ``default`` with abstention off ranks every in-scope query, the short requests of
+``benchmarks/in_scope/<set>.jsonl`` where there are some (written here as people type them:
+the benchmark sets' own queries are long or templated, so without these a model learns that
+a short request is out of scope), and every request of ``benchmarks/out_of_scope/<set>.jsonl``;
+for each one the script keeps the abstention signals, the query vector and its R@5. The union
+also ranks ``benchmarks/out_of_scope/union_test.jsonl``, which nothing is fitted or chosen on.
+Then:
 
 - **cross-set discipline**: for each held-out set the model is fitted, and its thresholds
   chosen, on the other sets only, leaving out every set that shares a catalog with it (the
@@ -15,15 +20,22 @@ and the in-scope query's R@5. Then:
   out-of-scope requests still answered with a tool (false positives), and its in-scope R@5
   with and without abstention, with the paired bootstrap 95 % interval of the difference
   (2,000 resamples, seed 0), for each mode;
+- ``oos_gap`` compares a request with the out-of-scope requests of the training sets: a
+  training row with those of the *other* training sets (its own set's would hold itself), a
+  held-out row with all of them;
 - the trade-off curve on each held-out set: false positives and R@5 lost as the threshold
   moves;
+- ``union_test``: its false-positive rate under the union's held-out model and under the
+  model fitted on every set (the one shipped);
 - ``--write-model``: the model fitted on every set, written to
-  src/toolroute/data/abstain.json (what the router ships).
+  src/toolroute/data/abstain.json, with the vectors of every set's out-of-scope requests (not
+  union_test's) in abstain_requests.npy beside it (what the router ships).
 
-Logistic regression (L2, Newton steps) on standardised signals; every set weighs the same,
-and inside a set the in-scope and out-of-scope halves weigh the same. A mode's threshold is
-the highest p whose R@5 cost is within its budget on every training set (default 0.01,
-strict 0.03).
+Logistic regression (L2, Newton steps) on standardised signals; every set weighs the same;
+inside a set the in-scope and out-of-scope halves weigh the same, and the short requests take
+half of the in-scope half where a set has them. A mode's threshold is the highest p whose R@5
+cost is within its budget on every training set's queries (default 0.01, strict 0.03), and
+within the budget plus 0.01 on its short requests (60 of them: one refusal is 0.017).
 """
 
 from __future__ import annotations
@@ -46,13 +58,36 @@ REPO = Path(__file__).resolve().parents[1]
 # ../shared beside the repo; TOOLROUTE_SHARED names it from a checkout elsewhere
 SHARED = Path(os.environ.get("TOOLROUTE_SHARED", REPO.parent / "shared")) / "benchmarks"
 OOS = REPO / "benchmarks" / "out_of_scope"
+SHORT = REPO / "benchmarks" / "in_scope"
 SETS = ("livemcpbench", "mcpbench", "tool_attention", "sealtools", "metatool", "union")
 UNION_PARTS = ("livemcpbench", "mcpbench", "tool_attention")
+TEST = "union_test"
+"""The union's second out-of-scope set: measured, never fitted or chosen on."""
 BUDGETS = {"default": 0.01, "strict": 0.03}
-# the signals the model reads: all of route/abstain.py's FEATURES, chosen over the cosines
-# less each catalog's background and over smaller sets by the held-out figures of every set
-# (benchmarks/results/abstain.md)
-USE = FEATURES
+SHORT_SLACK = 0.01
+SHORT_WEIGHT = 0.5
+OUT_KINDS = ("far", "near", "none")
+# the signals the model reads, chosen by the held-out figures of every set
+# (benchmarks/results/abstain.md); FEATURES holds every signal route/abstain.py computes
+USE = (
+    "cos1",
+    "cos_z",
+    "cos_margin",
+    "intent_min",
+    "server1",
+    "lex_cov1",
+    "lex_cov5",
+    "vocab_cov",
+    "action_ok",
+    "verb_ok",
+    "chat_gap",
+    "verb_named",
+    "op_server",
+    "op_top",
+    "server_gap",
+    "server_share",
+    "oos_gap",
+)
 L2 = 10.0
 """Ridge on the standardised weights (1 and 10 tried under the same held-out measure)."""
 Array = npt.NDArray[np.float64]
@@ -70,22 +105,16 @@ def shares_catalog(a: str, b: str) -> bool:
 
 
 def collect(name: str, store: Path, embedder: Any) -> dict[str, Any]:
-    """Signals and R@5 of every in-scope and out-of-scope request of one set."""
+    """Signals, vector and R@5 of every in-scope and out-of-scope request of one set."""
     from toolroute.bench.metrics import query_metrics
     from toolroute.catalog import load_queries
-    from toolroute.route.abstain import FEATURES, signals
+    from toolroute.route.abstain import signals
     from toolroute.route.strategy import RouteParams, resolve_strategy
     from toolroute.router import Router, top_k
 
     strat = resolve_strategy("default")
-    rows: dict[str, list[Any]] = {
-        "x": [],
-        "label": [],
-        "r5": [],
-        "kind": [],
-        "query": [],
-        "top": [],
-    }
+    computed = tuple(f for f in FEATURES if f != "oos_gap")
+    rows: dict[str, list[Any]] = {k: [] for k in ("x", "vec", "label", "r5", "kind", "query")}
     with Router(
         SHARED / name / "catalog.json",
         store=store,
@@ -93,12 +122,16 @@ def collect(name: str, store: Path, embedder: Any) -> dict[str, Any]:
         params=RouteParams(abstain="off"),
     ) as r:
         r.index()
-        inscope = [(q.text, list(q.groups), "in") for q in load_queries(queries_file(name))]
-        out = [
-            (d["query"], [], d["kind"])
-            for d in map(json.loads, (OOS / f"{name}.jsonl").read_text().splitlines())
-        ]
-        for text, groups, kind in inscope + out:
+        cases = [(q.text, list(q.groups), "in") for q in load_queries(queries_file(name))]
+        if (SHORT / f"{name}.jsonl").exists():
+            short = load_queries(SHORT / f"{name}.jsonl", r.catalog)
+            cases += [(q.text, list(q.groups), "short") for q in short]
+        files = [OOS / f"{name}.jsonl"] + ([OOS / f"{TEST}.jsonl"] if name == "union" else [])
+        for f in files:
+            tag = "test:" if f.stem == TEST else ""
+            for d in map(json.loads, f.read_text().splitlines()):
+                cases.append((d["query"], [], tag + d["kind"]))
+        for text, groups, kind in cases:
             scores = r.scores(text, "default")
             ctx = r.query_context(text, strat.embeds)
             ctx = type(ctx)(
@@ -108,28 +141,70 @@ def collect(name: str, store: Path, embedder: Any) -> dict[str, Any]:
                 intent_vectors=ctx.intent_vectors,
                 embed=lambda texts: r.embedder.embed(texts),
             )
-            sig = signals(r.built, ctx, scores)
+            sig = signals(r.built, ctx, scores, features=computed)
             top = [r.built.keys[i] for i in top_k(scores, 10)]
-            rows["x"].append([sig[f] for f in FEATURES])
+            rows["x"].append([sig.get(f, 0.0) for f in FEATURES])
+            rows["vec"].append([round(float(v), 6) for v in ctx.vector])
             rows["label"].append(1 if groups else 0)
             rows["r5"].append(query_metrics(top, groups)["recall@5"] if groups else 0.0)
             rows["kind"].append(kind)
             rows["query"].append(text)
-            rows["top"].append([list(k) for k in top])
     return rows
 
 
-def weights_of(sets: dict[str, dict[str, Any]], names: Sequence[str]) -> tuple[Array, Array, Array]:
-    """Stacked (x, label, sample weight): each set weighs 1, half in-scope, half out."""
-    xs, ys, ws = [], [], []
+def _arrays(sets: dict[str, dict[str, Any]]) -> None:
+    for d in sets.values():
+        for k in ("x", "vec", "r5", "label"):
+            d[k] = np.asarray(d[k], dtype=np.float64)
+        d["kind"] = np.asarray(d["kind"])
+
+
+def requests_of(sets: dict[str, dict[str, Any]], names: Sequence[str]) -> Array:
+    """The vectors of the named sets' out-of-scope requests (union_test's never)."""
+    parts = [sets[n]["vec"][np.isin(sets[n]["kind"], OUT_KINDS)] for n in names]
+    return np.vstack(parts) if parts else np.zeros((0, 1))
+
+
+def with_oos_gap(
+    sets: dict[str, dict[str, Any]], train: Sequence[str], use: Sequence[str], own: bool = False
+) -> dict[str, Array]:
+    """Each set's feature matrix in ``use`` order; ``oos_gap`` against the training sets'
+    out-of-scope requests, a training set's own left out unless ``own`` (module docstring)."""
+    from toolroute.route.abstain import _NEAREST_REQUESTS
+
+    out: dict[str, Array] = {}
+    cols = [FEATURES.index(f) for f in use]
+    for n, d in sets.items():
+        x = d["x"][:, cols].copy()
+        if "oos_gap" in use:
+            reqs = requests_of(sets, [t for t in train if own or t != n])
+            sims = d["vec"] @ reqs.T
+            k = min(_NEAREST_REQUESTS, sims.shape[1])
+            near = np.sort(sims, axis=1)[:, -k:].mean(axis=1)
+            x[:, list(use).index("oos_gap")] = near - d["x"][:, FEATURES.index("cos1")]
+        out[n] = x
+    return out
+
+
+def weights_of(
+    sets: dict[str, dict[str, Any]], xs: dict[str, Array], names: Sequence[str]
+) -> tuple[Array, Array, Array]:
+    """Stacked (x, label, sample weight): each set weighs 1, half in-scope, half out; the
+    short requests take half of the in-scope half where there are some."""
+    X, Y, W = [], [], []
     for n in names:
-        x = np.asarray(sets[n]["x"], dtype=np.float64)
-        y = np.asarray(sets[n]["label"], dtype=np.float64)
-        w = np.where(y == 1, 0.5 / max(1, int(y.sum())), 0.5 / max(1, int((1 - y).sum())))
-        xs.append(x)
-        ys.append(y)
-        ws.append(w)
-    return np.vstack(xs), np.concatenate(ys), np.concatenate(ws)
+        kind, y = sets[n]["kind"], sets[n]["label"]
+        inn, short, out = kind == "in", kind == "short", np.isin(kind, OUT_KINDS)
+        w = np.zeros(len(y))
+        share = SHORT_WEIGHT if short.any() else 0.0
+        w[inn] = 0.5 * (1 - share) / max(1, int(inn.sum()))
+        w[short] = 0.5 * share / max(1, int(short.sum()))
+        w[out] = 0.5 / max(1, int(out.sum()))
+        m = w > 0
+        X.append(xs[n][m])
+        Y.append(y[m])
+        W.append(w[m])
+    return np.vstack(X), np.concatenate(Y), np.concatenate(W)
 
 
 def fit(x: Array, y: Array, w: Array, l2: float = L2) -> tuple[Array, Array, Array, float]:
@@ -160,32 +235,32 @@ def probabilities(model: tuple[Array, Array, Array, float], x: Array) -> Array:
     return out
 
 
-def cost(p: Array, r5: Array, label: Array, t: float) -> float:
-    """R@5 lost on the in-scope queries when every p < t is refused."""
-    inscope = label == 1
+def cost(p: Array, r5: Array, inscope: Array, t: float) -> float:
+    """R@5 lost on the ``inscope`` rows when every p < t is refused."""
     return float((r5[inscope] * (p[inscope] < t)).sum() / max(1, int(inscope.sum())))
 
 
 def threshold(
-    model: tuple[Array, Array, Array, float], sets: dict[str, dict[str, Any]], names: Sequence[str]
+    model: tuple[Array, Array, Array, float],
+    sets: dict[str, dict[str, Any]],
+    xs: dict[str, Array],
+    names: Sequence[str],
+    budgets: dict[str, float],
 ) -> dict[str, float]:
-    """Per mode: the highest p whose R@5 cost is within budget on every training set."""
+    """Per mode: the highest p whose R@5 cost is within budget on every training set (and
+    within budget plus the slack on its short requests)."""
     per = []
     for n in names:
-        x = np.asarray(sets[n]["x"], dtype=np.float64)
-        per.append(
-            (
-                probabilities(model, x),
-                np.asarray(sets[n]["r5"]),
-                np.asarray(sets[n]["label"], dtype=np.float64),
-            )
-        )
-    grid = np.unique(np.concatenate([p for p, _, _ in per] + [np.array([0.0])]))
+        p, r5, kind = probabilities(model, xs[n]), sets[n]["r5"], sets[n]["kind"]
+        per.append((p, r5, kind == "in", 0.0))
+        if (kind == "short").any():
+            per.append((p, r5, kind == "short", SHORT_SLACK))
+    grid = np.unique(np.concatenate([p for p, _, _, _ in per] + [np.array([0.0])]))
     out: dict[str, float] = {}
-    for mode, budget in BUDGETS.items():
+    for mode, budget in budgets.items():
         best = 0.0
         for t in grid:
-            if all(cost(p, r5, y, float(t)) <= budget for p, r5, y in per):
+            if all(cost(p, r5, m, float(t)) <= budget + slack for p, r5, m, slack in per):
                 best = float(t)
             else:
                 break
@@ -202,62 +277,99 @@ def paired(a: Array, b: Array, rounds: int = 2000, seed: int = 0) -> tuple[float
     return float(d.mean()), float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
 
 
-def held_out(sets: dict[str, dict[str, Any]], name: str) -> dict[str, Any]:
+def fp_by_kind(answered: Array, kind: Array, prefix: str = "") -> dict[str, float]:
+    return {
+        k: float(answered[kind == prefix + k].mean())
+        for k in OUT_KINDS
+        if (kind == prefix + k).any()
+    }
+
+
+def held_out(
+    sets: dict[str, dict[str, Any]], name: str, use: Sequence[str], budgets: dict[str, float]
+) -> dict[str, Any]:
     train = [n for n in sets if not shares_catalog(n, name)]
-    x, y, w = weights_of(sets, train)
-    model = fit(x, y, w)
-    ts = threshold(model, sets, train)
-    hx = np.asarray(sets[name]["x"], dtype=np.float64)
-    hy = np.asarray(sets[name]["label"], dtype=np.float64)
-    r5 = np.asarray(sets[name]["r5"])
-    p = probabilities(model, hx)
-    kinds = np.asarray(sets[name]["kind"])
+    xs = with_oos_gap(sets, train, use)
+    model = fit(*weights_of(sets, xs, train))
+    ts = threshold(model, sets, xs, train, budgets)
+    kind, r5 = sets[name]["kind"], sets[name]["r5"]
+    p = probabilities(model, xs[name])
+    inn, out = kind == "in", np.isin(kind, OUT_KINDS)
+    test = np.char.startswith(kind.astype(str), "test:")
     res: dict[str, Any] = {"trained_on": train, "thresholds": ts, "modes": {}, "curve": []}
-    base = r5[hy == 1]
+    base = r5[inn]
     for mode, t in [("off", -1.0), *ts.items()]:
         answered = p >= t
-        after = base * answered[hy == 1]
+        after = base * answered[inn]
         res["modes"][mode] = {
-            "fp": float(answered[hy == 0].mean()),
-            "fp_by_kind": {
-                k: float(answered[(hy == 0) & (kinds == k)].mean())
-                for k in ("far", "near", "none")
-                if ((hy == 0) & (kinds == k)).any()
-            },
+            "fp": float(answered[out].mean()),
+            "fp_by_kind": fp_by_kind(answered, kind),
             "r5": float(after.mean()),
             "r5_off": float(base.mean()),
             "diff": paired(after, base),
-            "refused_in_scope": int((~answered[hy == 1]).sum()),
+            "refused_in_scope": int((~answered[inn]).sum()),
         }
-    for t in np.quantile(p, np.linspace(0, 0.6, 25)):
+        if test.any():
+            res["modes"][mode]["test_fp"] = float(answered[test].mean())
+            res["modes"][mode]["test_fp_by_kind"] = fp_by_kind(answered, kind, "test:")
+    for t in np.quantile(p[inn | out], np.linspace(0, 0.6, 25)):
         answered = p >= t
         res["curve"].append(
             {
                 "t": float(t),
-                "fp": float(answered[hy == 0].mean()),
-                "r5_loss": float(base.mean() - (base * answered[hy == 1]).mean()),
+                "fp": float(answered[out].mean()),
+                "r5_loss": float(base.mean() - (base * answered[inn]).mean()),
             }
         )
-    res["p"] = p.tolist()
     return res
 
 
-def render(sets: dict[str, dict[str, Any]], folds: dict[str, dict[str, Any]], head: str) -> str:
+def shipped(
+    sets: dict[str, dict[str, Any]], use: Sequence[str], budgets: dict[str, float]
+) -> tuple[tuple[Array, Array, Array, float], dict[str, float], dict[str, Any]]:
+    """The model fitted on every set, its thresholds, and its figures on union_test (and, in
+    sample, on every set)."""
+    names = list(sets)
+    xs = with_oos_gap(sets, names, use)
+    model = fit(*weights_of(sets, xs, names))
+    ts = threshold(model, sets, xs, names, budgets)
+    figures: dict[str, Any] = {}
+    if "union" in sets:
+        # union_test meets the requests of every set, as the shipped router does
+        x = with_oos_gap(sets, names, use, own=True)["union"]
+        kind = sets["union"]["kind"]
+        test = np.char.startswith(kind.astype(str), "test:")
+        p = probabilities(model, x)
+        for mode, t in ts.items():
+            answered = p >= t
+            figures[mode] = {
+                "test_fp": float(answered[test].mean()),
+                "test_fp_by_kind": fp_by_kind(answered, kind, "test:"),
+            }
+    return model, ts, figures
+
+
+def render(
+    sets: dict[str, dict[str, Any]],
+    folds: dict[str, dict[str, Any]],
+    head: str,
+    ship: dict[str, Any] | None,
+) -> str:
     lines = [
         head,
         "",
         "Held-out figures: each set's model was fitted and its thresholds chosen on the sets "
         "that share no catalog with it (`trained on`). FP = out-of-scope requests still "
         "answered with ≥ 1 tool. ΔR@5 = paired mean difference against abstention off "
-        "[95 % bootstrap interval].",
+        "[95 % bootstrap interval], on the set's own queries.",
         "",
         "| held-out set | in / out | trained on | mode | threshold | FP (far / near / none) "
         "| R@5 | ΔR@5 [95 % CI] | in-scope refused |",
         "|---|---|---|---|---:|---|---:|---|---:|",
     ]
     for name, f in folds.items():
-        n_in = int(np.sum(sets[name]["label"]))
-        n_out = len(sets[name]["label"]) - n_in
+        kind = sets[name]["kind"]
+        n_in, n_out = int((kind == "in").sum()), int(np.isin(kind, OUT_KINDS).sum())
         for mode, m in f["modes"].items():
             by = " / ".join(f"{v:.2f}" for v in m["fp_by_kind"].values())
             d, lo, hi = m["diff"]
@@ -267,6 +379,26 @@ def render(sets: dict[str, dict[str, Any]], folds: dict[str, dict[str, Any]], he
                 f"| {m['fp']:.3f} ({by}) | {m['r5']:.3f} | {d:+.3f} [{lo:+.3f}, {hi:+.3f}] "
                 f"| {m['refused_in_scope']} |"
             )
+    if "union" in folds and "test_fp" in folds["union"]["modes"]["off"]:
+        kind = sets["union"]["kind"]
+        n = int(np.char.startswith(kind.astype(str), "test:").sum())
+        lines += [
+            "",
+            f"`union_test` ({n} out-of-scope requests for the union catalog nothing was "
+            "fitted or chosen on): FP (far / near / none)",
+            "",
+            "| model | mode | FP (far / near / none) |",
+            "|---|---|---|",
+        ]
+        for mode, m in folds["union"]["modes"].items():
+            by = " / ".join(f"{v:.2f}" for v in m["test_fp_by_kind"].values())
+            lines.append(
+                f"| union's held-out model ({', '.join(folds['union']['trained_on'])}) "
+                f"| {mode} | {m['test_fp']:.3f} ({by}) |"
+            )
+        for mode, m in (ship or {}).items():
+            by = " / ".join(f"{v:.2f}" for v in m["test_fp_by_kind"].values())
+            lines.append(f"| shipped (every set) | {mode} | {m['test_fp']:.3f} ({by}) |")
     lines += ["", "Trade-off on each held-out set (threshold on p; FP; R@5 lost):", ""]
     for name, f in folds.items():
         pts = sorted({(round(c["fp"], 3), round(c["r5_loss"], 3)) for c in f["curve"]})
@@ -285,6 +417,7 @@ def main() -> int:
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--write-model", action="store_true")
     ap.add_argument("--features", default=",".join(USE), help="the signals the model reads")
+    ap.add_argument("--budget-default", type=float, default=BUDGETS["default"])
     args = ap.parse_args()
     if not SHARED.is_dir():
         print(f"error: {SHARED} not found (../shared missing)", file=sys.stderr)
@@ -294,6 +427,11 @@ def main() -> int:
     if unknown:
         print(f"error: unknown set {unknown[0]!r}; choose from {', '.join(SETS)}", file=sys.stderr)
         return 2
+    use = args.features.split(",")
+    if set(use) - set(FEATURES):
+        print(f"error: --features: choose from {', '.join(FEATURES)}", file=sys.stderr)
+        return 2
+    budgets = {**BUDGETS, "default": args.budget_default}
 
     from toolroute.embed.onnx import OnnxEmbedder
 
@@ -310,29 +448,20 @@ def main() -> int:
                 cached.parent.mkdir(parents=True, exist_ok=True)
                 cached.write_text(json.dumps(sets[name]))
         print(f"{name}: signals at {time.perf_counter() - t0:.0f} s", file=sys.stderr)
-    from toolroute.route.abstain import FEATURES
-
-    use = args.features.split(",")
-    if set(use) - set(FEATURES):
-        print(f"error: --features: choose from {', '.join(FEATURES)}", file=sys.stderr)
-        return 2
-    cols = [FEATURES.index(f) for f in use]
-    for d in sets.values():
-        d["x"] = [[row[c] for c in cols] for row in d["x"]]
-    folds = {name: held_out(sets, name) for name in names}
+    _arrays(sets)
+    folds = {name: held_out(sets, name, use, budgets) for name in names}
+    model, ts, ship = shipped(sets, use, budgets)
     cached = " (signals read from the cache a full run wrote)" if args.cache else ""
     head = (
         f"`python benchmarks/abstain_train.py {' '.join(sys.argv[1:])}` "
         f"({time.perf_counter() - t0:.0f} s{cached}, default with abstention off, MiniLM int8)"
     )
-    text = render(sets, folds, head)
+    text = render(sets, folds, head, ship)
     if args.write_model:
-        x, y, w = weights_of(sets, names)
-        model = fit(x, y, w)
-        ts = threshold(model, sets, names)
         mean, scale, weights, bias = model
+        data = REPO / "src" / "toolroute" / "data"
         payload = {
-            "format": 1,
+            "format": 2,
             "features": use,
             "mean": mean.tolist(),
             "scale": scale.tolist(),
@@ -342,8 +471,10 @@ def main() -> int:
             "embedder": embedder.model_id,
             "trained_on": names,
         }
-        path = REPO / "src" / "toolroute" / "data" / "abstain.json"
-        path.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
+        if "oos_gap" in use:
+            payload["requests"] = "abstain_requests.npy"
+            np.save(data / "abstain_requests.npy", requests_of(sets, names).astype(np.float16))
+        (data / "abstain.json").write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
         text += "\nShipped model (every set): " + ", ".join(
             f"{f} {wt:+.2f}" for f, wt in zip(use, weights, strict=True)
         )
@@ -352,11 +483,7 @@ def main() -> int:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text, encoding="utf-8")
     if args.json:
-        args.json.write_text(
-            json.dumps({n: {k: v for k, v in f.items() if k != "p"} for n, f in folds.items()})
-            + "\n",
-            encoding="utf-8",
-        )
+        args.json.write_text(json.dumps({"folds": folds, "shipped": ship}) + "\n", encoding="utf-8")
     print(text)
     return 0
 
