@@ -54,6 +54,9 @@ DEVELOPED_ON: dict[str, tuple[str, ...]] = {
     "adaptive-tok": tuple(SETS),
     "hybrid-tok": tuple(SETS),
     "adaptive-stop": tuple(SETS),
+    # item 5's two forms of the parameter field, each tried once, with no weight tuned
+    "adaptive-params": (),
+    "adaptive-tooltext": (),
     "fusion-lodo": (),  # trained on the other sets only: no set is its own development set
     "adaptive-fusion-lodo": (),
     "fusion3-lodo": (),
@@ -104,10 +107,39 @@ def register_experiments() -> None:
     def hybrid_tok(ix: Any, q: Any, p: Any) -> Any:
         return st.hybrid(ix, q, p) + swap(ix, q, p)
 
+    def params_field(ix: Any, q: Any, p: Any, weight: float) -> Any:
+        # parameter names and descriptions as a lexical field of their own, added to the
+        # router's BM25 (which holds them already, run together with the rest)
+        from toolroute.index.fields import field_index
+
+        return weight * st._normalised(field_index(ix).indexes["parameters"].scores(q.text))
+
+    def steps_params(ix: Any, q: Any, p: Any) -> Any:
+        return st.steps(ix, q, p) + params_field(ix, q, p, 0.1)
+
+    def tool_text_lexical(ix: Any) -> Any:
+        # FastMCP's BM25 document: name, description, parameter names and descriptions (no
+        # server profile)
+        from toolroute.index.document import build_docs
+        from toolroute.index.lexical import LexicalIndex
+
+        def make() -> Any:
+            docs = build_docs(ix.catalog.servers, None)
+            return LexicalIndex([" ".join((d.name, d.description, d.parameters)) for d in docs])
+
+        return ix.derived.memo("tool-text-lexical", make)
+
+    def steps_tooltext(ix: Any, q: Any, p: Any) -> Any:
+        new = st._normalised(tool_text_lexical(ix).scores(q.text))
+        old = st._normalised(ix.tool_lexical.scores(q.text))
+        return st.steps(ix, q, p) + p.lexical_weight * (new - old)
+
     for name, fn, embeds, stats in (
         ("adaptive-tok", st.adaptive_over(steps_tok), "intent-spans", True),
         ("hybrid-tok", hybrid_tok, "query", False),
         ("adaptive-stop", st.adaptive_over(steps_stop), "intent-spans", True),
+        ("adaptive-params", st.adaptive_over(steps_params), "intent-spans", True),
+        ("adaptive-tooltext", st.adaptive_over(steps_tooltext), "intent-spans", True),
     ):
         st.register_strategy(
             name,
