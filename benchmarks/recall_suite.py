@@ -50,7 +50,8 @@ DEVELOPED_ON: dict[str, tuple[str, ...]] = {
     "default": ("livemcpbench", "mcpbench", "union"),
     "adaptive": ("livemcpbench", "mcpbench", "union"),
     "bm25": (),
-    # the tokenizer was chosen from BM25-alone figures on every set (lexical_check.py)
+    # the tokenizer was chosen from BM25-alone figures on every set (lexical_check.py, in git
+    # history)
     "adaptive-tok": tuple(SETS),
     "hybrid-tok": tuple(SETS),
     "adaptive-stop": tuple(SETS),
@@ -85,7 +86,8 @@ def step_cases(
 
 
 def register_experiments() -> None:
-    """Ideas measured here before any lands in the router (benchmarks/lexical_check.py)."""
+    """Ideas measured here before any lands in the router (the tokenizer's BM25-alone check,
+    benchmarks/lexical_check.py, is in git history)."""
     from toolroute.index.fields import stopword_lexical
     from toolroute.route import strategy as st
 
