@@ -177,6 +177,11 @@ if want gateway; then
     # What /metrics costs per request (metrics on against off in one run).
     if full; then MC=400; else MC=40; fi
     run $PY benchmarks/metrics_overhead.py --calls $MC --out "$R/metrics.md"
+    # Live reconfiguration (a config edit reaching the agent, against a restart), and what an
+    # OAuth token refresh adds to the call that needs it.
+    if full; then RR=5; OC="--calls 100"; else RR=1; OC="--calls 10 --warmup 2"; fi
+    run $PY benchmarks/reload.py --rounds $RR --out "$R/reload.md"
+    run $PY benchmarks/oauth_refresh.py $OC --out "$R/oauth.md"
 fi
 
 if want codemode; then
