@@ -1,7 +1,7 @@
 """The MCP conformance suite (``@modelcontextprotocol/conformance`` 0.1.16, all 32 server
 scenarios) against the gateway, per scenario and exposure mode.
 
-    python benchmarks/conformance.py [--mode direct] [--mode all] [--mode meta] [--mode bind]
+    python -m benchmarks.conformance [--mode direct] [--mode all] [--mode meta] [--mode bind]
                                      [--dual-era] [--before PATH] [--check] [--out F]
 
 Modes: ``direct`` is the suite against the test server itself (tests/fixtures/
@@ -27,15 +27,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from tests.helpers.net import free_port, wait_port
 
 REPO = Path(__file__).resolve().parents[1]
 NPM = REPO / ".toolroute" / "npm" / "node_modules"
@@ -93,26 +93,6 @@ OWN_CONTENT: dict[str, Callable[[dict[str, Any]], bool]] = {
     ),
 }
 """Checks that what came back is the test server's own content (the suite's `details`)."""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def wait_port(port: int, proc: subprocess.Popen[bytes], timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the server exited with {proc.returncode} before listening")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.2)
-    raise RuntimeError(f"nothing listened on port {port} within {timeout_s} s")
 
 
 @contextmanager
@@ -272,7 +252,7 @@ def main() -> int:
         return 2
     modes = (args.mode or ["direct", "all", "meta"]) + (["before"] if args.before else [])
     report = evaluate(modes, args.toolroute, args.before, args.dual_era)
-    command = "python benchmarks/conformance.py " + " ".join(
+    command = "python -m benchmarks.conformance " + " ".join(
         f"--mode {m}" for m in modes if m != "before"
     )
     if args.dual_era:

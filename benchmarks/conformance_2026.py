@@ -1,7 +1,7 @@
 """The MCP conformance suite's frozen 2026-07-28 requirement set through the gateway, with the
 python-sdk's own everything-server behind it, per downstream transport and exposure mode.
 
-    python benchmarks/conformance_2026.py [--mode direct] [--mode all] [--mode meta]
+    python -m benchmarks.conformance_2026 [--mode direct] [--mode all] [--mode meta]
                                           [--mode bind] [--downstream http|stdio]...
                                           [--check] [--out F]
 
@@ -32,7 +32,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from conformance import free_port, scenario_table, wait_port
+from tests.helpers.net import free_port, wait_port
+
+from benchmarks.conformance import scenario_table
 
 REPO = Path(__file__).resolve().parents[1]
 NODE = REPO / ".toolroute" / "npm" / "node_modules" / ".bin" / "node"
@@ -43,10 +45,8 @@ SUITE = (
 EVERYTHING = REPO / ".toolroute" / "everything-server"
 TOOLROUTE = str(Path(sys.executable).with_name("toolroute"))
 OUT = REPO / "benchmarks" / "results" / "conformance_2026.md"
-STDIO_MAIN = (
-    "import sys; sys.path.insert(0, sys.argv[1]); "
-    "from mcp_everything_server.server import mcp; mcp.run('stdio')"
-)
+STDIO_MAIN = "from mcp_everything_server.server import mcp; mcp.run('stdio')"
+"""``python -c STDIO_MAIN``, with :data:`EVERYTHING` on its path: the server over stdio."""
 ROUTED_NOT_APPLICABLE = re.compile(
     r"^(tools-call-|tools-list$|json-schema-|input-required-result-)"
 )
@@ -127,7 +127,11 @@ def serving(mode: str, downstream: str, tmp: Path) -> Iterator[str]:
         spec: dict[str, Any] = (
             {"url": f"http://127.0.0.1:{server_port}/mcp"}
             if downstream == "http"
-            else {"command": sys.executable, "args": ["-c", STDIO_MAIN, str(EVERYTHING)]}
+            else {
+                "command": sys.executable,
+                "args": ["-c", STDIO_MAIN],
+                "env": {"PYTHONPATH": str(EVERYTHING)},
+            }
         )
         config = tmp / f"servers-{mode}-{downstream}.json"
         config.write_text(json.dumps({"mcpServers": {"everything": spec}}))
@@ -241,7 +245,6 @@ def main() -> int:
         print("node 22, the 2026 conformance suite or the everything-server is missing: "
               "bash .ci/run installs them")  # fmt: skip
         return 2
-    sys.path.insert(0, str(EVERYTHING))
     os.environ["PYTHONPATH"] = os.pathsep.join(
         [str(EVERYTHING), *filter(None, [os.environ.get("PYTHONPATH")])]
     )
@@ -250,7 +253,7 @@ def main() -> int:
     columns = [(m, "http") for m in modes if m == "direct"]
     columns += [(m, s) for m in modes if m != "direct" for s in downstreams]
     report = evaluate(columns)
-    command = "python benchmarks/conformance_2026.py " + " ".join(
+    command = "python -m benchmarks.conformance_2026 " + " ".join(
         [*(f"--mode {m}" for m in modes), *(f"--downstream {s}" for s in downstreams)]
     )
     args.out.parent.mkdir(parents=True, exist_ok=True)
