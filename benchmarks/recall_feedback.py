@@ -146,7 +146,7 @@ def prf_lex(lam: float, t: int, m: int) -> Any:
         first = st.steps(ix, q, p)
         new = normalised(rm3_lexical(ix, q, first, lam, t, m))
         old = normalised(ix.tool_lexical.scores(q.text))
-        return st.steps(ix, q, p) + p.lexical_weight * (new - old)
+        return st.steps(ix, q, p) + p.hybrid.lexical_weight * (new - old)
 
     return score
 

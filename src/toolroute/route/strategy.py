@@ -38,10 +38,14 @@ from toolroute.papers.ehrr import strategy as ehrr
 from toolroute.route.composition import adaptive_over, with_feedback
 from toolroute.route.fusion import fusion3
 from toolroute.route.stage import (
+    CascadeParams,
     Embeds,
+    HybridParams,
+    MultiParams,
     QueryContext,
     RouteParams,
     Scores,
+    StepsParams,
     Strategy,
     StrategyFn,
     baseline_bm25,
@@ -59,10 +63,14 @@ from toolroute.route.stage import (
 
 __all__ = [
     "STRATEGIES",
+    "CascadeParams",
     "Embeds",
+    "HybridParams",
+    "MultiParams",
     "QueryContext",
     "RouteParams",
     "Scores",
+    "StepsParams",
     "Strategy",
     "StrategyFn",
     "adaptive_over",
