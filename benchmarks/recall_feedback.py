@@ -18,7 +18,7 @@ request is scored again (``_adaptive`` over the result, as ``default`` is over `
   above it (at most one per server).
 
 ``prf-intent-0.3-5`` is what the router ships as ``adaptive-prf`` (route/feedback.py, the
-switch ``RouteParams.intent_feedback``); ``recall_feedback_product.md`` checks the two agree.
+switch ``RouteParams.multi.intent_feedback``); ``recall_feedback_product.md`` checks the two agree.
 Variants are named with their knobs; ``--strategy`` takes any such name. The suite's harness
 (benchmarks/recall_suite.py) does the cases, the paired intervals and the keep-rule.
 """

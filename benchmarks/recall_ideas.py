@@ -324,6 +324,20 @@ def _register() -> list[Row]:
     return rows
 
 
+def _params(base: Any, overrides: dict[str, Any]) -> Any:
+    """``base`` with each knob of ``overrides`` set in the family that holds it (hybrid,
+    multi, steps, cascade)."""
+    left = dict(overrides)
+    for family in ("hybrid", "multi", "steps", "cascade"):
+        group = getattr(base, family)
+        mine = {k: left.pop(k) for k in list(left) if k in group.__dataclass_fields__}
+        if mine:
+            base = replace(base, **{family: replace(group, **mine)})
+    if left:
+        raise ValueError(f"no such knob in any family: {sorted(left)}")
+    return base
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -349,7 +363,7 @@ def main() -> int:
             r.index()
             queries = load_queries(qf, r.catalog)
             for label, name, overrides in rows:
-                r.params = replace(RouteParams(), **overrides)
+                r.params = _params(RouteParams(), overrides)
                 res = bench(r, queries, [name])[name]
                 results.setdefault(label, {})[dname] = res
                 print(dname, label, {m: round(res[m], 3) for m in METRICS}, file=sys.stderr)

@@ -61,7 +61,7 @@ def _time_stages(ix: Any, ctxs: list[Any], prm: Any) -> dict[str, list[float]]:
         "action": lambda i: st.action_prior(ix, ctxs[i], prm, base[i]),
         "destination": lambda i: st.file_steps(ix, ctxs[i], prm, base[i]),
         "expand": lambda i: expand(
-            base[i], index_providers(ix), prm.expand_pool, prm.expand_weight
+            base[i], index_providers(ix), prm.steps.expand_pool, prm.steps.expand_weight
         ),
     }
     timings: dict[str, list[float]] = {k: [] for k in stages}
