@@ -1,6 +1,6 @@
 """Train and measure the abstention model ("no tool fits", route/abstain.py).
 
-    python benchmarks/abstain_train.py [--sets a,b] [--store DIR] [--cache DIR]
+    python -m benchmarks.abstain_train [--sets a,b] [--store DIR] [--cache DIR]
         [--out benchmarks/results/abstain.md] [--json FILE] [--write-model]
         [--features a,b] [--budget-default 0.01]
 
@@ -453,7 +453,7 @@ def main() -> int:
     model, ts, ship = shipped(sets, use, budgets)
     cached = " (signals read from the cache a full run wrote)" if args.cache else ""
     head = (
-        f"`python benchmarks/abstain_train.py {' '.join(sys.argv[1:])}` "
+        f"`python -m benchmarks.abstain_train {' '.join(sys.argv[1:])}` "
         f"({time.perf_counter() - t0:.0f} s{cached}, default with abstention off, MiniLM int8)"
     )
     text = render(sets, folds, head, ship)

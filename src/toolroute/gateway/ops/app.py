@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from toolroute.gateway.http._auth import HttpGuard
     from toolroute.gateway.http._connection_limits import HttpLimits
     from toolroute.gateway.ops.reload import Live
+    from toolroute.gateway.ops.startup import Warmup
     from toolroute.gateway.shell.server import Gateway
     from toolroute.index.build import Progress
 
@@ -321,12 +322,13 @@ async def serve(
         empty = build_router(config, Catalog(servers=()), gateway_embedder(config, transport))
         gateway = make_gateway(config, empty, pool)
         # what a call at start waits for: the quick servers indexed (bounded)
-        gateway.warmup = Warmup(config.connect_timeout_s + WARMUP_INDEX_S)
+        warmup = Warmup(config.connect_timeout_s + WARMUP_INDEX_S)
+        gateway.warmup = warmup
         live = live_of(config, reload, listings=Listings())
         try:
             async with gateway.continuations.serving(), anyio.create_task_group() as tg:
                 watch = StoreWatch(lambda: gateway.router.store)  # approvals, other replicas
-                tg.start_soon(_index_then_watch, live, pool, gateway, watch)
+                tg.start_soon(_index_then_watch, live, pool, gateway, watch, warmup)
                 tg.start_soon(follow_store, gateway, watch)  # replicas of a shared store
                 if reload is not None:
                     tg.start_soon(follow_config, live, pool, gateway)
@@ -347,12 +349,12 @@ async def serve(
 
 
 async def _index_then_watch(
-    live: Live, pool: DownstreamPool, gateway: Gateway, watch: StoreWatch
+    live: Live, pool: DownstreamPool, gateway: Gateway, watch: StoreWatch, warmup: Warmup
 ) -> None:
     """Index every server as it is listed, then follow their changes."""
     from toolroute.gateway.ops.startup import index_at_start
 
-    connects = await index_at_start(live, pool, gateway, gateway.warmup)
+    connects = await index_at_start(live, pool, gateway, warmup)
     trim_heap()  # what indexing freed goes back to the OS
     freeze_heap()
     await _watch_changes(live, pool, gateway, None, watch, connects)

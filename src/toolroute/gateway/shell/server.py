@@ -33,7 +33,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import mcp.types as types
 from mcp.server import NotificationOptions, Server
@@ -225,6 +225,24 @@ def _invalid(message: str) -> types.CallToolResult:
     return error_result(ErrorCode.INVALID_ARGUMENTS, message)
 
 
+class CodeModeHook(Protocol):
+    """What the shell needs of code mode (:class:`toolroute.codemode.execute.CodeMode`)."""
+
+    tool: types.Tool
+
+    async def execute(
+        self, args: Mapping[str, Any], state: SessionState, allowed: Allowed, client: str
+    ) -> types.CallToolResult: ...
+
+    def paged(self, result: types.CallToolResult, state: SessionState) -> types.CallToolResult: ...
+
+
+class Warmup(Protocol):
+    """What a request waits for at start (:class:`toolroute.gateway.ops.startup.Warmup`)."""
+
+    async def wait(self) -> None: ...
+
+
 class _GatewayServer(Server):
     def create_initialization_options(
         self, notification_options: Any = None, *a: Any, **k: Any
@@ -314,7 +332,7 @@ class Gateway(GatewayCore):
         """Handshake-era connections by the call gate scope they belong to (bind mode tells
         every connection of a scope when its tools change)."""
         self._listeners = 0
-        self.code_mode: Any = None  # codemode.execute.CodeMode: make_gateway sets it
+        self.code_mode: CodeModeHook | None = None  # make_gateway sets it (code_mode = true)
         self.find_tools_tool = FIND_TOOLS  # app.describe_find_tools names the servers in it
         self.bus = InMemorySubscriptionBus()
         self.handlers: dict[str, Handler] = {
@@ -403,7 +421,7 @@ class Gateway(GatewayCore):
             bound = await self._bound_for(state, allowed)
         return types.ListToolsResult(tools=[*meta, *bound])
 
-    warmup: Any = None
+    warmup: Warmup | None = None
     """At start, what a call waits for: the quick servers indexed (gateway/ops/startup.py)."""
 
     async def _warmed(self) -> None:
@@ -487,7 +505,7 @@ class Gateway(GatewayCore):
             return _invalid(problem)
         result = await self._gated(r, name, arguments)
         if self.code_mode is not None and isinstance(result, types.CallToolResult):
-            return self.code_mode.paged(result, r.state)  # type: ignore[no-any-return]
+            return self.code_mode.paged(result, r.state)
         return result
 
     async def _request_capability(self, r: _Request) -> CallResult:
@@ -507,7 +525,7 @@ class Gateway(GatewayCore):
     async def _execute(self, r: _Request) -> CallResult:
         if self.code_mode is None:  # [toolroute] code_mode is off
             return error_result(ErrorCode.UNKNOWN_TOOL, "execute needs code_mode = true")
-        return await self.code_mode.execute(r.args, r.state, r.allowed, r.client)  # type: ignore[no-any-return]
+        return await self.code_mode.execute(r.args, r.state, r.allowed, r.client)
 
     async def _set_milestone(self, r: _Request) -> CallResult:
         milestone = r.args.get("name")
