@@ -438,10 +438,12 @@ def main() -> int:
     embedder = OnnxEmbedder()
     t0 = time.perf_counter()
     sets: dict[str, dict[str, Any]] = {}
+    read = 0
     for name in names:
         cached = args.cache / f"{name}.json" if args.cache else None
         if cached is not None and cached.exists():
             sets[name] = json.loads(cached.read_text())
+            read += 1
         else:
             sets[name] = collect(name, args.store, embedder)
             if cached is not None:
@@ -451,7 +453,7 @@ def main() -> int:
     _arrays(sets)
     folds = {name: held_out(sets, name, use, budgets) for name in names}
     model, ts, ship = shipped(sets, use, budgets)
-    cached = " (signals read from the cache a full run wrote)" if args.cache else ""
+    cached = " (signals read from the cache a full run wrote)" if read == len(names) else ""
     head = (
         f"`python -m benchmarks.abstain_train {' '.join(sys.argv[1:])}` "
         f"({time.perf_counter() - t0:.0f} s{cached}, default with abstention off, MiniLM int8)"
