@@ -518,13 +518,6 @@ def _best(scores: Scores, finite: npt.NDArray[np.int64], n: int) -> npt.NDArray[
     return out
 
 
-def nearest_servers(ix: ToolIndex, scores: Scores, n: int = 3) -> tuple[str, ...]:
-    """The servers of the best-ranked tools, first seen first (at most ``n``)."""
-    order = _best(scores, np.flatnonzero(np.isfinite(scores)), _SERVERS)
-    out = dict.fromkeys(ix.server_ids[int(ix.server_of[i])] for i in order)
-    return tuple(list(out)[:n])
-
-
 def decide(
     ix: ToolIndex,
     q: QueryContext,
