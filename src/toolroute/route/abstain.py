@@ -366,10 +366,13 @@ class _Evidence:
 
     def _servers(self) -> tuple[list[int], list[float]]:
         """The servers of the top tools, best first, each with its best tool's score."""
-        seen: dict[int, float] = {}
-        for row in self.pool[:_SERVERS]:
-            seen.setdefault(int(self.ix.server_of[row]), float(self.scores[row]))
-        return list(seen), list(seen.values())
+        rows = self.pool[:_SERVERS]
+        servers, first = np.unique(self.ix.server_of[rows], return_index=True)
+        order = np.argsort(first)
+        return servers[order].tolist(), self.scores[rows[first[order]]].astype(float).tolist()
+
+    def _actions(self) -> tuple[npt.NDArray[np.int8], tuple[str, ...]]:
+        return index_actions(self.ix)
 
     def _verbs(self) -> tuple[str, ...]:
         return request_verbs(self.q.text)
@@ -398,7 +401,7 @@ def _action_ok(e: _Evidence) -> float:
     asked = query_actions(e.q.text)
     if not asked or not e.top.size:
         return 0.5
-    acts, classes = index_actions(e.ix)
+    acts, classes = e.get("actions")
     own = int(acts[e.top[0]])
     return 0.5 if own < 0 else 1.0 if classes[own] in asked else 0.0
 
@@ -411,7 +414,7 @@ def _verb_ok(e: _Evidence) -> float:
         return 0.5
     if _holds(ix.tool_lexical.postings(verb), top).any():
         return 1.0
-    acts, classes = index_actions(ix)
+    acts, classes = e.get("actions")
     own = int(acts[top[0]])
     return 1.0 if own >= 0 and classes[own] in query_actions(verb) else 0.0
 
@@ -422,7 +425,7 @@ def _verb_named(e: _Evidence) -> float:
     verb, ix = _leading_verb(e.q.text), e.ix
     if verb is None or not e.top.size:
         return 0.5
-    acts, classes = index_actions(ix)
+    acts, classes = e.get("actions")
     asked = query_actions(verb)
     for row in e.top:
         words = humanise(ix.tools[int(row)].name).split()

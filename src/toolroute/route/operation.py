@@ -129,18 +129,19 @@ SERVER_WORDS = Derivation("server-words", _server_words, (sys.modules[__name__],
 """Per-server word stems, saved with the index's snapshot."""
 
 
-def _server_classes(ix: ToolIndex) -> npt.NDArray[np.bool_]:
-    """(servers, classes): which action classes the server's tool names carry."""
+def _server_classes(ix: ToolIndex) -> tuple[npt.NDArray[np.bool_], tuple[str, ...]]:
+    """((servers, classes) table of the action classes each server's tool names carry, the
+    class order)."""
 
-    def make() -> npt.NDArray[np.bool_]:
+    def make() -> tuple[npt.NDArray[np.bool_], tuple[str, ...]]:
         acts, classes = index_actions(ix)
         out = np.zeros((len(ix.server_ids), len(classes)), dtype=bool)
         known = acts >= 0
         out[ix.server_of[known], acts[known]] = True
-        return out
+        return out, classes
 
-    table: npt.NDArray[np.bool_] = ix.derived.memo("server-classes", make)
-    return table
+    made: tuple[npt.NDArray[np.bool_], tuple[str, ...]] = ix.derived.memo("server-classes", make)
+    return made
 
 
 def server_does(ix: ToolIndex, server: int, verb: str) -> bool:
@@ -153,6 +154,5 @@ def server_does(ix: ToolIndex, server: int, verb: str) -> bool:
     at = int(np.searchsorted(own, key))
     if at < own.size and own[at] == key:
         return True
-    _, classes = index_actions(ix)
-    table = _server_classes(ix)
+    table, classes = _server_classes(ix)
     return any(table[server, classes.index(c)] for c in query_actions(verb))
