@@ -104,8 +104,14 @@ if want retrieval; then
     # set), every strategy's false-positive rate on the out-of-scope sets beside its recall,
     # and exact-name R@1 per written form.
     if full; then
-        run $PY -m benchmarks.abstain_train --store "$STORE" --out "$R/abstain.md" \
-            --json "$R/abstain.json" --write-model
+        run $PY -m benchmarks.abstain_train --store "$STORE" --cache "$STORE/abstain-signals" \
+            --out "$R/abstain.md" --json "$R/abstain.json" --write-model
+        # the ablation without the known out-of-scope requests (signals read from the cache)
+        run $PY -m benchmarks.abstain_train --cache "$STORE/abstain-signals" \
+            --features cos1,cos_z,cos_margin,intent_min,server1,lex_cov1,lex_cov5,vocab_cov,action_ok,verb_ok,chat_gap,verb_named,op_server,op_top,server_gap,server_share \
+            --out "$R/abstain_no_oos_gap.md"
+        run $PY -m benchmarks.abstain_compare --store "$STORE" --out "$R/abstain_compare.md" \
+            --json "$R/abstain_compare.json"
         for name in livemcpbench mcpbench tool_attention sealtools metatool union; do
             Q="$B/$name/queries.jsonl"; [ "$name" = union ] && Q=benchmarks/union_queries.jsonl
             run $TR bench --catalog "$B/$name/catalog.json" --queries "$Q" --store "$STORE" \
@@ -119,6 +125,10 @@ if want retrieval; then
         run $PY -m benchmarks.recall_suite --sets union,mcpbench,livemcpbench \
             --strategy default --strategy adaptive --baseline adaptive --steps 100 --exact 0 \
             --store "$STORE" --out "$R/abstain_steps.md" --json "$R/abstain_steps.json"
+        # parameter names and descriptions as a lexical field, under the keep-rule
+        run $PY -m benchmarks.recall_suite --strategy adaptive --strategy adaptive-params \
+            --strategy adaptive-tooltext --baseline adaptive --steps 0 --exact 0 \
+            --store "$STORE" --out "$R/lexical_params.md" --json "$R/lexical_params.json"
     fi
 fi
 
@@ -281,3 +291,4 @@ fi
 # HISTORICAL: quoted before-figures that need older code, so no command here rewrites them:
 #   scale_100k_before.md  the 100k-tool index on main at 9370530 (its own file says how)
 #   load_nofreeze.md      load.py's first command before heap.freeze_heap (issue 16)
+#   abstain_before.md     the abstention model of main at 4a23279, by that tree's abstain_train.py
