@@ -292,3 +292,4 @@ fi
 #   scale_100k_before.md  the 100k-tool index on main at 9370530 (its own file says how)
 #   load_nofreeze.md      load.py's first command before heap.freeze_heap (issue 16)
 #   abstain_before.md     the abstention model of main at 4a23279, by that tree's abstain_train.py
+#   gateway_hop_abstain.md  gateway_latency --baseline-src on a worktree of main at ba88a5b
