@@ -542,3 +542,26 @@ def test_find_tools_with_a_server_and_no_query_lists_that_servers_tools(tmp_path
             )
 
     anyio.run(main)
+
+
+def test_calls_to_a_server_that_announces_no_change_note_one_relist_until_it_is_taken(
+    tmp_path: Path,
+) -> None:
+    """The time server promises no tools/list_changed, so the gateway re-lists it after its
+    calls: the first call notes it, the next ones find it pending (no wake-up per call), and
+    once the watcher took it a call notes the next one."""
+    cfg = _config(tmp_path, "2025-11-25", call_gate="off")
+
+    async def main() -> None:
+        async with _gateway(cfg) as gw:
+            time_server = gw.pool["time"]
+            notes: list[bool] = []
+            time_server.on_change = lambda: notes.append(time_server.tools_changed.is_set())
+            for taken in range(2):
+                time_server.tools_changed = anyio.Event()  # what the watcher does as it re-lists
+                for _ in range(3):
+                    r = await gw.call("time__get_current_time", {"timezone": "Asia/Tokyo"})
+                    assert not r.is_error
+                assert notes == [True] * (taken + 1)
+
+    anyio.run(main)
