@@ -68,3 +68,12 @@ def test_beta_posteriors_are_rebuilt_after_a_restart(tmp_path: Path, catalog_fil
     with Router(catalog_file, store=tmp_path, embedder=HashingEmbedder()) as r:
         assert (r.stats.tool_beta == before[0]).all()
         assert (r.stats.server_fail_beta == before[1]).all()
+
+
+def test_the_posterior_sampling_stream_is_seeded_and_made_once() -> None:
+    import numpy as np
+
+    book = StatsBook(catalog_from_dict(SMALL_CATALOG), seed=7)
+    expected = np.random.default_rng(7).random(3)
+    assert list(book.rng.random(3)) == list(expected)
+    assert book.rng is book.rng  # one stream: later draws continue it
