@@ -175,3 +175,16 @@ def test_a_verdict_kept_for_one_tools_texts_is_never_anothers() -> None:
     verdict = suspicious(Tool("notes", "save_note", "Saves a note.", poisoned))
     verdict.append("changed by the caller")  # a copy: the kept verdict stays as it was
     assert suspicious(Tool("notes", "save_note", "Saves a note.", poisoned)) == [OVERRIDE]
+
+
+def test_a_catalog_of_plain_ascii_names_is_checked_without_the_confusables_table() -> None:
+    """Only a name with invisible or non-ASCII characters can be flagged; a catalog without
+    one never builds the table (several MB of a pass-through gateway's memory)."""
+    from toolroute.catalog.name import _prototypes
+
+    _prototypes.cache_clear()
+    tools = [Tool("time", "get_current_time", "Tell the time."), Tool("b", "get_current_t1me", "")]
+    assert look_alikes(tools) == {}
+    assert _prototypes.cache_info().currsize == 0
+    assert look_alikes([*tools, Tool("evil", "get_current_t\u0456me", "")]) != {}
+    assert _prototypes.cache_info().currsize == 1

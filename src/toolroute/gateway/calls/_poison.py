@@ -358,6 +358,8 @@ def look_alikes(tools: Iterable[Tool]) -> dict[str, list[str]]:
     """``{"<server>__<tool>": flags}`` for the tools whose name hides characters or looks like
     another tool's name (plain or namespaced) without being it; the others are absent."""
     listed = list(tools)
+    if all(t.name.isascii() and not invisible(t.name) for t in listed):
+        return {}  # only such a name is ever flagged: the confusables table is not needed
     forms: dict[str, set[str]] = {}
     for t in listed:
         for form in (t.name, qualified_name(t.server, t.name)):
