@@ -1,6 +1,7 @@
-"""A gateway that does not route (pass-through, ``expose = "all"``) loads no embedding model
-and no tokenizer: a real `toolroute serve` process in front of mcp-server-time, driven by the
-official client, with its memory map read from /proc after the call."""
+"""A gateway that does not route (pass-through, ``expose = "all"``) loads no embedding model,
+no tokenizer, and none of what only routing, code mode or sampling strategies use: a real
+`toolroute serve` process in front of mcp-server-time, driven by the official client, with its
+memory map read from /proc after the call."""
 
 from __future__ import annotations
 
@@ -38,5 +39,7 @@ def test_pass_through_serves_and_calls_without_loading_a_model(tmp_path: Path) -
         maps = Path(f"/proc/{gateway.proc.pid}/maps").read_text()
         assert "onnxruntime" not in maps  # the embedding model's runtime
         assert "_toktok" not in maps and "tokenizers.abi3" not in maps  # nor a tokenizer
+        assert "pydantic_monty" not in maps  # code mode's sandbox (code mode is off)
+        assert "numpy/random" not in maps  # posterior sampling's generator (no routing)
     finally:
         gateway.stop()

@@ -547,3 +547,37 @@ def test_local_llm_hands_its_endpoint_to_the_router_without_touching_the_environ
         assert dict(os.environ) == before
     with _local_llm(False) as config:
         assert config is None  # nothing configured: offline fallbacks
+
+
+def test_the_command_and_a_gateway_without_code_mode_import_no_tables_and_no_sandbox(
+    tmp_path: Path,
+) -> None:
+    """``toolroute serve`` prints no table and, with code mode off, runs no script: a fresh
+    process that loads the command and builds a pass-through gateway imports neither rich nor
+    the sandbox (what a pass-through gateway holds in memory)."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "import toolroute.cli\n"
+        "from toolroute.catalog.models import Catalog\n"
+        "from toolroute.config import GatewayConfig\n"
+        "from toolroute.downstream.servers import DownstreamPool\n"
+        "from toolroute.gateway.ops.app import build_router, make_gateway\n"
+        "config = GatewayConfig(servers={}, store=Path(sys.argv[1]), expose='all')\n"
+        "router = build_router(config, Catalog(servers=()))\n"
+        "make_gateway(config, router, DownstreamPool({}))\n"
+        "router.close()\n"
+        "print(sorted(m for m in ('rich', 'pydantic_monty') if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "store")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]", out.stderr

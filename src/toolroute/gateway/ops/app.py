@@ -430,7 +430,6 @@ async def serve_http(
 
 def make_gateway(config: GatewayConfig, router: Router, pool: DownstreamPool) -> Any:
     """The gateway with every setting of the config (gates, presentation, events)."""
-    from toolroute.codemode.execute import install as install_code_mode
     from toolroute.gateway.shell.server import Gateway
     from toolroute.present.events import EventLog, OtelExporter
     from toolroute.present.presenter import PresentConfig, Presenter
@@ -461,7 +460,10 @@ def make_gateway(config: GatewayConfig, router: Router, pool: DownstreamPool) ->
     )
     attach_metrics_and_limits(gateway, config)  # gateway/ops/_metrics.py, gateway/calls/_limits.py
     describe_find_tools(gateway)
-    install_code_mode(gateway, config.code_mode)  # codemode/: execute, signatures
+    if config.code_mode is not None:  # the sandbox is imported only where code mode is on
+        from toolroute.codemode.execute import install as install_code_mode
+
+        install_code_mode(gateway, config.code_mode)  # codemode/: execute, signatures
     return gateway
 
 
