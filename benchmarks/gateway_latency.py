@@ -249,6 +249,18 @@ async def _measure(args: argparse.Namespace, tmp: Path) -> dict[str, list[float]
                     old = [*serve, str(tmp / f"store-baseline-{mode}")]
                     target = StdioServerParameters(command=TOOLROUTE, args=old, env=env)
                     gws[f"stdio{era}, baseline"] = await connect(target, mode)
+                if args.abstain_off:  # this tree's gateway without the "no tool fits" check
+                    folder = tmp / f"abstain-off-{mode}"
+                    folder.mkdir()
+                    (folder / "servers.json").write_text(config.read_text())
+                    (folder / "toolroute.toml").write_text(
+                        f'[toolroute]\nstore = "{folder / "store"}"\nabstain = "off"\n'
+                    )
+                    off = ["serve", "--config", str(folder / "servers.json")]
+                    target = StdioServerParameters(
+                        command=TOOLROUTE, args=off, env=_env(REPO / "src")
+                    )
+                    gws[f"stdio{era}, abstain off"] = await connect(target, mode)
                 if url is not None:
                     gws[f"http{era}"] = await connect(url, mode)
             if args.proxies:  # pass-through: toolroute's and FastMCP's, the same server behind
@@ -607,6 +619,12 @@ def main() -> None:
         metavar="DIR",
         help="also time the stdio gateway run from the source tree DIR (e.g. a worktree of an "
         "earlier commit: git worktree add /tmp/before COMMIT), in the same run",
+    )
+    ap.add_argument(
+        "--abstain-off",
+        action="store_true",
+        help='also time the stdio gateway with abstain = "off" (what find_tools costs '
+        "beside the no-tool-fits check), in the same run",
     )
     ap.add_argument(
         "--proxies",
