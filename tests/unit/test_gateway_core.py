@@ -565,3 +565,70 @@ def test_calls_to_a_server_that_announces_no_change_note_one_relist_until_it_is_
                 assert notes == [True] * (taken + 1)
 
     anyio.run(main)
+
+
+def _quiet_server() -> Server[Any]:
+    """A server that never announces a change of its tools: ``add_tool`` adds one silently."""
+    tools = {
+        "add_tool": types.Tool(
+            name="add_tool", description="Add a new tool.", input_schema={"type": "object"}
+        )
+    }
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=list(tools.values()))
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        if (params.arguments or {}).get("add"):
+            tools["fresh_tool"] = types.Tool(
+                name="fresh_tool",
+                description="Translate Klingon poetry into haiku.",
+                input_schema={"type": "object"},
+            )
+        return types.CallToolResult(content=[types.TextContent(type="text", text="done")])
+
+    return Server("quiet", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def test_a_server_relisted_after_its_calls_is_reviewed_again_only_when_its_listing_changed(
+    tmp_path: Path,
+) -> None:
+    """A server that promised no tools/list_changed is re-listed after its calls; a listing
+    the same as the last one is not reviewed again (no store write), a changed one is, and the
+    new tool becomes routable."""
+    from toolroute.gateway.ops.app import _watch_changes
+    from toolroute.gateway.ops.reload import Live
+    from toolroute.store.base import meta_writes
+
+    cfg = GatewayConfig(
+        servers=memory_specs({"quiet": _quiet_server()}, "2025-11-25"),
+        store=tmp_path / "store",
+        call_gate="off",
+    )
+    live = Live(cfg)
+
+    async def relisted(gw: Gateway, arguments: dict[str, Any]) -> None:
+        last = live.listings.last.get("quiet") if live.listings is not None else None
+        r = await gw.call("quiet__add_tool", arguments)
+        assert not r.is_error
+        with anyio.fail_after(20):  # the re-list runs at most once a second
+            while live.listings is None or live.listings.last.get("quiet") is last:
+                await anyio.sleep(0.05)
+            async with live.lock:  # the review (if any) after the listing has ended
+                pass
+
+    async def main() -> None:
+        async with _gateway(cfg) as gw, anyio.create_task_group() as tg:
+            store_dir = gw.router.store.directory
+            tg.start_soon(_watch_changes, live, gw.pool, gw)
+            await relisted(gw, {})  # the watcher's first re-list: reviewed
+            writes = meta_writes(store_dir)
+            await relisted(gw, {})  # listed as before: not reviewed
+            assert meta_writes(store_dir) == writes
+            assert "quiet__fresh_tool" not in gw.presenter.tools_by_name
+            await relisted(gw, {"add": True})  # a silent change: reviewed, indexed
+            assert meta_writes(store_dir) > writes
+            assert "quiet__fresh_tool" in gw.presenter.tools_by_name
+            tg.cancel_scope.cancel()
+
+    anyio.run(main)
