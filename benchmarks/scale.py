@@ -6,9 +6,9 @@ seeded perturbation: each copy gets a namespace prefix on its server ids, and ea
 description one of four variants (as is, one word dropped, two words swapped, a suffix). Tool
 and server names stay real, so copies compete with each other as mirrors of a server would.
 
-    python benchmarks/scale.py --sizes 10000 100000 [--store DIR] [--rounds 3] [--out FILE]
+    python -m benchmarks.scale --sizes 10000 100000 [--store DIR] [--rounds 3] [--out FILE]
                                [--baseline-src OTHER/src]
-    python benchmarks/scale.py --fresh-only CATALOG --store DIR [--baseline-src OTHER/src]
+    python -m benchmarks.scale --fresh-only CATALOG --store DIR [--baseline-src OTHER/src]
                                [--repeats 3]
 
 Reports per size: tools, build seconds (cold: texts not in the cache are embedded; the cache
@@ -271,7 +271,9 @@ def fresh_processes(
             env = {**os.environ, "PYTHONPATH": str(src)}
             t = time.perf_counter()
             out = subprocess.run(
-                [sys.executable, __file__, "--probe", str(catalog), "--store", str(store)],
+                [sys.executable, "-m", "benchmarks.scale", "--probe", str(catalog)]
+                + ["--store", str(store)],
+                cwd=REPO,
                 capture_output=True,
                 text=True,
                 timeout=3600,
@@ -324,10 +326,15 @@ def exact_overlap(router: Any, queries: list[str]) -> float | None:
 
     from toolroute.router import top_k
 
-    if "intent_exact_top" not in {f.name for f in fields(router.params)}:
+    p = router.params
+    if hasattr(p, "multi"):  # parameters grouped by strategy family
+        exact_params = replace(p, multi=replace(p.multi, intent_exact_top=0))
+    elif "intent_exact_top" in {f.name for f in fields(p)}:  # an older tree's flat knobs
+        exact_params = replace(p, intent_exact_top=0)
+    else:
         return None
     picks = [top_k(router.scores(q, "default"), 10) for q in queries]
-    params, router.params = router.params, replace(router.params, intent_exact_top=0)
+    params, router.params = router.params, exact_params
     try:
         hits = []
         for q, pick in zip(queries, picks, strict=True):
@@ -573,9 +580,9 @@ def main() -> int:
             args.out.with_suffix(".json").write_text(json.dumps(fresh, indent=2) + "\n")
         print(md.rstrip("\n"))
         return 0
-    from toolroute.route.strategy import load_plugin
+    from benchmarks.variants import register_strategies
 
-    load_plugin(str(Path(__file__).with_name("variants.py")))  # baseline-dense
+    register_strategies()  # baseline-dense
     results: dict[str, Any] = {}
     for size in args.sizes:
         results[str(size)] = measure(

@@ -2,7 +2,7 @@
 mcp-server-time, pass-through (``expose = "all"``) and routing (``expose = "meta"``), beside
 FastMCP's proxy in front of the same server in the same run.
 
-    python benchmarks/serve_rss.py [--src DIR]... [--expose all --expose meta]
+    python -m benchmarks.serve_rss [--src DIR]... [--expose all --expose meta]
         [--proxy PYTHON] [--out benchmarks/results/serve_rss.md]
 
 Per source tree (``--src``: another checkout's ``src`` to compare, e.g. main's; default this
@@ -188,7 +188,7 @@ def main() -> int:
     lines = [
         "`toolroute serve --transport http` in front of mcp-server-time, before any client "
         f"({SETTLE_S:g} s after it accepts connections) and after listing the tools and one "
-        "call (`python benchmarks/serve_rss.py"
+        "call (`python -m benchmarks.serve_rss"
         + "".join(f" --src {r}" for r in srcs)
         + (" --proxy PYTHON" if args.proxy else "")
         + "`)"
