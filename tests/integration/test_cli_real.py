@@ -17,6 +17,8 @@ import toolroute.cli.common
 from tests.conftest import TIME_MAIN
 from toolroute import cli
 
+pytestmark = pytest.mark.integration
+
 
 def test_demo_routes_the_example_requests(tmp_path: Path) -> None:
     res = CliRunner().invoke(cli.main, ["demo", "--store", str(tmp_path)])

@@ -10,6 +10,8 @@ import pytest
 from toolroute.embed.onnx import OnnxEmbedder
 from toolroute.errors import EmbedError
 
+pytestmark = pytest.mark.integration
+
 
 def test_vectors_are_384_d_and_unit_length(onnx: OnnxEmbedder) -> None:
     v = onnx.embed(["read a file", "what's the weather in Paris?", ""])
