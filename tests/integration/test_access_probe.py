@@ -31,7 +31,7 @@ def test_a_restricted_client_cannot_tell_another_servers_resource_or_prompt_from
     tmp_path: Path, onnx: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from tests.conftest import TIME_MAIN
-    from tests.integration.gateways import client_as, http_gateway
+    from tests.helpers.gateways import client_as, http_gateway
 
     token = secrets.token_urlsafe(24)
     monkeypatch.setenv("TR_PROBE_ALICE", token)

@@ -19,7 +19,7 @@ import pytest
 
 from tests.conftest import REPO
 from tests.helpers.faults import text
-from tests.integration.gateways import GatewayProcess, client_as
+from tests.helpers.gateways import GatewayProcess, client_as
 
 pytestmark = pytest.mark.integration
 

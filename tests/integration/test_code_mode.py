@@ -22,7 +22,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from tests.conftest import REPO, TIME_MAIN, TOOLROUTE
-from tests.integration.gateways import GatewayProcess
+from tests.helpers.gateways import GatewayProcess
 
 pytestmark = pytest.mark.integration
 

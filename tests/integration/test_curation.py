@@ -18,7 +18,7 @@ from mcp import Client
 from tests.conftest import REPO, TIME_MAIN
 from tests.helpers.faults import rug, run_gateway, text
 from tests.helpers.faults import write_config as write_fault_config
-from tests.integration.gateways import http_gateway
+from tests.helpers.gateways import http_gateway
 from toolroute.config import load_config
 from toolroute.downstream.servers import DownstreamPool
 from toolroute.embed.onnx import OnnxEmbedder

@@ -15,7 +15,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from tests.integration.gateways import GatewayProcess, write_config
+from tests.helpers.gateways import GatewayProcess, write_config
 from toolroute.store import open_store
 from toolroute.store.local_pg import LocalPostgres
 

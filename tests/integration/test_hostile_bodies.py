@@ -18,9 +18,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.helpers.gateways import GatewayProcess, write_config
 from tests.helpers.hostile import hostile_frames
 from tests.helpers.net import post_initialize
-from tests.integration.gateways import GatewayProcess, write_config
 from toolroute.gateway.http._auth import MAX_BODY_BYTES
 
 pytestmark = pytest.mark.integration

@@ -18,8 +18,8 @@ import pytest
 from anyio.abc import SocketStream
 
 from tests.conftest import HashingEmbedder
+from tests.helpers.gateways import write_config
 from tests.helpers.net import free_port
-from tests.integration.gateways import write_config
 from toolroute.config import load_config
 from toolroute.gateway.http._connection_limits import HttpLimits
 from toolroute.gateway.ops.app import make_gateway, running_pool, serve_http, sync_router

@@ -28,8 +28,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from tests.conftest import INSPECTOR, RAW_INITIALIZE, REPO, TIME_MAIN, TOOLROUTE, needs_npm
+from tests.helpers.gateways import client_as, http_gateway
 from tests.helpers.net import post_initialize
-from tests.integration.gateways import client_as, http_gateway
 from toolroute.config import load_config
 from toolroute.embed.onnx import OnnxEmbedder
 

@@ -17,8 +17,8 @@ from mcp import Client
 from mcp.server._otel import OpenTelemetryMiddleware
 
 from tests.conftest import TIME_MAIN
+from tests.helpers.gateways import http_gateway
 from tests.helpers.stdio import HELLO
-from tests.integration.gateways import http_gateway
 from toolroute.config import load_config
 from toolroute.embed.onnx import OnnxEmbedder
 from toolroute.gateway.ops.app import (

@@ -18,7 +18,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from tests.conftest import TIME_MAIN
-from tests.integration.gateways import GatewayProcess
+from tests.helpers.gateways import GatewayProcess
 from toolroute.store import open_store
 
 pytestmark = pytest.mark.integration

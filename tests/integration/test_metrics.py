@@ -20,7 +20,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import TIME_MAIN
-from tests.integration.gateways import http_gateway
+from tests.helpers.gateways import http_gateway
 from toolroute.config import load_config
 from toolroute.embed.onnx import OnnxEmbedder
 from toolroute.gateway.ops._metrics import GatewayMetrics

@@ -21,7 +21,7 @@ from mcp import Client
 
 from tests.conftest import REPO, TIME_MAIN, TOOLROUTE
 from tests.helpers.faults import text
-from tests.integration.gateways import GatewayProcess
+from tests.helpers.gateways import GatewayProcess
 
 pytestmark = pytest.mark.integration
 

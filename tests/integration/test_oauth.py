@@ -29,7 +29,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from tests.conftest import REPO
-from tests.integration.gateways import free_port
+from tests.helpers.gateways import free_port
 from toolroute.config import load_config
 from toolroute.downstream.oauth import SECRET_KEY_ENV, StoredCredentials
 from toolroute.downstream.sync import list_all

@@ -11,7 +11,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from tests.integration.gateways import GatewayProcess, write_config
+from tests.helpers.gateways import GatewayProcess, write_config
 
 pytestmark = [
     pytest.mark.integration,

@@ -19,7 +19,7 @@ from mcp import Client, StdioServerParameters
 from mcp.types import Implementation
 
 from tests.conftest import REPO, TIME_MAIN, TOOLROUTE, HashingEmbedder
-from tests.integration.gateways import GatewayProcess
+from tests.helpers.gateways import GatewayProcess
 from toolroute.config import load_config
 from toolroute.embed.onnx import OnnxEmbedder
 from toolroute.gateway.ops.app import make_gateway, running_pool, sync_router

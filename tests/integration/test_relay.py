@@ -425,7 +425,7 @@ def test_allow_lists_hold_for_pass_through_tools_resources_and_prompts(
 ) -> None:
     """A client allowed only the time server sees and reaches nothing of the other server."""
     from tests.conftest import TIME_MAIN
-    from tests.integration.gateways import client_as, http_gateway
+    from tests.helpers.gateways import client_as, http_gateway
 
     tokens = {c: secrets.token_urlsafe(24) for c in ("alice", "carol")}
     for c, t in tokens.items():

@@ -21,8 +21,8 @@ from mcp.client.stdio import stdio_client
 
 from tests.conftest import REPO, TIME_MAIN
 from tests.helpers.faults import run_gateway
+from tests.helpers.gateways import TOOLROUTE, GatewayProcess
 from tests.helpers.net import post_initialize
-from tests.integration.gateways import TOOLROUTE, GatewayProcess
 from toolroute.config import load_config
 from toolroute.downstream.servers import DownstreamPool
 from toolroute.gateway.ops.app import live_of

@@ -19,8 +19,8 @@ import anyio
 import pytest
 
 from tests.conftest import REPO, TIME_MAIN
+from tests.helpers.gateways import GatewayProcess, client_as
 from tests.helpers.net import post_initialize
-from tests.integration.gateways import GatewayProcess, client_as
 
 pytestmark = pytest.mark.integration
 

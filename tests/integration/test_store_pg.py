@@ -20,7 +20,7 @@ from mcp import Client
 
 from tests.conftest import REPO, SMALL_CATALOG, HashingEmbedder
 from tests.fixtures.outcome_writer import catalog as writer_catalog
-from tests.integration.gateways import GatewayProcess, write_config
+from tests.helpers.gateways import GatewayProcess, write_config
 from toolroute.catalog import catalog_from_dict
 from toolroute.errors import StoreError
 from toolroute.learn.estimate import ServerStats, ToolStats

@@ -1,7 +1,7 @@
-"""Gateways for the integration tests: real `toolroute serve --transport http` processes for
-the store tests (a config with the time server, mcp-server-time in the venv, and optionally the
-changing fixture server), and :func:`http_gateway`, the same app served in the test's own event
-loop."""
+"""Gateways for the tests that start processes: real `toolroute serve --transport http`
+processes for the store tests (a config with the time server, mcp-server-time in the venv, and
+optionally the changing fixture server), and :func:`http_gateway`, the same app served in the
+test's own event loop."""
 
 from __future__ import annotations
 
