@@ -1,5 +1,6 @@
 """The bundled local models: which one is chosen, and how its chunk packages are assembled and
-hash-checked (on tiny fake chunks; the real 0.5B/1.5B files are in tests/integration)."""
+hash-checked (on tiny fake chunks; the real 0.5B/1.5B files are in test_local.py and
+test_local_1p5b.py)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The protocol-era rules of the downstream sessions (downstream/era.py) that need no process: a
 list's lifetime from ``ttlMs``, what counts as a server asking by request, a refused handshake,
-and one listing of a server's two processes (tests/integration/test_downstream_eras.py runs
+and one listing of a server's two processes (tests/downstream/test_era_processes.py runs
 them with real servers)."""
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 from mcp import Client
 
-from tests.conftest import NPM_SERVERS, TIME_MAIN, HashingEmbedder
+from tests.conftest import NPM_MODULES, NPM_SERVERS, TIME_MAIN, HashingEmbedder
 from tests.helpers.faults import (
     assert_others_fine,
     config,
@@ -124,7 +124,7 @@ def test_a_poisoned_description_is_flagged_per_tool_on_sync_and_held(tmp_path: P
 
 
 @pytest.mark.skipif(
-    not (Path(__file__).parents[2] / ".toolroute" / "npm" / "node_modules").is_dir(),
+    not NPM_MODULES.is_dir(),
     reason="the npm reference servers are missing (bash .ci/run installs them)",
 )
 def test_no_reference_server_tool_is_flagged_as_poisoned(tmp_path: Path) -> None:

@@ -46,7 +46,7 @@ def test_the_local_model_decomposes_a_compound_request(llm: ChatLLM) -> None:
     assert llm.usage.prompt_tokens > 0 and llm.usage.completion_tokens > 0
 
 
-@pytest.mark.slow  # atr's filter is tested on a replayed endpoint in tests/unit/test_llm.py
+@pytest.mark.slow  # atr's filter is tested on a replayed endpoint in tests/llm/test_client.py
 def test_atr_with_the_local_model_caps_the_set(
     tmp_path: Path, catalog_file: Path, llm: ChatLLM
 ) -> None:

@@ -494,7 +494,7 @@ def _twins() -> Catalog:
 
 
 def test_ucb_leaves_a_fast_flaky_provider_that_the_ema_keeps(tmp_path: Path) -> None:
-    """The lock-in of tests/integration/test_learning.py, in memory: clock-a answered fast
+    """The lock-in of tests/learn/test_learning.py, in memory: clock-a answered fast
     (0.05 s) once, then failed twice; clock-b was never called. The paper's EMA compares
     clock-a's observed latency with clock-b's prior L0 = 1 s and keeps clock-a; ehrr-ucb
     gives clock-b the observed latency and an optimistic success bound, and tries it."""

@@ -51,7 +51,7 @@ def test_todays_simulation_on_livemcpbench_gives_sane_figures(
     assert len(data["series"]["ehrr"]["running_success"]) == len(queries)
 
 
-@pytest.mark.slow  # a cold embedding of its own; tests/unit/test_simulate.py runs the market small
+@pytest.mark.slow  # a cold embedding of its own; tests/bench/test_simulate.py runs the market small
 def test_market_simulation_on_a_livemcpbench_slice_gives_sane_figures(
     tmp_path: Path, onnx: OnnxEmbedder
 ) -> None:

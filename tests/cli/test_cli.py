@@ -13,7 +13,7 @@ from toolroute import cli
 
 @pytest.fixture(autouse=True)
 def fast_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
-    """CLI unit tests use the hashing embedder; the real model runs in tests/integration."""
+    """CLI unit tests use the hashing embedder; the real model runs in test_cli_real.py."""
     import toolroute.embed.onnx
 
     monkeypatch.setattr(toolroute.embed.onnx, "OnnxEmbedder", lambda: HashingEmbedder())

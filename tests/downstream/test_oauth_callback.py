@@ -14,7 +14,7 @@ import httpx2
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from tests.integration.test_oauth import key_env, protected_server, write_config
+from tests.downstream.test_oauth import key_env, protected_server, write_config
 
 pytestmark = pytest.mark.integration
 

@@ -1,5 +1,5 @@
 """The LLM client and stages against a loopback HTTP endpoint that replays recorded answers
-(the real local model runs in tests/integration when installed)."""
+(the real local model runs in test_local.py when installed)."""
 
 from __future__ import annotations
 

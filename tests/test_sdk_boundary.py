@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from pathlib import Path
 
-SRC = Path(__file__).resolve().parents[2] / "src" / "toolroute"
+from tests.conftest import REPO
+
+SRC = REPO / "src" / "toolroute"
 PRIVATE = re.compile(
     r"^\s*(from\s+mcp[\w.]*\._\w+|from\s+mcp[\w.]*\s+import\s+.*\b_\w+|import\s+mcp[\w.]*\._)"
     r"|\._connection\b|\._stamp\b|\bsuper\(\)\._[a-z]\w*",
