@@ -26,7 +26,7 @@ CLEAN = (
     "catalog",
     "cli",
     "gateway",
-    "sources",
+    "downstream",
     "papers",
     "learn",
     "extra.py",
