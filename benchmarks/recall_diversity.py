@@ -81,7 +81,7 @@ def finish(ix: Any, q: Any, p: Any, s: Any) -> Any:
 
     if WHERE["at"] == "final":
         return s
-    s = expand(s, index_providers(ix), p.expand_pool, p.expand_weight)
+    s = expand(s, index_providers(ix), p.steps.expand_pool, p.steps.expand_weight)
     s = st._near_duplicates(ix, q, p, st._named_files(ix, q, p, s))
     stats = q.stats if q.stats is not None else StatsBook(ix.catalog)
     return adaptive_route(ix, s, stats, p.adaptive, {}, stats.memory.params.boost)

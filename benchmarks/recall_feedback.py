@@ -128,7 +128,7 @@ def prf_lex(lam: float, t: int, m: int) -> Any:
         first = st.steps(ix, q, p)
         new = st._normalised(rm3_lexical(ix, q, first, lam, t, m))
         old = st._normalised(ix.tool_lexical.scores(q.text))
-        return st.steps(ix, q, p) + p.lexical_weight * (new - old)
+        return st.steps(ix, q, p) + p.hybrid.lexical_weight * (new - old)
 
     return score
 

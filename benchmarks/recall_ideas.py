@@ -98,7 +98,7 @@ def _register() -> list[Row]:
         return st._action_prior(ix, q, p, s)
 
     def implied(ix: Any, q: Any, p: Any, s: Any) -> Any:
-        return expand(s, index_providers(ix), p.expand_pool, p.expand_weight)
+        return expand(s, index_providers(ix), p.steps.expand_pool, p.steps.expand_weight)
 
     def files(ix: Any, q: Any, p: Any, s: Any) -> Any:
         return st._named_files(ix, q, p, s)
@@ -107,7 +107,7 @@ def _register() -> list[Row]:
         return st._near_duplicates(ix, q, p, s)
 
     def writer_only(ix: Any, q: Any, p: Any, s: Any) -> Any:
-        return st._named_files(ix, q, replace(p, source_file=False), s)
+        return st._named_files(ix, q, replace(p, steps=replace(p.steps, source_file=False)), s)
 
     def action_unshared(ix: Any, q: Any, p: Any, s: Any) -> Any:
         # the previous action prior: the full penalty whatever the number of asked classes
@@ -116,7 +116,7 @@ def _register() -> list[Row]:
             return s
         acts, order = st._cached(ix, "actions", lambda: tool_actions([t.name for t in ix.tools]))
         wanted = np.array([c in asked for c in order] + [True])
-        return (s - p.action_penalty * ~wanted[acts]).astype(np.float32)
+        return (s - p.steps.action_penalty * ~wanted[acts]).astype(np.float32)
 
     def server_prior(ix: Any, q: Any, p: Any, s: Any) -> Any:
         # the server layer as a soft prior instead of cascade's hard cut
@@ -158,7 +158,7 @@ def _register() -> list[Row]:
 
         def base(ix: Any, q: Any, p: Any) -> Any:
             lex = st._cached(ix, f"lex:{id(make)}", lambda: LexicalIndex(make(ix)))
-            return st.multi(ix, replace(q), p) + p.lexical_weight * (
+            return st.multi(ix, replace(q), p) + p.hybrid.lexical_weight * (
                 st._normalised(lex.scores(q.text)) - st._normalised(ix.tool_lexical.scores(q.text))
             )
 
@@ -194,14 +194,14 @@ def _register() -> list[Row]:
     def clause_hybrid(ix: Any, q: Any, p: Any) -> Any:
         # clauses scored by dense + BM25 (not dense alone) before multi's lift
         d = st.dense(ix, q, p)
-        out = d + p.lexical_weight * st._normalised(st.lexical(ix, q, p))
+        out = d + p.hybrid.lexical_weight * st._normalised(st.lexical(ix, q, p))
         if q.intent_vectors is None or not len(q.intent_vectors):
             return out
         best = np.full(ix.size, -np.inf, dtype=np.float32)
         for t, v in zip(q.intents, q.intent_vectors, strict=True):
             lex = st._normalised(ix.tool_lexical.scores(t))
-            best = np.maximum(best, ix.tool_vectors @ v + p.lexical_weight * lex)
-        return out + np.maximum(0.0, (1 - p.intent_mix) * (best - out))
+            best = np.maximum(best, ix.tool_vectors @ v + p.hybrid.lexical_weight * lex)
+        return out + np.maximum(0.0, (1 - p.multi.intent_mix) * (best - out))
 
     def named_server(ix: Any, q: Any, p: Any, s: Any) -> Any:
         # +0.05 to every tool of a server whose name has a word found in at most 2 servers

@@ -93,7 +93,7 @@ def register_experiments() -> None:
         # the whole request's BM25 with stopwords dropped (bm25s' tokenizer, or ours when
         # ``split``) instead of the router's
         new = st._normalised(stopword_lexical(ix, split=split).scores(q.text))
-        return p.lexical_weight * (new - st._normalised(ix.tool_lexical.scores(q.text)))
+        return p.hybrid.lexical_weight * (new - st._normalised(ix.tool_lexical.scores(q.text)))
 
     def steps_stop(ix: Any, q: Any, p: Any) -> Any:
         return st.steps(ix, q, p) + swap(ix, q, p, split=True)

@@ -324,10 +324,15 @@ def exact_overlap(router: Any, queries: list[str]) -> float | None:
 
     from toolroute.router import top_k
 
-    if "intent_exact_top" not in {f.name for f in fields(router.params)}:
+    p = router.params
+    if hasattr(p, "multi"):  # parameters grouped by strategy family
+        exact_params = replace(p, multi=replace(p.multi, intent_exact_top=0))
+    elif "intent_exact_top" in {f.name for f in fields(p)}:  # an older tree's flat knobs
+        exact_params = replace(p, intent_exact_top=0)
+    else:
         return None
     picks = [top_k(router.scores(q, "default"), 10) for q in queries]
-    params, router.params = router.params, replace(router.params, intent_exact_top=0)
+    params, router.params = router.params, exact_params
     try:
         hits = []
         for q, pick in zip(queries, picks, strict=True):

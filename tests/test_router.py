@@ -70,9 +70,14 @@ def test_every_strategy_ranks_and_returns_at_most_k(
 
 
 def test_cascade_returns_only_tools_of_kept_servers(tmp_path: Path, catalog_file: Path) -> None:
-    from toolroute.route.strategy import RouteParams
+    from toolroute.route.strategy import CascadeParams, RouteParams
 
-    with _router(tmp_path, catalog_file, HashingEmbedder(), params=RouteParams(servers_k=1)) as r:
+    with _router(
+        tmp_path,
+        catalog_file,
+        HashingEmbedder(),
+        params=RouteParams(cascade=CascadeParams(servers_k=1)),
+    ) as r:
         cands = r.route("weather forecast alerts", k=7, strategy="cascade")
     assert {c.server for c in cands} == {"weather"}
 
@@ -114,6 +119,7 @@ def test_multi_top_tools_equal_scoring_every_sub_intent(
 
     from toolroute.catalog import catalog_from_dict
     from toolroute.route import stage as strategy  # the stages (multi, _lift) live in stage.py
+    from toolroute.route.stage import MultiParams
     from toolroute.router import top_k
 
     rng = np.random.default_rng(3)
@@ -158,10 +164,10 @@ def test_multi_top_tools_equal_scoring_every_sub_intent(
         catalog_from_dict({"servers": servers}), store=tmp_path, embedder=HashingEmbedder()
     ) as r:
         query = "fetch the news headlines, then draw a word cloud of them"
-        r.params = replace(r.params, intent_exact_top=20)
+        r.params = replace(r.params, multi=MultiParams(intent_exact_top=20))
         bounded = r.scores(query, "default")
         assert lifted and max(lifted) < 200  # the bound skipped most of the 600 tools
-        r.params = replace(r.params, intent_exact_top=0)
+        r.params = replace(r.params, multi=MultiParams(intent_exact_top=0))
         full = r.scores(query, "default")
         top = top_k(full, 20)
         assert top_k(bounded, 20) == top
@@ -181,14 +187,14 @@ def test_the_llm_given_to_a_router_reaches_its_strategies(
     tmp_path: Path, catalog_file: Path
 ) -> None:
     from toolroute.llm.client import ChatLLM, LLMConfig
-    from toolroute.route.strategy import RouteParams
+    from toolroute.route.strategy import CascadeParams, RouteParams
 
     chat = ChatLLM(LLMConfig(base_url="http://127.0.0.1:9/v1", model="m"))
     with _router(tmp_path, catalog_file, HashingEmbedder(), llm=chat) as r:
         assert r.params.llm is chat
-    params = RouteParams(servers_k=2)
+    params = RouteParams(cascade=CascadeParams(servers_k=2))
     with _router(tmp_path, catalog_file, HashingEmbedder(), llm=chat, params=params) as r:
-        assert r.params.llm is chat and r.params.servers_k == 2
+        assert r.params.llm is chat and r.params.cascade.servers_k == 2
 
 
 def test_making_a_router_leaves_the_process_malloc_settings_alone(

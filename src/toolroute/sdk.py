@@ -20,6 +20,7 @@ from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.connection import allowed_log_levels
 from mcp.shared._context_streams import create_context_streams
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp_types import (
     CLIENT_CAPABILITIES_META_KEY,
     CLIENT_INFO_META_KEY,
@@ -33,6 +34,8 @@ from pydantic import ValidationError
 __all__ = [
     "EarlyRefreshProvider",
     "OpenTelemetryMiddleware",
+    "ReadStream",
+    "WriteStream",
     "allowed_log_levels",
     "as_caller",
     "connection_of",
@@ -52,6 +55,9 @@ create_mcp_http_client = create_mcp_http_client
 stop_server_process = _stop_server_process
 # The per-request stream pair the SDK's stdio server uses, for the gateway's own transport.
 create_context_streams = create_context_streams
+# What the SDK's server reads and writes messages through (a transport's two ends).
+ReadStream = ReadStream
+WriteStream = WriteStream
 # The 2026-07-28 per-request log opt-in (`_meta` logLevel), for logs relayed from a server.
 allowed_log_levels = allowed_log_levels
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -19,7 +18,7 @@ import pytest
 from tests.conftest import SMALL_CATALOG, HashingEmbedder, tool
 from toolroute.index.lexical import LexicalIndex
 from toolroute.route.feedback import intent_feedback
-from toolroute.route.strategy import QueryContext, RouteParams, multi
+from toolroute.route.strategy import MultiParams, QueryContext, RouteParams, multi
 from toolroute.router import Router
 
 pytestmark = pytest.mark.usefixtures("research_variants")
@@ -79,7 +78,7 @@ def test_feedback_off_leaves_the_clauses_as_they_are() -> None:
 def test_with_feedback_a_tool_in_the_catalogs_words_outranks_one_sharing_a_stray_word() -> None:
     ix, q = _index(), _query()
     off = multi(ix, q, RouteParams())
-    on = multi(ix, q, replace(RouteParams(), intent_feedback=1.0, intent_feedback_depth=1))
+    on = multi(ix, q, RouteParams(multi=MultiParams(intent_feedback=1.0, intent_feedback_depth=1)))
     assert off[ACME_NEWS] > off[PLACE_ORDER]
     assert on[PLACE_ORDER] > on[ACME_NEWS]
     assert int(np.argmax(on[:3])) == BUY_SHARES
@@ -103,11 +102,11 @@ def test_adaptive_prf_turns_feedback_on_and_default_leaves_it_off(tmp_path: Path
     for name, params in (
         ("default", RouteParams()),
         ("adaptive-prf", RouteParams()),
-        ("default", replace(RouteParams(), intent_feedback=0.3)),
+        ("default", RouteParams(multi=MultiParams(intent_feedback=0.3))),
     ):
         with Router(catalog, store=tmp_path / "s", embedder=HashingEmbedder(), params=params) as r:
             r.index()
-            scores[name, params.intent_feedback] = r.scores(query, name)
+            scores[name, params.multi.intent_feedback] = r.scores(query, name)
         shutil.rmtree(tmp_path / "s")
     assert not np.allclose(scores["default", 0.0], scores["adaptive-prf", 0.0])
     assert np.allclose(scores["default", 0.3], scores["adaptive-prf", 0.0])

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import copy
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import SMALL_CATALOG, HashingEmbedder, tool
-from toolroute.route.strategy import RouteParams
+from toolroute.route.strategy import RouteParams, StepsParams
 from toolroute.router import Router
 
 WRITE_LATER = "Summarise the severe weather alerts for Texas and save it as /tmp/out/alerts.md"
@@ -48,7 +47,7 @@ def _router(tmp_path: Path, catalog_file: Path, **params: object) -> Router:
         catalog_file,
         store=tmp_path / "store",
         embedder=HashingEmbedder(),
-        params=replace(RouteParams(), **params),  # type: ignore[arg-type]
+        params=RouteParams(steps=StepsParams(**params)),  # type: ignore[arg-type]
     )
     r.index()
     return r
@@ -131,7 +130,7 @@ def test_the_action_penalty_is_shared_among_the_actions_a_request_asks_for(
             q = r.query_context(query)
             base = st.multi(ix, q, r.params)
             lost = float(base[row] - st._action_prior(ix, q, r.params, base)[row])
-            assert lost == pytest.approx(r.params.action_penalty / asked, abs=1e-6)
+            assert lost == pytest.approx(r.params.steps.action_penalty / asked, abs=1e-6)
 
 
 def test_a_second_copy_of_a_tool_from_another_server_is_demoted_and_nothing_else(

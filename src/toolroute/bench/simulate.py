@@ -54,7 +54,7 @@ from toolroute.catalog.loader import Query
 from toolroute.embed.base import Embedder, Matrix, SpanEmbedder
 from toolroute.errors import ConfigError
 from toolroute.extra import require
-from toolroute.route.strategy import resolve_strategy
+from toolroute.route.strategy import CascadeParams, resolve_strategy
 from toolroute.router import Router
 
 __all__ = [
@@ -364,8 +364,8 @@ def run_simulation(
         raise ConfigError("simulate needs at least one seed, one strategy and one query")
     market = Market.build(router.catalog, providers)
     k = servers_k if servers_k is not None else 5 * providers
-    if k != router.params.servers_k:
-        params_k = replace(router.params, servers_k=k)
+    if k != router.params.cascade.servers_k:
+        params_k = replace(router.params, cascade=CascadeParams(servers_k=k))
         router = copy.copy(router)
         router.params = params_k
     params = WorldParams(

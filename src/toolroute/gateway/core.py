@@ -29,9 +29,10 @@ import functools
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import anyio
 import mcp.types as types
@@ -48,7 +49,6 @@ from toolroute.gateway.calls._limits import NoLimits
 from toolroute.gateway.calls.access import CallGateScope, SessionStates, gate_scope
 from toolroute.gateway.calls.pipeline import Call, json_result, refusal
 from toolroute.gateway.calls.quarantine import Held
-from toolroute.gateway.ops._metrics import NoMetrics
 from toolroute.gateway.ops.status import Faults
 from toolroute.learn.memory import shown_keys
 from toolroute.present.events import EventSink, RoutingEvent, query_hash
@@ -118,6 +118,21 @@ _GATE_HINT = {
     "off": "",
 }
 """The call gate's refusal hint, by scope."""
+
+
+T = TypeVar("T")
+
+
+class NoMetrics:
+    """Metrics off (``[metrics] enabled = false``): the same calls, nothing counted."""
+
+    enabled = False
+
+    async def observed(self, params: types.CallToolRequestParams, call: Awaitable[T]) -> T:
+        return await call
+
+    def store(self, operation: str) -> AbstractContextManager[None]:
+        return nullcontext()
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,7 +39,7 @@ def with_feedback(base: StrategyFn) -> StrategyFn:
     """``base`` with sub-intent feedback on (route/feedback.py), at the params' β if set."""
 
     def score(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
-        beta = p.intent_feedback if p.intent_feedback > 0 else DEFAULT_FEEDBACK
-        return base(ix, q, replace(p, intent_feedback=beta))
+        beta = p.multi.intent_feedback if p.multi.intent_feedback > 0 else DEFAULT_FEEDBACK
+        return base(ix, q, replace(p, multi=replace(p.multi, intent_feedback=beta)))
 
     return score

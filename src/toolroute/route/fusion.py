@@ -291,7 +291,7 @@ def candidate_features(
     fields = {f: _max_norm(v) for f, v in field_index(ix).scores(q.text).items()}
     m = stage.multi(ix, q, p)
     a = stage._action_prior(ix, q, p, m)
-    e = expand(a, index_providers(ix), p.expand_pool, p.expand_weight)
+    e = expand(a, index_providers(ix), p.steps.expand_pool, p.steps.expand_weight)
     s = stage._near_duplicates(ix, q, p, stage._named_files(ix, q, p, e))  # = steps(ix, q, p)
     tops = [_top(s, pool), _top(flat, 10), _top(nd, 10), _top(fields["stemmed"], 10)]
     if second is not None:

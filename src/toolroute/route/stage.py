@@ -27,11 +27,15 @@ from toolroute.route.precompute import index_actions, index_providers
 from toolroute.route.query import QueryContext, Scores
 
 __all__ = [
+    "CascadeParams",
     "Embeds",
+    "HybridParams",
+    "MultiParams",
     "QueryContext",
     "RouteParams",
     "Scores",
     "Strategy",
+    "StepsParams",
     "StrategyFn",
     "baseline_bm25",
     "baseline_dense",
@@ -48,48 +52,76 @@ __all__ = [
 
 
 @dataclass(frozen=True, slots=True)
-class RouteParams:
-    """The product strategies' knobs (hybrid, multi, steps, the cascade, adaptive); defaults
-    are the values measured in benchmarks/tdwa.py. A paper's method takes its own typed
-    parameters where its strategy is built (:mod:`toolroute.papers`)."""
+class HybridParams:
+    """``hybrid`` and every stage that adds the lexical score to the cosine."""
 
     lexical_weight: float = 0.2
     """α of hybrid fusion: weight of max-normalised BM25 added to the cosine."""
+
+
+@dataclass(frozen=True, slots=True)
+class MultiParams:
+    """``multi``: a request scored whole and by each of its sub-intents."""
+
     intent_mix: float = 0.5
-    """w of multi: a tool's sub-intent score is w · whole + (1 − w) · best sub-intent."""
+    """w: a tool's sub-intent score is w · whole + (1 − w) · best sub-intent."""
     intent_exact_top: int = 50
-    """multi: its top this many are exact; below, sub-intents are scored only where an upper
-    bound says they could matter. 0: score every tool's sub-intents."""
+    """Its top this many are exact; below, sub-intents are scored only where an upper bound
+    says they could matter. 0: score every tool's sub-intents."""
+    intent_feedback: float = 0.0
+    """β of pseudo-relevance feedback on sub-intents, each moved towards its own top
+    ``intent_feedback_depth`` tools (route/feedback.py). 0: off."""
+    intent_feedback_depth: int = 5
+
+
+@dataclass(frozen=True, slots=True)
+class StepsParams:
+    """``steps`` (the default's ranking): actions, providers, named files, near duplicates."""
+
+    action_penalty: float = 0.07
+    """Taken from a tool whose name's action the request does not ask for, divided by the
+    number of action classes the request asks for (more classes, weaker evidence)."""
+    expand_pool: int = 5
+    """The top tools whose catalog providers are pulled up (0: no expansion)."""
+    expand_weight: float = 0.9
+    """A provider rises to this fraction of the best score among those it serves."""
+    destination: bool = True
+    """A request that writes to a named file gets the best file writer in its top 5."""
+    source_file: bool = True
+    """A request that reads a named file gets the best reader of its type in its top 5."""
+    duplicate_cosine: float = 0.9
+    """A tool this close (cosine of tool vectors) to a better-ranked one is a near duplicate
+    (the same tool from two sources, a v1 beside its v2)."""
+    duplicate_penalty: float = 0.05
+    """What a near duplicate loses at cosine 1, linearly from 0 at ``duplicate_cosine``
+    (0: no demotion)."""
+    duplicate_window: int = 15
+    """The top this many are checked for near duplicates."""
+
+
+@dataclass(frozen=True, slots=True)
+class CascadeParams:
+    """``cascade``: servers first, then their tools."""
+
     servers_k: int = 5
-    """Servers kept by the cascade's first stage (and by EHRR's server layer)."""
+    """Servers kept by the first stage."""
+
+
+@dataclass(frozen=True, slots=True)
+class RouteParams:
+    """The product strategies' parameters, one typed group per family, and what every strategy
+    shares (exact names, abstention, the LLM endpoint). Defaults are the values measured in
+    benchmarks/tdwa.py. A paper's method takes its own typed parameters where its strategy is
+    built (:mod:`toolroute.papers`)."""
+
+    hybrid: HybridParams = HybridParams()
+    multi: MultiParams = MultiParams()
+    steps: StepsParams = StepsParams()
+    cascade: CascadeParams = CascadeParams()
     adaptive: AdaptiveParams = AdaptiveParams()
     """``adaptive``: value of a success, capability grouping, pooling (route/adaptive.py)."""
     llm: ChatLLM | None = field(default=None, compare=False)
     """Chat endpoint of the LLM stages (pa-rag, atr); None: offline fallbacks."""
-    action_penalty: float = 0.07
-    """``steps``: taken from a tool whose name's action the request does not ask for, divided
-    by the number of action classes the request asks for (more classes, weaker evidence)."""
-    expand_pool: int = 5
-    """``steps``: the top tools whose catalog providers are pulled up (0: no expansion)."""
-    expand_weight: float = 0.9
-    """``steps``: a provider rises to this fraction of the best score among those it serves."""
-    destination: bool = True
-    """``steps``: a request that writes to a named file gets the best file writer in its top 5."""
-    source_file: bool = True
-    """``steps``: a request that reads a named file gets the best reader of its type in its
-    top 5."""
-    duplicate_cosine: float = 0.9
-    """``steps``: a tool this close (cosine of tool vectors) to a better-ranked one is a near
-    duplicate (the same tool from two sources, a v1 beside its v2)."""
-    duplicate_penalty: float = 0.05
-    """``steps``: what a near duplicate loses at cosine 1, linearly from 0 at
-    ``duplicate_cosine`` (0: no demotion)."""
-    duplicate_window: int = 15
-    """``steps``: the top this many are checked for near duplicates."""
-    intent_feedback: float = 0.0
-    """``multi``: β of pseudo-relevance feedback on sub-intents, each moved towards its own top
-    ``intent_feedback_depth`` tools (route/feedback.py). 0: off."""
-    intent_feedback_depth: int = 5
     exact_names: bool = True
     """Every strategy: a tool the query names ranks first, a named server's tools are first
     among equals (route/exact.py; off: the ablation without it)."""
@@ -150,7 +182,7 @@ def dense(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
 
 
 def hybrid(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
-    return dense(ix, q, p) + p.lexical_weight * _normalised(lexical(ix, q, p))
+    return dense(ix, q, p) + p.hybrid.lexical_weight * _normalised(lexical(ix, q, p))
 
 
 def multi(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
@@ -165,13 +197,13 @@ def multi(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
     over every tool (2-3x the cost at 100k tools, benchmarks/scale.py).
     """
     d = dense(ix, q, p)
-    out = d + p.lexical_weight * _normalised(lexical(ix, q, p))
+    out = d + p.hybrid.lexical_weight * _normalised(lexical(ix, q, p))
     intents = q.intent_vectors
     if intents is None or not len(intents):
         return out
-    intents = intent_feedback(ix, intents, p.intent_feedback, p.intent_feedback_depth)
-    keep = 1.0 - p.intent_mix
-    top = p.intent_exact_top
+    intents = intent_feedback(ix, intents, p.multi.intent_feedback, p.multi.intent_feedback_depth)
+    keep = 1.0 - p.multi.intent_mix
+    top = p.multi.intent_exact_top
     rows: npt.NDArray[np.intp] | None = None
     if top and ix.size > 4 * top:
         phi = float(np.arccos(np.clip(intents @ q.vector, -1.0, 1.0)).min())
@@ -207,11 +239,11 @@ def _action_prior(ix: ToolIndex, q: QueryContext, p: RouteParams, s: Scores) -> 
     set" asks to read and to update, weak evidence against a third class (convert), while
     "what time is it in Tokyo" asks only to read."""
     asked = query_actions(q.text)
-    if not asked or p.action_penalty <= 0:
+    if not asked or p.steps.action_penalty <= 0:
         return s
     acts, order = index_actions(ix)
     wanted = np.array([c in asked for c in order] + [True])  # index -1: no known verb
-    out: Scores = (s - p.action_penalty / len(asked) * ~wanted[acts]).astype(np.float32)
+    out: Scores = (s - p.steps.action_penalty / len(asked) * ~wanted[acts]).astype(np.float32)
     return out
 
 
@@ -227,7 +259,7 @@ def _named_files(ix: ToolIndex, q: QueryContext, p: RouteParams, s: Scores) -> S
     texts = [
         WRITE_FILE_INTENT if dest else READ_FILE_INTENT.format(ext=ext)
         for ext, dest in named_files(q.text)
-        if (p.destination if dest else p.source_file)
+        if (p.steps.destination if dest else p.steps.source_file)
     ]
     out = s
     for text in dict.fromkeys(texts):
@@ -246,7 +278,7 @@ def _best_match(ix: ToolIndex, q: QueryContext, p: RouteParams, text: str) -> in
     assert q.embed is not None
     v = q.embed([text])[0]
     lex = _normalised(ix.tool_lexical.scores(text))
-    return int(np.argmax(ix.tool_vectors @ v + p.lexical_weight * lex))
+    return int(np.argmax(ix.tool_vectors @ v + p.hybrid.lexical_weight * lex))
 
 
 def _top_rows(s: Scores, k: int) -> npt.NDArray[np.intp]:
@@ -268,16 +300,16 @@ def _near_duplicates(ix: ToolIndex, q: QueryContext, p: RouteParams, s: Scores) 
     tool whose vector is within ``duplicate_cosine`` of a better-ranked one's loses up to
     ``duplicate_penalty``, so a merged catalog's copies of one tool do not fill the top 5
     while another step's tool waits below them."""
-    if p.duplicate_penalty <= 0 or ix.size < 2:
+    if p.steps.duplicate_penalty <= 0 or ix.size < 2:
         return s
-    order = _top_rows(s, p.duplicate_window)
+    order = _top_rows(s, p.steps.duplicate_window)
     if len(order) < 2:
         return s
     vecs = ix.tool_vectors[order]
     sim = np.tril(vecs @ vecs.T, k=-1)[1:]  # row i-1: tool i against those ranked above it
     worst = sim.max(axis=1)
-    span = max(1e-6, 1.0 - p.duplicate_cosine)
-    cut = p.duplicate_penalty * np.clip((worst - p.duplicate_cosine) / span, 0.0, None)
+    span = max(1e-6, 1.0 - p.steps.duplicate_cosine)
+    cut = p.steps.duplicate_penalty * np.clip((worst - p.steps.duplicate_cosine) / span, 0.0, None)
     if not cut.any():
         return s
     out = s.copy()
@@ -289,7 +321,7 @@ def steps(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
     """``multi``, then action words, implied steps, the files the request names, and near
     duplicates demoted."""
     s = _action_prior(ix, q, p, multi(ix, q, p))
-    s = expand(s, index_providers(ix), p.expand_pool, p.expand_weight)
+    s = expand(s, index_providers(ix), p.steps.expand_pool, p.steps.expand_weight)
     return _near_duplicates(ix, q, p, _named_files(ix, q, p, s))
 
 
@@ -302,7 +334,7 @@ def _cached(ix: ToolIndex, what: str, make: Callable[[], Any]) -> Any:
 def server_scores(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
     """Server layer: profile cosine + α · normalised BM25 over profiles."""
     lex = _normalised(ix.server_lexical.scores(q.text))
-    out: Scores = ix.server_vectors @ q.vector + p.lexical_weight * lex
+    out: Scores = ix.server_vectors @ q.vector + p.hybrid.lexical_weight * lex
     return out
 
 
@@ -314,7 +346,7 @@ def _scope(ix: ToolIndex, server_score: Scores, k: int, tool_scores: Scores) -> 
 
 def cascade(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
     """PA-RAG §4.3: prune to the top servers, then rank their tools by the hybrid score."""
-    return _scope(ix, server_scores(ix, q, p), p.servers_k, hybrid(ix, q, p))
+    return _scope(ix, server_scores(ix, q, p), p.cascade.servers_k, hybrid(ix, q, p))
 
 
 def baseline_bm25(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:

@@ -38,10 +38,14 @@ from toolroute.papers.ehrr import strategy as ehrr
 from toolroute.route.composition import adaptive_over, with_feedback
 from toolroute.route.fusion import fusion3
 from toolroute.route.stage import (  # noqa: F401 (benchmarks and tests reach them through here)
+    CascadeParams,
     Embeds,
+    HybridParams,
+    MultiParams,
     QueryContext,
     RouteParams,
     Scores,
+    StepsParams,
     Strategy,
     StrategyFn,
     _action_prior,
@@ -65,10 +69,14 @@ from toolroute.route.stage import (  # noqa: F401 (benchmarks and tests reach th
 
 __all__ = [
     "STRATEGIES",
+    "CascadeParams",
     "Embeds",
+    "HybridParams",
+    "MultiParams",
     "QueryContext",
     "RouteParams",
     "Scores",
+    "StepsParams",
     "Strategy",
     "StrategyFn",
     "adaptive_over",

@@ -32,14 +32,19 @@ import json
 import math
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
-from typing import Any, Literal, TypeVar
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from mcp import types
 
 from toolroute.gateway.calls.access import client_identity
 from toolroute.gateway.shell._relay import current_caller
 from toolroute.policy import Limit, LimitSettings, TokenBucket, refill, wait_for_token
+
+if TYPE_CHECKING:
+    from toolroute.catalog.models import Tool
+    from toolroute.router import Router
 
 __all__ = [
     "MAX_BUCKETS",
@@ -58,6 +63,35 @@ T = TypeVar("T")
 LimitKind = Literal["rate", "concurrency", "budget"]
 
 MAX_BUCKETS = 10_000
+
+
+class _Audit(Protocol):
+    def audit(self, part: str) -> AbstractContextManager[None]: ...
+
+
+class _StoreTimer(Protocol):
+    def store(self, operation: str) -> AbstractContextManager[None]: ...
+
+
+class _Tools(Protocol):
+    @property
+    def tools_by_name(self) -> Mapping[str, Tool]: ...
+
+
+class Gateway(Protocol):
+    """What the limits read from the gateway: its store (budgets), its tools (prices), and
+    where a failed store write is reported and timed."""
+
+    @property
+    def router(self) -> Router: ...
+    @property
+    def presenter(self) -> _Tools: ...
+    @property
+    def faults(self) -> _Audit: ...
+    @property
+    def metrics(self) -> _StoreTimer: ...
+
+
 """Rate buckets kept (least recently used dropped: a dropped bucket comes back full). Without
 tokens a client names itself, so their number must be bounded."""
 NOT_FORWARDED = frozenset({"unknown_tool", "invalid_arguments", "quarantined", "unavailable"})
@@ -108,7 +142,7 @@ class Limits(NoLimits):
     def __init__(
         self,
         settings: LimitSettings,
-        gateway: Any,
+        gateway: Gateway,
         *,
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
@@ -282,7 +316,7 @@ def _refusal(
     )
 
 
-def _not_forwarded(result: Any) -> bool:
+def _not_forwarded(result: object) -> bool:
     payload = getattr(result, "structured_content", None)
     return (
         bool(getattr(result, "is_error", False))

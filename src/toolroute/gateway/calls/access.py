@@ -34,6 +34,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from mcp.server import ServerRequestContext
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolroute.errors import log_failure
@@ -41,6 +42,9 @@ from toolroute.policy import CallGateScope, ClientAccess, gate_scope
 from toolroute.route.preconditions import SessionState
 from toolroute.sdk import connection_of
 from toolroute.store.base import StoreInterface
+
+Request = ServerRequestContext[Any, Any]
+"""The SDK's context of one request to the gateway, as its handlers receive it."""
 
 __all__ = [
     "ANONYMOUS",
@@ -71,19 +75,19 @@ MAX_CLIENT_STATES = 10_000
 there are no tokens, so their number must be bounded."""
 
 
-def _request_scope(ctx: Any) -> dict[str, Any] | None:
+def _request_scope(ctx: Request) -> dict[str, Any] | None:
     scope = getattr(getattr(ctx, "request", None), "scope", None)
     return scope if isinstance(scope, dict) else None
 
 
-def authenticated_client(ctx: Any) -> str | None:
+def authenticated_client(ctx: Request) -> str | None:
     """The client id the auth middleware put on this request's HTTP scope, if any."""
     scope = _request_scope(ctx)
     client = scope.get(CLIENT_SCOPE_KEY) if scope is not None else None
     return client if isinstance(client, str) else None
 
 
-def client_identity(ctx: Any) -> str:
+def client_identity(ctx: Request) -> str:
     """Who sent this request: the authenticated id, else the ``X-Toolroute-Client`` header,
     else ``clientInfo.name`` from ``initialize``, else :data:`ANONYMOUS`."""
     authenticated = authenticated_client(ctx)
@@ -99,12 +103,12 @@ def client_identity(ctx: Any) -> str:
     return f"name:{name[:200]}" if isinstance(name, str) and name else ANONYMOUS
 
 
-def is_stateless(ctx: Any) -> bool:
+def is_stateless(ctx: Request) -> bool:
     """Whether the request speaks a 2026-07-28-era protocol (no session, no connection)."""
     return getattr(ctx, "protocol_version", None) in MODERN_PROTOCOL_VERSIONS
 
 
-def _connection_of(ctx: Any) -> object:
+def _connection_of(ctx: Request) -> object:
     """The client connection a request belongs to: handlers get a per-request ServerSession
     that wraps the connection."""
     return connection_of(getattr(ctx, "session", None))
@@ -140,7 +144,7 @@ class SessionStates:
     def __len__(self) -> int:
         return len(self._by_connection) + len(self._by_client)
 
-    def for_request(self, ctx: Any) -> SessionState:
+    def for_request(self, ctx: Request) -> SessionState:
         stateless = is_stateless(ctx)
         if self.scope == "client" or stateless:
             identity = client_identity(ctx)

@@ -23,7 +23,7 @@ import difflib
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import mcp.types as types
 
@@ -35,6 +35,11 @@ from toolroute.gateway.calls._schema import check_call
 from toolroute.learn.memory import learn_from_call
 from toolroute.route.preconditions import SessionState
 from toolroute.stats import Outcome
+
+if TYPE_CHECKING:
+    from toolroute.catalog.models import Tool
+    from toolroute.gateway.calls.quarantine import Held
+    from toolroute.router import Router
 
 __all__ = [
     "EXECUTE",
@@ -79,7 +84,7 @@ class Call:
 
 class _Tools(Protocol):
     @property
-    def tools_by_name(self) -> Mapping[str, Any]: ...
+    def tools_by_name(self) -> Mapping[str, Tool]: ...
 
 
 class _Limits(Protocol):
@@ -103,9 +108,9 @@ class Host(Protocol):
     @property
     def limits(self) -> _Limits: ...
     @property
-    def quarantined(self) -> Mapping[str, Any]: ...
+    def quarantined(self) -> Mapping[str, Held]: ...
     @property
-    def router(self) -> Any: ...
+    def router(self) -> Router: ...
     @property
     def call_timeout_s(self) -> float: ...
 

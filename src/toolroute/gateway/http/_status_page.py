@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 import anyio
@@ -48,6 +48,10 @@ from toolroute.catalog.name import qualified_name
 from toolroute.gateway.calls.access import CLIENT_SCOPE_KEY
 from toolroute.gateway.http.login import COOKIE, LOGIN_SCOPE_KEY, SESSION_TTL_S, Login, LoginBook
 
+if TYPE_CHECKING:
+    from toolroute.downstream.servers import DownstreamPool
+    from toolroute.gateway.shell.server import Gateway
+
 __all__ = ["Viewer", "mount_status_page", "render_html", "status_snapshot"]
 
 log = logging.getLogger(__name__)
@@ -56,8 +60,8 @@ LAST_EVENTS = 20
 
 
 def status_snapshot(
-    gateway: Any,
-    pool: Any,
+    gateway: Gateway,
+    pool: DownstreamPool,
     last: int = LAST_EVENTS,
     allowed: Callable[[str], bool] | None = None,
 ) -> dict[str, Any]:
@@ -68,11 +72,11 @@ def status_snapshot(
     server_stats, tool_stats = router.store.load_stats()
     outcomes = {(s, t): (ok, bad) for s, t, ok, bad, _ in router.store.outcome_counts()}
     by_id = {s.id: s for s in router.catalog.servers}
-    servers = []
+    servers: list[dict[str, Any]] = []
     for name, down in pool.servers.items():
         listed = by_id.get(name)
         st = server_stats.get(name)
-        tools = []
+        tools: list[dict[str, Any]] = []
         for t in listed.tools if listed is not None else ():
             if allowed is not None and not allowed(qualified_name(name, t.name)):
                 continue
@@ -122,7 +126,7 @@ def status_snapshot(
     }
 
 
-def mount_status_page(app: Starlette, gateway: Any, url: str | None = None) -> LoginBook:
+def mount_status_page(app: Starlette, gateway: Gateway, url: str | None = None) -> LoginBook:
     """Add the status page's routes to the gateway's Starlette ``app``; returns the book of
     browser logins, for ``HttpGuard``. With ``url`` (the address it serves), writes the key of
     ``toolroute status --open``'s one-time links to the store directory."""

@@ -26,8 +26,8 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Awaitable, Iterable, Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
-from typing import Any, TypeVar
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, TypeVar
 
 from mcp import types
 from mcp.shared.exceptions import MCPError
@@ -38,6 +38,13 @@ from prometheus_client.registry import Collector
 
 from toolroute.config import SEPARATOR
 from toolroute.errors import StoreError
+from toolroute.gateway.core import NoMetrics
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+
+    from toolroute.config import GatewayConfig
+    from toolroute.gateway.shell.server import Gateway
 
 __all__ = [
     "CONTENT_TYPE_LATEST",
@@ -85,24 +92,12 @@ UNKNOWN = "-"
 """Server and tool label of a call naming no catalogued tool."""
 
 
-class NoMetrics:
-    """Metrics off (``[metrics] enabled = false``): the same calls, nothing counted."""
-
-    enabled = False
-
-    async def observed(self, params: types.CallToolRequestParams, call: Awaitable[T]) -> T:
-        return await call
-
-    def store(self, operation: str) -> AbstractContextManager[None]:
-        return nullcontext()
-
-
 class GatewayMetrics(NoMetrics):
     """The metrics of one gateway, in their own registry (:meth:`exposition` renders them)."""
 
     enabled = True
 
-    def __init__(self, gateway: Any) -> None:
+    def __init__(self, gateway: Gateway) -> None:
         self.gateway = gateway
         self.registry = CollectorRegistry(auto_describe=False)
         r = self.registry
@@ -177,15 +172,16 @@ class GatewayMetrics(NoMetrics):
         self._count(params, result, time.perf_counter() - start)
         return result
 
-    def _count(self, params: types.CallToolRequestParams, result: Any, seconds: float) -> None:
+    def _count(self, params: types.CallToolRequestParams, result: object, seconds: float) -> None:
         name = params.name
-        is_result = isinstance(result, types.CallToolResult)
-        failed = result is None or (is_result and result.is_error)
+        answer = result if isinstance(result, types.CallToolResult) else None
+        is_result = answer is not None
+        failed = result is None or (answer is not None and answer.is_error)
         if name == "find_tools":
             self.finds.labels("error" if failed else "ok").inc()
             self.find_seconds.observe(seconds)
-            if is_result and not failed:
-                for c in (result.structured_content or {}).get("candidates", ()):
+            if answer is not None and not failed:
+                for c in (answer.structured_content or {}).get("candidates", ()):
                     self.found.labels(self._server(c.get("server"))).inc()
         elif name == "call_tool" or name not in META_TOOLS:
             target = (params.arguments or {}).get("name") if name == "call_tool" else name
@@ -199,8 +195,8 @@ class GatewayMetrics(NoMetrics):
         self.errors.labels(kind).inc()
         if kind in CALL_GATE_ERRORS:
             self.refusals.labels(kind).inc()
-        elif kind == "limit_exceeded":
-            limit = (result.structured_content or {}).get("limit")
+        elif kind == "limit_exceeded" and answer is not None:
+            limit = (answer.structured_content or {}).get("limit")
             self.limited.labels(limit if limit in ("rate", "concurrency", "budget") else "-").inc()
 
     def _labels(self, name: object) -> tuple[str, str]:
@@ -228,7 +224,7 @@ class GatewayMetrics(NoMetrics):
         return generate_latest(self.registry)
 
 
-def _error_kind(result: Any) -> str:
+def _error_kind(result: object) -> str:
     payload = getattr(result, "structured_content", None)
     kind = payload.get("error") if isinstance(payload, dict) else None
     return kind if kind in GATEWAY_ERRORS else "tool_error"
@@ -237,7 +233,7 @@ def _error_kind(result: Any) -> str:
 class _GatewayState(Collector):
     """What the gateway holds now, read at each scrape (no bookkeeping on the call path)."""
 
-    def __init__(self, gateway: Any) -> None:
+    def __init__(self, gateway: Gateway) -> None:
         self.gateway = gateway
 
     def collect(self) -> Iterable[Metric]:
@@ -273,7 +269,7 @@ class _GatewayState(Collector):
 
 
 # -- wiring (app.py) ---------------------------------------------------------------------------
-def attach_metrics_and_limits(gateway: Any, config: Any) -> None:
+def attach_metrics_and_limits(gateway: Gateway, config: GatewayConfig) -> None:
     """Give ``gateway`` its metrics (``[metrics] enabled``) and limits (``[limits]``)."""
     from toolroute.gateway.calls._limits import Limits
 
@@ -283,7 +279,7 @@ def attach_metrics_and_limits(gateway: Any, config: Any) -> None:
         gateway.limits = Limits(config.limits, gateway)
 
 
-def mount_metrics(app: Any, gateway: Any) -> None:
+def mount_metrics(app: Starlette, gateway: Gateway) -> None:
     """``GET /metrics`` on the gateway's Starlette ``app`` (when its metrics are on). The
     guard has checked the bearer token; a client with an allow-list is refused (403): the
     metrics name every server and tool."""

@@ -44,7 +44,13 @@ from toolroute.router import IndexReport, Router
 from toolroute.store import StoreTarget, default_store_target, is_store_url, open_store
 
 if TYPE_CHECKING:
+    from toolroute.embed.base import Embedder
+    from toolroute.gateway.http._auth import HttpGuard
+    from toolroute.gateway.http._connection_limits import HttpLimits
     from toolroute.gateway.ops.reload import Live
+    from toolroute.gateway.ops.startup import Warmup
+    from toolroute.gateway.shell.server import Gateway
+    from toolroute.index.build import Progress
 
 __all__ = [
     "SyncResult",
@@ -109,7 +115,9 @@ def make_downstream(config: GatewayConfig, name: str) -> Downstream:
 
 
 def live_of(
-    config: GatewayConfig, load: Callable[[], GatewayConfig] | None = None, listings: Any = None
+    config: GatewayConfig,
+    load: Callable[[], GatewayConfig] | None = None,
+    listings: Listings | None = None,
 ) -> Live:
     """The running config of a gateway, with what a reload needs from this module (the
     reload module does not import it)."""
@@ -211,7 +219,7 @@ def held_by_name(held: list[Held], pool: DownstreamPool) -> dict[str, Held]:
     return out
 
 
-def describe_find_tools(gateway: Any) -> None:
+def describe_find_tools(gateway: Gateway) -> None:
     """find_tools' description names the servers behind the gateway (one line)."""
     from toolroute.catalog.curation import servers_line
     from toolroute.gateway.shell.server import FIND_TOOLS
@@ -221,7 +229,9 @@ def describe_find_tools(gateway: Any) -> None:
     gateway.find_tools_tool = FIND_TOOLS.model_copy(update={"description": description})
 
 
-def build_router(config: GatewayConfig, catalog: Catalog, embedder: Any = None) -> Router:
+def build_router(
+    config: GatewayConfig, catalog: Catalog, embedder: Embedder | None = None
+) -> Router:
     target = store_dir_of(config)
     llm = None
     if config.llm:
@@ -237,7 +247,10 @@ def build_router(config: GatewayConfig, catalog: Catalog, embedder: Any = None) 
 
 
 async def sync_router(
-    config: GatewayConfig, pool: DownstreamPool, embedder: Any = None, progress: Any = None
+    config: GatewayConfig,
+    pool: DownstreamPool,
+    embedder: Embedder | None = None,
+    progress: Progress | None = None,
 ) -> tuple[Router, SyncResult]:
     """List every server, index what changed, and return a ready router (over no tools at
     all when no server answered: the gateway still starts and picks them up later)."""
@@ -249,7 +262,7 @@ async def sync_router(
 
 
 def index_for(
-    config: GatewayConfig, router: Router, catalog: Catalog, progress: Any = None
+    config: GatewayConfig, router: Router, catalog: Catalog, progress: Progress | None = None
 ) -> IndexReport:
     """Index ``catalog`` for routing; a gateway that does not route (pass-through,
     ``expose = "all"``) and a catalog with no tools only store the catalog, so no embedding
@@ -260,14 +273,14 @@ def index_for(
     return IndexReport(sync.added, sync.updated, sync.removed, sync.unchanged, 0)
 
 
-async def sync_once(config: GatewayConfig, progress: Any = None) -> SyncResult:
+async def sync_once(config: GatewayConfig, progress: Progress | None = None) -> SyncResult:
     async with running_pool(config) as pool:
         router, result = await sync_router(config, pool, progress=progress)
         router.close()
     return result
 
 
-def gateway_embedder(config: GatewayConfig, transport: str = "stdio") -> Any:
+def gateway_embedder(config: GatewayConfig, transport: str = "stdio") -> Embedder:
     """The embedder of a serving gateway: the default model on one intra-op thread (it embeds
     one short query at a time beside the event loop; a second thread costs more CPU than it
     saves, as benchmarks/load.py shows), unless ``TOOLROUTE_THREADS`` says otherwise, behind
@@ -309,12 +322,13 @@ async def serve(
         empty = build_router(config, Catalog(servers=()), gateway_embedder(config, transport))
         gateway = make_gateway(config, empty, pool)
         # what a call at start waits for: the quick servers indexed (bounded)
-        gateway.warmup = Warmup(config.connect_timeout_s + WARMUP_INDEX_S)
+        warmup = Warmup(config.connect_timeout_s + WARMUP_INDEX_S)
+        gateway.warmup = warmup
         live = live_of(config, reload, listings=Listings())
         try:
             async with gateway.continuations.serving(), anyio.create_task_group() as tg:
                 watch = StoreWatch(lambda: gateway.router.store)  # approvals, other replicas
-                tg.start_soon(_index_then_watch, live, pool, gateway, watch)
+                tg.start_soon(_index_then_watch, live, pool, gateway, watch, warmup)
                 tg.start_soon(follow_store, gateway, watch)  # replicas of a shared store
                 if reload is not None:
                     tg.start_soon(follow_config, live, pool, gateway)
@@ -335,24 +349,24 @@ async def serve(
 
 
 async def _index_then_watch(
-    live: Live, pool: DownstreamPool, gateway: Any, watch: StoreWatch
+    live: Live, pool: DownstreamPool, gateway: Gateway, watch: StoreWatch, warmup: Warmup
 ) -> None:
     """Index every server as it is listed, then follow their changes."""
     from toolroute.gateway.ops.startup import index_at_start
 
-    connects = await index_at_start(live, pool, gateway, gateway.warmup)
+    connects = await index_at_start(live, pool, gateway, warmup)
     trim_heap()  # what indexing freed goes back to the OS
     freeze_heap()
     await _watch_changes(live, pool, gateway, None, watch, connects)
 
 
-def http_app(config: GatewayConfig, gateway: Any, url: str | None = None) -> Any:
+def http_app(config: GatewayConfig, gateway: Gateway, url: str | None = None) -> HttpGuard:
     """The gateway's whole Starlette app (streamable HTTP at /mcp), inside the HTTP guard:
     Host, Origin and bearer-token checks on every route (:mod:`toolroute.gateway.http._auth`).
     ``url``: where it is served, for ``toolroute status --open``'s links."""
     from mcp.server.transport_security import TransportSecuritySettings
 
-    from toolroute.gateway.http._auth import HttpGuard
+    from toolroute.gateway.http._auth import HttpGuard as Guard
     from toolroute.gateway.http._status_page import mount_status_page
     from toolroute.gateway.ops._metrics import mount_metrics
 
@@ -366,7 +380,7 @@ def http_app(config: GatewayConfig, gateway: Any, url: str | None = None) -> Any
     )
     logins = mount_status_page(app, gateway, url)  # /status*: behind the same guard
     mount_metrics(app, gateway)  # /metrics (gateway/ops/_metrics.py): behind the same guard
-    guard = HttpGuard(
+    guard = Guard(
         app,
         clients=config.clients,
         allowed_hosts=config.allowed_hosts,
@@ -378,7 +392,11 @@ def http_app(config: GatewayConfig, gateway: Any, url: str | None = None) -> Any
 
 
 async def serve_http(
-    config: GatewayConfig, gateway: Any, host: str, port: int, limits: Any = None
+    config: GatewayConfig,
+    gateway: Gateway,
+    host: str,
+    port: int,
+    limits: HttpLimits | None = None,
 ) -> None:
     """Serve over streamable HTTP; once the socket listens, say where on stderr (port 0: any
     free port, the line gives the one taken). Each connection is bounded by ``limits``
@@ -428,7 +446,7 @@ async def serve_http(
         await uvicorn.Server(cfg).serve(sockets=[sock])
 
 
-def make_gateway(config: GatewayConfig, router: Router, pool: DownstreamPool) -> Any:
+def make_gateway(config: GatewayConfig, router: Router, pool: DownstreamPool) -> Gateway:
     """The gateway with every setting of the config (gates, presentation, events)."""
     from toolroute.codemode.execute import install as install_code_mode
     from toolroute.gateway.shell.server import Gateway
@@ -468,7 +486,7 @@ def make_gateway(config: GatewayConfig, router: Router, pool: DownstreamPool) ->
 async def _watch_changes(
     source: Live | GatewayConfig,
     pool: DownstreamPool,
-    gateway: Any,
+    gateway: Gateway,
     listings: Listings | None = None,
     watch: StoreWatch | None = None,
     connects: Mapping[str, int] | None = None,
@@ -550,7 +568,7 @@ async def _watch_changes(
 async def resync(
     config: GatewayConfig,
     pool: DownstreamPool,
-    gateway: Any,
+    gateway: Gateway,
     listings: Listings | None = None,
     only: Collection[str] | None = None,
     *,

@@ -35,12 +35,37 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
 from toolroute.config import SEPARATOR, GatewayConfig
 from toolroute.errors import ConfigError, ToolrouteError
+
+if TYPE_CHECKING:
+    from collections.abc import Collection
+
+    from toolroute.downstream.servers import Downstream, DownstreamPool
+    from toolroute.downstream.sync import Listings
+    from toolroute.gateway.shell.server import Gateway
+    from toolroute.router import IndexReport
+
+
+class Resync(Protocol):
+    """Re-lists and re-indexes the named servers (``gateway.ops.app.resync``)."""
+
+    async def __call__(
+        self,
+        config: GatewayConfig,
+        pool: DownstreamPool,
+        gateway: Gateway,
+        listings: Listings | None = None,
+        only: Collection[str] | None = None,
+        *,
+        among: Collection[str] | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> IndexReport | None: ...
+
 
 __all__ = ["Live", "Reload", "apply", "check_safe", "diff", "follow_config", "note_auth"]
 
@@ -83,11 +108,11 @@ class Live:
     """Reads the files again (the CLI's loader, with its --settings and --store)."""
     lock: anyio.Lock = field(default_factory=anyio.Lock)
     """Held by each resync, so a reload and a list_changed re-list never interleave."""
-    listings: Any = None
+    listings: Listings | None = None
     """The change watcher's :class:`~toolroute.downstream.sync.Listings`."""
-    make_downstream: Callable[[GatewayConfig, str], Any] | None = None
+    make_downstream: Callable[[GatewayConfig, str], Downstream] | None = None
     """Builds one server's downstream from a config (``gateway.app.make_downstream``)."""
-    resync: Callable[..., Any] | None = None
+    resync: Resync | None = None
     """Re-lists and re-indexes named servers (``gateway.app.resync``); both are passed in by
     ``serve`` so this module does not import the app that runs it."""
     reloads: int = 0
@@ -163,7 +188,7 @@ def diff(old: GatewayConfig, new: GatewayConfig) -> Reload:
     )
 
 
-async def apply(live: Live, new: GatewayConfig, pool: Any, gateway: Any) -> Reload:
+async def apply(live: Live, new: GatewayConfig, pool: DownstreamPool, gateway: Gateway) -> Reload:
     """Move a serving gateway from ``live.config`` to ``new``: start, stop and restart only
     the servers that changed, re-index only their tools, swap tokens, allow-lists and the
     other in-place settings. Returns what changed (also logged, one line each)."""
@@ -192,7 +217,9 @@ async def apply(live: Live, new: GatewayConfig, pool: Any, gateway: Any) -> Relo
     return change
 
 
-async def _apply(live: Live, new: GatewayConfig, change: Reload, pool: Any, gateway: Any) -> Any:
+async def _apply(
+    live: Live, new: GatewayConfig, change: Reload, pool: DownstreamPool, gateway: Gateway
+) -> IndexReport | None:
     assert live.make_downstream is not None and live.resync is not None  # set by serve
     make_downstream, resync = live.make_downstream, live.resync
     from toolroute.present.presenter import Presenter
@@ -209,7 +236,7 @@ async def _apply(live: Live, new: GatewayConfig, change: Reload, pool: Any, gate
     live.config = new
     # in place: what each request reads from the gateway
     gateway.clients = {c.client_id: c for c in new.clients}
-    guard = getattr(gateway, "http_guard", None)
+    guard = gateway.http_guard
     if guard is not None and change.tokens:
         guard.reconfigure(new.clients, new.allowed_hosts, new.allowed_origins)
     gateway.k = new.k
@@ -274,7 +301,7 @@ def check_safe(old: GatewayConfig, new: GatewayConfig) -> None:
         )
 
 
-async def reload_once(live: Live, pool: Any, gateway: Any) -> Reload | None:
+async def reload_once(live: Live, pool: DownstreamPool, gateway: Gateway) -> Reload | None:
     """Read the files again (off the event loop, within :data:`LOAD_TIMEOUT_S`) and apply a
     complete, valid and safe new config; anything else (a file missing, empty, unreadable,
     not a regular file, invalid, still being written, or dropping ``[auth]`` without
@@ -308,7 +335,7 @@ async def reload_once(live: Live, pool: Any, gateway: Any) -> Reload | None:
     return change
 
 
-def note_auth(config: GatewayConfig, gateway: Any) -> None:
+def note_auth(config: GatewayConfig, gateway: Gateway) -> None:
     """``[auth] enabled = false``: a warning in the log and a line in status (HTTP)."""
     faults = getattr(gateway, "faults", None)
     line = None
@@ -323,7 +350,7 @@ def _watched(config: GatewayConfig) -> set[Path]:
     return {p for p in (config.path, config.settings_path, *config.links) if p is not None}
 
 
-async def follow_config(live: Live, pool: Any, gateway: Any) -> None:
+async def follow_config(live: Live, pool: DownstreamPool, gateway: Gateway) -> None:
     """Reload on every change of the config files and on SIGHUP, until cancelled."""
     from watchfiles import awatch
 
@@ -342,7 +369,7 @@ async def follow_config(live: Live, pool: Any, gateway: Any) -> None:
         if not folders:  # a config built in Python: SIGHUP only
             return
 
-        def wanted(_: Any, path: str) -> bool:
+        def wanted(_: object, path: str) -> bool:
             return Path(path) in _watched(live.config)
 
         async for _ in awatch(
@@ -351,7 +378,7 @@ async def follow_config(live: Live, pool: Any, gateway: Any) -> None:
             await reload_once(live, pool, gateway)
 
 
-async def _on_sighup(live: Live, pool: Any, gateway: Any) -> None:
+async def _on_sighup(live: Live, pool: DownstreamPool, gateway: Gateway) -> None:
     hup = getattr(signal, "SIGHUP", None)
     if hup is None:  # Windows: the file watch only
         return

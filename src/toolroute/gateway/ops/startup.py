@@ -26,7 +26,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Collection
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.from_thread
@@ -36,6 +36,7 @@ from toolroute.downstream.sync import Listings, list_all
 
 if TYPE_CHECKING:
     from toolroute.gateway.ops.reload import Live
+    from toolroute.gateway.shell.server import Gateway
 
 __all__ = [
     "LOG_EVERY_S",
@@ -132,7 +133,7 @@ def next_step(ready: list[str], listings: Listings) -> list[str]:
 
 
 async def index_at_start(
-    live: Live, pool: DownstreamPool, gateway: Any, warmup: Warmup | None = None
+    live: Live, pool: DownstreamPool, gateway: Gateway, warmup: Warmup | None = None
 ) -> dict[str, int]:
     """List every server and index each as its listing arrives (smallest first), swapping the
     gateway's router after each step; ``warmup`` settles once only big servers are left.

@@ -16,8 +16,9 @@ from typing import Any, Protocol, TypeVar
 import mcp.types as types
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
+from pydantic import BaseModel
 
-from toolroute.gateway.calls.access import client_identity, is_stateless
+from toolroute.gateway.calls.access import Request, client_identity, is_stateless
 from toolroute.sdk import allowed_log_levels, connection_of
 
 
@@ -33,7 +34,7 @@ class Relay(Protocol):
 
 __all__ = ["Caller", "caller_var", "connection_key", "current_caller"]
 
-T = TypeVar("T")
+T = TypeVar("T", bound=BaseModel)
 
 caller_var: ContextVar[Caller | None] = ContextVar("toolroute_caller", default=None)
 
@@ -43,7 +44,7 @@ def current_caller() -> Caller | None:
     return caller_var.get()
 
 
-def connection_key(ctx: Any) -> int:
+def connection_key(ctx: Request) -> int:
     """One key per client connection (what the gateway remembers per session)."""
     return id(connection_of(getattr(ctx, "session", None)))
 
@@ -57,7 +58,7 @@ class Caller:
     server's pushed request is refused with an error naming the reason.
     """
 
-    def __init__(self, relay: Relay, ctx: Any, params: Any = None) -> None:
+    def __init__(self, relay: Relay, ctx: Request, params: Any = None) -> None:
         self.relay = relay
         self.ctx = ctx
         self.stateless = is_stateless(ctx)

@@ -43,6 +43,7 @@ from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 
 from toolroute.catalog.name import SEPARATOR, qualified_name, server_of, split_name
 from toolroute.downstream.servers import DownstreamPool
+from toolroute.gateway.calls.access import Request
 from toolroute.gateway.shell._caller import Caller, caller_var, connection_key, current_caller
 from toolroute.sdk import connection_of
 
@@ -173,7 +174,7 @@ class Relay:
             server.add_request_handler(method, params_type, handler)
 
     @asynccontextmanager
-    async def serving(self, ctx: Any, params: Any = None) -> AsyncIterator[Caller]:
+    async def serving(self, ctx: Request, params: Any = None) -> AsyncIterator[Caller]:
         """Within: downstream messages of calls made by this task go back to ``ctx``'s client
         (``params``: the request's, for a 2026-07-28 retry's answers and state)."""
         self.seen(ctx)
@@ -184,10 +185,10 @@ class Relay:
         finally:
             caller_var.reset(token)
 
-    def seen(self, ctx: Any) -> None:
+    def seen(self, ctx: Request | None) -> None:
         """Remember the client of ``ctx`` (to notify it later) until its connection closes."""
         session = getattr(ctx, "session", None)
-        if session is None:
+        if ctx is None or session is None:
             return
         key = connection_key(ctx)
         if key not in self.sessions:
@@ -282,7 +283,7 @@ class Relay:
         return [(s, item) for s in self.pool.servers if s in found for item in found[s]]
 
     def _exposed(
-        self, ctx: Any, listed: list[tuple[str, Any]], field: str
+        self, ctx: Request | None, listed: list[tuple[str, Any]], field: str
     ) -> tuple[dict[str, tuple[str, str]], list[Any]]:
         """The exposed names of ``listed`` items (keyed by their ``field``: uri, uri_template or
         name) and the items under those names that this client may use."""
@@ -295,7 +296,9 @@ class Relay:
         ]
         return names, items
 
-    async def list_resources(self, ctx: Any, params: Any) -> types.ListResourcesResult:
+    async def list_resources(
+        self, ctx: Request | None, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
         self.seen(ctx)
         listed = await self._gather(
             "resources", lambda c, cur: c.list_resources(cursor=cur), "resources"
@@ -304,7 +307,9 @@ class Relay:
         status = [STATUS_RESOURCE] if self.status is not None else []
         return types.ListResourcesResult(resources=[*status, *resources])
 
-    async def list_templates(self, ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
+    async def list_templates(
+        self, ctx: Request | None, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
         self.seen(ctx)
         listed = await self._gather(
             "resources",
@@ -314,7 +319,9 @@ class Relay:
         self._templates, templates = self._exposed(ctx, listed, "uri_template")
         return types.ListResourceTemplatesResult(resource_templates=templates)
 
-    async def list_prompts(self, ctx: Any, params: Any) -> types.ListPromptsResult:
+    async def list_prompts(
+        self, ctx: Request | None, params: types.PaginatedRequestParams | None
+    ) -> types.ListPromptsResult:
         self.seen(ctx)
         listed = await self._gather("prompts", lambda c, cur: c.list_prompts(cursor=cur), "prompts")
         self._prompts, prompts = self._exposed(ctx, listed, "name")
@@ -369,7 +376,9 @@ class Relay:
             return split
         return await self.resource_owner(template)
 
-    async def _check(self, ctx: Any, owner: tuple[str, str], missing: MCPError) -> tuple[str, str]:
+    async def _check(
+        self, ctx: Request, owner: tuple[str, str], missing: MCPError
+    ) -> tuple[str, str]:
         """``owner`` if the client may use its server, else ``missing``: the error an unknown
         name gets, after the work an unknown name costs (one re-listing), so a restricted
         client can tell another server's name from none neither by the answer nor its time."""
@@ -385,7 +394,7 @@ class Relay:
     # --- requests -------------------------------------------------------------------------
 
     async def read_resource(
-        self, ctx: Any, params: types.ReadResourceRequestParams
+        self, ctx: Request, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult | types.InputRequiredResult:
         self.seen(ctx)
         if str(params.uri) == STATUS_URI and self.status is not None:
@@ -406,7 +415,7 @@ class Relay:
 
             return await self.pool[server].request(send, caller)
 
-    def _read_status(self, ctx: Any) -> types.ReadResourceResult:
+    def _read_status(self, ctx: Request) -> types.ReadResourceResult:
         """The status snapshot, cut to the servers this client may use."""
         assert self.status is not None
         snap = self.status()
@@ -421,7 +430,9 @@ class Relay:
             ]
         )
 
-    async def subscribe(self, ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
+    async def subscribe(
+        self, ctx: Request, params: types.SubscribeRequestParams
+    ) -> types.EmptyResult:
         self.seen(ctx)
         uri = str(params.uri)
         server, uri = await self._check(ctx, await self.resource_owner(uri), _no_resource(uri))
@@ -437,7 +448,7 @@ class Relay:
         return types.EmptyResult()
 
     async def unsubscribe(
-        self, ctx: Any, params: types.UnsubscribeRequestParams
+        self, ctx: Request, params: types.UnsubscribeRequestParams
     ) -> types.EmptyResult:
         self.seen(ctx)
         uri = str(params.uri)
@@ -454,7 +465,7 @@ class Relay:
         return types.EmptyResult()
 
     async def get_prompt(
-        self, ctx: Any, params: types.GetPromptRequestParams
+        self, ctx: Request, params: types.GetPromptRequestParams
     ) -> types.GetPromptResult | types.InputRequiredResult:
         self.seen(ctx)
         server, name = await self._check(
@@ -475,7 +486,9 @@ class Relay:
 
             return await self.pool[server].request(send, caller)
 
-    async def complete(self, ctx: Any, params: types.CompleteRequestParams) -> types.CompleteResult:
+    async def complete(
+        self, ctx: Request, params: types.CompleteRequestParams
+    ) -> types.CompleteResult:
         self.seen(ctx)
         ref = params.ref
         if isinstance(ref, types.PromptReference):
@@ -496,7 +509,9 @@ class Relay:
         )
         return result
 
-    async def set_level(self, ctx: Any, params: types.SetLevelRequestParams) -> types.EmptyResult:
+    async def set_level(
+        self, ctx: Request, params: types.SetLevelRequestParams
+    ) -> types.EmptyResult:
         self.seen(ctx)
         self.levels[connection_key(ctx)] = params.level
         level = min(self.levels.values(), key=LEVELS.index)

@@ -26,13 +26,14 @@ JSON-RPC error. SIGTERM stops reading at once and does the same within a few sec
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import os
 import signal
 import stat
 import sys
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager, suppress
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from typing import Any, Self
 
 import anyio
@@ -43,7 +44,12 @@ from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
-from toolroute.sdk import create_context_streams
+from toolroute.sdk import ReadStream, WriteStream, create_context_streams
+
+Incoming = ReadStream[SessionMessage | Exception]
+"""Messages read from the client (an unparsable frame arrives as its exception)."""
+Outgoing = WriteStream[SessionMessage]
+"""Messages written to the client."""
 
 __all__ = ["MAX_LINE_BYTES", "TERM_GRACE_S", "parse_frame", "serve_stdio", "stdio_pipes"]
 
@@ -108,7 +114,7 @@ def _claim(fd: int, diversion: int) -> tuple[int, int]:
 
 
 @asynccontextmanager
-async def stdio_pipes() -> AsyncIterator[tuple[Any, Any]]:
+async def stdio_pipes() -> AsyncIterator[tuple[Incoming, Outgoing]]:
     """(read stream, write stream) of MCP messages over this process's stdin and stdout, read
     and written by the event loop. Requires both to be pipes, sockets or terminals."""
     loop = asyncio.get_running_loop()
@@ -127,8 +133,8 @@ async def stdio_pipes() -> AsyncIterator[tuple[Any, Any]]:
     reader = asyncio.StreamReader(limit=MAX_LINE_BYTES)
     in_file = os.fdopen(in_fd, "rb", buffering=0)
     out_file = os.fdopen(out_fd, "wb", buffering=0)
-    in_transport: Any = None
-    out_transport: Any = None
+    in_transport: asyncio.ReadTransport | None = None
+    out_transport: asyncio.WriteTransport | None = None
     try:
         in_transport, _ = await loop.connect_read_pipe(
             lambda: asyncio.StreamReaderProtocol(reader), in_file
@@ -259,7 +265,7 @@ class _InFlight:
         self._asked.clear()
         self._changed.set()
 
-    async def receive(self, inner: Any) -> Any:
+    async def receive(self, inner: Incoming) -> SessionMessage | Exception:
         """The next message from ``inner``; once it has ended (or SIGTERM came), the refusals
         of the server's requests, then the end when the drain is over."""
         if not self._ended and not self.terminated:  # SIGTERM may come between two reads
@@ -302,21 +308,23 @@ class _Reading:
     """The read stream the SDK serves: ``inner``'s messages, with the end held back until the
     requests passed on are answered (:class:`_InFlight`)."""
 
-    def __init__(self, inner: Any, in_flight: _InFlight) -> None:
+    def __init__(self, inner: Incoming, in_flight: _InFlight) -> None:
         self._inner = inner
         self._in_flight = in_flight
 
     @property
-    def last_context(self) -> Any:  # the sender's context, for the SDK's dispatcher
+    def last_context(
+        self,
+    ) -> contextvars.Context | None:  # the sender's context, for the SDK's dispatcher
         return getattr(self._inner, "last_context", None)
 
-    async def receive(self) -> Any:
+    async def receive(self) -> SessionMessage | Exception:
         return await self._in_flight.receive(self._inner)
 
     def __aiter__(self) -> Self:
         return self
 
-    async def __anext__(self) -> Any:
+    async def __anext__(self) -> SessionMessage | Exception:
         try:
             return await self.receive()
         except anyio.EndOfStream:
@@ -335,7 +343,7 @@ class _Reading:
 class _Writing:
     """The write stream the SDK serves: ``inner``, noting which requests got their answer."""
 
-    def __init__(self, inner: Any, in_flight: _InFlight) -> None:
+    def __init__(self, inner: Outgoing, in_flight: _InFlight) -> None:
         self._inner = inner
         self._in_flight = in_flight
 
@@ -383,7 +391,7 @@ async def serve_stdio(server: Any, drain_s: float = 60.0) -> None:
         tg.cancel_scope.cancel()
 
 
-def _transport() -> Any:
+def _transport() -> AbstractAsyncContextManager[tuple[Incoming, Outgoing]]:
     """Ours over pipes, sockets and terminals; the SDK's for anything else (a regular file)."""
     if _watchable(0) and _watchable(1):
         return stdio_pipes()

@@ -33,7 +33,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import mcp.types as types
 from mcp.server import NotificationOptions, Server
@@ -52,6 +52,7 @@ from toolroute.gateway.calls._checks import check_find_args, coerce_arguments, c
 from toolroute.gateway.calls.access import (
     CallGateScope,
     ClientAccess,
+    Request,
     authenticated_client,
     client_identity,
 )
@@ -75,6 +76,9 @@ from toolroute.router import Router
 from toolroute.sdk import OpenTelemetryMiddleware, connection_of
 from toolroute.settings import DEFAULTS
 from toolroute.stats import Outcome
+
+if TYPE_CHECKING:
+    from toolroute.gateway.http._auth import HttpGuard
 
 __all__ = [
     "CALL_TOOL",
@@ -210,7 +214,7 @@ except PackageNotFoundError:  # run from a source tree that was never installed
 class _Request:
     """One call of a meta-tool, with who made it."""
 
-    ctx: Any
+    ctx: Request
     args: dict[str, Any]
     state: SessionState
     allowed: Allowed
@@ -219,6 +223,24 @@ class _Request:
 
 def _invalid(message: str) -> types.CallToolResult:
     return error_result(ErrorCode.INVALID_ARGUMENTS, message)
+
+
+class CodeModeHook(Protocol):
+    """What the shell needs of code mode (:class:`toolroute.codemode.execute.CodeMode`)."""
+
+    tool: types.Tool
+
+    async def execute(
+        self, args: Mapping[str, Any], state: SessionState, allowed: Allowed, client: str
+    ) -> types.CallToolResult: ...
+
+    def paged(self, result: types.CallToolResult, state: SessionState) -> types.CallToolResult: ...
+
+
+class Warmup(Protocol):
+    """What a request waits for at start (:class:`toolroute.gateway.ops.startup.Warmup`)."""
+
+    async def wait(self) -> None: ...
 
 
 class _GatewayServer(Server):
@@ -310,7 +332,7 @@ class Gateway(GatewayCore):
         """Handshake-era connections by the call gate scope they belong to (bind mode tells
         every connection of a scope when its tools change)."""
         self._listeners = 0
-        self.code_mode: Any = None  # codemode.execute.CodeMode: make_gateway sets it
+        self.code_mode: CodeModeHook | None = None  # make_gateway sets it (code_mode = true)
         self.find_tools_tool = FIND_TOOLS  # app.describe_find_tools names the servers in it
         self.bus = InMemorySubscriptionBus()
         self.handlers: dict[str, Handler] = {
@@ -337,6 +359,8 @@ class Gateway(GatewayCore):
                 m for m in self.server.middleware if not isinstance(m, OpenTelemetryMiddleware)
             ]
         self.continuations = Continuations(wait_s=call_timeout_s)
+        self.http_guard: HttpGuard | None = None
+        """The HTTP front door when served over HTTP: a reload swaps its tokens and lists."""
         """2025 servers' requests during a call, bridged to 2026-07-28 clients (runs while
         ``continuations.serving()`` is entered: ``toolroute serve`` enters it)."""
         self.passthrough = PassThrough(pool, lambda: self.quarantined)  # held: not listed
@@ -361,17 +385,17 @@ class Gateway(GatewayCore):
         held = {n: h.to_dict() for n, h in self.quarantined.items()}
         return snapshot(self.pool, held, faults=self.faults)
 
-    def allowed_for(self, ctx: Any) -> Allowed:
+    def allowed_for(self, ctx: Request) -> Allowed:
         """The allow-list of the authenticated client of this request (None: everything)."""
         client = self.clients.get(authenticated_client(ctx) or "")
         return client.allows if client is not None and client.restricted else None
 
-    def _may_use(self, ctx: Any, server: str) -> bool:
+    def _may_use(self, ctx: Request, server: str) -> bool:
         """Resources and prompts of ``server``: for a client allowed the whole server."""
         allowed = self.allowed_for(ctx)
         return allowed is None or allowed(qualified_name(server, "*"))
 
-    async def _list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
+    async def _list_tools(self, ctx: Request, params: Any) -> types.ListToolsResult:
         self.relay.seen(ctx)
         meta = [self.find_tools_tool, CALL_TOOL, REQUEST_CAPABILITY]
         milestones = any(
@@ -397,14 +421,14 @@ class Gateway(GatewayCore):
             bound = await self._bound_for(state, allowed)
         return types.ListToolsResult(tools=[*meta, *bound])
 
-    warmup: Any = None
+    warmup: Warmup | None = None
     """At start, what a call waits for: the quick servers indexed (gateway/ops/startup.py)."""
 
     async def _warmed(self) -> None:
         if self.warmup is not None:
             await self.warmup.wait()
 
-    async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> CallResult:
+    async def _call_tool(self, ctx: Request, params: types.CallToolRequestParams) -> CallResult:
         if self.warmup is not None:
             await self.warmup.wait()
         # the call's progress, logs and sampling come back to this client; a 2026-07-28
@@ -415,7 +439,7 @@ class Gateway(GatewayCore):
             except (sqlite3.Error, StoreError, OSError) as e:  # the gateway's own disk/store
                 return json_result(store_failed(self.faults, e), error=True)
 
-    async def _dispatch(self, ctx: Any, params: types.CallToolRequestParams) -> CallResult:
+    async def _dispatch(self, ctx: Request, params: types.CallToolRequestParams) -> CallResult:
         """A passed-through tool, a meta-tool, or a bound tool, in that order."""
         request = _Request(
             ctx,
@@ -481,7 +505,7 @@ class Gateway(GatewayCore):
             return _invalid(problem)
         result = await self._gated(r, name, arguments)
         if self.code_mode is not None and isinstance(result, types.CallToolResult):
-            return self.code_mode.paged(result, r.state)  # type: ignore[no-any-return]
+            return self.code_mode.paged(result, r.state)
         return result
 
     async def _request_capability(self, r: _Request) -> CallResult:
@@ -501,7 +525,7 @@ class Gateway(GatewayCore):
     async def _execute(self, r: _Request) -> CallResult:
         if self.code_mode is None:  # [toolroute] code_mode is off
             return error_result(ErrorCode.UNKNOWN_TOOL, "execute needs code_mode = true")
-        return await self.code_mode.execute(r.args, r.state, r.allowed, r.client)  # type: ignore[no-any-return]
+        return await self.code_mode.execute(r.args, r.state, r.allowed, r.client)
 
     async def _set_milestone(self, r: _Request) -> CallResult:
         milestone = r.args.get("name")
@@ -513,7 +537,7 @@ class Gateway(GatewayCore):
     # -- bind mode: found tools join the finder's own tools/list -------------------------
 
     async def _bind(
-        self, ctx: Any, state: SessionState, candidates: list[dict[str, Any]], before: set[str]
+        self, ctx: Request, state: SessionState, candidates: list[dict[str, Any]], before: set[str]
     ) -> None:
         """Tell every connection of ``state``'s scope that its tools/list grew (both protocol
         eras); nobody else's list changes."""
@@ -527,7 +551,7 @@ class Gateway(GatewayCore):
             if scope is state:
                 await connection.notify("notifications/tools/list_changed", None)
 
-    def _joined(self, ctx: Any, state: SessionState) -> None:
+    def _joined(self, ctx: Request, state: SessionState) -> None:
         """Remember that ``ctx``'s connection (a handshake-era session) belongs to ``state``'s
         scope, for as long as the connection lives."""
         if str(getattr(ctx, "protocol_version", "")).startswith("2026"):
@@ -567,7 +591,7 @@ class Gateway(GatewayCore):
             tool = self.bound[name] = original.model_copy(update={"name": name})
         return tool
 
-    async def _listen(self, ctx: Any, params: types.SubscriptionsListenRequestParams) -> Any:
+    async def _listen(self, ctx: Request, params: types.SubscriptionsListenRequestParams) -> Any:
         """``subscriptions/listen`` (2026-07-28): the gateway's events and those of the
         client's own scope (its bound tools)."""
         if self._listeners >= MAX_LISTENERS:

@@ -39,7 +39,7 @@ def ehrr_scores(params: EhrrParams = TABLE_V) -> StrategyFn:
 
     def score(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
         stats = q.stats if q.stats is not None else StatsBook(ix.catalog)
-        ep = replace(params, servers_k=p.servers_k)
+        ep = replace(params, servers_k=p.cascade.servers_k)
         if ep.similarity == "hybrid":
             server_sim, tool_sim = server_scores(ix, q, p), hybrid(ix, q, p)
         else:  # the paper's eq. 1 on both layers
