@@ -1,7 +1,7 @@
 """What the abstention check adds to a route: ``default`` with abstention off and on, the two
 interleaved query by query in one process (so a busy machine slows both alike).
 
-    python benchmarks/abstain_cost.py [--sets union,sealtools] [--queries 100] [--store DIR]
+    python -m benchmarks.abstain_cost [--sets union,sealtools] [--queries 100] [--store DIR]
         [--out benchmarks/results/abstain_cost.md]
 
 Per set: p50 and p95 of ``Router.scores`` in ms for each, over the set's in-scope queries and
@@ -45,7 +45,7 @@ def main() -> int:
 
     embedder = OnnxEmbedder()
     lines = [
-        f"`python benchmarks/abstain_cost.py {' '.join(sys.argv[1:])}` (MiniLM int8, "
+        f"`python -m benchmarks.abstain_cost {' '.join(sys.argv[1:])}` (MiniLM int8, "
         "interleaved, warm)",
         "",
         "| set | tools | requests | off p50 ms | on p50 ms | off p95 ms | on p95 ms |",

@@ -1,6 +1,6 @@
 """Train and measure the abstention model ("no tool fits", route/abstain.py).
 
-    python benchmarks/abstain_train.py [--sets a,b] [--store DIR] [--cache DIR]
+    python -m benchmarks.abstain_train [--sets a,b] [--store DIR] [--cache DIR]
         [--out benchmarks/results/abstain.md] [--json FILE] [--write-model]
 
 Per set (the five folders of ../shared/benchmarks and the union catalog with our union
@@ -322,7 +322,7 @@ def main() -> int:
     folds = {name: held_out(sets, name) for name in names}
     cached = " (signals read from the cache a full run wrote)" if args.cache else ""
     head = (
-        f"`python benchmarks/abstain_train.py {' '.join(sys.argv[1:])}` "
+        f"`python -m benchmarks.abstain_train {' '.join(sys.argv[1:])}` "
         f"({time.perf_counter() - t0:.0f} s{cached}, default with abstention off, MiniLM int8)"
     )
     text = render(sets, folds, head)

@@ -1,6 +1,6 @@
 """Issue 24's budget target: "cost within 1.05x of `ehrr` at >= 3x its success" (small V).
 
-    PYTHONPATH=src nice -n 10 python benchmarks/adaptive_budget.py --store DIR --stream zipf \
+    PYTHONPATH=src nice -n 10 python -m benchmarks.adaptive_budget --store DIR --stream zipf \
         --out benchmarks/results/adaptive/budget-zipf
 
 The issue's market setting (livemcpbench, 3 vendors, oracle planner, n = 3, 2 attempts, shortlist
@@ -85,9 +85,9 @@ def _pm(stat: dict[str, float | None], digits: int) -> str:
 
 
 def main() -> int:
-    from toolroute.route.strategy import load_plugin
+    from benchmarks.variants import register_strategies
 
-    load_plugin(str(Path(__file__).with_name("variants.py")))  # the research variants
+    register_strategies()  # the research variants
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--store", type=Path, required=True)
     ap.add_argument("--stream", choices=("once", "zipf"), default="zipf")

@@ -1,6 +1,6 @@
 """Issue 24: what the exact-name pre-rank does to the market's strategies, per rule.
 
-    PYTHONPATH=src nice -n 10 python benchmarks/adaptive_exact.py --store DIR --stream zipf \
+    PYTHONPATH=src nice -n 10 python -m benchmarks.adaptive_exact --store DIR --stream zipf \
         [-s hybrid -s adaptive] --out benchmarks/results/adaptive/exact-intent-zipf.md
 
 The exact-name step (route/exact.py, ``RouteParams.exact_names``) runs after every strategy.
@@ -69,9 +69,9 @@ def _simulate(store: Path, exact: bool, args: argparse.Namespace) -> Simulation:
 
 
 def main() -> int:
-    from toolroute.route.strategy import load_plugin
+    from benchmarks.variants import register_strategies
 
-    load_plugin(str(Path(__file__).with_name("variants.py")))  # the research variants
+    register_strategies()  # the research variants
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--store", type=Path, required=True)
     ap.add_argument("--stream", choices=("once", "zipf"), default="zipf")

@@ -1,7 +1,7 @@
 """Issue 24, the harder worlds: does the learning router hold up when a vendor's tools share
 their quality, and does it recover after a vendor's outage?
 
-    PYTHONPATH=src nice -n 10 python benchmarks/adaptive_outage.py --store DIR --out DIR
+    PYTHONPATH=src nice -n 10 python -m benchmarks.adaptive_outage --store DIR --out DIR
 
 Three runs over the same seeds, in the 3-vendor livemcpbench market with the oracle planner,
 a Zipf stream of ``--tasks`` tasks: today's world (ρ = 0), vendor-correlated quality

@@ -3,7 +3,7 @@ that can do the step, on the livemcpbench market (3 vendors per server), with no
 and no memory. It measures what capability grouping does to retrieval before any learning
 (the ``capability_cosine`` and relevance-band choices of route/adaptive.py).
 
-    .venv/bin/python benchmarks/capability_coverage.py --cosine 0.9 --cosine 0.8 --cosine 1.5 \
+    .venv/bin/python -m benchmarks.capability_coverage --cosine 0.9 --cosine 0.8 --cosine 1.5 \
         -s hybrid -s adaptive-hybrid -s adaptive --out benchmarks/results/adaptive/coverage.md
 
 A cosine above 1 groups by name and schema only. Embeddings are cached in --store.
@@ -26,9 +26,9 @@ LIVE = REPO.parent / "shared" / "benchmarks" / "livemcpbench"
 
 
 def main() -> None:
-    from toolroute.route.strategy import load_plugin
+    from benchmarks.variants import register_strategies
 
-    load_plugin(str(Path(__file__).with_name("variants.py")))  # the research variants
+    register_strategies()  # the research variants
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-s", "--strategy", action="append", default=[])
     ap.add_argument("--cosine", action="append", type=float, default=[])

@@ -2,7 +2,7 @@
 wasmtime (quickjs-rs), for isolation, start-up time and memory; then the gateway itself: another
 client's call_tool latency while a script spins or bombs memory.
 
-    python benchmarks/codemode_sandbox.py [--runs 20] [--skip-gateway] [--out FILE] [--json FILE]
+    python -m benchmarks.codemode_sandbox [--runs 20] [--skip-gateway] [--out FILE] [--json FILE]
 
 Needs requirements-codemode-bench.lock for the two JavaScript engines (an engine that is not
 installed is reported as such). Each figure comes from a fresh child interpreter:
@@ -198,7 +198,11 @@ def _child(args: list[str], timeout_s: float = 60) -> dict[str, Any]:
     t = time.perf_counter()
     try:
         done = subprocess.run(
-            [PY, __file__, *args], capture_output=True, text=True, timeout=timeout_s
+            [PY, "-m", "benchmarks.codemode_sandbox", *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            cwd=REPO,
         )
     except subprocess.TimeoutExpired:
         return {"outcome": f"hung: killed after {timeout_s:.0f} s", "seconds": timeout_s}
@@ -223,8 +227,6 @@ def _gateway(runs: int) -> dict[str, Any]:
     import anyio
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
-
-    sys.path.insert(0, str(REPO))
     from tests.helpers.net import free_port, stop, wait_for_port
 
     tmp = Path(tempfile.mkdtemp(prefix="codemode-bench-"))
@@ -309,7 +311,7 @@ def _report(startup: list[dict[str, Any]], probes: dict[str, dict[str, Any]], gw
     lines = [
         "# Code mode: the sandbox",
         "",
-        "`python benchmarks/codemode_sandbox.py` (2-core machine; each row a fresh child "
+        "`python -m benchmarks.codemode_sandbox` (2-core machine; each row a fresh child "
         f"interpreter; limits {LIMIT_S:.0f} s and {MEMORY >> 20} MiB where the engine has one; "
         f"load average at the end {os.getloadavg()[0]:.1f}: other work shared the 2 cores).",
         "",

@@ -3,7 +3,7 @@
 round trips (find_tools, then one call_tool per step, every result entering the model's
 context) and as find_tools plus one ``execute`` (only the script and its value entering it).
 
-    python benchmarks/codemode_workflows.py [--tasks a,b] [--out FILE] [--json FILE]
+    python -m benchmarks.codemode_workflows [--tasks a,b] [--out FILE] [--json FILE]
 
 Two real `toolroute serve` processes over stdio (official client), each over its own copy of
 the same world: a directory of files (server-filesystem), a git repository with a history
@@ -516,7 +516,7 @@ def report(rows: list[Row], tasks: list[Task]) -> tuple[str, dict[str, Any]]:
     lines = [
         "# Code mode: the workflow benchmark",
         "",
-        "`python benchmarks/codemode_workflows.py`: each task once as round trips (find_tools, "
+        "`python -m benchmarks.codemode_workflows`: each task once as round trips (find_tools, "
         "then call_tool per step) and once as find_tools + one execute, through real "
         "`toolroute serve` processes (stdio) over server-filesystem, mcp-server-git, "
         "server-memory, mcp-server-time and server-everything. Tokens: cl100k of every request "

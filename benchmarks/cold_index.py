@@ -1,6 +1,6 @@
 """Cold and warm `toolroute index` on livemcpbench, as a new user runs it: wall time and peak RSS.
 
-    python benchmarks/cold_index.py [--store DIR] [--out FILE]
+    python -m benchmarks.cold_index [--store DIR] [--out FILE]
 
 Runs `toolroute index --catalog ../shared/benchmarks/livemcpbench/catalog.json --json` twice
 as separate processes: first on an empty store (every text embedded: the cold build), then on
@@ -80,7 +80,7 @@ def main() -> int:
         "\n".join(rows)
         + f"\n\n`toolroute index` on livemcpbench ({cold['added']} tools), two processes, "
         f"{os.cpu_count()} cores, 1-minute load average {load:.1f} at the start. Command: "
-        "`python benchmarks/cold_index.py --out benchmarks/results/cold_index.md`.\n"
+        "`python -m benchmarks.cold_index --out benchmarks/results/cold_index.md`.\n"
     )
     print(md, end="")
     if args.out is not None:

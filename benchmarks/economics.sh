@@ -35,5 +35,5 @@ $TR simulate $V $L -s hybrid -s ehrr-flat -s cascade --baseline hybrid \
 
 # Real executions: calls until the reliable provider ranks first (both workloads).
 rm -f "$R/learning.md"
-$PY benchmarks/learning.py --seeds $LEARN_SEEDS --workload alternate --out "$R/learning.md"
-$PY benchmarks/learning.py --seeds $LEARN_SEEDS --workload follow --out "$R/learning.md"
+$PY -m benchmarks.learning --seeds $LEARN_SEEDS --workload alternate --out "$R/learning.md"
+$PY -m benchmarks.learning --seeds $LEARN_SEEDS --workload follow --out "$R/learning.md"

@@ -2,7 +2,7 @@
 intra-op pool spinning (its default) and sleeping (toolroute's setting), and on one intra-op
 thread (what ``toolroute serve`` uses for queries), in the same run.
 
-    python benchmarks/embed_spin.py [--queries 200] [--rounds 3] [--out F]
+    python -m benchmarks.embed_spin [--queries 200] [--rounds 3] [--out F]
 
 All three are the bundled all-MiniLM-L6-v2; they alternate in rounds so machine noise
 hits both alike. Prints (and with --out writes) a markdown table: CPU ms and wall ms per query.
@@ -68,7 +68,7 @@ def main() -> None:
         f"# One-query embeddings: intra-op pool spinning vs sleeping ({os.cpu_count()} CPUs, "
         f"load average {os.getloadavg()[0]:.1f})",
         "",
-        f"`python benchmarks/embed_spin.py --queries {args.queries} --rounds {args.rounds}`; "
+        f"`python -m benchmarks.embed_spin --queries {args.queries} --rounds {args.rounds}`; "
         "median over rounds.",
         "",
         "| intra-op pool | CPU ms / query | wall ms / query |",

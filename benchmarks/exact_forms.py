@@ -1,6 +1,6 @@
 """Exact-name R@1 per written form of a tool's name, on every catalog of the suite.
 
-    python benchmarks/exact_forms.py [--sets a,b] [--sample 200] [--strategy default]
+    python -m benchmarks.exact_forms [--sets a,b] [--sample 200] [--strategy default]
         [--store DIR] [--out benchmarks/results/exact_forms.md] [--json FILE]
 
 For a sample of each catalog's tools (fixed seed), each tool is named in five forms: its
@@ -39,9 +39,9 @@ SENTENCE = {
 
 def title(name: str) -> str:
     """A tool's title as an MCP server would write it: its name in words, capitalised."""
-    from toolroute.route.exact import _words
+    from toolroute.index.document import humanise
 
-    return " ".join(w[:1].upper() + w[1:] for w in _words(name).split())
+    return " ".join(w[:1].upper() + w[1:] for w in humanise(name).split())
 
 
 def written(form: str, server: str, name: str) -> str:
@@ -53,13 +53,14 @@ def written(form: str, server: str, name: str) -> str:
 
 
 def same(form: str, a: tuple[str, str], b: tuple[str, str]) -> bool:
-    """``a`` answers a query naming ``b`` in ``form``."""
-    from toolroute.route.exact import _words
+    """``a`` answers a query naming ``b`` in ``form`` (a title names a tool by its name's words,
+    camel and snake case split as the exact-name step reads them)."""
+    from toolroute.index.document import humanise
 
     if form == "plain":
         return a[1].lower() == b[1].lower()
     if form == "title":
-        return _words(a[1]) == _words(b[1]) or re.findall(r"[^\W_]+", a[1].lower()) == (
+        return humanise(a[1]) == humanise(b[1]) or re.findall(r"[^\W_]+", a[1].lower()) == (
             re.findall(r"[^\W_]+", b[1].lower())
         )
     return a == b
@@ -151,7 +152,7 @@ def main() -> int:
             results[name] = run_set(r, args.sample, args.strategy)
         print(f"{name}: done at {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     head = (
-        f"`python benchmarks/exact_forms.py {' '.join(sys.argv[1:])}` "
+        f"`python -m benchmarks.exact_forms {' '.join(sys.argv[1:])}` "
         f"({time.perf_counter() - t0:.0f} s, strategy {args.strategy}, abstention "
         f"{args.abstain}, MiniLM int8)"
     )

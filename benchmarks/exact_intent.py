@@ -1,6 +1,6 @@
 """The exact-name step with and without mention roles, on every set of the recall suite.
 
-    PYTHONPATH=src nice -n 10 python benchmarks/exact_intent.py [--strategy default]...
+    PYTHONPATH=src nice -n 10 python -m benchmarks.exact_intent [--strategy default]...
         [--sets a,b] [--steps 300] [--exact 300] [--store DIR]
         --out benchmarks/results/recall_suite_exact_intent.md [--json FILE]
 
@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from recall_suite import SETS, Case, render, run_set, suite_cases
+from benchmarks.recall_suite import SETS, Case, render, run_set, suite_cases
 
 
 def _variant_runs(router: Any, cases: dict[str, list[Case]], strategy: str) -> dict[str, Any]:
@@ -88,7 +88,7 @@ def main() -> int:
         table, summary[s] = render(per_strategy, labels, f"{s}/every")
         sections.append(f"## {s}\n\n" + table)
     head = (
-        f"`python benchmarks/exact_intent.py {' '.join(sys.argv[1:])}` "
+        f"`python -m benchmarks.exact_intent {' '.join(sys.argv[1:])}` "
         f"({time.perf_counter() - started:.0f} s, MiniLM int8, no LLM)\n\n"
     )
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,6 @@
 """What a faulty downstream server costs, measured through a real ``toolroute serve`` (stdio).
 
-    python benchmarks/faults.py [--calls 20] [--timeout 10] [--cap BYTES] [--out FILE]
+    python -m benchmarks.faults [--calls 20] [--timeout 10] [--cap BYTES] [--out FILE]
 
 With ``--cap 314572800`` (300 MiB, above the 100 MB result) the result is passed through: the
 RSS row then shows what the cap saves (``benchmarks/results/faults-nocap.md``).

@@ -1,6 +1,6 @@
 """Gateway latency: what one call through ``toolroute serve`` costs over calling the server direct.
 
-    python benchmarks/gateway_latency.py [--calls 200] [--warmup 20] [--http] [--relay]
+    python -m benchmarks.gateway_latency [--calls 200] [--warmup 20] [--http] [--relay]
                                          [--proxies PYTHON]
                                          [--mode legacy] [--mode auto]
                                          [--breakdown] [--json] [--out F]
@@ -358,11 +358,10 @@ async def _breakdown(args: argparse.Namespace, tmp: Path) -> dict[str, list[floa
     """The pieces of one call_tool, timed in this process (see the module docstring)."""
     from dataclasses import replace
 
-    from mcp.server._otel import OpenTelemetryMiddleware
-
     from toolroute.config import load_config
-    from toolroute.gateway.calls._schema import argument_errors
+    from toolroute.gateway.calls import argument_errors
     from toolroute.gateway.ops.app import make_gateway, running_pool, sync_router
+    from toolroute.sdk import OpenTelemetryMiddleware
     from toolroute.stats import Outcome
 
     config = tmp / "breakdown.json"

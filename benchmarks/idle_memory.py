@@ -1,6 +1,6 @@
 """Idle memory and import time of ``toolroute serve`` over the five reference MCP servers.
 
-    python benchmarks/idle_memory.py [--imports 5] [--out FILE] [--json]
+    python -m benchmarks.idle_memory [--imports 5] [--out FILE] [--json]
 
 Starts ``toolroute serve`` over stdio in front of mcp-server-time, mcp-server-git (PyPI) and
 the npm server-memory, server-filesystem and server-everything (in .toolroute/npm), through

@@ -1,6 +1,6 @@
 """Indexing memory: peak RSS and throughput of a cold ``toolroute index`` against a bare session.
 
-    python benchmarks/index_memory.py [--catalog FILE] [--rounds 2] [--out FILE] [--json]
+    python -m benchmarks.index_memory [--catalog FILE] [--rounds 2] [--out FILE] [--json]
 
 Each measurement runs in a fresh process (peak RSS is the child's own ``ru_maxrss``):
 
@@ -95,7 +95,16 @@ def child_index(catalog_path: Path) -> dict[str, Any]:
 
 def _run_child(kind: str, catalog: Path) -> dict[str, Any]:
     out = subprocess.run(
-        [sys.executable, __file__, "--child", kind, "--catalog", str(catalog)],
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.index_memory",
+            "--child",
+            kind,
+            "--catalog",
+            str(catalog),
+        ],
+        cwd=REPO,
         check=True,
         capture_output=True,
         text=True,

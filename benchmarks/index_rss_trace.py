@@ -2,7 +2,7 @@
 glibc's mmap threshold fixed (what every toolroute process does, ``toolroute.heap``) and left
 dynamic (glibc's default).
 
-    python benchmarks/index_rss_trace.py [--catalog FILE] [--out FILE]
+    python -m benchmarks.index_rss_trace [--catalog FILE] [--out FILE]
 
 Each run is a fresh process on an empty store: it embeds every text of the catalog
 (livemcpbench by default). A thread samples the resident set every 0.25 s and files each
@@ -89,7 +89,9 @@ def main() -> int:
     runs: dict[str, dict[str, Any]] = {}
     for kind in ("dynamic", "fixed"):
         out = subprocess.run(
-            [sys.executable, __file__, "--child", kind, "--catalog", str(args.catalog)],
+            [sys.executable, "-m", "benchmarks.index_rss_trace", "--child", kind]
+            + ["--catalog", str(args.catalog)],
+            cwd=REPO,
             check=True,
             capture_output=True,
             text=True,

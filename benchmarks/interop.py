@@ -2,7 +2,7 @@
 own public API with no LLM, against ``toolroute serve`` over stdio and streamable HTTP, in the
 ``meta`` and ``bind`` modes, with four kinds of downstream server behind it.
 
-    python benchmarks/interop.py [--client NAME]... [--transport stdio|http]...
+    python -m benchmarks.interop [--client NAME]... [--transport stdio|http]...
                                  [--expose meta|bind]... [--check] [--out docs/interop.md]
 
 Every client runs the same flow (benchmarks/interop_clients/flow.py): list the tools,
@@ -37,7 +37,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from conformance import free_port, wait_port
+from tests.helpers.net import free_port, wait_port
+
+from benchmarks.interop_clients.flow import CITY, EXPECTED, QUERY, candidates, refusal
 
 REPO = Path(__file__).resolve().parents[1]
 CLIENTS_DIR = REPO / "benchmarks" / "interop_clients"
@@ -59,11 +61,8 @@ SERVERS = {
     "dual26": ("dual", "2026", "dual, asks the 2026 way"),
 }
 """Server name behind the gateway → (--era, --asks, column label)."""
-GATEWAY = (
-    "import sys; sys.path.insert(0, sys.argv.pop(1)); "
-    "from toolroute.cli import main; sys.exit(main())"
-)
-"""``toolroute`` from this checkout whatever environment a client gives its stdio server."""
+GATEWAY = "import sys; from toolroute.cli import main; sys.exit(main())"
+"""``python -c GATEWAY ARGS``: ``toolroute ARGS``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +77,9 @@ class ClientSpec:
 
 
 def _python_client(name: str, label: str, venv: Path, dist: str) -> ClientSpec:
-    return ClientSpec(name, label, venv, (str(CLIENTS_DIR / "python_clients.py"), name), dist)
+    return ClientSpec(
+        name, label, venv, ("-m", "benchmarks.interop_clients.python_clients", name), dist
+    )
 
 
 def _ts(flavour: str, label: str, package: str) -> ClientSpec:
@@ -140,8 +141,10 @@ def write_config(directory: Path, expose: str) -> Path:
 
 
 def gateway_command(config: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-c", GATEWAY, str(REPO / "src"), "serve", "--config", str(config),
-            *extra]  # fmt: skip
+    """``toolroute serve`` from this checkout's src/, whatever environment a client gives its
+    stdio server (``env`` sets the path: clients pass a server few variables of their own)."""
+    return ["env", f"PYTHONPATH={REPO / 'src'}", sys.executable, "-c", GATEWAY,
+            "serve", "--config", str(config), *extra]  # fmt: skip
 
 
 @contextmanager
@@ -175,7 +178,7 @@ def run_driver(spec: ClientSpec, transport: str, target: str, expose: str) -> di
     try:
         done = subprocess.run(
             argv, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False,
-            cwd=CLIENTS_DIR, env={**os.environ, "NO_COLOR": "1"},
+            cwd=REPO, env={**os.environ, "NO_COLOR": "1"},
         )  # fmt: skip
         out, why = done.stdout, f"exit {done.returncode}: {_short(done.stderr[-400:])}"
     except subprocess.TimeoutExpired as e:
@@ -222,9 +225,6 @@ def run_inspector(transport: str, target: str, expose: str) -> dict[str, str]:
 
 
 def _inspector_cell(target: list[str], expose: str, server: str) -> str:
-    sys.path.insert(0, str(CLIENTS_DIR))
-    from flow import CITY, EXPECTED, QUERY, _refusal, candidates
-
     listed = [t["name"] for t in _inspector(target, "--method", "tools/list").get("tools", [])]
     if "find_tools" not in listed:
         return "fails: find_tools not listed"
@@ -245,7 +245,7 @@ def _inspector_cell(target: list[str], expose: str, server: str) -> str:
     text = _texts(result)
     if not result.get("isError") and EXPECTED in text:
         return "works"
-    if why := _refusal(text):
+    if why := refusal(text):
         return f"refused: {why}"
     return f"fails: {_short(text)}"
 
@@ -348,7 +348,7 @@ def main() -> int:
     transports = args.transport or ["stdio", "http"]
     exposes = args.expose or ["meta", "bind"]
     report = evaluate(clients, transports, exposes)
-    command = "python benchmarks/interop.py " + " ".join(
+    command = "python -m benchmarks.interop " + " ".join(
         [*(f"--client {c}" for c in args.client or []),
          *(f"--transport {t}" for t in args.transport or []),
          *(f"--expose {e}" for e in args.expose or [])]

@@ -10,8 +10,8 @@ the calls go to both providers in turn and the ranking is only watched. One fres
 (strategy, proxy seed). Reported: the number of calls made before the reliable provider first ranked
 first, how many of them failed, and whether it stayed first.
 
-    .venv/bin/python benchmarks/learning.py --seeds 5 --out benchmarks/results/learning.md
-    .venv/bin/python benchmarks/learning.py --seeds 5 --workload alternate \
+    .venv/bin/python -m benchmarks.learning --seeds 5 --out benchmarks/results/learning.md
+    .venv/bin/python -m benchmarks.learning --seeds 5 --workload alternate \
         --out benchmarks/results/learning.md
 """
 
@@ -103,9 +103,9 @@ async def run_once(
 
 
 def main() -> None:
-    from toolroute.route.strategy import load_plugin
+    from benchmarks.variants import register_strategies
 
-    load_plugin(str(Path(__file__).with_name("variants.py")))  # the research variants
+    register_strategies()  # the research variants
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--strategy", "-s", action="append", default=None)
     ap.add_argument("--seeds", type=int, default=5)
@@ -144,7 +144,7 @@ def main() -> None:
         f"clock-a = mcp-server-time behind flaky_proxy.py (fails {args.fail_share:.0%} of calls, "
         f"+{args.latency_s} s), listed first; clock-b = mcp-server-time. Each round: {loop}; "
         f"stop after clock-b is first 5 times in a row or {args.max_calls} calls. "
-        f"Proxy seeds 0..{args.seeds - 1}. Command: `.venv/bin/python benchmarks/learning.py "
+        f"Proxy seeds 0..{args.seeds - 1}. Command: `.venv/bin/python -m benchmarks.learning "
         f"--seeds {args.seeds} --workload {args.workload}`.",
         "",
         "| strategy | calls until reliable first (per seed) | mean | failed calls (mean) | "

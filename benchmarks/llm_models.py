@@ -1,7 +1,7 @@
 """The two bundled local models against no LLM, in one run: pa-rag-complex (decomposition +
 selection) and atr (the filter), per query paired, on several sets.
 
-    python benchmarks/llm_models.py [--sets livemcpbench sealtools] [--sample 24] [--seed 0]
+    python -m benchmarks.llm_models [--sets livemcpbench sealtools] [--sample 24] [--seed 0]
         [--strategies pa-rag-complex atr] [--budget-min 25] [--rows FILE] [--out FILE]
 
 Both servers (Qwen2.5-Coder-0.5B and -1.5B Instruct Q4_K_M on xllamacpp, ``toolroute[llm]`` and
@@ -210,9 +210,9 @@ def _report(
 
 
 def main() -> int:
-    from toolroute.route.strategy import load_plugin
+    from benchmarks.variants import register_strategies
 
-    load_plugin(str(Path(__file__).with_name("variants.py")))  # the research variants
+    register_strategies()  # the research variants
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -292,7 +292,7 @@ def main() -> int:
         for size, srv in procs.items():
             servers[size]["end"] = _rss_mb(srv.pid)
     meta = {
-        "command": "python benchmarks/llm_models.py " + " ".join(sys.argv[1:]),
+        "command": "python -m benchmarks.llm_models " + " ".join(sys.argv[1:]),
         "sets": " ".join(args.sets),
         "sample per set": args.sample or "all",
         "seed": args.seed,

@@ -1,7 +1,7 @@
 """ScaleMCP's LLM-written questions in the tool documents, measured: ``index --questions llm``
 with the bundled local model against the offline template questions, ``default`` ranking.
 
-    python benchmarks/llm_questions.py [--sets livemcpbench,mcpbench,metatool,union]
+    python -m benchmarks.llm_questions [--sets livemcpbench,mcpbench,metatool,union]
         [--size 0.5b] [--store .toolroute/questions-store] [--out FILE]
 
 Each set is indexed twice in one store: with the template questions, and with five questions
@@ -21,8 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from recall_suite import SETS  # noqa: E402
+from benchmarks.recall_suite import SETS
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -89,7 +88,7 @@ def main() -> int:
             print(f"{name}: done at {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     took = time.perf_counter() - t0
     head = [
-        f"`python benchmarks/llm_questions.py {' '.join(sys.argv[1:])}` ({took:.0f} s; "
+        f"`python -m benchmarks.llm_questions {' '.join(sys.argv[1:])}` ({took:.0f} s; "
         f"questions by the local {args.size} LLM at index time; `default`, no LLM at query "
         "time)",
         "",

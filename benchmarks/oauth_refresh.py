@@ -1,6 +1,6 @@
 """OAuth refresh: what refreshing a url server's access token adds to the call that needs it.
 
-    python benchmarks/oauth_refresh.py [--calls 100] [--warmup 10] [--out F]
+    python -m benchmarks.oauth_refresh [--calls 100] [--warmup 10] [--out F]
 
 Starts the OAuth-protected MCP server and its authorization server of the tests
 (tests/fixtures/oauth_server.py, both on loopback), signs in as ``toolroute auth`` does (the
@@ -155,7 +155,7 @@ def render(result: dict[str, Any], calls: int, warmup: int, runtime_s: float) ->
         " open beside, as a serving gateway's router holds it)",
         f"- {calls} timed calls per kind after {warmup} warm-up pairs, alternating batches of 10;"
         f" runtime {runtime_s:.1f} s",
-        "- `python benchmarks/oauth_refresh.py` (run with `nice -n 10` on a shared 2-core machine;"
+        "- `python -m benchmarks.oauth_refresh` (run with `nice -n 10` on a shared 2-core machine;"
         f" load average {os.getloadavg()[0]:.1f} at the end: absolute times are inflated by other"
         " jobs, the ratio to the plain call of the same run is the figure)",
     ]

@@ -1,6 +1,6 @@
 """Coverage-aware re-ranking (benchmarks/diversify.py) over ``default``, knobs chosen leave-one-out.
 
-    python benchmarks/recall_diversity.py [--sets a,b] [--steps 150] [--store DIR]
+    python -m benchmarks.recall_diversity [--sets a,b] [--steps 150] [--store DIR]
         [--out benchmarks/results/recall_diversity.md] [--json FILE] [--grid-out FILE]
 
 Where: the re-ranking runs on ``steps``' relevance after its action words and before its
@@ -33,8 +33,7 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import recall_suite as rs  # noqa: E402
+from benchmarks import recall_suite as rs
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "xquad": {"method": "xquad"},
@@ -51,7 +50,7 @@ WHERE = {"at": "steps"}
 
 
 def grid() -> list[tuple[str, Any]]:
-    from diversify import DiversifyParams
+    from benchmarks.diversify import DiversifyParams
 
     return [
         (v, DiversifyParams(pool=n, trade=lam, keep_top=k, **kw))
@@ -64,25 +63,26 @@ def relevance(ix: Any, q: Any, p: Any) -> Any:
     """What is re-ranked: ``steps``' first two stages (multi, action words), or with
     ``--where final`` all of ``default`` (before the exact-name step)."""
     from toolroute.route import strategy as st
+    from toolroute.route.stage import action_prior
 
     if WHERE["at"] == "final":
         return st.adaptive_over(st.steps)(ix, q, p)
-    return st._action_prior(ix, q, p, st.multi(ix, q, p))
+    return action_prior(ix, q, p, st.multi(ix, q, p))
 
 
 def finish(ix: Any, q: Any, p: Any, s: Any) -> Any:
     """The rest of ``default`` after the re-ranking, as route/stage.py's ``steps`` and
-    route/strategy.py's ``_adaptive`` do it (cold: no usage memory)."""
-    from toolroute.route import strategy as st
+    route/composition.py's ``adaptive_over`` do it (cold: no usage memory)."""
     from toolroute.route.adaptive import adaptive_route
     from toolroute.route.expand import expand
     from toolroute.route.precompute import index_providers
+    from toolroute.route.stage import file_steps, near_duplicates
     from toolroute.stats import StatsBook
 
     if WHERE["at"] == "final":
         return s
     s = expand(s, index_providers(ix), p.steps.expand_pool, p.steps.expand_weight)
-    s = st._near_duplicates(ix, q, p, st._named_files(ix, q, p, s))
+    s = near_duplicates(ix, q, p, file_steps(ix, q, p, s))
     stats = q.stats if q.stats is not None else StatsBook(ix.catalog)
     return adaptive_route(ix, s, stats, p.adaptive, {}, stats.memory.params.boost)
 
@@ -107,8 +107,7 @@ def collect(router: Any, cases: dict[str, list[rs.Case]]) -> dict[str, list[Any]
 def evaluate(ix: Any, params: Any, rows: list[Any], p: Any, base: Any = None) -> dict[str, Any]:
     """Per-query metrics of ``default`` re-ranked by ``p`` (None: unchanged); where nothing
     moves, ``base``'s row is reused."""
-    from diversify import diversify
-
+    from benchmarks.diversify import diversify
     from toolroute.bench.metrics import query_metrics
     from toolroute.bench.paired import REPORT_METRICS
     from toolroute.route.exact import prerank_index
@@ -136,8 +135,7 @@ def headroom(sets: list[str], store: Path, embedder: Any) -> str:
     """Why a re-ranker of the top N can or cannot help: per set, R@5 if an oracle re-ordered
     ``default``'s top N (each tool counted for one group, at most 5), and how often xquad
     (pool 20, top 1 kept) changes the top 5 and how many relevant tools enter or leave it."""
-    from diversify import DiversifyParams, diversify
-
+    from benchmarks.diversify import DiversifyParams, diversify
     from toolroute.bench.metrics import hit_ranks
     from toolroute.catalog import load_queries
     from toolroute.route import strategy as st
@@ -209,7 +207,7 @@ def main() -> int:
     sets = args.sets.split(",")
     if args.headroom:
         table_md = headroom(sets, args.store, embedder)
-        text = f"`python benchmarks/recall_diversity.py {' '.join(sys.argv[1:])}`\n\n{table_md}"
+        text = f"`python -m benchmarks.recall_diversity {' '.join(sys.argv[1:])}`\n\n{table_md}"
         if args.out:
             args.out.write_text(text, encoding="utf-8")
         print(text)
@@ -268,7 +266,7 @@ def main() -> int:
     body, summary = rs.render(results, ["default", *names], "default")
     took = time.perf_counter() - t0
     head = (
-        f"`python benchmarks/recall_diversity.py {' '.join(sys.argv[1:])}` "
+        f"`python -m benchmarks.recall_diversity {' '.join(sys.argv[1:])}` "
         f"({took:.0f} s, MiniLM int8, no LLM)\n\n"
     )
     knobs = [
@@ -289,7 +287,7 @@ def main() -> int:
 
 def register(st: Any, name: str, p: Any) -> None:
     """``name`` = ``default`` with ``p``'s re-ranking where ``--where`` says."""
-    from diversify import diversify
+    from benchmarks.diversify import diversify
 
     def score(ix: Any, q: Any, params: Any) -> Any:
         s = diversify(relevance(ix, q, params), ix.tool_vectors, q.intent_vectors, p, q.vector)

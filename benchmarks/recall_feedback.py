@@ -1,6 +1,6 @@
 """Query expansion from the catalog itself (issue 25): pseudo-relevance feedback, no LLM.
 
-    python benchmarks/recall_feedback.py [--strategy S]... [--baseline default] [--sets a,b]
+    python -m benchmarks.recall_feedback [--strategy S]... [--baseline default] [--sets a,b]
         [--steps 150] [--exact 0] [--store DIR] [--out FILE] [--json FILE]
 
 A first pass of ``steps`` ranks the catalog; its top tools then rewrite the query, and the
@@ -18,7 +18,7 @@ request is scored again (``_adaptive`` over the result, as ``default`` is over `
   above it (at most one per server).
 
 ``prf-intent-0.3-5`` is what the router ships as ``adaptive-prf`` (route/feedback.py, the
-switch ``RouteParams.intent_feedback``); ``recall_feedback_product.md`` checks the two agree.
+switch ``RouteParams.multi.intent_feedback``); ``recall_feedback_product.md`` checks the two agree.
 Variants are named with their knobs; ``--strategy`` takes any such name. The suite's harness
 (benchmarks/recall_suite.py) does the cases, the paired intervals and the keep-rule.
 """
@@ -35,8 +35,7 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import recall_suite as rs  # noqa: E402
+from benchmarks import recall_suite as rs
 
 # the sets each variant's knobs were chosen on (filled by --developed-on; see the results file)
 DEVELOPED: tuple[str, ...] = ()
@@ -51,9 +50,9 @@ def _rocchio(ix: Any, v: Any, beta: float, m: int, first: Any | None = None) -> 
     """``normalise(v + β · mean of the top-m tool vectors)``, ranked by ``first`` when given,
     else by the cosine with ``v``."""
     s = first if first is not None else ix.tool_vectors @ v
-    from toolroute.route.stage import _top_rows
+    from toolroute.route.stage import top_rows
 
-    top = _top_rows(s, m)
+    top = top_rows(s, m)
     return _unit(v + beta * ix.tool_vectors[top].mean(axis=0))
 
 
@@ -71,12 +70,30 @@ def prf_dense(beta: float, m: int, intents: bool, whole: bool = True) -> Any:
     return score
 
 
+def _bm25(ix: Any) -> Any:
+    """bm25s over the tool documents as ``ix.tool_lexical`` indexes them (the documents' BM25
+    text, the router's tokenizer, Robertson with k1 1.5 and b 0.75), so its vocabulary and
+    score arrays are the router's: the per-document term weights RM3 reads."""
+
+    def make() -> Any:
+        import bm25s
+
+        from toolroute.index.document import build_docs, tokenise
+
+        docs = build_docs(ix.catalog.servers, None)
+        model = bm25s.BM25(k1=1.5, b=0.75, method="robertson")
+        model.index([tokenise(d.lexical_text()) or ["\x00"] for d in docs], show_progress=False)
+        return model
+
+    return ix.derived.memo("prf:bm25", make)
+
+
 def _doc_terms(ix: Any) -> tuple[Any, Any, Any]:
     """Per document (tool row): its vocabulary ids and BM25 weights, CSR-like, from bm25s'
     token-major score arrays."""
 
     def make() -> tuple[Any, Any, Any]:
-        sc = ix.tool_lexical._bm25.scores
+        sc = _bm25(ix).scores
         indptr = np.asarray(sc["indptr"])
         docs = np.asarray(sc["indices"])
         data = np.asarray(sc["data"], dtype=np.float32)
@@ -89,7 +106,7 @@ def _doc_terms(ix: Any) -> tuple[Any, Any, Any]:
 
 
 def _term_scores(ix: Any, term: int) -> Any:
-    sc = ix.tool_lexical._bm25.scores
+    sc = _bm25(ix).scores
     indptr = sc["indptr"]
     out = np.zeros(ix.size, dtype=np.float32)
     a, b = int(indptr[term]), int(indptr[term + 1])
@@ -100,14 +117,14 @@ def _term_scores(ix: Any, term: int) -> Any:
 def rm3_lexical(ix: Any, q: Any, first: Any, lam: float, t: int, m: int) -> Any:
     """RM3: BM25 of the query interpolated with the feedback terms of the top ``m``."""
     from toolroute.index.document import tokenise
-    from toolroute.route.stage import _top_rows
+    from toolroute.route.stage import top_rows
 
     base = ix.tool_lexical.scores(q.text)
-    vocab = ix.tool_lexical._bm25.vocab_dict
+    vocab = _bm25(ix).vocab_dict
     qids = {vocab[w] for w in tokenise(q.text) if w in vocab}
     ptr, tok, w = _doc_terms(ix)
     weights: dict[int, float] = {}
-    for d in _top_rows(first, m):
+    for d in top_rows(first, m):
         a, b = int(ptr[d]), int(ptr[d + 1])
         tot = float(w[a:b].sum()) or 1.0
         for k, x in zip(tok[a:b].tolist(), w[a:b].tolist(), strict=True):
@@ -123,11 +140,12 @@ def rm3_lexical(ix: Any, q: Any, first: Any, lam: float, t: int, m: int) -> Any:
 
 def prf_lex(lam: float, t: int, m: int) -> Any:
     from toolroute.route import strategy as st
+    from toolroute.route.stage import normalised
 
     def score(ix: Any, q: Any, p: Any) -> Any:
         first = st.steps(ix, q, p)
-        new = st._normalised(rm3_lexical(ix, q, first, lam, t, m))
-        old = st._normalised(ix.tool_lexical.scores(q.text))
+        new = normalised(rm3_lexical(ix, q, first, lam, t, m))
+        old = normalised(ix.tool_lexical.scores(q.text))
         return st.steps(ix, q, p) + p.hybrid.lexical_weight * (new - old)
 
     return score
@@ -135,11 +153,11 @@ def prf_lex(lam: float, t: int, m: int) -> Any:
 
 def server_context(gamma: float) -> Any:
     from toolroute.route import strategy as st
-    from toolroute.route.stage import _top_rows
+    from toolroute.route.stage import top_rows
 
     def score(ix: Any, q: Any, p: Any) -> Any:
         s = st.steps(ix, q, p)
-        servers = np.unique(ix.server_of[_top_rows(s, 10)])
+        servers = np.unique(ix.server_of[top_rows(s, 10)])
         ctx = {}
         for sv in servers.tolist():
             rows = np.flatnonzero(ix.server_of == sv)
@@ -156,11 +174,11 @@ def server_context(gamma: float) -> Any:
 
 def companion(delta: float) -> Any:
     from toolroute.route import strategy as st
-    from toolroute.route.stage import _top_rows
+    from toolroute.route.stage import top_rows
 
     def score(ix: Any, q: Any, p: Any) -> Any:
         s = st.steps(ix, q, p)
-        top = _top_rows(s, 5)
+        top = top_rows(s, 5)
         if len(top) < 5:
             return s
         fifth = float(s[top[-1]])
@@ -207,9 +225,9 @@ def register(name: str) -> bool:
 
 
 def main() -> int:
-    from toolroute.route.strategy import load_plugin
+    from benchmarks.variants import register_strategies
 
-    load_plugin(str(Path(__file__).with_name("variants.py")))  # the research variants
+    register_strategies()  # the research variants
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -249,7 +267,7 @@ def main() -> int:
         print(f"{name}: done at {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     table, summary = rs.render(results, strategies, args.baseline)
     head = (
-        f"`python benchmarks/recall_feedback.py {' '.join(sys.argv[1:])}` "
+        f"`python -m benchmarks.recall_feedback {' '.join(sys.argv[1:])}` "
         f"({time.perf_counter() - t0:.0f} s, MiniLM int8, no LLM)\n\n"
     )
     rs.write_report(head + table, summary, args.out, args.json)

@@ -1,6 +1,6 @@
 """Retrieval ideas of issue 14, measured one at a time against ``multi`` (the old default).
 
-    python benchmarks/recall_ideas.py [--store DIR] [--out benchmarks/results/recall_ideas.md]
+    python -m benchmarks.recall_ideas [--store DIR] [--out benchmarks/results/recall_ideas.md]
 
 Every row runs through ``toolroute.bench.runner.bench`` on the three sets (livemcpbench,
 mcpbench, the union catalog with our own 60 queries), so recall, MRR and latency are measured
@@ -59,12 +59,13 @@ _FILLER = re.compile(
 
 def _register() -> list[Row]:
     """(row label, strategy, RouteParams overrides) per row; registers the experiment stages."""
-    from toolroute.index.document import _param_texts, build_docs, humanise, tokenise
+    from toolroute.index.document import build_docs, humanise, param_texts, tokenise
     from toolroute.index.lexical import LexicalIndex
-    from toolroute.route import strategy as st
+    from toolroute.route import stage as st
     from toolroute.route.action import query_actions, tool_actions
-    from toolroute.route.expand import _CREATORS, expand
+    from toolroute.route.expand import CREATORS, expand
     from toolroute.route.precompute import index_providers
+    from toolroute.route.strategy import register_strategy
 
     off = {
         "action_penalty": 0.0,
@@ -95,26 +96,26 @@ def _register() -> list[Row]:
         return score
 
     def action(ix: Any, q: Any, p: Any, s: Any) -> Any:
-        return st._action_prior(ix, q, p, s)
+        return st.action_prior(ix, q, p, s)
 
     def implied(ix: Any, q: Any, p: Any, s: Any) -> Any:
         return expand(s, index_providers(ix), p.steps.expand_pool, p.steps.expand_weight)
 
     def files(ix: Any, q: Any, p: Any, s: Any) -> Any:
-        return st._named_files(ix, q, p, s)
+        return st.file_steps(ix, q, p, s)
 
     def near_dups(ix: Any, q: Any, p: Any, s: Any) -> Any:
-        return st._near_duplicates(ix, q, p, s)
+        return st.near_duplicates(ix, q, p, s)
 
     def writer_only(ix: Any, q: Any, p: Any, s: Any) -> Any:
-        return st._named_files(ix, q, replace(p, steps=replace(p.steps, source_file=False)), s)
+        return st.file_steps(ix, q, replace(p, steps=replace(p.steps, source_file=False)), s)
 
     def action_unshared(ix: Any, q: Any, p: Any, s: Any) -> Any:
         # the previous action prior: the full penalty whatever the number of asked classes
         asked = query_actions(q.text)
         if not asked:
             return s
-        acts, order = st._cached(ix, "actions", lambda: tool_actions([t.name for t in ix.tools]))
+        acts, order = ix.derived.memo("actions", lambda: tool_actions([t.name for t in ix.tools]))
         wanted = np.array([c in asked for c in order] + [True])
         return (s - p.steps.action_penalty * ~wanted[acts]).astype(np.float32)
 
@@ -140,7 +141,7 @@ def _register() -> list[Row]:
         def stage(ix: Any, q: Any, p: Any, s: Any) -> Any:
             if q.embed is None or not rx.search(q.text):
                 return s
-            return into_top5(s, st._best_match(ix, q, p, text))
+            return into_top5(s, st.best_match(ix, q, p, text))
 
         return stage
 
@@ -150,16 +151,16 @@ def _register() -> list[Row]:
 
         for ext, dest in named_files(q.text):
             if dest and q.embed is not None:
-                s = into_top5(s, st._best_match(ix, q, p, f"create a {ext} file"))
+                s = into_top5(s, st.best_match(ix, q, p, f"create a {ext} file"))
         return s
 
     def lexical_over(make: Any) -> Any:
         """multi with BM25 over other document texts (``make(ix) -> texts``)."""
 
         def base(ix: Any, q: Any, p: Any) -> Any:
-            lex = st._cached(ix, f"lex:{id(make)}", lambda: LexicalIndex(make(ix)))
+            lex = ix.derived.memo(f"lex:{id(make)}", lambda: LexicalIndex(make(ix)))
             return st.multi(ix, replace(q), p) + p.hybrid.lexical_weight * (
-                st._normalised(lex.scores(q.text)) - st._normalised(ix.tool_lexical.scores(q.text))
+                st.normalised(lex.scores(q.text)) - st.normalised(ix.tool_lexical.scores(q.text))
             )
 
         return base
@@ -175,7 +176,7 @@ def _register() -> list[Row]:
                     d.description,
                     "; ".join(
                         f"{humanise(n)}: {_EXAMPLES.sub('', de)}" if de else humanise(n)
-                        for n, de in _param_texts(t.input_schema)
+                        for n, de in param_texts(t.input_schema)
                     ),
                 )
             )
@@ -194,12 +195,12 @@ def _register() -> list[Row]:
     def clause_hybrid(ix: Any, q: Any, p: Any) -> Any:
         # clauses scored by dense + BM25 (not dense alone) before multi's lift
         d = st.dense(ix, q, p)
-        out = d + p.hybrid.lexical_weight * st._normalised(st.lexical(ix, q, p))
+        out = d + p.hybrid.lexical_weight * st.normalised(st.lexical(ix, q, p))
         if q.intent_vectors is None or not len(q.intent_vectors):
             return out
         best = np.full(ix.size, -np.inf, dtype=np.float32)
         for t, v in zip(q.intents, q.intent_vectors, strict=True):
-            lex = st._normalised(ix.tool_lexical.scores(t))
+            lex = st.normalised(ix.tool_lexical.scores(t))
             best = np.maximum(best, ix.tool_vectors @ v + p.hybrid.lexical_weight * lex)
         return out + np.maximum(0.0, (1 - p.multi.intent_mix) * (best - out))
 
@@ -223,7 +224,7 @@ def _register() -> list[Row]:
                 for srv in ix.catalog.servers
             ]
 
-        names = st._cached(ix, "distinct-server-words", distinct)
+        names = ix.derived.memo("distinct-server-words", distinct)
         words = set(tokenise(q.text))
         hit = np.array([bool(n & words) for n in names])
         return (s + 0.05 * hit[ix.server_of]).astype(np.float32)
@@ -239,10 +240,10 @@ def _register() -> list[Row]:
             return [
                 (int(a), int(b))
                 for a, b in zip(prov, served, strict=True)
-                if first[a] in _CREATORS and first[b] in fill
+                if first[a] in CREATORS and first[b] in fill
             ]
 
-        pairs = st._cached(ix, "creator-fillers", edges)
+        pairs = ix.derived.memo("creator-fillers", edges)
         out = s.copy()
         for a in np.argsort(-s, kind="stable")[:5]:
             bs = sorted((b for x, b in pairs if x == a), key=lambda b: -s[b])
@@ -314,12 +315,27 @@ def _register() -> list[Row]:
         "x-rrf": ("steps, RRF in place of the weighted sum", then(*new, base=rrf)),
     }
     for name, (label, score) in experiments.items():
-        st.STRATEGIES[name] = st.Strategy(name, score, "intent-spans", label)
+        made = st.Strategy(name, score, "intent-spans", label)
+        register_strategy(name, lambda made=made: made, overwrite=True)
         rows.append((label, name, {}))
     rows.append(("steps, lexical weight 0.3 instead of 0.2", "steps", {"lexical_weight": 0.3}))
     rows.append(("steps, implied steps lift to 0.95 (not 0.9)", "steps", {"expand_weight": 0.95}))
     rows.append(("steps, intent mix 0.4 (not 0.5)", "steps", {"intent_mix": 0.4}))
     return rows
+
+
+def _params(base: Any, overrides: dict[str, Any]) -> Any:
+    """``base`` with each knob of ``overrides`` set in the family that holds it (hybrid,
+    multi, steps, cascade)."""
+    left = dict(overrides)
+    for family in ("hybrid", "multi", "steps", "cascade"):
+        group = getattr(base, family)
+        mine = {k: left.pop(k) for k in list(left) if k in group.__dataclass_fields__}
+        if mine:
+            base = replace(base, **{family: replace(group, **mine)})
+    if left:
+        raise ValueError(f"no such knob in any family: {sorted(left)}")
+    return base
 
 
 def main() -> int:
@@ -347,7 +363,7 @@ def main() -> int:
             r.index()
             queries = load_queries(qf, r.catalog)
             for label, name, overrides in rows:
-                r.params = replace(RouteParams(), **overrides)
+                r.params = _params(RouteParams(), overrides)
                 res = bench(r, queries, [name])[name]
                 results.setdefault(label, {})[dname] = res
                 print(dname, label, {m: round(res[m], 3) for m in METRICS}, file=sys.stderr)

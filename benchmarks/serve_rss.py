@@ -1,7 +1,7 @@
 """Resident memory of a serving gateway: `toolroute serve` over HTTP in front of
 mcp-server-time, pass-through (``expose = "all"``) and routing (``expose = "meta"``).
 
-    python benchmarks/serve_rss.py [--src DIR]... [--expose all --expose meta]
+    python -m benchmarks.serve_rss [--src DIR]... [--expose all --expose meta]
         [--out benchmarks/results/serve_rss.md]
 
 Per source tree (``--src``: another checkout's ``src`` to compare, e.g. main's; default this
@@ -148,7 +148,7 @@ def main() -> int:
     ]
     lines = [
         "`toolroute serve --transport http` in front of mcp-server-time, after listing the tools "
-        "and one call (`python benchmarks/serve_rss.py"
+        "and one call (`python -m benchmarks.serve_rss"
         + "".join(f" --src {r}" for r in dict.fromkeys(str(x["src"]) for x in rows))
         + "`).",
         "",

@@ -1,7 +1,7 @@
 """Start-up with a big server behind the gateway: how soon ``toolroute serve`` answers
 ``initialize`` and routes the other servers' tools.
 
-    nice -n 10 python benchmarks/startup.py [--tools 20000] [--timeout 150]
+    nice -n 10 python -m benchmarks.startup [--tools 20000] [--timeout 150]
         [--connect-timeout 20] [--before /path/to/other/checkout/src] [--out F]
 
 Starts ``toolroute serve --transport http`` (a fresh store each time, so nothing is cached)
@@ -143,7 +143,7 @@ def main() -> int:
     lines = [
         f"# Start-up in front of a server listing {args.tools:,} tools",
         "",
-        "`python benchmarks/startup.py --tools {} --timeout {:g} --connect-timeout {:g}{}`: "
+        "`python -m benchmarks.startup --tools {} --timeout {:g} --connect-timeout {:g}{}`: "
         "seconds from spawning `toolroute serve --transport http` (fresh store) over the "
         "time server and tests/fixtures/many_tools_server.py.".format(
             args.tools,

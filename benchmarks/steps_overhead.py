@@ -1,6 +1,6 @@
 """What the ``steps`` priors cost on top of ``multi`` at 10k (and more) tools, model excluded.
 
-    python benchmarks/steps_overhead.py [--sizes 10000] [--out benchmarks/results/steps_overhead.md]
+    python -m benchmarks.steps_overhead [--sizes 10000] [--out benchmarks/results/steps_overhead.md]
 
 The catalog is benchmarks/scale.py's (namespaced copies of the 904-tool union catalog). To time
 the scoring stages alone, tools and queries are embedded by a fast deterministic hashing
@@ -28,7 +28,6 @@ from typing import Any
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "benchmarks"))
 
 
 class _Hashing:
@@ -51,7 +50,7 @@ class _Hashing:
 def _time_stages(ix: Any, ctxs: list[Any], prm: Any) -> dict[str, list[float]]:
     from threadpoolctl import threadpool_limits
 
-    from toolroute.route import strategy as st
+    from toolroute.route import stage as st
     from toolroute.route.expand import expand
     from toolroute.route.precompute import index_providers
 
@@ -59,10 +58,10 @@ def _time_stages(ix: Any, ctxs: list[Any], prm: Any) -> dict[str, list[float]]:
     stages: dict[str, Callable[[int], Any]] = {
         "multi": lambda i: st.multi(ix, ctxs[i], prm),
         "steps": lambda i: st.steps(ix, ctxs[i], prm),
-        "action": lambda i: st._action_prior(ix, ctxs[i], prm, base[i]),
-        "destination": lambda i: st._named_files(ix, ctxs[i], prm, base[i]),
+        "action": lambda i: st.action_prior(ix, ctxs[i], prm, base[i]),
+        "destination": lambda i: st.file_steps(ix, ctxs[i], prm, base[i]),
         "expand": lambda i: expand(
-            base[i], index_providers(ix), prm.expand_pool, prm.expand_weight
+            base[i], index_providers(ix), prm.steps.expand_pool, prm.steps.expand_weight
         ),
     }
     timings: dict[str, list[float]] = {k: [] for k in stages}
@@ -88,8 +87,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
 
-    from scale import make_catalog  # type: ignore[import-not-found]
-
+    from benchmarks.scale import make_catalog
     from toolroute.catalog import load_queries
     from toolroute.route.strategy import RouteParams
     from toolroute.router import Router

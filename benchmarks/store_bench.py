@@ -1,7 +1,7 @@
 """Store benchmark: SQLite vs PostgreSQL (issue 15). Starts a local PostgreSQL (the machine's
 initdb/pg_ctl, default durability settings: fsync on, synchronous_commit on).
 
-    python benchmarks/store_bench.py [--writes N] [--repeats N] [--sections writes,route,replicas]
+    python -m benchmarks.store_bench [--writes N] [--repeats N] [--sections writes,route,replicas]
 
 1. Outcome-write throughput: each replica is a process recording ``--writes`` seeded outcomes
    on the same 10 tools through a StatsBook (tests/fixtures/outcome_writer.py), all replicas
@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # the replica fixtures of tests/ (writer, gateway processes)
 SHARED = REPO.parent / "shared" / "benchmarks"
 RESULTS = REPO / "benchmarks" / "results"
 WRITER = REPO / "tests" / "fixtures" / "outcome_writer.py"
@@ -108,10 +107,31 @@ def _db() -> str:
     return f"b_{uuid.uuid4().hex[:12]}"
 
 
+class _Recorded:
+    """An embedder that notes every text it embeds (which cached vectors to copy)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.texts: list[str] = []
+
+    @property
+    def model_id(self) -> str:
+        return str(self.inner.model_id)
+
+    @property
+    def dim(self) -> int:
+        return int(self.inner.dim)
+
+    def embed(self, texts: Any) -> Any:
+        self.texts.extend(texts)
+        return self.inner.embed(texts)
+
+
 def bench_route(pg: Any, rounds: int) -> dict[str, Any]:
     import numpy as np
 
     from toolroute.catalog.loader import load_catalog
+    from toolroute.embed.cache import text_key
     from toolroute.embed.onnx import OnnxEmbedder
     from toolroute.router import Router
 
@@ -124,12 +144,15 @@ def bench_route(pg: Any, rounds: int) -> dict[str, Any]:
     embedder = OnnxEmbedder()
     with tempfile.TemporaryDirectory() as d:
         url = pg.create_database(_db())
+        recorded = _Recorded(embedder)
+        with Router(catalog, store=d, embedder=recorded) as first:
+            first.index()  # every text embedded once, into the SQLite store's cache
         sqlite_router = Router(catalog, store=d, embedder=embedder)
-        sqlite_router.index()
+        sqlite_router.index()  # from the cache
         # Same vectors in PostgreSQL (no second embedding of 904 tools): copy the cache.
         pg_router = Router(catalog, store=url, embedder=embedder)
-        rows = sqlite_router.store._rows("SELECT text_hash, vector FROM embeddings")
-        vectors = {k: np.frombuffer(bytes(v), dtype=np.float32) for k, v in rows}
+        keys = {text_key(t) for t in recorded.texts}
+        vectors = sqlite_router.store.get_vectors(embedder.model_id, keys, embedder.dim)
         pg_router.store.put_vectors(embedder.model_id, vectors)
         pg_router.index()
         routers = {"sqlite": sqlite_router, "postgresql": pg_router}
@@ -235,7 +258,7 @@ def report(writes: list[dict[str, Any]], route: dict[str, Any], replicas: list[A
     lines = [
         "# Store: SQLite vs PostgreSQL (issue 15)",
         "",
-        "`python benchmarks/store_bench.py` on this machine (2 cores shared with other jobs:",
+        "`python -m benchmarks.store_bench` on this machine (2 cores shared with other jobs:",
         "load average about 25 during the runs, so absolute figures are low and noisy);",
         "PostgreSQL 15 local on loopback with its default durability (fsync,",
         "synchronous_commit on); SQLite WAL with synchronous=NORMAL. Medians of the repeats.",

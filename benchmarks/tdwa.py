@@ -1,6 +1,6 @@
 """Tool documents: concat vs TDWA presets (seed 001 §5.3), and what each component buys.
 
-    python benchmarks/tdwa.py [--store DIR] [--out benchmarks/results/tdwa.md]
+    python -m benchmarks.tdwa [--store DIR] [--out benchmarks/results/tdwa.md]
 
 For every dataset (livemcpbench, mcpbench, union with our own queries) and every document
 config, runs the `dense` strategy (pure document quality) and `default`, and prints one

@@ -1,6 +1,6 @@
 """Tool tokens per turn: full-schema vs top-k-full vs Tool Attention (seed 002 §4.4).
 
-    python benchmarks/tokens.py [--store DIR] [--scale-store DIR] [--out FILE] [--json]
+    python -m benchmarks.tokens [--store DIR] [--scale-store DIR] [--out FILE] [--json]
 
 For each catalog (tool_attention 120 tools, livemcpbench 527 tools, and a 10k-tool catalog of
 namespaced copies of the union catalog from benchmarks/scale.py), counts the cl100k tokens a
@@ -146,9 +146,9 @@ def notes(rows: list[Row]) -> str:
 
 
 def main() -> int:
-    from toolroute.route.strategy import load_plugin
+    from benchmarks.variants import register_strategies
 
-    load_plugin(str(Path(__file__).with_name("variants.py")))  # the research variants
+    register_strategies()  # the research variants
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -175,9 +175,7 @@ def main() -> int:
         print(f"error: {SHARED} not found (../shared missing)", file=sys.stderr)
         return 2
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from scale import make_catalog
-
+    from benchmarks.scale import make_catalog
     from toolroute.catalog import catalog_from_dict, load_catalog
     from toolroute.embed.onnx import OnnxEmbedder
     from toolroute.present.tokens import TokenCounter

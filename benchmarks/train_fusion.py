@@ -1,6 +1,6 @@
 """Train the learned fusion (route/fusion.py) leave-one-dataset-out, and the shipped model.
 
-    python benchmarks/train_fusion.py [--store DIR] [--cache /tmp/fusion-features]
+    python -m benchmarks.train_fusion [--store DIR] [--cache /tmp/fusion-features]
         [--out-dir benchmarks/results/fusion] [--ship src/toolroute/data/fusion-v1.json]
         [--second bge [--cross N]]
 
@@ -37,8 +37,7 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from recall_suite import SETS  # noqa: E402
+from benchmarks.recall_suite import SETS
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -1,6 +1,6 @@
 """Train the learned fusion v3 (route/fusion.py ``FEATURES_V3``) leave-one-dataset-out.
 
-    python benchmarks/train_fusion_v3.py [--store DIR] [--cache /tmp/fusion-features]
+    python -m benchmarks.train_fusion_v3 [--store DIR] [--cache /tmp/fusion-features]
         [--steps 300] [--objective pairwise|pointwise] [--c 1.0]
         [--out-dir benchmarks/results/fusion-v3] [--ship src/toolroute/data/fusion-v3.json]
 
@@ -43,9 +43,8 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from recall_suite import SETS, step_cases  # noqa: E402
-from train_fusion import pool_metrics  # noqa: E402
+from benchmarks.recall_suite import SETS, step_cases
+from benchmarks.train_fusion import pool_metrics
 
 REPO = Path(__file__).resolve().parents[1]
 VIEWS = ("whole", "oracle", "clauses")
@@ -327,7 +326,7 @@ def main() -> int:
         ),
     )
     coef = ", ".join(f"{f} {c:+.2f}" for f, c in zip(FEATURES_V3, full.coef, strict=True))
-    cmd = "python benchmarks/train_fusion_v3.py " + " ".join(sys.argv[1:])
+    cmd = "python -m benchmarks.train_fusion_v3 " + " ".join(sys.argv[1:])
     table = (
         f"`{cmd}` (R@5 / MRR over each held-out set's candidate pool; "
         f"{time.perf_counter() - t0:.0f} s)\n\n"

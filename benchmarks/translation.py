@@ -1,7 +1,7 @@
 """What an offline model that reads Chinese would add: tool descriptions the embedder cannot read,
 translated at index time, measured on the whole requests of a set.
 
-    python benchmarks/translation.py [--set livemcpbench] [--size 0.5b] [--params]
+    python -m benchmarks.translation [--set livemcpbench] [--size 0.5b] [--params]
         [--cache .toolroute/translations-0.5b.json] [--store DIR] [--out FILE]
 
 MiniLM reads English only. 62 of livemcpbench's 527 tools describe themselves in Chinese (47 of
@@ -30,8 +30,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from recall_suite import SETS  # noqa: E402
+from benchmarks.recall_suite import SETS
 
 REPO = Path(__file__).resolve().parents[1]
 FOREIGN = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
@@ -158,7 +157,7 @@ def main() -> int:
     groups = [g for _, gs in cases for g in gs]
     unread = sum(1 for g in groups if g <= foreign)
     lines = [
-        f"`python benchmarks/translation.py {' '.join(sys.argv[1:])}` ({took:.0f} s; "
+        f"`python -m benchmarks.translation {' '.join(sys.argv[1:])}` ({took:.0f} s; "
         f"{tools} tool descriptions{' and their parameters' if args.params else ''} translated "
         f"by the local {args.size} LLM at index time; `default`, no LLM at query time)",
         "",

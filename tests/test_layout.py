@@ -10,8 +10,9 @@ from tests.conftest import REPO
 
 TESTS = REPO / "tests"
 SRC = REPO / "src" / "toolroute"
-BESIDE_SRC = {"docs", "ci", "fixtures", "helpers"}
-"""The docs and README end to end, the CI scripts, the servers tests start, shared helpers."""
+BESIDE_SRC = {"docs", "ci", "conformance", "fixtures", "helpers"}
+"""The docs and README end to end, the CI scripts, the MCP conformance suites through the
+gateway, the servers tests start, shared helpers."""
 
 
 def _folders() -> list[Path]:

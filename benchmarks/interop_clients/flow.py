@@ -32,7 +32,7 @@ def _short(text: str, n: int = 160) -> str:
     return " ".join(text.split())[:n]
 
 
-def _refusal(text: str) -> str | None:
+def refusal(text: str) -> str | None:
     """The gateway's reason when ``text`` is its structured refusal (tool_not_available...)."""
     try:
         body = json.loads(text)
@@ -69,7 +69,7 @@ async def one_server(session: Session, server: str, expose: str) -> str:
         err, text = await session.call("call_tool", {"name": name, "arguments": CITY})
     if not err and EXPECTED in text:
         return "works"
-    if why := _refusal(text):  # some libraries hand an isError result back as plain content
+    if why := refusal(text):  # some libraries hand an isError result back as plain content
         return f"refused: {why}"
     return f"fails: {_short(text)}"
 

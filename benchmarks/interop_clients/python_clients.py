@@ -1,8 +1,10 @@
 """The Python client libraries of the interop matrix, each driven through its own public API.
 
-    python python_clients.py CLIENT stdio|http TARGET meta|bind SERVER[,SERVER...]
+    python -m benchmarks.interop_clients.python_clients CLIENT stdio|http TARGET meta|bind \
+        SERVER[,SERVER...]
 
-Runs in the venv that has CLIENT's library (benchmarks/interop.py picks it): the official
+Run from the repository's root, in the venv that has CLIENT's library (benchmarks/interop.py
+picks it; this package imports nothing but the standard library and that library): the official
 ``mcp`` SDK and openai-agents, pydantic-ai and fastmcp in ``.toolroute/interop-venv``;
 langchain-mcp-adapters and mcp-use (on ``mcp`` 1.x) in ``.toolroute/interop-venv-mcp1``. TARGET
 is the gateway's command line as JSON (stdio) or its URL (http). Prints :mod:`flow`'s JSON lines.
@@ -14,13 +16,11 @@ import json
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import anyio
 
-sys.path.insert(0, str(Path(__file__).parent))
-from flow import Session, failed, main_args, run, texts  # noqa: E402
+from benchmarks.interop_clients.flow import Session, failed, main_args, run, texts
 
 
 def _json(result: Any) -> str:

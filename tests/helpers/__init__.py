@@ -2,7 +2,9 @@
 
 - :mod:`tests.helpers.net`: a free loopback port, waiting for a process to listen on one;
 - :mod:`tests.helpers.faults`: the fault suite's configs and in-process gateway runner;
-- :mod:`tests.helpers.status`: a real ``toolroute serve --transport http`` after one agent turn.
+- :mod:`tests.helpers.status`: a real ``toolroute serve --transport http`` after one agent turn;
+- :mod:`tests.helpers.conformance` and :mod:`tests.helpers.conformance_2026`: the MCP
+  conformance suites against the gateway (tests/conformance; benchmarks/ writes their tables).
 
 Constants (paths, the time server's entry, npm servers) are in ``tests/conftest.py``.
 """

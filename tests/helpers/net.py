@@ -7,6 +7,7 @@ import json
 import socket
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -41,6 +42,21 @@ async def wait_for_port(
             else:
                 await stream.aclose()
                 return
+
+
+def wait_port(port: int, proc: subprocess.Popen[bytes], timeout_s: float) -> None:
+    """:func:`wait_for_port` for code with no event loop (the conformance and interop runs):
+    until ``proc`` listens on ``port``, ``timeout_s`` at most; fails at once if it exits."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the server exited with {proc.returncode} before listening")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"nothing listened on port {port} within {timeout_s} s")
 
 
 def stop(proc: subprocess.Popen[bytes], timeout_s: float = 20) -> None:

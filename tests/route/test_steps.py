@@ -121,7 +121,7 @@ def test_the_file_writer_stays_in_the_top_5_when_implied_steps_lift_providers(
 def test_the_action_penalty_is_shared_among_the_actions_a_request_asks_for(
     tmp_path: Path, catalog_file: Path
 ) -> None:
-    from toolroute.route import strategy as st
+    from toolroute.route import stage as st
 
     with _router(tmp_path, catalog_file) as r:
         ix = r.built
@@ -129,7 +129,7 @@ def test_the_action_penalty_is_shared_among_the_actions_a_request_asks_for(
         for query, asked in (("what time is it", 1), ("what time should I set", 2)):
             q = r.query_context(query)
             base = st.multi(ix, q, r.params)
-            lost = float(base[row] - st._action_prior(ix, q, r.params, base)[row])
+            lost = float(base[row] - st.action_prior(ix, q, r.params, base)[row])
             assert lost == pytest.approx(r.params.steps.action_penalty / asked, abs=1e-6)
 
 

@@ -25,6 +25,7 @@ __all__ = [
     "ToolDoc",
     "build_docs",
     "humanise",
+    "param_texts",
     "server_profile",
     "tokenise",
 ]
@@ -50,7 +51,9 @@ def _first_sentence(text: str, limit: int = 200) -> str:
     return parts[0][:limit] if parts else ""
 
 
-def _param_texts(schema: Mapping[str, Any]) -> list[tuple[str, str]]:
+def param_texts(schema: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(name, description) of every parameter an input schema declares, in its order ("" for
+    a parameter with no description): what a tool document says about its arguments."""
     props = schema.get("properties") if isinstance(schema, Mapping) else None
     if not isinstance(props, Mapping):
         return []
@@ -94,7 +97,7 @@ class TemplateQuestions:
     def questions(self, server: Server, tool: Tool) -> list[str]:
         action = humanise(tool.name)
         lead = _first_sentence(tool.description)
-        params = [humanise(p) for p, _ in _param_texts(tool.input_schema)][:4]
+        params = [humanise(p) for p, _ in param_texts(tool.input_schema)][:4]
         out = [f"How can I {action}?"]
         if lead:
             body = lead.rstrip(".。!！")
@@ -141,7 +144,7 @@ class LLMQuestions:
             cached = self.cache.get_questions(self.name, tool.hash)
             if cached is not None:
                 return cached
-        params = ", ".join(n for n, _ in _param_texts(tool.input_schema)) or "none"
+        params = ", ".join(n for n, _ in param_texts(tool.input_schema)) or "none"
         answer, used = self.llm.json(
             "questions",
             f"Write {self.count} short, varied requests a user might type that this tool "
@@ -214,7 +217,7 @@ def build_docs(servers: Sequence[Server], generator: QuestionGenerator | None) -
         for tool in server.tools:
             params = "; ".join(
                 f"{humanise(n)}: {d}" if d else humanise(n)
-                for n, d in _param_texts(tool.input_schema)
+                for n, d in param_texts(tool.input_schema)
             )
             docs.append(
                 ToolDoc(

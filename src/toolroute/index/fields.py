@@ -89,7 +89,7 @@ class StopwordLexical:
     """BM25 over the whole tool document with English stopwords (bm25s' list) dropped, and
     either bm25s' own word regex (``split=False``: runs of two or more word characters, so
     ``get_weather`` stays one token and camel case is not split) or ours (camel and snake
-    case split). benchmarks/lexical_check.py compares them with the router's tokenizer."""
+    case split): an alternative tokenisation the benchmark suite measures against the router's."""
 
     def __init__(self, texts: Sequence[str], *, split: bool = False) -> None:
         import bm25s

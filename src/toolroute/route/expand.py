@@ -29,12 +29,12 @@ import numpy.typing as npt
 from toolroute.catalog.models import Tool
 from toolroute.index.document import humanise, tokenise
 
-__all__ = ["ProviderGraph", "expand", "provider_graph"]
+__all__ = ["CREATORS", "ProviderGraph", "expand", "provider_graph"]
 
 ProviderGraph = tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]
 """(provider rows, served rows): tool ``providers[i]`` serves tool ``served[i]``."""
 
-_CREATORS = frozenset(
+CREATORS = frozenset(
     {
         "create",
         "new",
@@ -51,6 +51,8 @@ _CREATORS = frozenset(
         "make",
     }
 )
+"""Name verbs that make or open something (the **creator** relation): a tool whose name starts
+with one provides for the tools that work on what it made."""
 # Words that name no concept on their own (parameter-name glue, units, articles).
 _STOP = frozenset(
     {
@@ -144,10 +146,10 @@ def _graph(tools: Sequence[Tool]) -> ProviderGraph:
                 verb = names[a][0] if names[a] else ""
                 obj = _concept(names[a][1:])
                 creator = (
-                    verb in _CREATORS
+                    verb in CREATORS
                     and bool(obj)
                     and obj <= vocab[b]
-                    and not (names[b] and names[b][0] in _CREATORS)
+                    and not (names[b] and names[b][0] in CREATORS)
                 )
                 if producer or creator:
                     prov.append(a)

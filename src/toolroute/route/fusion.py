@@ -290,9 +290,9 @@ def candidate_features(
     nd = _max_norm(ix.name_desc_lexical.scores(q.text))
     fields = {f: _max_norm(v) for f, v in field_index(ix).scores(q.text).items()}
     m = stage.multi(ix, q, p)
-    a = stage._action_prior(ix, q, p, m)
+    a = stage.action_prior(ix, q, p, m)
     e = expand(a, index_providers(ix), p.steps.expand_pool, p.steps.expand_weight)
-    s = stage._near_duplicates(ix, q, p, stage._named_files(ix, q, p, e))  # = steps(ix, q, p)
+    s = stage.near_duplicates(ix, q, p, stage.file_steps(ix, q, p, e))  # = steps(ix, q, p)
     tops = [_top(s, pool), _top(flat, 10), _top(nd, 10), _top(fields["stemmed"], 10)]
     if second is not None:
         qv = second.embed([q.text, *q.intents])

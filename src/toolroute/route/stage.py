@@ -1,7 +1,10 @@
 """Scoring stages: plain functions mapping (index, query, knobs) to one score per tool, which the
 strategies of :mod:`toolroute.route.strategy` and :mod:`toolroute.papers` compose. ``-inf``
 marks a tool a stage does not return. :class:`QueryContext` and :class:`RouteParams` are what
-every stage reads; :class:`Strategy` is a named composition of them.
+every stage reads; :class:`Strategy` is a named composition of them. ``steps`` is itself
+``multi`` followed by stages that re-score a ranking, ``(index, query, knobs, scores) ->
+scores`` (:func:`action_prior`, implied steps, :func:`file_steps`, :func:`near_duplicates`),
+public so that a plugin can recompose them.
 """
 
 from __future__ import annotations
@@ -37,17 +40,23 @@ __all__ = [
     "Strategy",
     "StepsParams",
     "StrategyFn",
+    "action_prior",
     "baseline_bm25",
     "baseline_dense",
     "baseline_hier5",
+    "best_match",
     "cascade",
     "catalog_order",
     "dense",
+    "file_steps",
     "hybrid",
     "lexical",
     "multi",
+    "near_duplicates",
+    "normalised",
     "server_scores",
     "steps",
+    "top_rows",
 ]
 
 
@@ -168,7 +177,9 @@ class Strategy:
     serves the request, at the router's ``RouteParams.abstain`` mode (route/abstain.py)."""
 
 
-def _normalised(s: Scores) -> Scores:
+def normalised(s: Scores) -> Scores:
+    """``s`` divided by its maximum when that is positive: BM25 brought to the cosine's scale
+    before hybrid adds it (α · BM25 / max BM25)."""
     top = float(s.max()) if s.size else 0.0
     return s / top if top > 0 else s
 
@@ -182,7 +193,7 @@ def dense(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
 
 
 def hybrid(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
-    return dense(ix, q, p) + p.hybrid.lexical_weight * _normalised(lexical(ix, q, p))
+    return dense(ix, q, p) + p.hybrid.lexical_weight * normalised(lexical(ix, q, p))
 
 
 def multi(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
@@ -197,7 +208,7 @@ def multi(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
     over every tool (2-3x the cost at 100k tools, benchmarks/scale.py).
     """
     d = dense(ix, q, p)
-    out = d + p.hybrid.lexical_weight * _normalised(lexical(ix, q, p))
+    out = d + p.hybrid.lexical_weight * normalised(lexical(ix, q, p))
     intents = q.intent_vectors
     if intents is None or not len(intents):
         return out
@@ -232,7 +243,7 @@ def _lift(
     return lift
 
 
-def _action_prior(ix: ToolIndex, q: QueryContext, p: RouteParams, s: Scores) -> Scores:
+def action_prior(ix: ToolIndex, q: QueryContext, p: RouteParams, s: Scores) -> Scores:
     """Action words (route/action.py): a soft penalty for tools named by another action.
 
     The penalty is shared among the classes the request asks for: "what temperature should I
@@ -247,7 +258,7 @@ def _action_prior(ix: ToolIndex, q: QueryContext, p: RouteParams, s: Scores) -> 
     return out
 
 
-def _named_files(ix: ToolIndex, q: QueryContext, p: RouteParams, s: Scores) -> Scores:
+def file_steps(ix: ToolIndex, q: QueryContext, p: RouteParams, s: Scores) -> Scores:
     """Files a request names by path imply a step its words rarely match. A file it makes
     ("… and save it to /root/x.md") needs a file writer: the catalog's best match for
     :data:`WRITE_FILE_INTENT`. A file it reads ("the sales in /root/s.xlsx") needs a reader of
@@ -263,7 +274,7 @@ def _named_files(ix: ToolIndex, q: QueryContext, p: RouteParams, s: Scores) -> S
     ]
     out = s
     for text in dict.fromkeys(texts):
-        j = _cached(ix, f"best:{ix.model_id}:{text}", partial(_best_match, ix, q, p, text))
+        j = _cached(ix, f"best:{ix.model_id}:{text}", partial(best_match, ix, q, p, text))
         finite = out[np.isfinite(out)]
         if finite.size < 5 or not np.isfinite(out[j]):
             continue
@@ -273,15 +284,15 @@ def _named_files(ix: ToolIndex, q: QueryContext, p: RouteParams, s: Scores) -> S
     return out
 
 
-def _best_match(ix: ToolIndex, q: QueryContext, p: RouteParams, text: str) -> int:
+def best_match(ix: ToolIndex, q: QueryContext, p: RouteParams, text: str) -> int:
     """The tool with the best hybrid score for ``text`` (an implied step)."""
     assert q.embed is not None
     v = q.embed([text])[0]
-    lex = _normalised(ix.tool_lexical.scores(text))
+    lex = normalised(ix.tool_lexical.scores(text))
     return int(np.argmax(ix.tool_vectors @ v + p.hybrid.lexical_weight * lex))
 
 
-def _top_rows(s: Scores, k: int) -> npt.NDArray[np.intp]:
+def top_rows(s: Scores, k: int) -> npt.NDArray[np.intp]:
     """The rows of the ``k`` best finite scores, best first, ties by row (as a stable sort of
     all scores would give) without sorting them all: O(n) at 100k tools."""
     k = min(k, len(s))
@@ -295,14 +306,14 @@ def _top_rows(s: Scores, k: int) -> npt.NDArray[np.intp]:
     return out
 
 
-def _near_duplicates(ix: ToolIndex, q: QueryContext, p: RouteParams, s: Scores) -> Scores:
+def near_duplicates(ix: ToolIndex, q: QueryContext, p: RouteParams, s: Scores) -> Scores:
     """Maximal-marginal-relevance in its simplest form: within the top ``duplicate_window``, a
     tool whose vector is within ``duplicate_cosine`` of a better-ranked one's loses up to
     ``duplicate_penalty``, so a merged catalog's copies of one tool do not fill the top 5
     while another step's tool waits below them."""
     if p.steps.duplicate_penalty <= 0 or ix.size < 2:
         return s
-    order = _top_rows(s, p.steps.duplicate_window)
+    order = top_rows(s, p.steps.duplicate_window)
     if len(order) < 2:
         return s
     vecs = ix.tool_vectors[order]
@@ -320,9 +331,9 @@ def _near_duplicates(ix: ToolIndex, q: QueryContext, p: RouteParams, s: Scores) 
 def steps(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
     """``multi``, then action words, implied steps, the files the request names, and near
     duplicates demoted."""
-    s = _action_prior(ix, q, p, multi(ix, q, p))
+    s = action_prior(ix, q, p, multi(ix, q, p))
     s = expand(s, index_providers(ix), p.steps.expand_pool, p.steps.expand_weight)
-    return _near_duplicates(ix, q, p, _named_files(ix, q, p, s))
+    return near_duplicates(ix, q, p, file_steps(ix, q, p, s))
 
 
 def _cached(ix: ToolIndex, what: str, make: Callable[[], Any]) -> Any:
@@ -333,7 +344,7 @@ def _cached(ix: ToolIndex, what: str, make: Callable[[], Any]) -> Any:
 
 def server_scores(ix: ToolIndex, q: QueryContext, p: RouteParams) -> Scores:
     """Server layer: profile cosine + α · normalised BM25 over profiles."""
-    lex = _normalised(ix.server_lexical.scores(q.text))
+    lex = normalised(ix.server_lexical.scores(q.text))
     out: Scores = ix.server_vectors @ q.vector + p.hybrid.lexical_weight * lex
     return out
 

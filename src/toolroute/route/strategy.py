@@ -37,7 +37,7 @@ from toolroute.papers import atr, pa_rag, scalemcp, tool_attention
 from toolroute.papers.ehrr import strategy as ehrr
 from toolroute.route.composition import adaptive_over, with_feedback
 from toolroute.route.fusion import fusion3
-from toolroute.route.stage import (  # noqa: F401 (benchmarks and tests reach them through here)
+from toolroute.route.stage import (
     CascadeParams,
     Embeds,
     HybridParams,
@@ -48,12 +48,6 @@ from toolroute.route.stage import (  # noqa: F401 (benchmarks and tests reach th
     StepsParams,
     Strategy,
     StrategyFn,
-    _action_prior,
-    _best_match,
-    _cached,
-    _named_files,
-    _near_duplicates,
-    _normalised,
     baseline_bm25,
     baseline_dense,
     baseline_hier5,
