@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Reproduces every figure the README and docs/ quote: each file a `<!-- from: benchmarks/results/F -->`
-# marker names is written by a command below (tests/unit/test_readme_figures.py checks that from
+# marker names is written by a command below (tests/docs/test_readme_figures.py checks that from
 # --dry-run's list), except the before-figures measured on older code (HISTORICAL, at the end).
 #
 #   bash benchmarks/run_all.sh                     # every section at full size (hours on 2 cores)
