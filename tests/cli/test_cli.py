@@ -549,6 +549,7 @@ def test_local_llm_hands_its_endpoint_to_the_router_without_touching_the_environ
         assert config is None  # nothing configured: offline fallbacks
 
 
+@pytest.mark.integration  # a fresh Python process
 def test_the_command_and_a_gateway_without_code_mode_import_no_tables_and_no_sandbox(
     tmp_path: Path,
 ) -> None:
