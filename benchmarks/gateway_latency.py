@@ -68,7 +68,8 @@ TZ_ARGS: dict[str, Any] = {"timezone": "Asia/Tokyo"}
 VIA_ARGS: dict[str, Any] = {"name": "time__get_current_time", "arguments": TZ_ARGS}
 FIND_ARGS: dict[str, Any] = {"query": "what time is it in Tokyo", "k": 5}
 DIRECT = "direct (stdio)"
-FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "conformance_server.py"
+REPO = Path(__file__).resolve().parents[1]
+FIXTURE = REPO / "tests" / "fixtures" / "conformance_server.py"
 RELAY_KINDS = ("tool call", "resource read", "prompt get")
 ERAS = {"legacy": "2025-11-25", "auto": "2026-07-28"}
 """The official client's modes and the protocol each negotiates with toolroute and the server."""
@@ -89,10 +90,18 @@ def _check_find(r: CallToolResult) -> None:
         raise RuntimeError(f"bad find_tools result: is_error={r.is_error} {cands!r:.200}")
 
 
+def _env(src: Path) -> dict[str, str]:
+    """The environment of a ``toolroute serve`` child that runs the package in ``src`` (the
+    SDK's stdio client passes no PYTHONPATH of its own, so an editable install elsewhere would
+    win)."""
+    return {**os.environ, "PYTHONPATH": str(src)}
+
+
 def _caller(c: Client, tool: str, args: dict[str, Any], check: Callable[..., None]) -> Call:
     async def call() -> None:
         check(await c.call_tool(tool, args))
 
+    call.client = c  # type: ignore[attr-defined]  # whose process serves it (CPU per call)
     return call
 
 
@@ -140,7 +149,9 @@ async def _relay_paths(
     direct = await connect(StdioServerParameters(command=PY, args=[str(FIXTURE)]))
     gateway = await connect(
         StdioServerParameters(
-            command=TOOLROUTE, args=["serve", "--config", str(folder / "servers.json")]
+            command=TOOLROUTE,
+            args=["serve", "--config", str(folder / "servers.json")],
+            env=_env(REPO / "src"),
         )
     )
 
@@ -198,12 +209,20 @@ async def _measure(args: argparse.Namespace, tmp: Path) -> dict[str, list[float]
     serve = ["serve", "--config", str(config), "--store"]
     paths: dict[str, Call] = {}
     proc: subprocess.Popen[bytes] | None = None
+    pids: dict[int, int] = {}  # id(client) -> the pid of the process serving it
     try:
         async with AsyncExitStack() as stack:
 
             async def connect(target: StdioServerParameters | str, mode: str = "legacy") -> Client:
                 client = Client(target, mode=mode, read_timeout_seconds=60)  # type: ignore[arg-type]
-                return await stack.enter_async_context(client)
+                spawned = _children()
+                entered = await stack.enter_async_context(client)
+                spawned = _children() - spawned  # the process this client talks to (stdio)
+                if len(spawned) == 1:
+                    pids[id(entered)] = spawned.pop()
+                elif proc is not None:  # HTTP: the gateway started above
+                    pids[id(entered)] = proc.pid
+                return entered
 
             if args.relay:  # its own comparison, on its own server (see the docstring)
                 paths.update(await _relay_paths(connect, tmp))
@@ -212,7 +231,7 @@ async def _measure(args: argparse.Namespace, tmp: Path) -> dict[str, list[float]
             if args.http:
                 port = _free_port()
                 cmd = [TOOLROUTE, *serve, str(tmp / "store-http"), "--transport", "http"]
-                proc = subprocess.Popen([*cmd, "--port", str(port)])
+                proc = subprocess.Popen([*cmd, "--port", str(port)], env=_env(REPO / "src"))
                 await _wait_port(port, proc)
                 url = f"http://127.0.0.1:{port}/mcp"
             gws: dict[str, Client] = {}
@@ -221,13 +240,27 @@ async def _measure(args: argparse.Namespace, tmp: Path) -> dict[str, list[float]
                 direct = await connect(StdioServerParameters(command=PY, args=TIME_ARGS), mode)
                 paths[DIRECT + era] = _caller(direct, "get_current_time", TZ_ARGS, _check_time)
                 store = str(tmp / f"store-stdio-{mode}")
-                target = StdioServerParameters(command=TOOLROUTE, args=[*serve, store])
+                target = StdioServerParameters(
+                    command=TOOLROUTE, args=[*serve, store], env=_env(REPO / "src")
+                )
                 gws[f"stdio{era}"] = await connect(target, mode)
                 if args.baseline_src:  # the same gateway from another source tree, same run
-                    env = {**os.environ, "PYTHONPATH": str(Path(args.baseline_src) / "src")}
+                    env = _env(Path(args.baseline_src) / "src")
                     old = [*serve, str(tmp / f"store-baseline-{mode}")]
                     target = StdioServerParameters(command=TOOLROUTE, args=old, env=env)
                     gws[f"stdio{era}, baseline"] = await connect(target, mode)
+                if args.abstain_off:  # this tree's gateway without the "no tool fits" check
+                    folder = tmp / f"abstain-off-{mode}"
+                    folder.mkdir()
+                    (folder / "servers.json").write_text(config.read_text())
+                    (folder / "toolroute.toml").write_text(
+                        f'[toolroute]\nstore = "{folder / "store"}"\nabstain = "off"\n'
+                    )
+                    off = ["serve", "--config", str(folder / "servers.json")]
+                    target = StdioServerParameters(
+                        command=TOOLROUTE, args=off, env=_env(REPO / "src")
+                    )
+                    gws[f"stdio{era}, abstain off"] = await connect(target, mode)
                 if url is not None:
                     gws[f"http{era}"] = await connect(url, mode)
             if args.proxies:  # pass-through: toolroute's and FastMCP's, the same server behind
@@ -247,8 +280,16 @@ async def _measure(args: argparse.Namespace, tmp: Path) -> dict[str, list[float]
             for t in gws:  # find_tools first: the call gate admits only promoted tools
                 await paths[f"gateway find_tools ({t})"]()
             before = _cpu_of_children()
-            timed = await _timed_blocks(paths, args.calls, args.warmup, args.batch)
+            args.sources = _sources_of(before)
+            owners = {
+                name: pids[id(c)]
+                for name, call in paths.items()
+                if (c := getattr(call, "client", None)) is not None and id(c) in pids
+            }
+            cpu_ns: dict[str, list[int]] = {}
+            timed = await _timed_blocks(paths, args.calls, args.warmup, args.batch, owners, cpu_ns)
             args.cpu = _cpu_spent(before, _cpu_of_children())
+            args.cpu_per_call = {n: sum(v) / len(timed[n]) / 1e6 for n, v in cpu_ns.items()}
             return timed
     finally:
         if proc is not None:
@@ -284,7 +325,7 @@ def _proxies(python: str, tmp: Path, mode: str) -> dict[str, StdioServerParamete
     script.write_text(FASTMCP_PROXY)
     return {
         "toolroute pass-through": StdioServerParameters(
-            command=TOOLROUTE, args=["serve", str(folder / "servers.json")]
+            command=TOOLROUTE, args=["serve", str(folder / "servers.json")], env=_env(REPO / "src")
         ),
         "fastmcp proxy": StdioServerParameters(command=python, args=[str(script), PY, *TIME_ARGS]),
     }
@@ -315,6 +356,31 @@ def _cpu_of_children() -> dict[int, tuple[str, float]]:
     return out
 
 
+def _label(cmd: str) -> str:
+    """A child process by a short label (its command line tells what it runs)."""
+    if "fastmcp_proxy" in cmd:
+        return "fastmcp proxy"
+    if " serve " in cmd:
+        return "toolroute serve" + (" (pass-through)" if "passthrough-" in cmd else "")
+    return "time server" if "mcp_server_time" in cmd else "other"
+
+
+def _sources_of(children: dict[int, tuple[str, float]]) -> dict[str, list[str]]:
+    """The PYTHONPATH each ``toolroute serve`` child runs with: the tree whose code was timed."""
+    out: dict[str, set[str]] = {}
+    for pid, (cmd, _) in children.items():
+        label = _label(cmd)
+        if not label.startswith("toolroute"):
+            continue
+        try:
+            env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        paths = [e[len(b"PYTHONPATH=") :].decode() for e in env if e.startswith(b"PYTHONPATH=")]
+        out.setdefault(label, set()).update(paths or ["(none: the installed package)"])
+    return {k: sorted(v) for k, v in sorted(out.items())}
+
+
 def _cpu_spent(
     before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]]
 ) -> dict[str, float]:
@@ -324,19 +390,46 @@ def _cpu_spent(
         if pid not in before:
             continue
         used = seconds - before[pid][1]
-        if "fastmcp_proxy" in cmd:
-            label = "fastmcp proxy"
-        elif " serve " in cmd:
-            label = "toolroute serve" + (" (pass-through)" if "passthrough-" in cmd else "")
-        else:
-            label = "time server" if "mcp_server_time" in cmd else "other"
+        label = _label(cmd)
         spent[label] = spent.get(label, 0.0) + used
     return spent
 
 
+def _children() -> set[int]:
+    """The pids of this process's own children (Linux /proc; empty elsewhere)."""
+    me, out = os.getpid(), set()
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == me:
+                out.add(int(entry.name))
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def _cpu_ns(pid: int) -> int:
+    """Nanoseconds ``pid``'s threads (not its children) have run on a CPU: the scheduler's own
+    count, finer than the clock ticks of /proc/PID/stat."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").glob("[0-9]*"):
+        try:
+            total += int((task / "schedstat").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
 async def _timed_blocks(
-    paths: dict[str, Call], calls: int, warmup: int, batch: int
+    paths: dict[str, Call],
+    calls: int,
+    warmup: int,
+    batch: int,
+    owners: dict[str, int] | None = None,
+    cpu_ns: dict[str, list[int]] | None = None,
 ) -> dict[str, list[float]]:
+    """Warm up, then time each path in alternating batches; with ``owners`` (path -> pid of
+    the process serving it), the CPU that process spent on each batch goes into ``cpu_ns``."""
+    owners = owners or {}
     for call in paths.values():
         for _ in range(warmup):
             await call()
@@ -345,10 +438,14 @@ async def _timed_blocks(
     while done < calls:
         n = min(batch, calls - done)
         for name in order:
+            pid = owners.get(name)
+            cpu0 = _cpu_ns(pid) if pid else 0
             for _ in range(n):
                 t0 = time.perf_counter()
                 await paths[name]()
                 ms[name].append((time.perf_counter() - t0) * 1e3)
+            if pid and cpu_ns is not None:
+                cpu_ns.setdefault(name, []).append(_cpu_ns(pid) - cpu0)
         order = order[1:] + order[:1]
         done += n
     return ms
@@ -433,6 +530,8 @@ def _report(ms: dict[str, list[float]], args: argparse.Namespace, runtime_s: flo
         "relay_added_vs_direct": _relay_added(stats),
         "runtime_s": runtime_s,
         "cpu_s": getattr(args, "cpu", {}),
+        "sources": getattr(args, "sources", {}),
+        "cpu_ms_per_call": getattr(args, "cpu_per_call", {}),
         "modes": args.modes,
     }
     return rep
@@ -440,14 +539,23 @@ def _report(ms: dict[str, list[float]], args: argparse.Namespace, runtime_s: flo
 
 def _markdown(rep: Report) -> str:
     lines = [
-        "| path | calls | p50 ms | p95 ms | p99 ms | mean ms |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| path | calls | p50 ms | p95 ms | p99 ms | mean ms | CPU ms per call |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
+    cpu = rep.get("cpu_ms_per_call", {})
     for name, s in rep["paths"].items():
         keys = ("p50_ms", "p95_ms", "p99_ms", "mean_ms")
         cells = [name, str(s["calls"])] + [f"{s[k]:.2f}" for k in keys]
+        cells.append(f"{cpu[name]:.2f}" if name in cpu else "")
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
+    if cpu:
+        lines.append(
+            "CPU ms per call: what the process answering the path (the time server direct, "
+            "else the gateway or proxy, not the server behind it) ran on a CPU during the "
+            "timed batches (all its threads, /proc/PID/task/*/schedstat), per timed call."
+        )
+        lines.append("")
     if rep.get("cpu_s"):
         lines.append(
             "CPU seconds spent by each kind of process while the calls were timed (all its "
@@ -460,6 +568,8 @@ def _markdown(rep: Report) -> str:
                 per_call = rep["cpu_s"][kind] / served * 1e3
                 lines.append(f"- {kind}: {per_call:.2f} ms of CPU per call it relayed")
         lines.append("")
+    for kind, srcs in rep.get("sources", {}).items():
+        lines.append(f"- {kind} ran the package from PYTHONPATH {', '.join(srcs)}")
     for name, a in rep["added_vs_direct"].items():
         lines.append(
             f"- added by the gateway, {name} - direct: "
@@ -508,6 +618,12 @@ def main() -> None:
         metavar="DIR",
         help="also time the stdio gateway run from the source tree DIR (e.g. a worktree of an "
         "earlier commit: git worktree add /tmp/before COMMIT), in the same run",
+    )
+    ap.add_argument(
+        "--abstain-off",
+        action="store_true",
+        help='also time the stdio gateway with abstain = "off" (what find_tools costs '
+        "beside the no-tool-fits check), in the same run",
     )
     ap.add_argument(
         "--proxies",

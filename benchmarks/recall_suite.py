@@ -1,7 +1,7 @@
 """Every strategy on every query set, with paired bootstrap intervals against a baseline.
 
     python -m benchmarks.recall_suite [--strategy S]... [--baseline default] [--sets a,b]
-        [--steps 300] [--store DIR] [--out benchmarks/results/recall_suite.md] [--json FILE]
+        [--steps 300] [--abstain off] [--store DIR] [--out FILE.md] [--json FILE]
 
 Sets: the five folders of ../shared/benchmarks with queries (livemcpbench, mcpbench,
 tool_attention, sealtools, metatool), the union catalog with our own 60 queries, and the
@@ -341,6 +341,12 @@ def main() -> int:
     ap.add_argument("--store", type=Path, default=REPO / ".toolroute" / "bench-store")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument(
+        "--abstain",
+        choices=("default", "strict", "off"),
+        default="default",
+        help="the no-tool-fits check (off: the rankings alone, as before the check existed)",
+    )
     args = ap.parse_args()
     if not SHARED.is_dir():
         print(f"error: {SHARED} not found (../shared missing)", file=sys.stderr)
@@ -362,7 +368,9 @@ def main() -> int:
         cat, qf = SETS[name]
         register_lodo(name)
         register_lodo(name, "3", "fusion-v3")
-        with Router(cat, store=args.store, embedder=embedder, params=RouteParams()) as r:
+        with Router(
+            cat, store=args.store, embedder=embedder, params=RouteParams(abstain=args.abstain)
+        ) as r:
             r.index()
             queries = load_queries(qf, r.catalog)
             cases = suite_cases(r.catalog, queries, embedder.embed, args.steps, args.exact)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Reproduces every figure the README and docs/ quote: each file a `<!-- from: benchmarks/results/F -->`
-# marker names is written by a command below (tests/unit/test_readme_figures.py checks that from
+# marker names is written by a command below (tests/docs/test_readme_figures.py checks that from
 # --dry-run's list), except the before-figures measured on older code (HISTORICAL, at the end).
 #
 #   bash benchmarks/run_all.sh                     # every section at full size (hours on 2 cores)
@@ -182,8 +182,11 @@ if want gateway; then
     full && run $PY -m benchmarks.gateway_latency --relay --calls 200 \
         --out "$R/gateway_latency_relay_200.md"
     run $PY -m benchmarks.idle_memory --imports $IMP --out "$R/idle_memory.md"
-    # serve's resident memory after a call: pass-through (no model) and routing.
-    run $PY -m benchmarks.serve_rss --out "$R/serve_rss.md"
+    # serve's resident memory after a call: pass-through (no model) and routing, beside
+    # FastMCP's proxy (.ci/interop installs fastmcp in .toolroute/interop-venv).
+    FASTMCP=.toolroute/interop-venv/bin/python
+    if [ -x "$FASTMCP" ]; then P="--proxy $FASTMCP"; else P=""; fi
+    run $PY -m benchmarks.serve_rss $P --out "$R/serve_rss.md"
     # What /metrics costs per request (metrics on against off in one run).
     if full; then MC=400; else MC=40; fi
     run $PY -m benchmarks.metrics_overhead --calls $MC --out "$R/metrics.md"
@@ -291,5 +294,6 @@ fi
 # HISTORICAL: quoted before-figures that need older code, so no command here rewrites them:
 #   scale_100k_before.md  the 100k-tool index on main at 9370530 (its own file says how)
 #   load_nofreeze.md      load.py's first command before heap.freeze_heap (issue 16)
+#   gateway_hop.md        the call path against the tree before it (--baseline-src: ae24ebb)
 #   abstain_before.md     the abstention model of main at 4a23279, by that tree's abstain_train.py
 #   gateway_hop_abstain.md  gateway_latency --baseline-src on a worktree of main at ba88a5b

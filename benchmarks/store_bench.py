@@ -237,7 +237,7 @@ async def _replica_run(a: Any, b: Any, url: str) -> dict[str, float]:
 
 def bench_replicas(pg: Any, repeats: int) -> list[dict[str, float]]:
     import anyio
-    from tests.integration.gateways import GatewayProcess, write_config
+    from tests.helpers.gateways import GatewayProcess, write_config
 
     out = []
     for _ in range(repeats):

@@ -1,6 +1,7 @@
 """Run test files several times under a CPU hog and list the tests whose outcome flips.
 
-    python experiments/flaky_sweep.py --runs 3 --hogs 2 tests/integration/test_gateway_stdio.py ...
+    python experiments/flaky_sweep.py --runs 3 --hogs 2 \\
+        tests/gateway/shell/test_stdio_server_processes.py ...
 
 Each run is one pytest process over all the files, with ``--hogs`` busy loops at ``nice 19``
 beside it (killed at the end). ``--tree`` runs another checkout's tests and source (e.g. an

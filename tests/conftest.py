@@ -1,4 +1,6 @@
-"""Shared fixtures: a tiny catalog, a deterministic embedder for fast unit tests, ../shared."""
+"""Shared fixtures: a tiny catalog, a deterministic embedder for fast unit tests, ../shared;
+and, for the tests that start real processes (``integration`` marker), the real model, one
+store, one served gateway and one PostgreSQL server per session."""
 
 from __future__ import annotations
 
@@ -11,13 +13,18 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pytest
 
 from toolroute.embed.base import Matrix, l2_normalise
 from toolroute.index.document import tokenise
+
+if TYPE_CHECKING:
+    from tests.helpers.status import Served
+    from toolroute.embed.onnx import OnnxEmbedder
+    from toolroute.store.local_pg import LocalPostgres
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("TOOLROUTE_SHARED", REPO.parent / "shared"))
@@ -208,3 +215,39 @@ def loopback_http(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
 
     with http_server(handler) as port:
         yield f"http://127.0.0.1:{port}/v1"
+
+
+@pytest.fixture(scope="session")
+def onnx() -> OnnxEmbedder:
+    from toolroute.embed.onnx import OnnxEmbedder
+
+    return OnnxEmbedder()
+
+
+@pytest.fixture(scope="session")
+def shared_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One store for the session: the embedding cache is shared by every benchmark test."""
+    return tmp_path_factory.mktemp("store")
+
+
+@pytest.fixture(scope="session")
+def status_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """One `toolroute serve --transport http` (no auth) after one agent turn, for the tests
+    that only read its status page (test_status_page, test_browser)."""
+    from tests.helpers.status import serving_gateway
+
+    with serving_gateway(tmp_path_factory.mktemp("status-gateway")) as served:
+        yield served
+
+
+@pytest.fixture(scope="session")
+def pg() -> Iterator[LocalPostgres]:
+    """One real PostgreSQL server for the session (the machine's initdb/pg_ctl, loopback, a
+    free port, stopped at the end); each test makes its own database. No fsync: the tests kill
+    gateways, never the database server, and a shared CI disk makes each fsync slow."""
+    from toolroute.store.local_pg import LocalPostgres, postgres_bin_dir
+
+    if postgres_bin_dir() is None:
+        pytest.skip("PostgreSQL's initdb/pg_ctl not found (bash .ci/run installs postgresql)")
+    with LocalPostgres(settings={"fsync": "off", "synchronous_commit": "off"}) as server:
+        yield server

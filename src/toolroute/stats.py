@@ -96,8 +96,8 @@ class StatsBook:
     ) -> None:
         self.smoothing = smoothing
         self._sink = sink
-        self.rng = np.random.default_rng(seed)
-        """Random stream of posterior sampling (ehrr-ts), seeded for reproducible runs."""
+        self._seed = seed
+        self._rng: np.random.Generator | None = None
         self.server_ids = tuple(s.id for s in catalog.servers)
         self._server_pos = {sid: i for i, sid in enumerate(self.server_ids)}
         tools = list(catalog.tools())
@@ -149,6 +149,14 @@ class StatsBook:
             self._sync_server(i)
         self.tool_success[:] = [t.success for t in self._tools]
         self.tool_latency[:] = [t.latency_s for t in self._tools]
+
+    @property
+    def rng(self) -> np.random.Generator:
+        """Random stream of posterior sampling (ehrr-ts), seeded for reproducible runs; made
+        when first drawn from (numpy.random is a sizeable import no other strategy needs)."""
+        if self._rng is None:
+            self._rng = np.random.default_rng(self._seed)
+        return self._rng
 
     def tool_row(self, key: ToolKey) -> int | None:
         """Index-aligned row of a tool, None for a tool this book does not know."""

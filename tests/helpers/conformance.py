@@ -13,8 +13,8 @@ returns what the server said, that content is the test server's own (the suite a
 error text, so an error from the gateway itself would pass it). In the routed modes (meta,
 bind) a scenario that calls a tool by its plain name is not applicable — there a tool runs
 through ``call_tool`` — and the table shows the suite's verdict in brackets;
-tests/integration/test_relay.py runs the same progress, logging, sampling and elicitation
-through ``call_tool``.
+tests/gateway/shell/test_relay_processes.py runs the same progress, logging, sampling and
+elicitation through ``call_tool``.
 
 Needs node >= 22 and the suite in .toolroute/npm (``bash .ci/run`` installs both). The gate is
 tests/conformance/test_conformance.py; ``python -m benchmarks.conformance`` writes the table

@@ -9,6 +9,7 @@ from typing import Any, TextIO
 
 import click
 
+from toolroute.cli import common
 from toolroute.cli.app import main
 from toolroute.cli.common import (
     DEMO_QUERIES,
@@ -22,8 +23,6 @@ from toolroute.cli.common import (
     local_llm_option,
     plugin_option,
     questions_option,
-    stderr,
-    stdout,
     store_option,
     synced_option,
 )
@@ -177,7 +176,7 @@ def route(
     if verdict is not None and not verdict.fits:
         d = verdict.to_dict()
         near = ", ".join(d["nearest_servers"]) or "none"
-        stderr.print(f"no tool fits: {d['message']} (nearest servers: {near}); {d['hint']}")
+        common.stderr.print(f"no tool fits: {d['message']} (nearest servers: {near}); {d['hint']}")
     if explain and verdict is not None and not as_json:
         click.echo(abstain_text(verdict.explain()))
     if as_json:
@@ -191,13 +190,13 @@ def route(
     elif explain:
         click.echo(explain_text(strategy, text, rows))
     else:
-        width = max(20, min(stdout.width, 100) - 45) if stdout.is_terminal else 60
+        width = max(20, min(common.stdout.width, 100) - 45) if common.stdout.is_terminal else 60
         table = [
             [str(i), c.server, c.tool, f"{c.score:.3f}", one_line(c.description, width)]
             for i, (c, _) in enumerate(rows, 1)
         ]
         title = one_line(f"{strategy}: {text}", 100)
-        print_table(stdout, title, ("#", "server", "tool", "score", "description"), table)
+        print_table(common.stdout, title, ("#", "server", "tool", "score", "description"), table)
 
 
 def _inventory(
@@ -221,10 +220,10 @@ def _inventory(
             out.append(d)
         click.echo(json.dumps(out, ensure_ascii=False))
         return
-    width = max(20, min(stdout.width, 100) - 30) if stdout.is_terminal else 60
+    width = max(20, min(common.stdout.width, 100) - 30) if common.stdout.is_terminal else 60
     table = [[str(i), t.name, one_line(t.description, width)] for i, t in enumerate(tools, 1)]
     title = f"{tools[0].server if tools else server}: {len(tools)} tools"
-    print_table(stdout, title, ("#", "tool", "description"), table)
+    print_table(common.stdout, title, ("#", "tool", "description"), table)
 
 
 def _query_text(query: str | None, query_file: TextIO | None) -> str:
@@ -294,7 +293,7 @@ def demo(store: Path | None) -> None:
     with _router(None, store, "toolroute") as router:
         report = _index(router, True)
         n = router.catalog.tool_count
-        stderr.print(f"indexed {n} demo tools ({report.embedded} texts embedded)")
+        common.stderr.print(f"indexed {n} demo tools ({report.embedded} texts embedded)")
         for q in DEMO_QUERIES:
             rows = [[c.server, c.tool, f"{c.score:.3f}"] for c in router.route(q, k=4)]
-            print_table(stdout, f"» {q}", ("server", "tool", "score"), rows)
+            print_table(common.stdout, f"» {q}", ("server", "tool", "score"), rows)

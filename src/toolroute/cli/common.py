@@ -11,18 +11,36 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import click
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from toolroute.errors import ToolrouteError
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from toolroute.llm.client import LLMConfig
+
+    stderr: Console
+    stdout: Console
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-stderr = Console(stderr=True)
-stdout = Console()
+
+def __getattr__(name: str) -> Console:
+    """``stdout`` and ``stderr``: rich consoles made when first used, so a command that
+    prints no table (``serve``) never imports rich."""
+    if name in ("stdout", "stderr"):
+        return _console(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _console(name: str) -> Console:
+    console: Console | None = globals().get(name)
+    if console is None:
+        from rich.console import Console
+
+        console = globals()[name] = Console(stderr=name == "stderr")
+    return console
+
 
 DEMO_QUERIES = (
     "what time is it in Tokyo right now?",
@@ -64,16 +82,24 @@ def _friendly(fn: F) -> F:
 @contextmanager
 def _progress(enabled: bool) -> Iterator[Callable[[str, int, int], None]]:
     """A rich progress bar on stderr; a no-op when disabled or stderr is not a terminal."""
-    if not enabled or not stderr.is_terminal:
+    if not enabled or not _console("stderr").is_terminal:
         yield lambda label, done, total: None
         return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
     bars: dict[str, Any] = {}
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        console=stderr,
+        console=_console("stderr"),
         transient=True,
     ) as prog:
 
@@ -196,7 +222,7 @@ def _local_llm(enabled: bool, show: bool = True) -> Iterator[LLMConfig | None]:
     from toolroute.llm.local import LocalLLMServer
 
     if show:
-        stderr.print("starting the local model…")
+        _console("stderr").print("starting the local model…")
     with LocalLLMServer() as server:
         # a CPU model answers in seconds: a longer deadline than a hosted endpoint's
         yield LLMConfig(base_url=server.base_url, model=server.model, timeout_s=90.0)

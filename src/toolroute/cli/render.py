@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
-from rich.table import Table
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 __all__ = ["explain_text", "one_line", "print_table"]
 
@@ -34,6 +35,8 @@ def print_table(
     """A rich table on a terminal (names never wrap, a last ``description`` column is cut with
     an ellipsis); plain aligned columns otherwise, at whatever width the names need."""
     if console.is_terminal:
+        from rich.table import Table
+
         table = Table(title=title, title_justify="left")
         for h in headers:
             if h == "description":

@@ -739,9 +739,13 @@ class Downstream:
                 self._calls.remove(caller)
         if result is None:  # ended by end_calls(): the server left the configuration
             raise DownstreamError(self.name, tool, "unavailable", self._ended or "ended")
-        if not announces_tool_changes(c) or (modern(c) and not self._no_companion):
+        if not self.tools_changed.is_set() and (
+            not announces_tool_changes(c) or (modern(c) and not self._no_companion)
+        ):
             # it may have changed a tool unannounced, or announced it on a session this one
-            # is not (downstream/era.py): re-listed soon
+            # is not (downstream/era.py): re-listed soon. Once noted, the re-list is pending
+            # until the watcher takes it: another note per call would only wake it to
+            # recompute the status for nothing
             self.tools_changed.set()
             self._changed()
         if isinstance(self.spec, HttpSpec):  # stdio replies are capped while they are read

@@ -215,6 +215,8 @@ class GatewayCore:
             lambda: SessionState(scopes=set(self.scopes), milestones=set(self.milestones)),
             store=lambda: self.router.store,
         )
+        self._gated_path = pipeline.bind(self, pipeline.STEPS)  # once: steps read self per call
+        self._execute_path = pipeline.bind(self, pipeline.EXECUTE)
 
     def replace_router(self, router: Router) -> Router:
         """Swap in a router over a resynced catalog; returns the old one (to close)."""
@@ -504,7 +506,7 @@ class GatewayCore:
         """One tool call of a client through every step of the call path
         (:data:`toolroute.gateway.calls.pipeline.STEPS`); ``client`` names whose usage memory a
         completed call feeds."""
-        return await pipeline.run(self, Call(name, arguments, state, allowed, client))
+        return await self._gated_path(Call(name, arguments, state, allowed, client))
 
     def remember(self, query: str, server: str, tool: str, ok: bool, client: str) -> None:
         try:  # the usage memory must never break a call
@@ -543,7 +545,7 @@ class GatewayCore:
         """Run one call through the call's own steps (quarantine, known tool, schema,
         forward): for a caller already checked, e.g. a test or the Python API."""
         state = self.state()
-        return await pipeline.run(self, Call(name, arguments, state), pipeline.EXECUTE)
+        return await self._execute_path(Call(name, arguments, state))
 
     def caller(self) -> CallContext | None:
         """Where the downstream server's messages about the current call go (the shell's

@@ -72,7 +72,7 @@ def server_profile(server: Server) -> str:
     """Server-layer text: name + description, or name + tool names when the description is empty."""
     body = server.description.strip() or ", ".join(t.name for t in server.tools)
     # every tool's lexical text repeats its server's profile: uncapped, a server of 10,000
-    # tools made 10,000 copies of 10,000 names (tests/integration/test_faults.py)
+    # tools made 10,000 copies of 10,000 names (tests/downstream/test_faults.py)
     return f"{server.name}: {body[:PROFILE_CHARS]}"
 
 

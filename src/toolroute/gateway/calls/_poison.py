@@ -26,6 +26,7 @@ of two look-alikes, the one a keyboard types is the one kept.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -317,8 +318,29 @@ def _texts(tool: Tool) -> Iterable[str]:
             stack.extend(node)
 
 
+_SEEN_MAX = 8192
+"""Verdicts of :func:`suspicious` kept (oldest dropped first)."""
+_seen: dict[bytes, tuple[str, ...]] = {}
+
+
 def suspicious(tool: Tool) -> list[str]:
-    """Why the tool's text reads like instructions aimed at the model (empty: it does not)."""
+    """Why the tool's text reads like instructions aimed at the model (empty: it does not).
+
+    Every listing of a server is reviewed again, most often unchanged: the verdict is kept by
+    a digest of the texts it reads (the description and the schema, length-delimited so that
+    no two tools' texts run together into one key)."""
+    text = f"{len(tool.description)}:{tool.description}{tool.schema_json}".encode()
+    key = hashlib.blake2b(text, digest_size=16).digest()
+    verdict = _seen.get(key)
+    if verdict is None:
+        verdict = tuple(_suspicious(tool))
+        if len(_seen) >= _SEEN_MAX:
+            del _seen[next(iter(_seen))]
+        _seen[key] = verdict
+    return list(verdict)
+
+
+def _suspicious(tool: Tool) -> list[str]:
     found: list[str] = []
     hidden = False
     for raw in _texts(tool):
@@ -336,6 +358,8 @@ def look_alikes(tools: Iterable[Tool]) -> dict[str, list[str]]:
     """``{"<server>__<tool>": flags}`` for the tools whose name hides characters or looks like
     another tool's name (plain or namespaced) without being it; the others are absent."""
     listed = list(tools)
+    if all(t.name.isascii() and not invisible(t.name) for t in listed):
+        return {}  # only such a name is ever flagged: the confusables table is not needed
     forms: dict[str, set[str]] = {}
     for t in listed:
         for form in (t.name, qualified_name(t.server, t.name)):

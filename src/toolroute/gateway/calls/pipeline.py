@@ -15,14 +15,20 @@ Request metrics wrap the whole request one level up, in the MCP shell
 (:meth:`toolroute.gateway.ops._metrics.GatewayMetrics.observed`), because they count the meta-tools
 too. A step reads what it needs from the gateway through :class:`Host`, so this module depends
 on no gateway class.
+
+A gateway binds the steps to itself once (:func:`bind`): a call then allocates nothing per
+step. A step that only looks at the call on its way down (a check) is a plain function that
+returns the next step's awaitable, or its refusal (:class:`Answer`), without awaiting it, so
+a call in flight holds a frame only for the steps that wait for the answer (learn, limits,
+schema, forward).
 """
 
 from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import mcp.types as types
@@ -43,12 +49,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EXECUTE",
+    "Answer",
     "STEPS",
     "Call",
     "CallResult",
     "Host",
     "Next",
     "Step",
+    "bind",
     "closest",
     "json_result",
     "refusal",
@@ -72,14 +80,15 @@ class Call:
     """The caller's allow-list (None: every tool)."""
     client: str = ""
     """Whose usage memory the call feeds (the token's client id; "" without tokens)."""
+    server: str = field(init=False, repr=False, compare=False)
+    """The server part of :attr:`name`."""
+    tool: str = field(init=False, repr=False, compare=False)
+    """The tool part of :attr:`name`."""
 
-    @property
-    def server(self) -> str:
-        return split_name(self.name)[0]
-
-    @property
-    def tool(self) -> str:
-        return split_name(self.name)[1]
+    def __post_init__(self) -> None:
+        server, tool = split_name(self.name)  # once: several steps read them
+        object.__setattr__(self, "server", server)
+        object.__setattr__(self, "tool", tool)
 
 
 class _Tools(Protocol):
@@ -132,6 +141,20 @@ Next = Callable[[Call], Awaitable[CallResult]]
 Step = Callable[[Host, Call, Next], Awaitable[CallResult]]
 
 
+class Answer(Awaitable[CallResult]):
+    """``result`` as an awaitable that is already done: a check's refusal, returned where
+    the next step's awaitable would be."""
+
+    __slots__ = ("result",)
+
+    def __init__(self, result: CallResult) -> None:
+        self.result = result
+
+    def __await__(self) -> Generator[Any, None, CallResult]:
+        return self.result
+        yield  # a generator that returns at once: awaiting it never suspends
+
+
 def json_result(payload: dict[str, Any], *, error: bool = False) -> types.CallToolResult:
     """``payload`` as structured content and as the same JSON in text."""
     return types.CallToolResult(
@@ -156,43 +179,45 @@ def closest(name: str, names: Sequence[str]) -> list[str]:
 # -- the caller's steps ------------------------------------------------------------------------
 
 
-async def allow_list(host: Host, call: Call, next: Next) -> CallResult:
+def allow_list(host: Host, call: Call, next: Next) -> Awaitable[CallResult]:
     """A client with an allow-list reaches only its tools; others' are not even named."""
     allowed = call.allowed
     if allowed is not None and not (
         call.name in host.presenter.tools_by_name and allowed(call.name)
     ):
-        return refusal(
-            ErrorCode.UNKNOWN_TOOL,
-            f"no tool named {call.name[:200]!r} is available to this client; "
-            "names come from find_tools",
-            closest=closest(call.name, [n for n in host.presenter.tools_by_name if allowed(n)]),
+        return Answer(
+            refusal(
+                ErrorCode.UNKNOWN_TOOL,
+                f"no tool named {call.name[:200]!r} is available to this client; "
+                "names come from find_tools",
+                closest=closest(call.name, [n for n in host.presenter.tools_by_name if allowed(n)]),
+            )
         )
-    return await next(call)
+    return next(call)
 
 
-async def arguments(host: Host, call: Call, next: Next) -> CallResult:
+def arguments(host: Host, call: Call, next: Next) -> Awaitable[CallResult]:
     """Arguments bounded in depth and size before anything reads them."""
     problem = check_arguments(call.arguments)
     if problem:
-        return refusal(ErrorCode.INVALID_ARGUMENTS, problem, tool=call.name[:200])
-    return await next(call)
+        return Answer(refusal(ErrorCode.INVALID_ARGUMENTS, problem, tool=call.name[:200]))
+    return next(call)
 
 
-async def call_gate(host: Host, call: Call, next: Next) -> CallResult:
+def call_gate(host: Host, call: Call, next: Next) -> Awaitable[CallResult]:
     """Only a tool find_tools returned to this caller (or a pinned one) may be called."""
     if call.name in host.presenter.tools_by_name and not host.admits(call.state, call.name):
-        return host.not_promoted(call.name, call.state, call.allowed)
-    return await next(call)
+        return Answer(host.not_promoted(call.name, call.state, call.allowed))
+    return next(call)
 
 
-async def preconditions(host: Host, call: Call, next: Next) -> CallResult:
+def preconditions(host: Host, call: Call, next: Next) -> Awaitable[CallResult]:
     """A tool's scopes, required earlier calls and milestones hold in the caller's state."""
     if call.name in host.presenter.tools_by_name:
         reason = host.blocked(call.name, call.server, call.state)
         if reason:
-            return refusal(ErrorCode.PRECONDITION_FAILED, reason, tool=call.name)
-    return await next(call)
+            return Answer(refusal(ErrorCode.PRECONDITION_FAILED, reason, tool=call.name))
+    return next(call)
 
 
 async def learn(host: Host, call: Call, next: Next) -> CallResult:
@@ -225,23 +250,25 @@ async def limits(host: Host, call: Call, next: Next) -> CallResult:
 # -- the call's steps --------------------------------------------------------------------------
 
 
-async def quarantine(host: Host, call: Call, next: Next) -> CallResult:
+def quarantine(host: Host, call: Call, next: Next) -> Awaitable[CallResult]:
     """A held tool (changed since pinned, or instructions in its text) is not called."""
     held = host.quarantined.get(call.name)
     if held is not None:
-        return refusal(ErrorCode.QUARANTINED, held.message, tool=call.name)
-    return await next(call)
+        return Answer(refusal(ErrorCode.QUARANTINED, held.message, tool=call.name))
+    return next(call)
 
 
-async def known_tool(host: Host, call: Call, next: Next) -> CallResult:
+def known_tool(host: Host, call: Call, next: Next) -> Awaitable[CallResult]:
     """The tool exists in the catalog and its server is configured."""
     if call.name not in host.presenter.tools_by_name or call.server not in host.pool.servers:
-        return refusal(
-            ErrorCode.UNKNOWN_TOOL,
-            f"no tool named {call.name[:200]!r}; names come from find_tools",
-            closest=closest(call.name, list(host.presenter.tools_by_name)),
+        return Answer(
+            refusal(
+                ErrorCode.UNKNOWN_TOOL,
+                f"no tool named {call.name[:200]!r}; names come from find_tools",
+                closest=closest(call.name, list(host.presenter.tools_by_name)),
+            )
         )
-    return await next(call)
+    return next(call)
 
 
 async def schema(host: Host, call: Call, next: Next) -> CallResult:
@@ -288,10 +315,33 @@ STEPS: tuple[Step, ...] = (
 """Every step of a tool call, in order."""
 
 
+class _Link:
+    """One step bound to the gateway and to the steps after it: calling it with a call runs
+    the step (a :data:`Next` made once, not per call)."""
+
+    __slots__ = ("host", "next", "step")
+
+    def __init__(self, step: Step, host: Host, next: Next) -> None:
+        self.step, self.host, self.next = step, host, next
+
+    def __call__(self, call: Call) -> Awaitable[CallResult]:
+        return self.step(self.host, call, self.next)
+
+
+def _past_the_end(call: Call) -> Awaitable[CallResult]:
+    raise RuntimeError(f"no step answered the call of {call.name[:200]!r}")
+
+
+def bind(host: Host, steps: Sequence[Step] = STEPS) -> Next:
+    """``steps`` bound to ``host``, in order: what runs a call through them (the last step
+    must answer)."""
+    path: Next = _past_the_end
+    for step in reversed(steps):
+        path = _Link(step, host, path)
+    return path
+
+
 async def run(host: Host, call: Call, steps: Sequence[Step] = STEPS) -> CallResult:
-    """Run ``call`` through ``steps``; the last step must answer."""
-
-    async def at(i: int, c: Call) -> CallResult:
-        return await steps[i](host, c, lambda nxt: at(i + 1, nxt))
-
-    return await at(0, call)
+    """Run ``call`` through ``steps``; the last step must answer (a gateway binds its steps
+    once instead: :func:`bind`)."""
+    return await bind(host, steps)(call)

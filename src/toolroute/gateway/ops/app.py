@@ -448,7 +448,6 @@ async def serve_http(
 
 def make_gateway(config: GatewayConfig, router: Router, pool: DownstreamPool) -> Gateway:
     """The gateway with every setting of the config (gates, presentation, events)."""
-    from toolroute.codemode.execute import install as install_code_mode
     from toolroute.gateway.shell.server import Gateway
     from toolroute.present.events import EventLog, OtelExporter
     from toolroute.present.presenter import PresentConfig, Presenter
@@ -479,7 +478,10 @@ def make_gateway(config: GatewayConfig, router: Router, pool: DownstreamPool) ->
     )
     attach_metrics_and_limits(gateway, config)  # gateway/ops/_metrics.py, gateway/calls/_limits.py
     describe_find_tools(gateway)
-    install_code_mode(gateway, config.code_mode)  # codemode/: execute, signatures
+    if config.code_mode is not None:  # the sandbox is imported only where code mode is on
+        from toolroute.codemode.execute import install as install_code_mode
+
+        install_code_mode(gateway, config.code_mode)  # codemode/: execute, signatures
     return gateway
 
 
@@ -498,7 +500,9 @@ async def _watch_changes(
     held tool is approved; re-list every server each relist_interval_s (a tool changed
     without a notification). Swap the router only when the tools or the quarantine changed.
     Writes status.json on every change. With a :class:`~toolroute.gateway.ops.reload.Live`,
-    its config is read each turn (a reload swaps it).
+    its config is read each turn (a reload swaps it). A server re-listed only because its
+    tools may have changed unannounced (after its calls, or when its list expired) that lists
+    exactly what it listed before is not reviewed again: nothing would change.
 
     Between turns it sleeps on the pool's change event (a server's tools, connection or
     status, a fault, a store notification), waking on its own only when a debounced server
@@ -518,6 +522,7 @@ async def _watch_changes(
     rev = revision(gateway.router.store)
     next_relist = anyio.current_time() + config.relist_interval_s
     written: dict[str, Any] | None = None
+    reviewed: GatewayConfig | None = None  # the config of this loop's last review
     watch.on_notify = pool.note_change
     faults = getattr(gateway, "faults", None)
     if faults is not None:
@@ -550,6 +555,11 @@ async def _watch_changes(
                 wake = min(wake, now + watch.file_check_s + 0.01)
             await pool.wait_change(wake - now)
             continue
+        # nothing but a possible unannounced change: no reconnect, approval or new config,
+        # and every server's last listing worked (a failed one is listed at every review)
+        maybe = not due and new_rev == rev and config is reviewed
+        maybe = maybe and all(connects.get(d.name) == d.connects for d in changed)
+        maybe = maybe and all(isinstance(listings.last.get(n), ListedServer) for n in pool.servers)
         for d in pool.servers.values() if due else changed:
             d.tools_changed = anyio.Event()  # a notification from now on means another change
             connects[d.name] = d.connects
@@ -560,9 +570,26 @@ async def _watch_changes(
         only = None if due else {d.name for d in changed}
         try:
             async with live.lock:
+                if maybe and only:
+                    if await _lists_as_before(pool, listings, only, config.connect_timeout_s):
+                        continue
+                    only = set()  # listed just now: the review reuses that listing
                 await resync(config, pool, gateway, listings, only)
+                reviewed = config
         except Exception:  # keep serving the previous index rather than dying
             log.exception("re-listing the servers failed; keeping the previous index")
+
+
+async def _lists_as_before(
+    pool: DownstreamPool, listings: Listings, names: Collection[str], timeout_s: float
+) -> bool:
+    """List ``names`` again (kept in ``listings``): whether each listed exactly what it listed
+    last time (a failed listing never counts as the same)."""
+    before = {n: listings.last.get(n) for n in names}
+    now = await listings.refresh(pool, timeout_s, names)
+    return all(
+        isinstance(now.get(n), ListedServer) and now.get(n) == was for n, was in before.items()
+    )
 
 
 async def resync(

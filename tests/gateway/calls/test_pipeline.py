@@ -1,0 +1,107 @@
+"""The call path's runner (gateway/calls/pipeline.py): the steps in their documented order, each
+bound once, run down and back in that order; a check's refusal ends the path there."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from typing import Any, cast
+
+import anyio
+import mcp.types as types
+import pytest
+
+from toolroute.gateway.calls import pipeline
+from toolroute.gateway.calls.pipeline import Answer, Call, CallResult, Host, Next, bind, run
+from toolroute.route.preconditions import SessionState
+
+
+def _result(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+
+
+def _text(result: CallResult) -> str:
+    assert isinstance(result, types.CallToolResult)
+    return cast(types.TextContent, result.content[0]).text
+
+
+def _recording(seen: list[str]) -> tuple[Any, Any, Any]:
+    """A check (plain function), a step around the rest (async) and a last step that answers,
+    each noting what it saw."""
+
+    def check(host: Host, call: Call, next: Next) -> Awaitable[CallResult]:
+        seen.append(f"check {call.tool}")
+        if call.tool == "refused":
+            return Answer(_result("refused by check"))
+        return next(call)
+
+    async def around(host: Host, call: Call, next: Next) -> CallResult:
+        seen.append("around down")
+        result = await next(call)
+        seen.append(f"around up: {_text(result)}")
+        return result
+
+    async def last(host: Host, call: Call, next: Next) -> CallResult:
+        seen.append(f"last {call.server}")
+        await anyio.sleep(0)  # a real suspension, as a downstream call has
+        return _result(f"answer of {call.name}")
+
+    return check, around, last
+
+
+def _call(name: str) -> Call:
+    return Call(name, {}, SessionState())
+
+
+def test_the_call_path_lists_its_steps_in_the_documented_order() -> None:
+    assert [s.__name__ for s in pipeline.STEPS] == [
+        "allow_list",
+        "arguments",
+        "call_gate",
+        "preconditions",
+        "learn",
+        "limits",
+        "quarantine",
+        "known_tool",
+        "schema",
+        "forward",
+    ]
+    assert pipeline.STEPS[-len(pipeline.EXECUTE) :] == pipeline.EXECUTE
+
+
+def test_a_call_knows_its_server_and_tool() -> None:
+    call = _call("time__get_current_time")
+    assert (call.server, call.tool) == ("time", "get_current_time")
+    assert _call("no_separator").tool == ""
+
+
+def test_a_bound_path_runs_each_step_in_order_down_and_back() -> None:
+    seen: list[str] = []
+    check, around, last = _recording(seen)
+    path = bind(cast(Host, None), (check, around, check, last))
+
+    async def main() -> None:
+        for _ in range(2):  # bound once, run as often as calls come
+            assert _text(await path(_call("time__now"))) == "answer of time__now"
+
+    anyio.run(main)
+    assert seen == 2 * [
+        "check now",
+        "around down",
+        "check now",
+        "last time",
+        "around up: answer of time__now",
+    ]
+
+
+def test_a_refusing_check_ends_the_path_and_the_steps_around_it_see_the_refusal() -> None:
+    seen: list[str] = []
+    check, around, last = _recording(seen)
+    result = anyio.run(run, cast(Host, None), _call("time__refused"), (around, check, last))
+    assert _text(result) == "refused by check"
+    assert seen == ["around down", "check refused", "around up: refused by check"]
+
+
+def test_a_path_whose_last_step_hands_the_call_on_fails_loudly() -> None:
+    check, _, _ = _recording([])
+    with pytest.raises(RuntimeError, match="no step answered"):
+        anyio.run(run, cast(Host, None), _call("time__now"), (check,))

@@ -1,0 +1,138 @@
+"""Serving at once (gateway/ops/startup.py), through real ``toolroute serve`` processes in front
+of the reference time server and tests/fixtures/many_tools_server.py: with a server listing
+20,000 tools behind it, the gateway answers, routes and calls time's tools while that server
+is still being listed or indexed, and says so in find_tools and the status; a cursor that
+never ends is cut with a warning, and the tools of the pages read are kept."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+
+from tests.conftest import REPO, TIME_MAIN, TOOLROUTE
+from tests.helpers.faults import text
+from tests.helpers.gateways import GatewayProcess
+
+pytestmark = pytest.mark.integration
+
+MANY = REPO / "tests" / "fixtures" / "many_tools_server.py"
+
+
+def _config(tmp_path: Path, *many: str) -> Path:
+    servers = {
+        "time": {"command": sys.executable, "args": ["-c", TIME_MAIN]},
+        "many": {"command": sys.executable, "args": [str(MANY), *many]},
+    }
+    path = tmp_path / "servers.json"
+    path.write_text(json.dumps({"mcpServers": servers}))
+    store = json.dumps(str(tmp_path / "store"))
+    (tmp_path / "toolroute.toml").write_text(f"[toolroute]\nstore = {store}\ncall_gate = false\n")
+    return path
+
+
+async def _find(c: Client, query: str) -> dict[str, Any]:
+    r = await c.call_tool("find_tools", {"query": query})
+    return dict(json.loads(text(r)))
+
+
+def test_a_server_with_20000_tools_holds_back_no_other_servers_tools(tmp_path: Path) -> None:
+    gateway = GatewayProcess(_config(tmp_path, "20000"))
+
+    async def main() -> None:
+        with anyio.fail_after(180):
+            await gateway.ready()
+            async with Client(gateway.url) as c:
+                found = await _find(c, "what is the current time in Tokyo")
+                names = [x["name"] for x in found["candidates"]]
+                assert "time__get_current_time" in names
+                assert set(found["indexing"]) == {"many"}  # what is not routable yet
+                assert found["indexing"]["many"].startswith(("listing", "waiting", "indexing"))
+                args = {"timezone": "Asia/Tokyo"}
+                r = await c.call_tool(
+                    "call_tool", {"name": "time__get_current_time", "arguments": args}
+                )
+                assert not r.is_error and "Asia/Tokyo" in text(r)
+                read = await c.read_resource("toolroute://status")
+                status = json.loads(getattr(read.contents[0], "text", ""))
+                assert "many" in status["indexing"] and "time" not in status["indexing"]
+
+    try:
+        anyio.run(main)
+    finally:
+        gateway.stop()
+
+
+def test_a_cursor_that_never_ends_is_cut_with_a_warning_and_its_tools_kept(
+    tmp_path: Path,
+) -> None:
+    config = _config(tmp_path, "100", "--endless")
+    done = subprocess.run(
+        [str(TOOLROUTE), "sync", "--config", str(config), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "its tools/list cursor did not end in 1000 pages; its first 10 tools" in done.stderr
+    servers = json.loads(done.stdout)["servers"]
+    assert servers["many"] == {"status": "ok", "tools": 10}
+
+
+def test_a_tool_with_a_schema_300_levels_deep_is_refused_by_name_not_its_server(
+    tmp_path: Path,
+) -> None:
+    deep = REPO / "tests" / "fixtures" / "deep_schema_server.py"
+    servers = {"deep": {"command": sys.executable, "args": [str(deep), "300"]}}
+    config = tmp_path / "servers.json"
+    config.write_text(json.dumps({"mcpServers": servers}))
+    store = json.dumps(str(tmp_path / "store"))
+    (tmp_path / "toolroute.toml").write_text(f"[toolroute]\nstore = {store}\n")
+    done = subprocess.run(
+        [str(TOOLROUTE), "sync", "--config", str(config), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "tool 'deep' left out of tools/list: it nests deeper than 128 levels" in done.stderr
+    assert json.loads(done.stdout)["servers"]["deep"] == {"status": "ok", "tools": 1}
+
+
+def test_a_call_right_after_start_sees_every_quick_servers_tools(tmp_path: Path) -> None:
+    named = REPO / "tests" / "fixtures" / "named_server.py"
+    servers = {
+        "time": {"command": sys.executable, "args": ["-c", TIME_MAIN]},
+        "clock": {"command": sys.executable, "args": [str(named), "clock", "read_wall_clock"]},
+        "many": {"command": sys.executable, "args": [str(MANY), "300"]},
+    }
+    config = tmp_path / "servers.json"
+    config.write_text(json.dumps({"mcpServers": servers}))
+    store = json.dumps(str(tmp_path / "store"))
+    (tmp_path / "toolroute.toml").write_text(f"[toolroute]\nstore = {store}\ncall_gate = false\n")
+    gateway = GatewayProcess(config)
+
+    async def main() -> None:
+        with anyio.fail_after(240):
+            await gateway.ready()
+            async with Client(gateway.url) as c:  # at once: the call waits for the indexing
+                for query, server in (
+                    ("what is the current time in Tokyo", "time"),
+                    ("read_wall_clock", "clock"),
+                    ("tool_00007", "many"),
+                ):
+                    r = await c.call_tool("find_tools", {"query": query, "k": 10})
+                    found = json.loads(text(r))
+                    assert server in {x["server"] for x in found["candidates"]}, query
+                    assert "indexing" not in found
+
+    try:
+        anyio.run(main)
+    finally:
+        gateway.stop()
