@@ -71,26 +71,8 @@ SHORT_SLACK = 0.01
 SHORT_WEIGHT = 0.5
 OUT_KINDS = ("far", "near", "none")
 # the signals the model reads, chosen by the held-out figures of every set
-# (benchmarks/results/abstain.md); FEATURES holds every signal route/abstain.py computes
-USE = (
-    "cos1",
-    "cos_z",
-    "cos_margin",
-    "intent_min",
-    "server1",
-    "lex_cov1",
-    "lex_cov5",
-    "vocab_cov",
-    "action_ok",
-    "verb_ok",
-    "chat_gap",
-    "verb_named",
-    "op_server",
-    "op_top",
-    "server_gap",
-    "server_share",
-    "oos_gap",
-)
+# (benchmarks/results/abstain.md): every signal route/abstain.py computes
+USE = FEATURES
 L2 = 10.0
 """Ridge on the standardised weights (1 and 10 tried under the same held-out measure)."""
 Array = npt.NDArray[np.float64]
