@@ -223,6 +223,12 @@ def test_request_verbs_are_the_operations_asked_unless_information_is_asked() ->
     assert request_verbs("My recipe says 350F") == ()
     assert request_verbs("Planning a trip to Yosemite") == ()
     assert request_verbs("Information about tides in Lisbon") == ()
+    # known words that are never a verb's base form open nothing; unknown ones may be verbs
+    assert request_verbs("Specifically, durable boots in size 9") == ()
+    assert request_verbs("I bought shares yesterday") == ()
+    assert request_verbs("Rebase my branch onto main, then upvote the PR") == ("rebase", "upvote")
+    # a dot or colon inside a token ends no clause
+    assert request_verbs("When does example.org expire? Renew it at 10:30") == ("renew",)
 
 
 def test_a_server_does_the_operations_its_tools_name_or_describe(tmp_path: Path) -> None:

@@ -65,7 +65,13 @@ from toolroute.errors import ConfigError
 from toolroute.index.build import ToolIndex
 from toolroute.index.document import humanise, tokenise
 from toolroute.route.action import query_actions
-from toolroute.route.operation import LEAD, QUESTION, request_verbs, server_does
+from toolroute.route.operation import (
+    LEAD,
+    QUESTION,
+    request_verbs,
+    server_does,
+    server_names,
+)
 from toolroute.route.precompute import index_actions
 from toolroute.route.query import QueryContext, Scores
 
@@ -103,6 +109,9 @@ FEATURES: tuple[str, ...] = (
     "server_gap",
     "server_share",
     "oos_gap",
+    "op_named",
+    "op_named_top",
+    "flat1",
 )
 
 NO_TOOL_NEEDS: tuple[str, ...] = (
@@ -457,6 +466,29 @@ def _op_top(e: _Evidence) -> float:
     return 1.0 if any(server_does(e.ix, s, v) for v in verbs for s in servers) else 0.0
 
 
+def _op_named(e: _Evidence) -> float:
+    verbs = e.get("verbs")
+    if not verbs or not e.top.size:
+        return 0.5
+    return 1.0 if server_names(e.ix, int(e.ix.server_of[e.top[0]]), verbs[0]) else 0.0
+
+
+def _op_named_top(e: _Evidence) -> float:
+    verbs = e.get("verbs")
+    if not verbs or not e.top.size:
+        return 0.5
+    servers = dict.fromkeys(int(s) for s in e.ix.server_of[e.top])
+    return 1.0 if any(server_names(e.ix, s, v) for v in verbs for s in servers) else 0.0
+
+
+def _flat1(e: _Evidence) -> float:
+    """The best cosine to a tool's plain text (server, name, description), beside ``cos1``'s
+    weighted document: short requests meet short texts."""
+    if not e.q.vector.size or not e.ix.size:
+        return 0.0
+    return float((e.ix.flat_vectors @ e.q.vector).max())
+
+
 def _server_gap(e: _Evidence) -> float:
     best: list[float] = e.get("servers")[1]
     if not best:
@@ -497,6 +529,9 @@ _SIGNALS: dict[str, Any] = {
     "server_gap": _server_gap,
     "server_share": _server_share,
     "oos_gap": _oos_gap,
+    "op_named": _op_named,
+    "op_named_top": _op_named_top,
+    "flat1": _flat1,
 }
 
 
