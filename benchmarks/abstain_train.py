@@ -38,7 +38,8 @@ Logistic regression (L2, Newton steps) on standardised signals; every set weighs
 inside a set the in-scope and out-of-scope halves weigh the same, and the short requests take
 half of the in-scope half where a set has them. A mode's threshold is the highest p whose R@5
 cost is within its budget on every training set's queries (default 0.01, strict 0.03), and
-within the budget plus 0.01 on its short requests (60 of them: one refusal is 0.017).
+within the budget plus 0.02 on its short requests (40 to 120 of them: one refusal of 40 is
+0.025).
 """
 
 from __future__ import annotations
@@ -67,7 +68,8 @@ UNION_PARTS = ("livemcpbench", "mcpbench", "tool_attention")
 TEST = "union_test"
 """The union's second out-of-scope set: measured, never fitted or chosen on."""
 BUDGETS = {"default": 0.01, "strict": 0.03}
-SHORT_SLACK = 0.01
+SHORT_SLACK = 0.02
+"""Beyond the budget on a set's short requests: one refusal of 40 (0.025) stays within it."""
 SHORT_WEIGHT = 0.5
 OUT_KINDS = ("far", "near", "none")
 # the signals the model reads, chosen by the held-out figures of every set
@@ -89,6 +91,13 @@ def shares_catalog(a: str, b: str) -> bool:
     return a == b or (a == "union" and b in UNION_PARTS) or (b == "union" and a in UNION_PARTS)
 
 
+def short_files(name: str) -> list[tuple[str, str]]:
+    """(in_scope file stem, server id prefix) of a set's short requests: the union's are its
+    parts', their servers named as the union names them (``livemcpbench/airbnb``)."""
+    parts = [(p, f"{p}/") for p in UNION_PARTS] if name == "union" else [(name, "")]
+    return [(p, pre) for p, pre in parts if (SHORT / f"{p}.jsonl").exists()]
+
+
 def collect(name: str, store: Path, embedder: Any) -> dict[str, Any]:
     """Signals, vector and R@5 of every in-scope and out-of-scope request of one set."""
     from toolroute.bench.metrics import query_metrics
@@ -108,9 +117,10 @@ def collect(name: str, store: Path, embedder: Any) -> dict[str, Any]:
     ) as r:
         r.index()
         cases = [(q.text, list(q.groups), "in") for q in load_queries(queries_file(name))]
-        if (SHORT / f"{name}.jsonl").exists():
-            short = load_queries(SHORT / f"{name}.jsonl", r.catalog)
-            cases += [(q.text, list(q.groups), "short") for q in short]
+        for part, prefix in short_files(name):
+            for q in load_queries(SHORT / f"{part}.jsonl"):
+                groups = [frozenset((prefix + s, t) for s, t in g) for g in q.groups]
+                cases.append((q.text, groups, "short"))
         files = [OOS / f"{name}.jsonl"] + ([OOS / f"{TEST}.jsonl"] if name == "union" else [])
         for f in files:
             tag = "test:" if f.stem == TEST else ""

@@ -71,6 +71,7 @@ from toolroute.route.operation import (
     request_verbs,
     server_does,
     server_names,
+    verb_lemma,
 )
 from toolroute.route.precompute import index_actions
 from toolroute.route.query import QueryContext, Scores
@@ -112,6 +113,7 @@ FEATURES: tuple[str, ...] = (
     "op_named",
     "op_named_top",
     "flat1",
+    "verb_sim",
 )
 
 NO_TOOL_NEEDS: tuple[str, ...] = (
@@ -489,6 +491,60 @@ def _flat1(e: _Evidence) -> float:
     return float((e.ix.flat_vectors @ e.q.vector).max())
 
 
+def _name_verbs(ix: ToolIndex, q: QueryContext) -> tuple[list[list[int]], Matrix] | None:
+    """Per server, the rows of its tool names' verbs (words English uses as a verb's base
+    form: ``merge``, ``comment``, ``get``) in one matrix of their vectors; None without an
+    embedder."""
+    embed = q.embed
+    if embed is None:
+        return None
+
+    def make() -> tuple[list[list[int]], Matrix]:
+        ids: dict[str, int] = {}
+        per: list[set[int]] = [set() for _ in ix.server_ids]
+        for row, tool in enumerate(ix.tools):
+            for w in humanise(tool.name).split():
+                if w.isalpha() and len(w) > 1 and verb_lemma(w) == w:
+                    per[int(ix.server_of[row])].add(ids.setdefault(w, len(ids)))
+        vecs = np.asarray(embed(list(ids))) if ids else np.zeros((0, q.vector.size), np.float32)
+        return [sorted(s) for s in per], vecs
+
+    made: tuple[list[list[int]], Matrix] = ix.derived.memo(("abstain-name-verbs", ix.model_id), make)
+    return made
+
+
+def _verb_sim(e: _Evidence) -> float:
+    """How close the request's first verb comes to a verb of a tool name of the top tools'
+    servers (cosine of the two words' vectors): ``reply`` meets ``comment`` (0.63), ``merge``
+    meets only ``list`` and ``get`` (0.2); 1 when the request asks for information."""
+    verbs, ix, q = e.get("verbs"), e.ix, e.q
+    table = _name_verbs(ix, q) if verbs and e.top.size else None
+    if table is None or q.embed is None:
+        return 1.0
+    per, vecs = table
+    rows = sorted({r for s in dict.fromkeys(int(s) for s in ix.server_of[e.top]) for r in per[s]})
+    if not rows:
+        return 0.0
+    own = _verb_vector(verbs[0], ix.model_id, q.embed)
+    return float((vecs[rows] @ own).max())
+
+
+_VERB_VECTORS: dict[tuple[str, str], npt.NDArray[np.float32]] = {}
+
+
+def _verb_vector(
+    verb: str, model_id: str, embed: Any
+) -> npt.NDArray[np.float32]:
+    """One verb's vector, kept per process (requests repeat a few hundred verbs)."""
+    key = (model_id, verb)
+    hit = _VERB_VECTORS.get(key)
+    if hit is None:
+        if len(_VERB_VECTORS) > 4096:
+            _VERB_VECTORS.clear()
+        hit = _VERB_VECTORS[key] = np.asarray(embed([verb]))[0]
+    return hit
+
+
 def _server_gap(e: _Evidence) -> float:
     best: list[float] = e.get("servers")[1]
     if not best:
@@ -532,6 +588,7 @@ _SIGNALS: dict[str, Any] = {
     "op_named": _op_named,
     "op_named_top": _op_named_top,
     "flat1": _flat1,
+    "verb_sim": _verb_sim,
 }
 
 

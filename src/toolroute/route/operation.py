@@ -15,10 +15,12 @@ and the verbs that ask for information.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import re
 import sys
 from functools import lru_cache
+from importlib import resources
 
 import numpy as np
 import numpy.typing as npt
@@ -80,6 +82,9 @@ _CLAUSE = re.compile(
     r"[.?!;:]+(?=\s|$)|[?!;\n]+|,\s*(?:and|then|but|so)?\s*|\s+(?:and then|and|then)\s+"
 )
 _SUFFIXES = ("ing", "ed", "es", "s")
+_LEMMA_TABLE = "resources/lemma_lu.csv.gz"
+"""lemminflect's table of English words, their parts of speech and lemmas (one
+``word,pos,lemma[/lemma]`` a line): pyproject bounds the version whose layout this reads."""
 
 
 def stem(word: str) -> str:
@@ -108,21 +113,30 @@ def _clause_verb(clause: str) -> str | None:
     return None
 
 
-@lru_cache(maxsize=8192)
+@lru_cache(maxsize=1)
+def _english() -> tuple[frozenset[str], frozenset[str]]:
+    """(every word lemminflect's dictionary knows, those that are a verb's base form), read
+    from its lemma table: two sets of words (about 6 MB) instead of its whole lemmatiser
+    (about 50 MB) in a serving process."""
+    known: set[str] = set()
+    verbs: set[str] = set()
+    with resources.files("lemminflect").joinpath(_LEMMA_TABLE).open("rb") as raw:
+        for line in gzip.open(raw, "rt", encoding="utf-8"):
+            word, pos, lemmas = line.rstrip("\n").split(",", 2)
+            known.add(word)
+            if pos == "verb" and word in lemmas.split("/"):
+                verbs.add(word)
+    return frozenset(known), frozenset(verbs)
+
+
 def verb_lemma(word: str) -> str | None:
     """``word`` when English uses it as a verb's base form, the form an imperative or "I want
     to …" opens with; the word itself when the dictionary does not know it (``rebase``,
     ``upvote``: an imperative's first word is then taken for a verb); None when it is known
     but not a verb's base form (``specifically``, ``durable``, and ``bought`` or ``ran``,
-    which tell what happened rather than ask). The dictionary is lemminflect's (loaded on
-    first use)."""
-    from lemminflect import getAllLemmas
-
-    lemmas = getAllLemmas(word)
-    if not lemmas:
-        return word
-    verb = lemmas.get("VERB")
-    return word if verb and word in verb else None
+    which tell what happened rather than ask)."""
+    known, verbs = _english()
+    return word if word in verbs or word not in known else None
 
 
 def request_verbs(text: str) -> tuple[str, ...]:
