@@ -124,8 +124,8 @@ def collect(name: str, store: Path, embedder: Any) -> dict[str, Any]:
         files = [OOS / f"{name}.jsonl"] + ([OOS / f"{TEST}.jsonl"] if name == "union" else [])
         for f in files:
             tag = "test:" if f.stem == TEST else ""
-            for d in map(json.loads, f.read_text().splitlines()):
-                cases.append((d["query"], [], tag + d["kind"]))
+            rows = map(json.loads, f.read_text().splitlines())
+            cases.extend((d["query"], [], tag + d["kind"]) for d in rows)
         for text, groups, kind in cases:
             scores = r.scores(text, "default")
             ctx = r.query_context(text, strat.embeds)
@@ -202,31 +202,111 @@ def weights_of(
     return np.vstack(X), np.concatenate(Y), np.concatenate(W)
 
 
-def fit(x: Array, y: Array, w: Array, l2: float = L2) -> tuple[Array, Array, Array, float]:
-    """(mean, scale, weights, bias) of an L2 logistic regression on standardised x."""
-    mean = np.average(x, axis=0, weights=w)
-    scale = np.sqrt(np.average((x - mean) ** 2, axis=0, weights=w))
-    scale[scale == 0] = 1.0
-    z = np.hstack([(x - mean) / scale, np.ones((len(x), 1))])
-    beta = np.zeros(z.shape[1])
-    w = w / w.sum() * len(w)
-    reg = np.full(z.shape[1], l2 / len(w))
-    reg[-1] = 0.0
-    for _ in range(50):
-        p = 1.0 / (1.0 + np.exp(-np.clip(z @ beta, -50, 50)))
-        grad = z.T @ (w * (p - y)) / len(w) + reg * beta
-        hess = (z * (w * p * (1 - p))[:, None]).T @ z / len(w) + np.diag(reg + 1e-9)
-        step = np.linalg.solve(hess, grad)
-        beta -= step
-        if float(np.abs(step).max()) < 1e-8:
-            break
-    return mean, scale, beta[:-1], float(beta[-1])
+class Logistic:
+    """L2 logistic regression (Newton steps) on standardised x."""
+
+    def __init__(self, x: Array, y: Array, w: Array, l2: float = L2) -> None:
+        mean = np.average(x, axis=0, weights=w)
+        scale = np.sqrt(np.average((x - mean) ** 2, axis=0, weights=w))
+        scale[scale == 0] = 1.0
+        z = np.hstack([(x - mean) / scale, np.ones((len(x), 1))])
+        beta = np.zeros(z.shape[1])
+        w = w / w.sum() * len(w)
+        reg = np.full(z.shape[1], l2 / len(w))
+        reg[-1] = 0.0
+        for _ in range(50):
+            p = 1.0 / (1.0 + np.exp(-np.clip(z @ beta, -50, 50)))
+            grad = z.T @ (w * (p - y)) / len(w) + reg * beta
+            hess = (z * (w * p * (1 - p))[:, None]).T @ z / len(w) + np.diag(reg + 1e-9)
+            step = np.linalg.solve(hess, grad)
+            beta -= step
+            if float(np.abs(step).max()) < 1e-8:
+                break
+        self.mean, self.scale, self.weights, self.bias = mean, scale, beta[:-1], float(beta[-1])
+
+    def p(self, x: Array) -> Array:
+        logit = ((x - self.mean) / self.scale) @ self.weights + self.bias
+        out: Array = 1.0 / (1.0 + np.exp(-np.clip(logit, -50, 50)))
+        return out
+
+    def payload(self) -> dict[str, Any]:
+        return {
+            "format": 2,
+            "mean": self.mean.tolist(),
+            "scale": self.scale.tolist(),
+            "weights": self.weights.tolist(),
+            "bias": self.bias,
+        }
+
+    def describe(self, use: Sequence[str]) -> str:
+        return ", ".join(f"{f} {wt:+.2f}" for f, wt in zip(use, self.weights, strict=True))
 
 
-def probabilities(model: tuple[Array, Array, Array, float], x: Array) -> Array:
-    mean, scale, weights, bias = model
-    logit = ((x - mean) / scale) @ weights + bias
-    out: Array = 1.0 / (1.0 + np.exp(-np.clip(logit, -50, 50)))
+class Boosted:
+    """Gradient-boosted trees (scikit-learn's HistGradientBoostingClassifier, the ``train``
+    extra) on the raw signals: a request near a server is one whose verb no tool of it
+    names *and* whose topic it owns, an interaction a linear model cannot draw."""
+
+    def __init__(self, x: Array, y: Array, w: Array) -> None:
+        try:
+            from sklearn.ensemble import HistGradientBoostingClassifier
+        except ImportError:
+            sys.exit("error: --learner trees needs scikit-learn: pip install -e '.[train]'")
+        self.clf = HistGradientBoostingClassifier(
+            max_iter=TREES["rounds"],
+            learning_rate=TREES["rate"],
+            max_depth=TREES["depth"],
+            min_samples_leaf=TREES["leaf"],
+            l2_regularization=1.0,
+            random_state=0,
+        )
+        self.clf.fit(x, y, sample_weight=w / w.mean())
+
+    def p(self, x: Array) -> Array:
+        out: Array = self.clf.predict_proba(x)[:, 1]
+        return out
+
+    def payload(self) -> dict[str, Any]:
+        """The trees as route/abstain.py's ``Tree`` reads them (scikit-learn's private
+        ``_predictors`` and ``_baseline_prediction``: the train extra bounds its version)."""
+        trees = []
+        for (pred,) in self.clf._predictors:
+            n = pred.nodes
+            trees.append(
+                {
+                    "feature": n["feature_idx"].tolist(),
+                    "threshold": n["num_threshold"].tolist(),
+                    "left": n["left"].tolist(),
+                    "right": n["right"].tolist(),
+                    "value": n["value"].tolist(),
+                    "leaf": n["is_leaf"].astype(bool).tolist(),
+                    "missing_left": n["missing_go_to_left"].astype(bool).tolist(),
+                }
+            )
+        return {
+            "format": 3,
+            "trees": trees,
+            "bias": float(np.ravel(self.clf._baseline_prediction)[0]),
+        }
+
+    def describe(self, use: Sequence[str]) -> str:
+        return f"{len(self.clf._predictors)} trees of depth ≤ {TREES['depth']}"
+
+
+LEARNERS = {"logistic": Logistic, "trees": Boosted}
+TREES = {"rounds": 150, "rate": 0.05, "depth": 3, "leaf": 20}
+"""The boosted trees' size (settings compared under the held-out measure; study in
+benchmarks/results/abstain.md)."""
+LEARNER: list[Any] = [Logistic]
+"""The learner in use (``--learner``)."""
+
+
+def fit(x: Array, y: Array, w: Array) -> Any:
+    return LEARNER[0](x, y, w)
+
+
+def probabilities(model: Any, x: Array) -> Array:
+    out: Array = model.p(x)
     return out
 
 
@@ -236,7 +316,7 @@ def cost(p: Array, r5: Array, inscope: Array, t: float) -> float:
 
 
 def threshold(
-    model: tuple[Array, Array, Array, float],
+    model: Any,
     sets: dict[str, dict[str, Any]],
     xs: dict[str, Array],
     names: Sequence[str],
@@ -321,7 +401,7 @@ def held_out(
 
 def shipped(
     sets: dict[str, dict[str, Any]], use: Sequence[str], budgets: dict[str, float]
-) -> tuple[tuple[Array, Array, Array, float], dict[str, float], dict[str, Any]]:
+) -> tuple[Any, dict[str, float], dict[str, Any]]:
     """The model fitted on every set, its thresholds, and its figures on union_test (and, in
     sample, on every set)."""
     names = list(sets)
@@ -333,19 +413,43 @@ def shipped(
     met = threshold(model, sets, with_oos_gap(sets, names, use, own=True), names, budgets)
     ts = {mode: min(unseen[mode], met[mode]) for mode in budgets}
     figures: dict[str, Any] = {}
-    if "union" in sets:
-        # union_test meets the requests of every set, as the shipped router does
-        x = with_oos_gap(sets, names, use, own=True)["union"]
-        kind = sets["union"]["kind"]
-        test = np.char.startswith(kind.astype(str), "test:")
-        p = probabilities(model, x)
-        for mode, t in ts.items():
-            answered = p >= t
-            figures[mode] = {
-                "test_fp": float(answered[test].mean()),
-                "test_fp_by_kind": fp_by_kind(answered, kind, "test:"),
+    met_x = with_oos_gap(sets, names, use, own=True)
+    for mode, t in ts.items():
+        figures[mode] = {"sets": {}}
+        for n in names:
+            # the sets as the shipped router meets them (in sample: what it was fitted on)
+            kind, r5 = sets[n]["kind"], sets[n]["r5"]
+            answered = probabilities(model, met_x[n]) >= t
+            inn, short = kind == "in", kind == "short"
+            figures[mode]["sets"][n] = {
+                "cost": cost(answered.astype(float), r5, inn, 0.5),
+                "short_cost": cost(answered.astype(float), r5, short, 0.5) if short.any() else 0,
+                "fp": float(answered[np.isin(kind, OUT_KINDS)].mean()),
             }
+        if "union" in sets:
+            # union_test meets the requests of every set, as the shipped router does
+            kind = sets["union"]["kind"]
+            test = np.char.startswith(kind.astype(str), "test:")
+            answered = probabilities(model, met_x["union"]) >= t
+            figures[mode]["test_fp"] = float(answered[test].mean())
+            figures[mode]["test_fp_by_kind"] = fp_by_kind(answered, kind, "test:")
     return model, ts, figures
+
+
+def check_written(
+    model: Any, sets: dict[str, dict[str, Any]], use: Sequence[str], names: Sequence[str]
+) -> None:
+    """The router's reading of the written model gives the trainer's p on every row."""
+    from toolroute.route.abstain import default_model
+
+    default_model.cache_clear()
+    shipped_model = default_model()
+    for n, x in with_oos_gap(sets, names, use, own=True).items():
+        mine = probabilities(model, x)
+        theirs = np.array([shipped_model.probability(row) for row in x])
+        worst = float(np.abs(mine - theirs).max())
+        if worst > 1e-6:
+            sys.exit(f"error: the written model differs from the trained one on {n} ({worst})")
 
 
 def render(
@@ -398,6 +502,21 @@ def render(
         for mode, m in (ship or {}).items():
             by = " / ".join(f"{v:.2f}" for v in m["test_fp_by_kind"].values())
             lines.append(f"| shipped (every set) | {mode} | {m['test_fp']:.3f} ({by}) |")
+    if ship:
+        lines += [
+            "",
+            "The shipped model (fitted on every set) on every set as the router meets it, in "
+            "sample: R@5 lost on the set's queries and on its short requests, and the share of "
+            "its own out-of-scope requests answered",
+            "",
+            "| set | mode | R@5 lost | short R@5 lost | FP (in sample) |",
+            "|---|---|---:|---:|---:|",
+        ]
+        for mode, m in ship.items():
+            for n, f in m["sets"].items():
+                lines.append(
+                    f"| {n} | {mode} | {f['cost']:.3f} | {f['short_cost']:.3f} | {f['fp']:.3f} |"
+                )
     lines += ["", "Trade-off on each held-out set (threshold on p; FP; R@5 lost):", ""]
     for name, f in folds.items():
         pts = sorted({(round(c["fp"], 3), round(c["r5_loss"], 3)) for c in f["curve"]})
@@ -417,6 +536,9 @@ def main() -> int:
     ap.add_argument("--write-model", action="store_true")
     ap.add_argument("--features", default=",".join(USE), help="the signals the model reads")
     ap.add_argument("--budget-default", type=float, default=BUDGETS["default"])
+    ap.add_argument(
+        "--learner", choices=sorted(LEARNERS), default="logistic", help="the model's kind"
+    )
     args = ap.parse_args()
     if not SHARED.is_dir():
         print(f"error: {SHARED} not found (../shared missing)", file=sys.stderr)
@@ -431,6 +553,7 @@ def main() -> int:
         print(f"error: --features: choose from {', '.join(FEATURES)}", file=sys.stderr)
         return 2
     budgets = {**BUDGETS, "default": args.budget_default}
+    LEARNER[0] = LEARNERS[args.learner]
 
     from toolroute.embed.onnx import OnnxEmbedder
 
@@ -459,15 +582,10 @@ def main() -> int:
     )
     text = render(sets, folds, head, ship)
     if args.write_model:
-        mean, scale, weights, bias = model
         data = REPO / "src" / "toolroute" / "data"
         payload = {
-            "format": 2,
+            **model.payload(),
             "features": use,
-            "mean": mean.tolist(),
-            "scale": scale.tolist(),
-            "weights": weights.tolist(),
-            "bias": bias,
             "thresholds": ts,
             "embedder": embedder.model_id,
             "trained_on": names,
@@ -475,11 +593,12 @@ def main() -> int:
         if "oos_gap" in use:
             payload["requests"] = "abstain_requests.npy"
             np.save(data / "abstain_requests.npy", requests_of(sets, names).astype(np.float16))
-        (data / "abstain.json").write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
-        text += "\nShipped model (every set): " + ", ".join(
-            f"{f} {wt:+.2f}" for f, wt in zip(use, weights, strict=True)
+        compact = "trees" in payload
+        (data / "abstain.json").write_text(
+            json.dumps(payload, indent=None if compact else 1) + "\n", encoding="utf-8"
         )
-        text += f"; thresholds {ts}\n"
+        check_written(model, sets, use, names)
+        text += f"\nShipped model (every set): {model.describe(use)}; thresholds {ts}\n"
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text, encoding="utf-8")

@@ -82,6 +82,7 @@ __all__ = [
     "NO_TOOL_NEEDS",
     "AbstainMode",
     "AbstainModel",
+    "Tree",
     "Verdict",
     "decide",
     "default_model",
@@ -154,8 +155,35 @@ tools an intent matches into them): one small product, not one per catalog row."
 
 
 @dataclass(frozen=True, slots=True)
+class Tree:
+    """One regression tree of a boosted model: node arrays, node 0 the root; a split sends
+    ``x[feature] <= threshold`` left (a NaN where ``missing_left`` says)."""
+
+    feature: tuple[int, ...]
+    threshold: tuple[float, ...]
+    left: tuple[int, ...]
+    right: tuple[int, ...]
+    value: tuple[float, ...]
+    leaf: tuple[bool, ...]
+    missing_left: tuple[bool, ...]
+
+    def __call__(self, x: list[float]) -> float:
+        node = 0
+        while not self.leaf[node]:
+            v = x[self.feature[node]]
+            go_left = self.missing_left[node] if v != v else v <= self.threshold[node]
+            node = self.left[node] if go_left else self.right[node]
+        return self.value[node]
+
+    def to_dict(self) -> dict[str, list[Any]]:
+        return {k: list(getattr(self, k)) for k in self.__slots__}
+
+
+@dataclass(frozen=True, slots=True)
 class AbstainModel:
-    """Logistic regression over :data:`FEATURES`, standardised; thresholds per mode on p."""
+    """p that some returned tool fits, from :data:`FEATURES`: a logistic regression on the
+    standardised signals, or (``trees``) gradient-boosted trees on the raw ones, whose logit
+    is ``bias`` plus every tree's leaf; thresholds per mode on p."""
 
     features: tuple[str, ...]
     mean: tuple[float, ...]
@@ -173,20 +201,33 @@ class AbstainModel:
     """(n, d) unit vectors of the out-of-scope requests ``oos_gap`` compares against."""
     requests_file: str = ""
     """Where :attr:`requests` are stored: a ``.npy`` file beside the model's JSON."""
+    trees: tuple[Tree, ...] = field(default=(), compare=False, repr=False)
+    """The boosted trees (empty: the logistic regression)."""
 
     def probability(self, x: npt.NDArray[np.float64]) -> float:
         """p that some returned tool fits, for one feature vector in :attr:`features` order."""
-        z = (np.asarray(x, dtype=np.float64) - np.asarray(self.mean)) / np.asarray(self.scale)
-        logit = float(z @ np.asarray(self.weights)) + self.bias
+        if self.trees:
+            row = [float(v) for v in x]
+            logit = self.bias + sum(tree(row) for tree in self.trees)
+        else:
+            z = (np.asarray(x, dtype=np.float64) - np.asarray(self.mean)) / np.asarray(self.scale)
+            logit = float(z @ np.asarray(self.weights)) + self.bias
         return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, logit))))
 
     def to_dict(self) -> dict[str, Any]:
+        shape: dict[str, Any] = (
+            {"format": 3, "trees": [t.to_dict() for t in self.trees]}
+            if self.trees
+            else {
+                "format": 2,
+                "mean": list(self.mean),
+                "scale": list(self.scale),
+                "weights": list(self.weights),
+            }
+        )
         return {
-            "format": 2,
+            **shape,
             "features": list(self.features),
-            "mean": list(self.mean),
-            "scale": list(self.scale),
-            "weights": list(self.weights),
             "bias": self.bias,
             "thresholds": dict(self.thresholds),
             "embedder": self.embedder,
@@ -226,24 +267,55 @@ def _requests(opener: Any, name: str, where: str) -> Matrix:
     return out
 
 
+def _tree(raw: Any, n_features: int) -> Tree:
+    tree = Tree(
+        feature=tuple(int(v) for v in raw["feature"]),
+        threshold=tuple(float(v) for v in raw["threshold"]),
+        left=tuple(int(v) for v in raw["left"]),
+        right=tuple(int(v) for v in raw["right"]),
+        value=tuple(float(v) for v in raw["value"]),
+        leaf=tuple(bool(v) for v in raw["leaf"]),
+        missing_left=tuple(bool(v) for v in raw["missing_left"]),
+    )
+    n = len(tree.leaf)
+    inner = [i for i in range(n) if not tree.leaf[i]]
+    if (
+        not n
+        or any(
+            len(col) != n
+            for col in (tree.feature, tree.threshold, tree.left, tree.right, tree.value)
+        )
+        or any(
+            not (
+                0 <= tree.feature[i] < n_features and i < tree.left[i] < n and i < tree.right[i] < n
+            )
+            for i in inner
+        )
+    ):
+        raise ValueError("a tree's nodes are inconsistent")
+    return tree
+
+
 def _model(raw: Any, where: str, opener: Any) -> AbstainModel:
     try:
         feats = tuple(str(f) for f in raw["features"])
+        trees = tuple(_tree(t, len(feats)) for t in raw.get("trees", ()))
         model = AbstainModel(
             features=feats,
-            mean=tuple(float(v) for v in raw["mean"]),
-            scale=tuple(float(v) or 1.0 for v in raw["scale"]),
-            weights=tuple(float(v) for v in raw["weights"]),
+            mean=() if trees else tuple(float(v) for v in raw["mean"]),
+            scale=() if trees else tuple(float(v) or 1.0 for v in raw["scale"]),
+            weights=() if trees else tuple(float(v) for v in raw["weights"]),
             bias=float(raw["bias"]),
             thresholds={str(k): float(v) for k, v in raw["thresholds"].items()},
             embedder=str(raw.get("embedder", "")),
             trained_on=tuple(str(s) for s in raw.get("trained_on", ())),
             requests_file=str(raw.get("requests", "")),
+            trees=trees,
         )
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise ConfigError(f"{where}: not an abstention model ({e!r})") from None
     if set(feats) - set(FEATURES) or not (
-        len(model.mean) == len(model.scale) == len(model.weights) == len(feats)
+        model.trees or len(model.mean) == len(model.scale) == len(model.weights) == len(feats)
     ):
         raise ConfigError(f"{where}: its features do not match {', '.join(FEATURES)}")
     if model.requests_file:
@@ -509,7 +581,9 @@ def _name_verbs(ix: ToolIndex, q: QueryContext) -> tuple[list[list[int]], Matrix
         vecs = np.asarray(embed(list(ids))) if ids else np.zeros((0, q.vector.size), np.float32)
         return [sorted(s) for s in per], vecs
 
-    made: tuple[list[list[int]], Matrix] = ix.derived.memo(("abstain-name-verbs", ix.model_id), make)
+    made: tuple[list[list[int]], Matrix] = ix.derived.memo(
+        ("abstain-name-verbs", ix.model_id), make
+    )
     return made
 
 
@@ -532,9 +606,7 @@ def _verb_sim(e: _Evidence) -> float:
 _VERB_VECTORS: dict[tuple[str, str], npt.NDArray[np.float32]] = {}
 
 
-def _verb_vector(
-    verb: str, model_id: str, embed: Any
-) -> npt.NDArray[np.float32]:
+def _verb_vector(verb: str, model_id: str, embed: Any) -> npt.NDArray[np.float32]:
     """One verb's vector, kept per process (requests repeat a few hundred verbs)."""
     key = (model_id, verb)
     hit = _VERB_VECTORS.get(key)

@@ -120,8 +120,9 @@ def _english() -> tuple[frozenset[str], frozenset[str]]:
     (about 50 MB) in a serving process."""
     known: set[str] = set()
     verbs: set[str] = set()
-    with resources.files("lemminflect").joinpath(_LEMMA_TABLE).open("rb") as raw:
-        for line in gzip.open(raw, "rt", encoding="utf-8"):
+    table = resources.files("lemminflect").joinpath(_LEMMA_TABLE)
+    with table.open("rb") as raw, gzip.open(raw, "rt", encoding="utf-8") as lines:
+        for line in lines:
             word, pos, lemmas = line.rstrip("\n").split(",", 2)
             known.add(word)
             if pos == "verb" and word in lemmas.split("/"):
@@ -187,7 +188,7 @@ SERVER_NAME_WORDS = Derivation(
 """Per-server stems of its tool names only."""
 
 
-def _has(ix: ToolIndex, table: Derivation, server: int, verb: str) -> bool:
+def _has(ix: ToolIndex, table: Derivation[ToolIndex], server: int, verb: str) -> bool:
     words, ends = ix.derived.get(table, ix)
     start = int(ends[server - 1]) if server else 0
     own = words[start : int(ends[server])]
