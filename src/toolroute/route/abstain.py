@@ -70,8 +70,8 @@ from toolroute.route.operation import (
     QUESTION,
     request_verbs,
     server_does,
+    is_verb,
     server_names,
-    verb_lemma,
 )
 from toolroute.route.precompute import index_actions
 from toolroute.route.query import QueryContext, Scores
@@ -87,6 +87,7 @@ __all__ = [
     "decide",
     "default_model",
     "load_model",
+    "name_verbs",
     "signals",
 ]
 
@@ -563,22 +564,21 @@ def _flat1(e: _Evidence) -> float:
     return float((e.ix.flat_vectors @ e.q.vector).max())
 
 
-def _name_verbs(ix: ToolIndex, q: QueryContext) -> tuple[list[list[int]], Matrix] | None:
+def name_verbs(ix: ToolIndex, embed: Any) -> tuple[list[list[int]], Matrix]:
     """Per server, the rows of its tool names' verbs (words English uses as a verb's base
-    form: ``merge``, ``comment``, ``get``) in one matrix of their vectors; None without an
-    embedder."""
-    embed = q.embed
-    if embed is None:
-        return None
+    form: ``merge``, ``comment``, ``get``) in one matrix of their vectors, embedded with
+    ``embed`` once per index (the router passes its store's vector cache when it builds the
+    index, so a restart reads them back instead of embedding them again)."""
 
     def make() -> tuple[list[list[int]], Matrix]:
         ids: dict[str, int] = {}
         per: list[set[int]] = [set() for _ in ix.server_ids]
         for row, tool in enumerate(ix.tools):
             for w in humanise(tool.name).split():
-                if w.isalpha() and len(w) > 1 and verb_lemma(w) == w:
+                if is_verb(w):
                     per[int(ix.server_of[row])].add(ids.setdefault(w, len(ids)))
-        vecs = np.asarray(embed(list(ids))) if ids else np.zeros((0, q.vector.size), np.float32)
+        dim = ix.tool_vectors.shape[1]
+        vecs = np.asarray(embed(list(ids))) if ids else np.zeros((0, dim), np.float32)
         return [sorted(s) for s in per], vecs
 
     made: tuple[list[list[int]], Matrix] = ix.derived.memo(
@@ -592,10 +592,9 @@ def _verb_sim(e: _Evidence) -> float:
     servers (cosine of the two words' vectors): ``reply`` meets ``comment`` (0.63), ``merge``
     meets only ``list`` and ``get`` (0.2); 1 when the request asks for information."""
     verbs, ix, q = e.get("verbs"), e.ix, e.q
-    table = _name_verbs(ix, q) if verbs and e.top.size else None
-    if table is None or q.embed is None:
+    if not verbs or not e.top.size or q.embed is None:
         return 1.0
-    per, vecs = table
+    per, vecs = name_verbs(ix, q.embed)
     rows = sorted({r for s in dict.fromkeys(int(s) for s in ix.server_of[e.top]) for r in per[s]})
     if not rows:
         return 0.0

@@ -41,6 +41,7 @@ __all__ = [
     "server_does",
     "server_names",
     "stem",
+    "is_verb",
     "verb_lemma",
 ]
 
@@ -128,6 +129,11 @@ def _english() -> tuple[frozenset[str], frozenset[str]]:
             if pos == "verb" and word in lemmas.split("/"):
                 verbs.add(word)
     return frozenset(known), frozenset(verbs)
+
+
+def is_verb(word: str) -> bool:
+    """Whether English uses ``word`` as a verb's base form (``merge``, ``get``; not ``npm``)."""
+    return word in _english()[1]
 
 
 def verb_lemma(word: str) -> str | None:
