@@ -124,8 +124,8 @@ def collect(name: str, store: Path, embedder: Any) -> dict[str, Any]:
         files = [OOS / f"{name}.jsonl"] + ([OOS / f"{TEST}.jsonl"] if name == "union" else [])
         for f in files:
             tag = "test:" if f.stem == TEST else ""
-            rows = map(json.loads, f.read_text().splitlines())
-            cases.extend((d["query"], [], tag + d["kind"]) for d in rows)
+            out = map(json.loads, f.read_text().splitlines())
+            cases.extend((d["query"], [], tag + d["kind"]) for d in out)
         for text, groups, kind in cases:
             scores = r.scores(text, "default")
             ctx = r.query_context(text, strat.embeds)
