@@ -452,6 +452,40 @@ def check_written(
             sys.exit(f"error: the written model differs from the trained one on {n} ({worst})")
 
 
+def evaluate(path: Path, sets: dict[str, dict[str, Any]]) -> str:
+    """A model JSON as the router reads it (its own request vectors for ``oos_gap``), at its
+    own thresholds, on every set's rows: R@5 lost on the set's queries and short requests,
+    short requests refused, and the share of out-of-scope requests answered."""
+    from toolroute.route.abstain import load_model
+
+    model = load_model(path)
+    lines = [
+        "| set | mode | R@5 lost | short refused | short R@5 lost | FP |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for n, d in sets.items():
+        x = d["x"][:, [FEATURES.index(f) for f in model.features]].copy()
+        if "oos_gap" in model.features and model.requests is not None:
+            sims = d["vec"] @ np.asarray(model.requests, dtype=np.float64).T
+            near = np.sort(sims, axis=1)[:, -3:].mean(axis=1)
+            col = model.features.index("oos_gap")
+            x[:, col] = near - d["x"][:, FEATURES.index("cos1")]
+        p = np.array([model.probability(row) for row in x])
+        kind, r5 = d["kind"], d["r5"]
+        inn, short, out = kind == "in", kind == "short", np.isin(kind, OUT_KINDS)
+        for mode, t in model.thresholds.items():
+            answered = p >= t
+            refused = (
+                f"{int((~answered[short]).sum())} of {int(short.sum())}" if short.any() else "–"
+            )
+            lines.append(
+                f"| {n} | {mode} | {cost(p, r5, inn, t):.3f} | {refused} "
+                f"| {cost(p, r5, short, t) if short.any() else 0:.3f} "
+                f"| {float(answered[out].mean()):.3f} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
 def render(
     sets: dict[str, dict[str, Any]],
     folds: dict[str, dict[str, Any]],
@@ -537,6 +571,12 @@ def main() -> int:
     ap.add_argument("--features", default=",".join(USE), help="the signals the model reads")
     ap.add_argument("--budget-default", type=float, default=BUDGETS["default"])
     ap.add_argument(
+        "--evaluate",
+        type=Path,
+        default=None,
+        help="only measure this model JSON (as the router reads it) on the sets' requests",
+    )
+    ap.add_argument(
         "--learner", choices=sorted(LEARNERS), default="logistic", help="the model's kind"
     )
     args = ap.parse_args()
@@ -573,6 +613,16 @@ def main() -> int:
                 cached.write_text(json.dumps(sets[name]))
         print(f"{name}: signals at {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     _arrays(sets)
+    if args.evaluate is not None:
+        text = (
+            f"`python -m benchmarks.abstain_train {' '.join(sys.argv[1:])}` (this tree's "
+            f"signals; the model's own request vectors and thresholds)\n\n"
+            + evaluate(args.evaluate, sets)
+        )
+        if args.out:
+            args.out.write_text(text, encoding="utf-8")
+        print(text)
+        return 0
     folds = {name: held_out(sets, name, use, budgets) for name in names}
     model, ts, ship = shipped(sets, use, budgets)
     cached = " (signals read from the cache a full run wrote)" if read == len(names) else ""
