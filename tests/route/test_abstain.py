@@ -252,6 +252,9 @@ def test_route_says_no_tool_fits_and_explain_shows_the_check(
     res = CliRunner().invoke(cli.main, [*base, FAR, "--json"])
     assert res.exit_code == 0 and json.loads(res.stdout) == []
     assert "no tool fits" in res.stderr and "nearest servers" in res.stderr
+    # as a table: the refusal on stderr, and no empty table on stdout
+    res = CliRunner().invoke(cli.main, [*base, FAR])
+    assert res.exit_code == 0 and res.stdout == "" and "no tool fits" in res.stderr
     res = CliRunner().invoke(cli.main, [*base, NEAR, "--explain"])
     assert res.exit_code == 0 and "abstention (default): p(fits)" in res.stdout
     assert "a tool fits" in res.stdout and "cos1" in res.stdout
