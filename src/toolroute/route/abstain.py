@@ -68,9 +68,9 @@ from toolroute.route.action import query_actions
 from toolroute.route.operation import (
     LEAD,
     QUESTION,
+    is_verb,
     request_verbs,
     server_does,
-    is_verb,
     server_names,
 )
 from toolroute.route.precompute import index_actions
@@ -564,13 +564,14 @@ def _flat1(e: _Evidence) -> float:
     return float((e.ix.flat_vectors @ e.q.vector).max())
 
 
-def name_verbs(ix: ToolIndex, embed: Any) -> tuple[list[list[int]], Matrix]:
+def name_verbs(ix: ToolIndex, embed: Any) -> tuple[list[list[int]], Matrix, dict[str, int]]:
     """Per server, the rows of its tool names' verbs (words English uses as a verb's base
-    form: ``merge``, ``comment``, ``get``) in one matrix of their vectors, embedded with
-    ``embed`` once per index (the router passes its store's vector cache when it builds the
-    index, so a restart reads them back instead of embedding them again)."""
+    form: ``merge``, ``comment``, ``get``) in one matrix of their vectors, and each verb's
+    row; embedded with ``embed`` once per index (the router passes its store's vector cache
+    when it builds the index, so a restart reads them back instead of embedding them
+    again)."""
 
-    def make() -> tuple[list[list[int]], Matrix]:
+    def make() -> tuple[list[list[int]], Matrix, dict[str, int]]:
         ids: dict[str, int] = {}
         per: list[set[int]] = [set() for _ in ix.server_ids]
         for row, tool in enumerate(ix.tools):
@@ -579,9 +580,9 @@ def name_verbs(ix: ToolIndex, embed: Any) -> tuple[list[list[int]], Matrix]:
                     per[int(ix.server_of[row])].add(ids.setdefault(w, len(ids)))
         dim = ix.tool_vectors.shape[1]
         vecs = np.asarray(embed(list(ids))) if ids else np.zeros((0, dim), np.float32)
-        return [sorted(s) for s in per], vecs
+        return [sorted(s) for s in per], vecs, ids
 
-    made: tuple[list[list[int]], Matrix] = ix.derived.memo(
+    made: tuple[list[list[int]], Matrix, dict[str, int]] = ix.derived.memo(
         ("abstain-name-verbs", ix.model_id), make
     )
     return made
@@ -594,11 +595,13 @@ def _verb_sim(e: _Evidence) -> float:
     verbs, ix, q = e.get("verbs"), e.ix, e.q
     if not verbs or not e.top.size or q.embed is None:
         return 1.0
-    per, vecs = name_verbs(ix, q.embed)
+    per, vecs, ids = name_verbs(ix, q.embed)
     rows = sorted({r for s in dict.fromkeys(int(s) for s in ix.server_of[e.top]) for r in per[s]})
     if not rows:
         return 0.0
-    own = _verb_vector(verbs[0], ix.model_id, q.embed)
+    # a verb some tool name holds has its vector already: only a new one is embedded
+    known = ids.get(verbs[0])
+    own = vecs[known] if known is not None else _verb_vector(verbs[0], ix.model_id, q.embed)
     return float((vecs[rows] @ own).max())
 
 
