@@ -105,22 +105,38 @@ if want retrieval; then
     # and exact-name R@1 per written form.
     if full; then
         run $PY -m benchmarks.abstain_train --store "$STORE" --cache "$STORE/abstain-signals" \
-            --out "$R/abstain.md" --json "$R/abstain.json" --write-model
-        # the ablation without the known out-of-scope requests (signals read from the cache)
+            --learner trees --out "$R/abstain.md" --json "$R/abstain.json" --write-model
+        # main's logistic model over its 17 signals, refitted on the same requests; the trees
+        # without verb_sim; their size; and each model file as the router reads it
+        run $PY -m benchmarks.abstain_train --cache "$STORE/abstain-signals" --learner logistic \
+            --features cos1,cos_z,cos_margin,intent_min,server1,lex_cov1,lex_cov5,vocab_cov,action_ok,verb_ok,chat_gap,verb_named,op_server,op_top,server_gap,server_share,oos_gap \
+            --out "$R/abstain_before.md"
+        run $PY -m benchmarks.abstain_train --cache "$STORE/abstain-signals" --learner trees \
+            --features cos1,cos_z,cos_margin,intent_min,server1,lex_cov1,lex_cov5,vocab_cov,action_ok,verb_ok,chat_gap,verb_named,op_server,op_top,server_gap,server_share,oos_gap,op_named,op_named_top,flat1 \
+            --out "$R/abstain_no_verb_sim.md"
+        run $PY -m benchmarks.abstain_grid --cache "$STORE/abstain-signals" --out "$R/abstain_grid.md"
         run $PY -m benchmarks.abstain_train --cache "$STORE/abstain-signals" \
-            --features cos1,cos_z,cos_margin,intent_min,server1,lex_cov1,lex_cov5,vocab_cov,action_ok,verb_ok,chat_gap,verb_named,op_server,op_top,server_gap,server_share \
-            --out "$R/abstain_no_oos_gap.md"
-        run $PY -m benchmarks.abstain_compare --store "$STORE" --out "$R/abstain_compare.md" \
-            --json "$R/abstain_compare.json"
+            --evaluate "$R/abstain/model_before.json" --out "$R/abstain_short_before.md"
+        run $PY -m benchmarks.abstain_train --cache "$STORE/abstain-signals" \
+            --evaluate src/toolroute/data/abstain.json --out "$R/abstain_short_after.md"
+        run $PY -m benchmarks.abstain_compare --store "$STORE" --before "$R/abstain/model_before.json" \
+            --out "$R/abstain_compare.md" --json "$R/abstain_compare.json"
         for name in livemcpbench mcpbench tool_attention sealtools metatool union; do
             Q="$B/$name/queries.jsonl"; [ "$name" = union ] && Q=benchmarks/union_queries.jsonl
             run $TR bench --catalog "$B/$name/catalog.json" --queries "$Q" --store "$STORE" \
                 --out-of-scope "benchmarks/out_of_scope/$name.jsonl" -s default -s adaptive \
                 -s hybrid -s bm25 --out "$R/abstain/$name"
         done
+        for mode in default strict; do
+            run $TR bench --catalog "$B/union/catalog.json" --queries benchmarks/union_queries.jsonl \
+                --store "$STORE" --out-of-scope benchmarks/out_of_scope/union_test.jsonl \
+                --abstain "$mode" -s default -s adaptive -s hybrid -s bm25 \
+                --out "$R/abstain/union_test/$mode"
+        done
         run $PY -m benchmarks.exact_forms --sample 300 --store "$STORE" \
             --out "$R/exact_forms.md" --json "$R/exact_forms.json"
-        run $PY -m benchmarks.abstain_cost --sets union,sealtools --queries 60 --store "$STORE" \
+        # --compare-src: a worktree of the tree before the change (results file's first line)
+        run $PY -m benchmarks.abstain_cost --sets union,sealtools --store "$STORE" \
             --out "$R/abstain_cost.md"
         run $PY -m benchmarks.recall_suite --sets union,mcpbench,livemcpbench \
             --strategy default --strategy adaptive --baseline adaptive --steps 100 --exact 0 \
@@ -295,5 +311,4 @@ fi
 #   scale_100k_before.md  the 100k-tool index on main at 9370530 (its own file says how)
 #   load_nofreeze.md      load.py's first command before heap.freeze_heap (issue 16)
 #   gateway_hop.md        the call path against the tree before it (--baseline-src: ae24ebb)
-#   abstain_before.md     the abstention model of main at 4a23279, by that tree's abstain_train.py
 #   gateway_hop_abstain.md  gateway_latency --baseline-src on a worktree of main at ba88a5b

@@ -34,7 +34,7 @@ from toolroute.index.tdwa import PRESETS, DocConfig
 from toolroute.learn.memory import query_key
 from toolroute.llm.client import ChatLLM
 from toolroute.papers.ehrr.routing import EhrrTrace
-from toolroute.route.abstain import decide
+from toolroute.route.abstain import decide, name_verbs
 from toolroute.route.exact import names_a_tool, prerank_index
 from toolroute.route.intent import intent_spans
 from toolroute.route.precompute import DERIVATIONS
@@ -160,6 +160,9 @@ class Router:
                 save_snapshot(index, directory, key, DERIVATIONS)
             sync = self.store.sync_catalog(self._catalog, digest=digest)
         self._index = index
+        if self.params.abstain != "off":
+            # the abstention check's vectors of the tool names' verbs, through the cache
+            name_verbs(index, cached.embed)
         self.store.set_meta(
             {
                 "embedder": self.embedder.model_id,

@@ -5,6 +5,7 @@ and the shipped model's file."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from toolroute.errors import ConfigError
 from toolroute.gateway.core import GatewayCore
 from toolroute.route import abstain
 from toolroute.route.abstain import FEATURES, AbstainModel, default_model, load_model, signals
-from toolroute.route.operation import request_verbs, server_does
+from toolroute.route.operation import request_verbs, server_does, server_names
 from toolroute.route.strategy import RouteParams
 from toolroute.router import Router
 
@@ -156,12 +157,57 @@ def test_the_shipped_model_loads_and_is_fitted_on_the_default_embedder() -> None
     assert set(model.features) <= set(FEATURES) and model.embedder == DEFAULT_MODEL_ID
     assert 0.0 <= model.thresholds["default"] <= model.thresholds["strict"] <= 1.0
     assert len(model.trained_on) >= 5
-    x = np.array(model.mean)  # the training data's mean request
-    assert 0.0 < model.probability(x) < 1.0
+    # boosted trees: a request every signal calls served fits, one none does does not
+    assert model.trees and all(t.leaf[0] is False for t in model.trees)
+    served = {"cos1": 0.8, "flat1": 0.8, "server1": 0.6, "oos_gap": -0.5, "chat_gap": -0.5}
+    stranger = {"cos1": 0.15, "flat1": 0.15, "server1": 0.1, "oos_gap": 0.3, "chat_gap": 0.2}
+    ones = {f: 1.0 for f in model.features}
+    p_served = model.probability(np.array([served.get(f, ones[f]) for f in model.features]))
+    zeros = {f: 0.0 for f in model.features}
+    p_stranger = model.probability(np.array([stranger.get(f, zeros[f]) for f in model.features]))
+    assert p_stranger < model.thresholds["default"] < p_served
     # the out-of-scope requests oos_gap reads ship beside it, as unit vectors of the model
     assert "oos_gap" in model.features and model.requests is not None
     assert model.requests.shape[0] >= 100 and model.requests.shape[1] == 384
     assert np.allclose(np.linalg.norm(model.requests, axis=1), 1.0, atol=1e-3)
+
+
+def _stump(feature: int, at: float, low: float, high: float) -> dict[str, list[Any]]:
+    return {
+        "feature": [feature, 0, 0],
+        "threshold": [at, 0.0, 0.0],
+        "left": [1, 0, 0],
+        "right": [2, 0, 0],
+        "value": [0.0, low, high],
+        "leaf": [False, True, True],
+        "missing_left": [True, False, False],
+    }
+
+
+def test_a_tree_model_adds_its_leaves_to_the_bias(tmp_path: Path) -> None:
+    raw = {
+        "format": 3,
+        "features": ["cos1", "lex_cov5"],
+        "bias": -1.0,
+        "trees": [_stump(0, 0.5, -1.0, 2.0), _stump(1, 0.2, 0.0, 0.5)],
+        "thresholds": {"default": 0.5, "strict": 0.6},
+    }
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(raw))
+    model = load_model(path)
+    sigmoid = lambda z: 1.0 / (1.0 + np.exp(-z))  # noqa: E731
+    assert model.probability(np.array([0.9, 0.1])) == pytest.approx(sigmoid(-1.0 + 2.0 + 0.0))
+    assert model.probability(np.array([0.1, 0.9])) == pytest.approx(sigmoid(-1.0 - 1.0 + 0.5))
+    # a missing signal goes where the split says
+    assert model.probability(np.array([np.nan, 0.9])) == pytest.approx(sigmoid(-1.5))
+    # it writes back what it read
+    assert load_model(path).to_dict() == model.to_dict() and model.to_dict()["format"] == 3
+    # nodes that point backwards or past the end, or split on a feature it lacks
+    for broken in ({"left": [0, 0, 0]}, {"right": [9, 0, 0]}, {"feature": [5, 0, 0]}):
+        bad = {**raw, "trees": [{**_stump(0, 0.5, -1.0, 2.0), **broken}]}
+        path.write_text(json.dumps(bad))
+        with pytest.raises(ConfigError, match="not an abstention model"):
+            load_model(path)
 
 
 def test_an_unusable_model_file_is_one_config_error(tmp_path: Path) -> None:
@@ -206,6 +252,9 @@ def test_route_says_no_tool_fits_and_explain_shows_the_check(
     res = CliRunner().invoke(cli.main, [*base, FAR, "--json"])
     assert res.exit_code == 0 and json.loads(res.stdout) == []
     assert "no tool fits" in res.stderr and "nearest servers" in res.stderr
+    # as a table: the refusal on stderr, and no empty table on stdout
+    res = CliRunner().invoke(cli.main, [*base, FAR])
+    assert res.exit_code == 0 and res.stdout == "" and "no tool fits" in res.stderr
     res = CliRunner().invoke(cli.main, [*base, NEAR, "--explain"])
     assert res.exit_code == 0 and "abstention (default): p(fits)" in res.stdout
     assert "a tool fits" in res.stdout and "cos1" in res.stdout
@@ -223,6 +272,12 @@ def test_request_verbs_are_the_operations_asked_unless_information_is_asked() ->
     assert request_verbs("My recipe says 350F") == ()
     assert request_verbs("Planning a trip to Yosemite") == ()
     assert request_verbs("Information about tides in Lisbon") == ()
+    # known words that are never a verb's base form open nothing; unknown ones may be verbs
+    assert request_verbs("Specifically, durable boots in size 9") == ()
+    assert request_verbs("I bought shares yesterday") == ()
+    assert request_verbs("Rebase my branch onto main, then upvote the PR") == ("rebase", "upvote")
+    # a dot or colon inside a token ends no clause
+    assert request_verbs("When does example.org expire? Renew it at 10:30") == ("renew",)
 
 
 def test_a_server_does_the_operations_its_tools_name_or_describe(tmp_path: Path) -> None:
@@ -241,6 +296,19 @@ def test_a_server_does_the_operations_its_tools_name_or_describe(tmp_path: Path)
         assert pushed["op_server"] == 0.0 and pushed["op_top"] == 0.0
         assert sig("write a file with these notes")["op_server"] == 1.0
         assert sig("what is in this directory")["op_server"] == 0.5
+        # names alone: write_file names "write", and "save" only by its action class
+        assert server_names(ix, fs, "write") and not server_names(ix, fs, "save")
+        assert sig("write a file with these notes")["op_named"] == 1.0
+        assert pushed["op_named"] == 0.0 and pushed["op_named_top"] == 0.0
+
+        def verb_sim(text: str) -> float:
+            ctx = replace(r.query_context(text), embed=r.embedder.embed)
+            return signals(ix, ctx, r.scores(text, "default"), features=("verb_sim",))["verb_sim"]
+
+        # the request's verb against the verbs of the top servers' tool names
+        assert verb_sim("write a file with these notes") == pytest.approx(1.0, abs=1e-5)
+        assert verb_sim("push the file to the origin remote") < 0.9
+        assert verb_sim("what is in this directory") == 1.0  # information: nothing to check
 
 
 def test_oos_gap_is_how_much_closer_known_out_of_scope_requests_are_than_the_best_tool(

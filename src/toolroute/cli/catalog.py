@@ -189,7 +189,7 @@ def route(
         click.echo(json.dumps(out, ensure_ascii=False))
     elif explain:
         click.echo(explain_text(strategy, text, rows))
-    else:
+    elif rows or verdict is None or verdict.fits:  # "no tool fits" was said on stderr
         width = max(20, min(common.stdout.width, 100) - 45) if common.stdout.is_terminal else 60
         table = [
             [str(i), c.server, c.tool, f"{c.score:.3f}", one_line(c.description, width)]

@@ -65,7 +65,14 @@ from toolroute.errors import ConfigError
 from toolroute.index.build import ToolIndex
 from toolroute.index.document import humanise, tokenise
 from toolroute.route.action import query_actions
-from toolroute.route.operation import LEAD, QUESTION, request_verbs, server_does
+from toolroute.route.operation import (
+    LEAD,
+    QUESTION,
+    is_verb,
+    request_verbs,
+    server_does,
+    server_names,
+)
 from toolroute.route.precompute import index_actions
 from toolroute.route.query import QueryContext, Scores
 
@@ -75,10 +82,12 @@ __all__ = [
     "NO_TOOL_NEEDS",
     "AbstainMode",
     "AbstainModel",
+    "Tree",
     "Verdict",
     "decide",
     "default_model",
     "load_model",
+    "name_verbs",
     "signals",
 ]
 
@@ -103,6 +112,10 @@ FEATURES: tuple[str, ...] = (
     "server_gap",
     "server_share",
     "oos_gap",
+    "op_named",
+    "op_named_top",
+    "flat1",
+    "verb_sim",
 )
 
 NO_TOOL_NEEDS: tuple[str, ...] = (
@@ -143,8 +156,35 @@ tools an intent matches into them): one small product, not one per catalog row."
 
 
 @dataclass(frozen=True, slots=True)
+class Tree:
+    """One regression tree of a boosted model: node arrays, node 0 the root; a split sends
+    ``x[feature] <= threshold`` left (a NaN where ``missing_left`` says)."""
+
+    feature: tuple[int, ...]
+    threshold: tuple[float, ...]
+    left: tuple[int, ...]
+    right: tuple[int, ...]
+    value: tuple[float, ...]
+    leaf: tuple[bool, ...]
+    missing_left: tuple[bool, ...]
+
+    def __call__(self, x: list[float]) -> float:
+        node = 0
+        while not self.leaf[node]:
+            v = x[self.feature[node]]
+            go_left = self.missing_left[node] if v != v else v <= self.threshold[node]
+            node = self.left[node] if go_left else self.right[node]
+        return self.value[node]
+
+    def to_dict(self) -> dict[str, list[Any]]:
+        return {k: list(getattr(self, k)) for k in self.__slots__}
+
+
+@dataclass(frozen=True, slots=True)
 class AbstainModel:
-    """Logistic regression over :data:`FEATURES`, standardised; thresholds per mode on p."""
+    """p that some returned tool fits, from :data:`FEATURES`: a logistic regression on the
+    standardised signals, or (``trees``) gradient-boosted trees on the raw ones, whose logit
+    is ``bias`` plus every tree's leaf; thresholds per mode on p."""
 
     features: tuple[str, ...]
     mean: tuple[float, ...]
@@ -162,20 +202,33 @@ class AbstainModel:
     """(n, d) unit vectors of the out-of-scope requests ``oos_gap`` compares against."""
     requests_file: str = ""
     """Where :attr:`requests` are stored: a ``.npy`` file beside the model's JSON."""
+    trees: tuple[Tree, ...] = field(default=(), compare=False, repr=False)
+    """The boosted trees (empty: the logistic regression)."""
 
     def probability(self, x: npt.NDArray[np.float64]) -> float:
         """p that some returned tool fits, for one feature vector in :attr:`features` order."""
-        z = (np.asarray(x, dtype=np.float64) - np.asarray(self.mean)) / np.asarray(self.scale)
-        logit = float(z @ np.asarray(self.weights)) + self.bias
+        if self.trees:
+            row = [float(v) for v in x]
+            logit = self.bias + sum(tree(row) for tree in self.trees)
+        else:
+            z = (np.asarray(x, dtype=np.float64) - np.asarray(self.mean)) / np.asarray(self.scale)
+            logit = float(z @ np.asarray(self.weights)) + self.bias
         return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, logit))))
 
     def to_dict(self) -> dict[str, Any]:
+        shape: dict[str, Any] = (
+            {"format": 3, "trees": [t.to_dict() for t in self.trees]}
+            if self.trees
+            else {
+                "format": 2,
+                "mean": list(self.mean),
+                "scale": list(self.scale),
+                "weights": list(self.weights),
+            }
+        )
         return {
-            "format": 2,
+            **shape,
             "features": list(self.features),
-            "mean": list(self.mean),
-            "scale": list(self.scale),
-            "weights": list(self.weights),
             "bias": self.bias,
             "thresholds": dict(self.thresholds),
             "embedder": self.embedder,
@@ -215,24 +268,55 @@ def _requests(opener: Any, name: str, where: str) -> Matrix:
     return out
 
 
+def _tree(raw: Any, n_features: int) -> Tree:
+    tree = Tree(
+        feature=tuple(int(v) for v in raw["feature"]),
+        threshold=tuple(float(v) for v in raw["threshold"]),
+        left=tuple(int(v) for v in raw["left"]),
+        right=tuple(int(v) for v in raw["right"]),
+        value=tuple(float(v) for v in raw["value"]),
+        leaf=tuple(bool(v) for v in raw["leaf"]),
+        missing_left=tuple(bool(v) for v in raw["missing_left"]),
+    )
+    n = len(tree.leaf)
+    inner = [i for i in range(n) if not tree.leaf[i]]
+    if (
+        not n
+        or any(
+            len(col) != n
+            for col in (tree.feature, tree.threshold, tree.left, tree.right, tree.value)
+        )
+        or any(
+            not (
+                0 <= tree.feature[i] < n_features and i < tree.left[i] < n and i < tree.right[i] < n
+            )
+            for i in inner
+        )
+    ):
+        raise ValueError("a tree's nodes are inconsistent")
+    return tree
+
+
 def _model(raw: Any, where: str, opener: Any) -> AbstainModel:
     try:
         feats = tuple(str(f) for f in raw["features"])
+        trees = tuple(_tree(t, len(feats)) for t in raw.get("trees", ()))
         model = AbstainModel(
             features=feats,
-            mean=tuple(float(v) for v in raw["mean"]),
-            scale=tuple(float(v) or 1.0 for v in raw["scale"]),
-            weights=tuple(float(v) for v in raw["weights"]),
+            mean=() if trees else tuple(float(v) for v in raw["mean"]),
+            scale=() if trees else tuple(float(v) or 1.0 for v in raw["scale"]),
+            weights=() if trees else tuple(float(v) for v in raw["weights"]),
             bias=float(raw["bias"]),
             thresholds={str(k): float(v) for k, v in raw["thresholds"].items()},
             embedder=str(raw.get("embedder", "")),
             trained_on=tuple(str(s) for s in raw.get("trained_on", ())),
             requests_file=str(raw.get("requests", "")),
+            trees=trees,
         )
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise ConfigError(f"{where}: not an abstention model ({e!r})") from None
     if set(feats) - set(FEATURES) or not (
-        len(model.mean) == len(model.scale) == len(model.weights) == len(feats)
+        model.trees or len(model.mean) == len(model.scale) == len(model.weights) == len(feats)
     ):
         raise ConfigError(f"{where}: its features do not match {', '.join(FEATURES)}")
     if model.requests_file:
@@ -457,6 +541,84 @@ def _op_top(e: _Evidence) -> float:
     return 1.0 if any(server_does(e.ix, s, v) for v in verbs for s in servers) else 0.0
 
 
+def _op_named(e: _Evidence) -> float:
+    verbs = e.get("verbs")
+    if not verbs or not e.top.size:
+        return 0.5
+    return 1.0 if server_names(e.ix, int(e.ix.server_of[e.top[0]]), verbs[0]) else 0.0
+
+
+def _op_named_top(e: _Evidence) -> float:
+    verbs = e.get("verbs")
+    if not verbs or not e.top.size:
+        return 0.5
+    servers = dict.fromkeys(int(s) for s in e.ix.server_of[e.top])
+    return 1.0 if any(server_names(e.ix, s, v) for v in verbs for s in servers) else 0.0
+
+
+def _flat1(e: _Evidence) -> float:
+    """The best cosine to a tool's plain text (server, name, description), beside ``cos1``'s
+    weighted document: short requests meet short texts."""
+    if not e.q.vector.size or not e.ix.size:
+        return 0.0
+    return float((e.ix.flat_vectors @ e.q.vector).max())
+
+
+def name_verbs(ix: ToolIndex, embed: Any) -> tuple[list[list[int]], Matrix, dict[str, int]]:
+    """Per server, the rows of its tool names' verbs (words English uses as a verb's base
+    form: ``merge``, ``comment``, ``get``) in one matrix of their vectors, and each verb's
+    row; embedded with ``embed`` once per index (the router passes its store's vector cache
+    when it builds the index, so a restart reads them back instead of embedding them
+    again)."""
+
+    def make() -> tuple[list[list[int]], Matrix, dict[str, int]]:
+        ids: dict[str, int] = {}
+        per: list[set[int]] = [set() for _ in ix.server_ids]
+        for row, tool in enumerate(ix.tools):
+            for w in humanise(tool.name).split():
+                if is_verb(w):
+                    per[int(ix.server_of[row])].add(ids.setdefault(w, len(ids)))
+        dim = ix.tool_vectors.shape[1]
+        vecs = np.asarray(embed(list(ids))) if ids else np.zeros((0, dim), np.float32)
+        return [sorted(s) for s in per], vecs, ids
+
+    made: tuple[list[list[int]], Matrix, dict[str, int]] = ix.derived.memo(
+        ("abstain-name-verbs", ix.model_id), make
+    )
+    return made
+
+
+def _verb_sim(e: _Evidence) -> float:
+    """How close the request's first verb comes to a verb of a tool name of the top tools'
+    servers (cosine of the two words' vectors): ``reply`` meets ``comment`` (0.63), ``merge``
+    meets only ``list`` and ``get`` (0.2); 1 when the request asks for information."""
+    verbs, ix, q = e.get("verbs"), e.ix, e.q
+    if not verbs or not e.top.size or q.embed is None:
+        return 1.0
+    per, vecs, ids = name_verbs(ix, q.embed)
+    rows = sorted({r for s in dict.fromkeys(int(s) for s in ix.server_of[e.top]) for r in per[s]})
+    if not rows:
+        return 0.0
+    # a verb some tool name holds has its vector already: only a new one is embedded
+    known = ids.get(verbs[0])
+    own = vecs[known] if known is not None else _verb_vector(verbs[0], ix.model_id, q.embed)
+    return float((vecs[rows] @ own).max())
+
+
+_VERB_VECTORS: dict[tuple[str, str], npt.NDArray[np.float32]] = {}
+
+
+def _verb_vector(verb: str, model_id: str, embed: Any) -> npt.NDArray[np.float32]:
+    """One verb's vector, kept per process (requests repeat a few hundred verbs)."""
+    key = (model_id, verb)
+    hit = _VERB_VECTORS.get(key)
+    if hit is None:
+        if len(_VERB_VECTORS) > 4096:
+            _VERB_VECTORS.clear()
+        hit = _VERB_VECTORS[key] = np.asarray(embed([verb]))[0]
+    return hit
+
+
 def _server_gap(e: _Evidence) -> float:
     best: list[float] = e.get("servers")[1]
     if not best:
@@ -497,6 +659,10 @@ _SIGNALS: dict[str, Any] = {
     "server_gap": _server_gap,
     "server_share": _server_share,
     "oos_gap": _oos_gap,
+    "op_named": _op_named,
+    "op_named_top": _op_named_top,
+    "flat1": _flat1,
+    "verb_sim": _verb_sim,
 }
 
 

@@ -15,9 +15,12 @@ and the verbs that ask for information.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import re
 import sys
+from functools import lru_cache
+from importlib import resources
 
 import numpy as np
 import numpy.typing as npt
@@ -29,7 +32,18 @@ from toolroute.index.document import humanise, tokenise
 from toolroute.route.action import query_actions
 from toolroute.route.precompute import index_actions
 
-__all__ = ["LEAD", "QUESTION", "SERVER_WORDS", "request_verbs", "server_does", "stem"]
+__all__ = [
+    "LEAD",
+    "QUESTION",
+    "SERVER_NAME_WORDS",
+    "SERVER_WORDS",
+    "request_verbs",
+    "server_does",
+    "server_names",
+    "stem",
+    "is_verb",
+    "verb_lemma",
+]
 
 _LEADWORDS = (
     # what comes before a request's verb: politeness, the asker, auxiliaries
@@ -64,8 +78,14 @@ _INFOWORDS = (
 )
 _INFO = frozenset(_INFOWORDS.split())
 _NOUN_ENDINGS = ("tion", "tions", "ance", "ence", "ment", "ments", "ity", "ness", "ist")
-_CLAUSE = re.compile(r"[.?!;:\n]+|,\s*(?:and|then|but|so)?\s*|\s+(?:and then|and|then)\s+")
+_CLAUSE = re.compile(
+    # sentence ends, but not the dots and colons inside "example.org" or "1:52:30"
+    r"[.?!;:]+(?=\s|$)|[?!;\n]+|,\s*(?:and|then|but|so)?\s*|\s+(?:and then|and|then)\s+"
+)
 _SUFFIXES = ("ing", "ed", "es", "s")
+_LEMMA_TABLE = "resources/lemma_lu.csv.gz"
+"""lemminflect's table of English words, their parts of speech and lemmas (one
+``word,pos,lemma[/lemma]`` a line): pyproject bounds the version whose layout this reads."""
 
 
 def stem(word: str) -> str:
@@ -90,8 +110,40 @@ def _clause_verb(clause: str) -> str | None:
             return None
         if len(word) > 6 and word.endswith(_NOUN_ENDINGS):
             return None
-        return word
+        return verb_lemma(word)
     return None
+
+
+@lru_cache(maxsize=1)
+def _english() -> tuple[frozenset[str], frozenset[str]]:
+    """(every word lemminflect's dictionary knows, those that are a verb's base form), read
+    from its lemma table: two sets of words (about 6 MB) instead of its whole lemmatiser
+    (about 50 MB) in a serving process."""
+    known: set[str] = set()
+    verbs: set[str] = set()
+    table = resources.files("lemminflect").joinpath(_LEMMA_TABLE)
+    with table.open("rb") as raw, gzip.open(raw, "rt", encoding="utf-8") as lines:
+        for line in lines:
+            word, pos, lemmas = line.rstrip("\n").split(",", 2)
+            known.add(word)
+            if pos == "verb" and word in lemmas.split("/"):
+                verbs.add(word)
+    return frozenset(known), frozenset(verbs)
+
+
+def is_verb(word: str) -> bool:
+    """Whether English uses ``word`` as a verb's base form (``merge``, ``get``; not ``npm``)."""
+    return word in _english()[1]
+
+
+def verb_lemma(word: str) -> str | None:
+    """``word`` when English uses it as a verb's base form, the form an imperative or "I want
+    to …" opens with; the word itself when the dictionary does not know it (``rebase``,
+    ``upvote``: an imperative's first word is then taken for a verb); None when it is known
+    but not a verb's base form (``specifically``, ``durable``, and ``bought`` or ``ran``,
+    which tell what happened rather than ask)."""
+    known, verbs = _english()
+    return word if word in verbs or word not in known else None
 
 
 def request_verbs(text: str) -> tuple[str, ...]:
@@ -108,14 +160,15 @@ def _word_id(word: str) -> int:
     return int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "little") >> 1
 
 
-def _server_words(ix: ToolIndex) -> Arrays:
-    """Per server, the sorted ids of its tools' name and description word stems,
-    concatenated, with each server's end offset."""
+def _word_table(ix: ToolIndex, names_only: bool) -> Arrays:
+    """Per server, the sorted ids of its tools' word stems (names and descriptions, or names
+    only), concatenated, with each server's end offset."""
     ids: dict[str, int] = {}
     words: list[set[int]] = [set() for _ in ix.server_ids]
     for row, tool in enumerate(ix.tools):
         own = words[int(ix.server_of[row])]
-        for w in tokenise(f"{humanise(tool.name)} {tool.description}"):
+        text = humanise(tool.name) if names_only else f"{humanise(tool.name)} {tool.description}"
+        for w in tokenise(text):
             key = ids.get(w)
             if key is None:
                 key = ids[w] = _word_id(stem(w))
@@ -125,8 +178,35 @@ def _server_words(ix: ToolIndex) -> Arrays:
     return flat, ends
 
 
+def _server_words(ix: ToolIndex) -> Arrays:
+    return _word_table(ix, names_only=False)
+
+
+def _server_name_words(ix: ToolIndex) -> Arrays:
+    return _word_table(ix, names_only=True)
+
+
 SERVER_WORDS = Derivation("server-words", _server_words, (sys.modules[__name__], document))
 """Per-server word stems, saved with the index's snapshot."""
+SERVER_NAME_WORDS = Derivation(
+    "server-name-words", _server_name_words, (sys.modules[__name__], document)
+)
+"""Per-server stems of its tool names only."""
+
+
+def _has(ix: ToolIndex, table: Derivation[ToolIndex], server: int, verb: str) -> bool:
+    words, ends = ix.derived.get(table, ix)
+    start = int(ends[server - 1]) if server else 0
+    own = words[start : int(ends[server])]
+    key = _word_id(stem(verb))
+    at = int(np.searchsorted(own, key))
+    return at < own.size and bool(own[at] == key)
+
+
+def server_names(ix: ToolIndex, server: int, verb: str) -> bool:
+    """Whether a tool name of ``server`` holds ``verb`` itself (its stem; no action class):
+    names are verb-first, so this is the server saying it does exactly that."""
+    return _has(ix, SERVER_NAME_WORDS, server, verb)
 
 
 def _server_classes(ix: ToolIndex) -> tuple[npt.NDArray[np.bool_], tuple[str, ...]]:
@@ -147,12 +227,7 @@ def _server_classes(ix: ToolIndex) -> tuple[npt.NDArray[np.bool_], tuple[str, ..
 def server_does(ix: ToolIndex, server: int, verb: str) -> bool:
     """Whether ``server``'s tools name or describe ``verb`` (its stem), or carry its action
     class in their names."""
-    words, ends = ix.derived.get(SERVER_WORDS, ix)
-    start = int(ends[server - 1]) if server else 0
-    own = words[start : int(ends[server])]
-    key = _word_id(stem(verb))
-    at = int(np.searchsorted(own, key))
-    if at < own.size and own[at] == key:
+    if _has(ix, SERVER_WORDS, server, verb):
         return True
     table, classes = _server_classes(ix)
     return any(table[server, classes.index(c)] for c in query_actions(verb))
