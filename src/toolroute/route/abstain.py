@@ -526,34 +526,23 @@ def _chat_gap(e: _Evidence) -> float:
     return float((chat @ e.q.vector).max()) - _cos1(e)
 
 
-def _op_server(e: _Evidence) -> float:
+def _op_best(e: _Evidence, does: Any) -> float:
+    """1 when ``does(ix, server, verb)`` for the best tool's server and the request's first
+    verb, 0 when not, 0.5 when the request names no operation (``op_server``, ``op_named``)."""
     verbs = e.get("verbs")
     if not verbs or not e.top.size:
         return 0.5
-    return 1.0 if server_does(e.ix, int(e.ix.server_of[e.top[0]]), verbs[0]) else 0.0
+    return 1.0 if does(e.ix, int(e.ix.server_of[e.top[0]]), verbs[0]) else 0.0
 
 
-def _op_top(e: _Evidence) -> float:
-    verbs = e.get("verbs")
-    if not verbs or not e.top.size:
-        return 0.5
-    servers = dict.fromkeys(int(s) for s in e.ix.server_of[e.top])
-    return 1.0 if any(server_does(e.ix, s, v) for v in verbs for s in servers) else 0.0
-
-
-def _op_named(e: _Evidence) -> float:
-    verbs = e.get("verbs")
-    if not verbs or not e.top.size:
-        return 0.5
-    return 1.0 if server_names(e.ix, int(e.ix.server_of[e.top[0]]), verbs[0]) else 0.0
-
-
-def _op_named_top(e: _Evidence) -> float:
+def _op_any(e: _Evidence, does: Any) -> float:
+    """The same for any verb of the request and any server of the top tools (``op_top``,
+    ``op_named_top``)."""
     verbs = e.get("verbs")
     if not verbs or not e.top.size:
         return 0.5
     servers = dict.fromkeys(int(s) for s in e.ix.server_of[e.top])
-    return 1.0 if any(server_names(e.ix, s, v) for v in verbs for s in servers) else 0.0
+    return 1.0 if any(does(e.ix, s, v) for v in verbs for s in servers) else 0.0
 
 
 def _flat1(e: _Evidence) -> float:
@@ -654,13 +643,13 @@ _SIGNALS: dict[str, Any] = {
     "verb_ok": _verb_ok,
     "chat_gap": _chat_gap,
     "verb_named": _verb_named,
-    "op_server": _op_server,
-    "op_top": _op_top,
+    "op_server": lambda e: _op_best(e, server_does),
+    "op_top": lambda e: _op_any(e, server_does),
     "server_gap": _server_gap,
     "server_share": _server_share,
     "oos_gap": _oos_gap,
-    "op_named": _op_named,
-    "op_named_top": _op_named_top,
+    "op_named": lambda e: _op_best(e, server_names),
+    "op_named_top": lambda e: _op_any(e, server_names),
     "flat1": _flat1,
     "verb_sim": _verb_sim,
 }
