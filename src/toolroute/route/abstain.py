@@ -5,10 +5,12 @@ strangers for a need none of its servers can meet ("pay my electricity bill" →
 and the agent calls a wrong tool or stops trusting the search. No single score separates the
 two kinds of request: the best cosine of a request no tool serves overlaps the best cosine of
 one a tool serves, so a similarity threshold trades recall away. This stage combines several
-signals in a small logistic regression, whose weights and thresholds ship as JSON
-(``toolroute/data/abstain.json``, with the vectors of the out-of-scope requests it was trained
-on beside it; trained by ``benchmarks/abstain_train.py`` on the out-of-scope sets under
-``benchmarks/out_of_scope/`` beside the in-scope queries):
+signals in a small model of boosted trees (a near request is one whose topic a server owns
+*and* whose operation none of its tools names: an "and" a weighted sum cannot draw), whose
+trees and thresholds ship as JSON (``toolroute/data/abstain.json``, with the vectors of the
+out-of-scope requests it was trained on beside it; trained by ``benchmarks/abstain_train.py``
+on the out-of-scope sets under ``benchmarks/out_of_scope/`` beside the in-scope queries; a
+logistic regression in the same file format still loads):
 
 - ``cos1``, ``cos_z``, ``cos_margin``: the best dense cosine, how far it stands above the
   catalog's mean in standard deviations, and its lead over the fifth best;
@@ -38,7 +40,13 @@ on beside it; trained by ``benchmarks/abstain_train.py`` on the out-of-scope set
   server: a request one server owns against one several half-match;
 - ``oos_gap``: how much closer the request is to known out-of-scope requests (the model's
   ``requests``, those it was trained on: far from every catalog, near one, or needing no
-  tool) than to the best tool: the mean cosine of the three nearest, less ``cos1``.
+  tool) than to the best tool: the mean cosine of the three nearest, less ``cos1``;
+- ``op_named``, ``op_named_top``: as ``op_server`` and ``op_top``, from the tools' *names*
+  alone and the verb itself (no action class): the server says it does exactly that;
+- ``flat1``: the best cosine to a tool's plain "server: name: description" text;
+- ``verb_sim``: how close the request's first verb comes to a verb of the top servers' tool
+  names (cosine of the two words' vectors: "reply" meets "comment", "merge" meets only
+  "get" and "list"); 1 when the request asks for information.
 
 The model gives p, the probability that some returned tool fits; the router answers "no tool
 fits" when p falls below the threshold of the mode: ``off`` never, ``default`` at the
