@@ -4,6 +4,7 @@ own public API with no LLM, against ``toolroute serve`` over stdio and streamabl
 
     python -m benchmarks.interop [--client NAME]... [--transport stdio|http]...
                                  [--expose meta|bind]... [--check] [--out docs/interop.md]
+                                 [--jobs N]
 
 Every client runs the same flow (benchmarks/interop_clients/flow.py): list the tools,
 ``find_tools`` for the weather tool, then call the tool it returned (``call_tool`` in meta;
@@ -32,7 +33,8 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -260,32 +262,46 @@ def available(spec: ClientSpec) -> str | None:
     return None
 
 
+def _sync(config: Path) -> None:
+    subprocess.run(gateway_command(config)[:-3] + ["sync", "--config", str(config)],
+                   capture_output=True, timeout=600, check=False)  # fmt: skip
+
+
+def _cells(spec: ClientSpec, transport: str, target: str, expose: str) -> dict[str, Any]:
+    """One client's row against one gateway target."""
+    start = time.monotonic()
+    skipped = available(spec)
+    if skipped:
+        cells = dict.fromkeys(SERVERS, skipped)
+    elif spec.name == "inspector":
+        cells = run_inspector(transport, target, expose)
+    else:
+        cells = run_driver(spec, transport, target, expose)
+    print(f"{spec.name} {transport} {expose}: {cells}", flush=True)
+    return {"client": spec.name, "label": spec.label, "transport": transport, "expose": expose,
+            "cells": cells, "seconds": round(time.monotonic() - start, 1)}  # fmt: skip
+
+
 def evaluate(
-    clients: list[ClientSpec], transports: list[str], exposes: list[str]
+    clients: list[ClientSpec], transports: list[str], exposes: list[str], jobs: int = 1
 ) -> dict[str, Any]:
-    rows: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory(prefix="toolroute-interop-") as d:
+    """Every client against every (transport, expose) gateway, ``jobs`` client runs at a time
+    (each run is a chain of process start-ups: one run uses about one core); the rows come
+    back in the matrix's order whatever order they finish in."""
+    with tempfile.TemporaryDirectory(prefix="toolroute-interop-") as d, ExitStack() as stack:
         tmp = Path(d)
         configs = {e: write_config(tmp / e, e) for e in exposes}
-        for config in configs.values():  # index once: every gateway after reads it
-            subprocess.run(gateway_command(config)[:-3] + ["sync", "--config", str(config)],
-                           capture_output=True, timeout=600, check=False)  # fmt: skip
-        for transport in transports:
-            for expose, config in configs.items():
-                with _target(transport, config, tmp / f"{transport}-{expose}.log") as target:
-                    for spec in clients:
-                        start = time.monotonic()
-                        skipped = available(spec)
-                        if skipped:
-                            cells = dict.fromkeys(SERVERS, skipped)
-                        elif spec.name == "inspector":
-                            cells = run_inspector(transport, target, expose)
-                        else:
-                            cells = run_driver(spec, transport, target, expose)
-                        rows.append({"client": spec.name, "label": spec.label,
-                                     "transport": transport, "expose": expose, "cells": cells,
-                                     "seconds": round(time.monotonic() - start, 1)})  # fmt: skip
-                        print(f"{spec.name} {transport} {expose}: {cells}", flush=True)
+        with ThreadPoolExecutor(max(1, jobs)) as pool:  # index once: every gateway after reads it
+            list(pool.map(_sync, configs.values()))
+        targets = {
+            (t, e): stack.enter_context(_target(t, config, tmp / f"{t}-{e}.log"))
+            for t in transports
+            for e, config in configs.items()
+        }
+        with ThreadPoolExecutor(max(1, jobs)) as pool:
+            runs = [pool.submit(_cells, spec, t, target, e)
+                    for (t, e), target in targets.items() for spec in clients]  # fmt: skip
+            rows = [run.result() for run in runs]
     versions = {s.name: version(s) if available(s) is None else "" for s in clients}
     return {"rows": rows, "versions": versions}
 
@@ -341,13 +357,16 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--json", type=Path, default=OUT_JSON, help="the cells as JSON")
     parser.add_argument("--check", action="store_true", help="exit 1 unless the targets hold")
+    parser.add_argument(
+        "--jobs", type=int, default=1, help="client runs at a time (each uses about one core)"
+    )
     args = parser.parse_args()
     if shutil.which("node") is None and not NODE.is_file():
         print("node is missing: the TypeScript clients and the Inspector are skipped")
     clients = [c for c in CLIENTS if not args.client or c.name in args.client]
     transports = args.transport or ["stdio", "http"]
     exposes = args.expose or ["meta", "bind"]
-    report = evaluate(clients, transports, exposes)
+    report = evaluate(clients, transports, exposes, args.jobs)
     command = "python -m benchmarks.interop " + " ".join(
         [*(f"--client {c}" for c in args.client or []),
          *(f"--transport {t}" for t in args.transport or []),

@@ -1,9 +1,13 @@
 from __future__ import annotations
 
+import random
+
 import numpy as np
 
 from toolroute.catalog.models import Tool
-from toolroute.route.expand import expand, provider_graph
+from toolroute.index.document import humanise, tokenise
+from toolroute.route import expand as expand_module
+from toolroute.route.expand import CREATORS, expand, provider_graph
 
 
 def _tool(server: str, name: str, description: str, required: list[str]) -> Tool:
@@ -53,3 +57,60 @@ def test_expand_lifts_providers_of_top_tools_below_them() -> None:
 def test_expand_with_an_empty_pool_changes_nothing() -> None:
     scores = np.array([0.1, 0.8, 0.2, 0.3, 0.5], dtype=np.float32)
     assert np.array_equal(expand(scores, provider_graph(TOOLS), pool=0, weight=0.9), scores)
+
+
+def _pairwise(tools: list[Tool]) -> list[tuple[int, int]]:
+    """The two relations as the module docstring states them, over every ordered pair of one
+    server's tools (server by server, then served, then provider, in catalog order): what the
+    graph must equal, edge for edge and in that order."""
+
+    concept = expand_module._concept
+    words = [frozenset(tokenise(f"{t.name} {t.description}")) for t in tools]
+    needs = [
+        [c for r in t.input_schema["required"] if (c := concept(humanise(r).split()))]
+        for t in tools
+    ]
+    names = [humanise(t.name).split() for t in tools]
+
+    edges = []
+    for server in dict.fromkeys(t.server for t in tools):
+        rows = [i for i, t in enumerate(tools) if t.server == server]
+        for b in rows:
+            for a in rows:
+                if a == b:
+                    continue
+                needs_a = frozenset().union(*needs[a])
+                producer = any(c <= words[a] and not c <= needs_a for c in needs[b])
+                obj = concept(names[a][1:])
+                creator = (
+                    names[a][0] in CREATORS
+                    and bool(obj)
+                    and obj <= words[b]
+                    and names[b][0] not in CREATORS
+                )
+                if producer or creator:
+                    edges.append((a, b))
+    return edges
+
+
+def test_the_graph_is_every_pair_the_two_relations_name_in_pair_order() -> None:
+    rng = random.Random(7)
+    verbs = ["create", "open", "get", "add", "find", "list", "load", "delete"]
+    nouns = ["document", "page", "station", "date", "latitude", "city", "session", "file"]
+    tools = []
+    for i in range(300):
+        verb, noun, other = rng.choice(verbs), rng.choice(nouns), rng.choice(nouns)
+        required = rng.sample([f"{n}_id" for n in nouns] + nouns, rng.randint(0, 2))
+        tools.append(
+            _tool(
+                f"s{i % 3}",
+                f"{verb}_{noun}_{i}",
+                f"{verb.title()} a {noun} from the {other} it was given",
+                required,
+            )
+        )
+    prov, served = provider_graph(tuple(tools))
+    edges = list(zip(prov.tolist(), served.tolist(), strict=True))
+    want = _pairwise(tools)
+    assert len(want) > 100  # both relations, many times over
+    assert edges == want

@@ -125,6 +125,12 @@ def _concept(words: Sequence[str]) -> frozenset[str]:
     return frozenset(w for w in words if w not in _STOP and len(w) > 1 and not w.isdigit())
 
 
+def _holding(postings: Mapping[str, set[int]], words: frozenset[str]) -> set[int]:
+    """The tools holding every one of ``words`` (not empty), from their postings."""
+    sets = sorted((postings.get(w, set()) for w in words), key=len)
+    return set.intersection(*sets)
+
+
 def _graph(tools: Sequence[Tool]) -> ProviderGraph:
     by_server: dict[str, list[int]] = {}
     for i, t in enumerate(tools):
@@ -133,27 +139,37 @@ def _graph(tools: Sequence[Tool]) -> ProviderGraph:
     vocab = [frozenset(tokenise(f"{t.name} {t.description}")) for t in tools]
     required = [[c for r in _required(t) if (c := _concept(humanise(r).split()))] for t in tools]
     req_words = [frozenset().union(*r) if r else frozenset() for r in required]
+    makes_something = [bool(n) and n[0] in CREATORS for n in names]
     prov: list[int] = []
     served: list[int] = []
     for rows in by_server.values():
         if len(rows) < 2:
             continue
-        for b in rows:
-            for a in rows:
-                if a == b:
-                    continue
-                producer = any(c <= vocab[a] and not c <= req_words[a] for c in required[b])
-                verb = names[a][0] if names[a] else ""
-                obj = _concept(names[a][1:])
-                creator = (
-                    verb in CREATORS
-                    and bool(obj)
-                    and obj <= vocab[b]
-                    and not (names[b] and names[b][0] in CREATORS)
-                )
-                if producer or creator:
-                    prov.append(a)
-                    served.append(b)
+        # Which of the server's tools hold a word (in name or description): the tools whose
+        # vocabulary holds a whole concept are the intersection of its words' postings, so a
+        # server of n tools costs what its relations cost, not n² pairs (a 10,000-tool server).
+        postings: dict[str, set[int]] = {}
+        for a in rows:
+            for w in vocab[a]:
+                postings.setdefault(w, set()).add(a)
+
+        providers: dict[int, set[int]] = {}
+        for b in rows:  # producer: a mentions a concept b requires, and does not require it
+            for c in required[b]:
+                for a in _holding(postings, c):
+                    if a != b and not c <= req_words[a]:
+                        providers.setdefault(b, set()).add(a)
+        for a in rows:  # creator: a's name verb makes the thing b mentions; b makes nothing
+            obj = _concept(names[a][1:]) if makes_something[a] else frozenset()
+            if not obj:
+                continue
+            for b in _holding(postings, obj):
+                if b != a and not makes_something[b]:
+                    providers.setdefault(b, set()).add(a)
+        for b in rows:  # in the order of the pairs: served, then provider, as listed
+            for a in sorted(providers.get(b, ())):
+                prov.append(a)
+                served.append(b)
     return np.asarray(prov, dtype=np.int32), np.asarray(served, dtype=np.int32)
 
 
