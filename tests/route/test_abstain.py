@@ -276,6 +276,8 @@ def test_request_verbs_are_the_operations_asked_unless_information_is_asked() ->
     assert request_verbs("Specifically, durable boots in size 9") == ()
     assert request_verbs("I bought shares yesterday") == ()
     assert request_verbs("Rebase my branch onto main, then upvote the PR") == ("rebase", "upvote")
+    # a run of letters no verb is that long opens nothing (nor is it embedded as a verb)
+    assert request_verbs("x" * 10_000 + " the file") == ()
     # a dot or colon inside a token ends no clause
     assert request_verbs("When does example.org expire? Renew it at 10:30") == ("renew",)
 

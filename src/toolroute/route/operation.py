@@ -83,6 +83,9 @@ _CLAUSE = re.compile(
     r"[.?!;:]+(?=\s|$)|[?!;\n]+|,\s*(?:and|then|but|so)?\s*|\s+(?:and then|and|then)\s+"
 )
 _SUFFIXES = ("ing", "ed", "es", "s")
+_LONGEST = 24
+"""No English verb is longer: a longer "word" opens no operation (and is never embedded or
+kept as one)."""
 _LEMMA_TABLE = "resources/lemma_lu.csv.gz"
 """lemminflect's table of English words, their parts of speech and lemmas (one
 ``word,pos,lemma[/lemma]`` a line): pyproject bounds the version whose layout this reads."""
@@ -106,7 +109,7 @@ def _clause_verb(clause: str) -> str | None:
             continue
         if word in QUESTION or word in _CLOSED or not (word.isascii() and word.isalpha()):
             return None
-        if len(word) < 2 or (word.endswith("ing") and len(word) > 5):
+        if not 2 <= len(word) <= _LONGEST or (word.endswith("ing") and len(word) > 5):
             return None
         if len(word) > 6 and word.endswith(_NOUN_ENDINGS):
             return None
