@@ -160,23 +160,29 @@ def requests_of(sets: dict[str, dict[str, Any]], names: Sequence[str]) -> Array:
     return np.vstack(parts) if parts else np.zeros((0, 1))
 
 
+def oos_gap(d: dict[str, Any], requests: Array) -> Array:
+    """``oos_gap`` of a set's rows against ``requests`` (route/abstain.py's: the mean cosine of
+    the nearest known out-of-scope requests, less ``cos1``)."""
+    from toolroute.route.abstain import _NEAREST_REQUESTS
+
+    sims = d["vec"] @ requests.T
+    k = min(_NEAREST_REQUESTS, sims.shape[1])
+    near: Array = np.sort(sims, axis=1)[:, -k:].mean(axis=1)
+    return near - d["x"][:, FEATURES.index("cos1")]
+
+
 def with_oos_gap(
     sets: dict[str, dict[str, Any]], train: Sequence[str], use: Sequence[str], own: bool = False
 ) -> dict[str, Array]:
     """Each set's feature matrix in ``use`` order; ``oos_gap`` against the training sets'
     out-of-scope requests, a training set's own left out unless ``own`` (module docstring)."""
-    from toolroute.route.abstain import _NEAREST_REQUESTS
-
     out: dict[str, Array] = {}
     cols = [FEATURES.index(f) for f in use]
     for n, d in sets.items():
         x = d["x"][:, cols].copy()
         if "oos_gap" in use:
             reqs = requests_of(sets, [t for t in train if own or t != n])
-            sims = d["vec"] @ reqs.T
-            k = min(_NEAREST_REQUESTS, sims.shape[1])
-            near = np.sort(sims, axis=1)[:, -k:].mean(axis=1)
-            x[:, list(use).index("oos_gap")] = near - d["x"][:, FEATURES.index("cos1")]
+            x[:, list(use).index("oos_gap")] = oos_gap(d, reqs)
         out[n] = x
     return out
 
@@ -467,10 +473,8 @@ def evaluate(path: Path, sets: dict[str, dict[str, Any]]) -> str:
     for n, d in sets.items():
         x = d["x"][:, [FEATURES.index(f) for f in model.features]].copy()
         if "oos_gap" in model.features and model.requests is not None:
-            sims = d["vec"] @ np.asarray(model.requests, dtype=np.float64).T
-            near = np.sort(sims, axis=1)[:, -3:].mean(axis=1)
-            col = model.features.index("oos_gap")
-            x[:, col] = near - d["x"][:, FEATURES.index("cos1")]
+            reqs = np.asarray(model.requests, dtype=np.float64)
+            x[:, model.features.index("oos_gap")] = oos_gap(d, reqs)
         p = np.array([model.probability(row) for row in x])
         kind, r5 = d["kind"], d["r5"]
         inn, short, out = kind == "in", kind == "short", np.isin(kind, OUT_KINDS)
