@@ -101,6 +101,38 @@ def test_strict_refuses_what_default_still_answers(tmp_path: Path) -> None:
         assert r.route(FAR, k=2) == []
 
 
+def test_an_answer_strict_would_refuse_goes_out_with_a_caution(
+    tmp_path: Path, catalog_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = _model(threshold=0.0)  # default never refuses, strict below p 0.2
+    with _router(tmp_path, abstain_model=model) as r:
+        notes: dict[str, Any] = {}
+        assert r.route(FAR, k=2, notes=notes)
+        verdict = notes["abstain"]
+        assert verdict.fits and verdict.doubtful and verdict.explain()["doubtful"]
+        found = GatewayCore(r, k=3).find(FAR, 3)
+        assert found["candidates"] and found["doubtful_fit"] is True
+        assert "request_capability" in found["hint"] and found["p_fits"] < 0.2
+        assert "no_tool_fits" not in found
+        # a request the top tools' words cover is answered plainly
+        notes = {}
+        assert r.route(NEAR, k=2, notes=notes) and not notes["abstain"].doubtful
+        assert "doubtful_fit" not in GatewayCore(r, k=3).find(NEAR, 3)
+    with _router(tmp_path, abstain_model=model, abstain="strict") as r:
+        notes = {}
+        assert r.route(NEAR, k=2, notes=notes) and not notes["abstain"].doubtful
+    # the CLI says it on stderr and keeps the table; --explain names it
+    import toolroute.embed.onnx
+
+    monkeypatch.setattr(toolroute.embed.onnx, "OnnxEmbedder", HashingEmbedder)
+    monkeypatch.setattr(abstain, "default_model", lambda: model)
+    base = ["route", "--catalog", str(catalog_file), "--store", str(tmp_path / "s")]
+    res = CliRunner().invoke(cli.main, [*base, FAR])
+    assert res.exit_code == 0 and "doubtful fit" in res.stderr and res.stdout
+    res = CliRunner().invoke(cli.main, [*base, FAR, "--explain"])
+    assert res.exit_code == 0 and "a doubtful fit" in res.stdout
+
+
 def test_a_model_fitted_on_another_embedder_is_not_applied(tmp_path: Path) -> None:
     with _router(tmp_path, abstain_model=_model(threshold=1.0, embedder="other/model")) as r:
         notes: dict[str, Any] = {}

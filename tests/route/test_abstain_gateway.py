@@ -1,7 +1,8 @@
 """`toolroute serve` over stdio in front of two real servers (PyPI mcp-server-time and
 mcp-server-git), with the bundled embedding model and the shipped abstention model: a need
 neither server can meet is answered "no tool fits" with the nearest servers, a need one
-serves is answered with its tools, and `abstain = "off"` in toolroute.toml ranks both."""
+serves is answered with its tools, one whose topic a server owns but whose operation it
+lacks gets the tools with a caution, and `abstain = "off"` in toolroute.toml ranks both."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from tests.conftest import TIME_MAIN, TOOLROUTE
 pytestmark = pytest.mark.integration
 
 FAR = "Order a large pepperoni pizza for delivery to my flat"
+DOUBT = "Delete the branch called old-feature"
 
 
 def _config(tmp_path: Path, abstain: str) -> Path:
@@ -64,11 +66,17 @@ def _find(config: Path, *queries: str) -> list[dict[str, Any]]:
 
 
 def test_find_tools_says_no_tool_fits_for_a_need_no_server_meets(tmp_path: Path) -> None:
-    far, near = _find(_config(tmp_path, "default"), FAR, "what time is it in Tokyo right now")
+    far, near, doubt = _find(
+        _config(tmp_path, "default"), FAR, "what time is it in Tokyo right now", DOUBT
+    )
     assert far["candidates"] == [] and far["no_tool_fits"] is True
     assert set(far["nearest_servers"]) <= {"time", "git"} and far["hint"]
     assert "time__get_current_time" in [c["name"] for c in near["candidates"]]
-    assert "no_tool_fits" not in near
+    assert "no_tool_fits" not in near and "doubtful_fit" not in near
+    # mcp-server-git lists and creates branches but deletes none: the branch tools go out,
+    # with the caution that they may not do it
+    assert doubt["candidates"][0]["name"].startswith("git__")
+    assert doubt["doubtful_fit"] is True and doubt["p_fits"] < 0.5 and doubt["hint"]
 
 
 def test_abstain_off_in_the_settings_ranks_every_need(tmp_path: Path) -> None:

@@ -177,6 +177,9 @@ def route(
         d = verdict.to_dict()
         near = ", ".join(d["nearest_servers"]) or "none"
         common.stderr.print(f"no tool fits: {d['message']} (nearest servers: {near}); {d['hint']}")
+    elif verdict is not None and verdict.doubtful and rows:
+        d = verdict.caution()
+        common.stderr.print(f"doubtful fit (p {d['p_fits']}): {d['message']}; {d['hint']}")
     if explain and verdict is not None and not as_json:
         click.echo(abstain_text(verdict.explain()))
     if as_json:

@@ -112,7 +112,13 @@ def _notes_lines(d: Mapping[str, Any]) -> list[str]:
 def abstain_text(d: Mapping[str, Any]) -> str:
     """The abstention check under ``route --explain``: p that a tool fits against the mode's
     threshold, then every signal the model read (route/abstain.py)."""
-    said = "no tool fits" if d["no_tool_fits"] else "a tool fits"
+    said = (
+        "no tool fits"
+        if d["no_tool_fits"]
+        else "a doubtful fit"
+        if d.get("doubtful")
+        else "a tool fits"
+    )
     head = (
         f"abstention ({d['mode']}): p(fits) {d['p_fits']:.3f} vs threshold "
         f"{d['threshold']:.3f}: {said}"

@@ -589,10 +589,13 @@ class GatewayCore:
 
 
 def _with_verdict(found: dict[str, Any], notes: dict[str, Any]) -> dict[str, Any]:
-    """find_tools' answer, with the "no tool fits" verdict when the router gave one."""
+    """find_tools' answer, with the "no tool fits" verdict when the router gave one, or the
+    caution of a doubtful fit beside its candidates."""
     verdict = notes.get("abstain")
     if verdict is not None and not verdict.fits and not found["candidates"]:
         found.update(verdict.to_dict())
+    elif verdict is not None and verdict.doubtful and found["candidates"]:
+        found.update(verdict.caution())
     return found
 
 

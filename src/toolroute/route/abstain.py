@@ -51,8 +51,9 @@ logistic regression in the same file format still loads):
 The model gives p, the probability that some returned tool fits; the router answers "no tool
 fits" when p falls below the threshold of the mode: ``off`` never, ``default`` at the
 threshold that cost at most a small share of in-scope recall on every training set,
-``strict`` at a higher one (more refusals, more recall lost). A request that names a tool
-(route/exact.py) is never refused.
+``strict`` at a higher one (more refusals, more recall lost). An answer between the two is
+*doubtful*: the tools go out with a caution to read them before calling one. A request that
+names a tool (route/exact.py) is never refused.
 """
 
 from __future__ import annotations
@@ -347,6 +348,9 @@ class Verdict:
     nearest_servers: tuple[str, ...]
     """The servers closest to the request: where to look if it can be rephrased."""
     signals: dict[str, float]
+    doubtful: bool = False
+    """Answered, but below the threshold of the mode that refuses most (``strict``): the
+    tools share the request's topic and may not do what it asks."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -360,10 +364,22 @@ class Verdict:
             "confidence": round(1.0 - self.probability, 3),
         }
 
+    def caution(self) -> dict[str, Any]:
+        """What an answer that is :attr:`doubtful` carries beside its tools."""
+        return {
+            "doubtful_fit": True,
+            "message": "these tools match the request's topic but may not do what it asks",
+            "hint": "read a candidate's description before calling it; if none does the "
+            "operation asked, ask for the missing capability with request_capability or "
+            "answer without a tool",
+            "p_fits": round(self.probability, 3),
+        }
+
     def explain(self) -> dict[str, Any]:
         """What ``route --explain`` shows: p, the mode's threshold and every signal."""
         return {
             "no_tool_fits": not self.fits,
+            "doubtful": self.doubtful,
             "p_fits": round(self.probability, 4),
             "threshold": round(self.threshold, 4),
             "mode": self.mode,
@@ -706,4 +722,6 @@ def decide(
     threshold = model.thresholds[mode]
     servers, _ = e.get("servers")
     nearest = tuple(ix.server_ids[s] for s in servers[:3])
-    return Verdict(p >= threshold, p, threshold, mode, nearest, sig)
+    fits = p >= threshold
+    doubtful = fits and p < max(model.thresholds.values())
+    return Verdict(fits, p, threshold, mode, nearest, sig, doubtful)
