@@ -111,6 +111,17 @@ FOUND_SCHEMA: dict[str, Any] = {
                 "required": ["name"],
             },
         },
+        "no_tool_fits": {
+            "type": "boolean",
+            "description": "True when no connected tool serves the need: see hint and "
+            "nearest_servers.",
+        },
+        "doubtful_fit": {
+            "type": "boolean",
+            "description": "True when the tools share the need's topic but may not do it: "
+            "read a candidate's description before calling it.",
+        },
+        "hint": {"type": "string", "description": "What to do next."},
         "gated_out": {
             "type": "array",
             "description": "Tools that match but cannot be called yet, and why.",
