@@ -10,7 +10,9 @@ Every client runs the same flow (benchmarks/interop_clients/flow.py): list the t
 ``find_tools`` for the weather tool, then call the tool it returned (``call_tool`` in meta;
 in bind, list again and call the bound tool by its own name), once for each server kind:
 tests/fixtures/era_server.py as a 2025-only server, a 2026-only one, and a dual-era one whose
-code asks the 2025 way or the 2026 way. A cell says ``works``, ``refused: <the gateway's
+code asks the 2025 way or the 2026 way (each started by a fork of one process that has
+imported the SDK, benchmarks/interop_clients/era_farm.py: a gateway's start no longer imports
+``mcp`` four times over). A cell says ``works``, ``refused: <the gateway's
 reason>`` or ``fails: <what went wrong>``. Clients: the official ``mcp`` SDK (auto and legacy
 mode, the project's own venv); openai-agents, pydantic-ai and fastmcp (``.toolroute/
 interop-venv``); langchain-mcp-adapters in its README pattern (``get_tools()``, then a session
@@ -41,6 +43,7 @@ from typing import Any
 
 from tests.helpers.net import free_port, wait_port
 
+from benchmarks.interop_clients.era_farm import launch_command
 from benchmarks.interop_clients.flow import CITY, EXPECTED, QUERY, candidates, refusal
 
 REPO = Path(__file__).resolve().parents[1]
@@ -50,7 +53,7 @@ NODE = NPM / ".bin" / "node"
 INSPECTOR = NPM / ".bin" / "mcp-inspector"
 VENV = REPO / ".toolroute" / "interop-venv" / "bin" / "python"
 VENV_MCP1 = REPO / ".toolroute" / "interop-venv-mcp1" / "bin" / "python"
-ERA_SERVER = REPO / "tests" / "fixtures" / "era_server.py"
+ERA_FARM = REPO / "benchmarks" / "interop_clients" / "era_farm.py"
 OUT = REPO / "docs" / "interop.md"
 OUT_JSON = REPO / "benchmarks" / "results" / "interop.json"
 RUN_TIMEOUT_S = 300
@@ -127,12 +130,13 @@ def version(spec: ClientSpec) -> str:
     return out.stdout.strip() or "?"
 
 
-def write_config(directory: Path, expose: str) -> Path:
+def write_config(directory: Path, expose: str, farm: Path) -> Path:
+    """The gateway's config: the four era servers, each forked by the farm at ``farm``."""
     directory.mkdir(parents=True, exist_ok=True)
-    servers = {
-        name: {"command": sys.executable, "args": [str(ERA_SERVER), "--era", era, "--asks", asks]}
-        for name, (era, asks, _) in SERVERS.items()
-    }
+    servers = {}
+    for name, (era, asks, _) in SERVERS.items():
+        command, *args = launch_command(farm, "--era", era, "--asks", asks)
+        servers[name] = {"command": command, "args": args}
     path = directory / "servers.json"
     path.write_text(json.dumps({"mcpServers": servers}))
     store = json.dumps(str(directory / "store"))
@@ -147,6 +151,24 @@ def gateway_command(config: Path, *extra: str) -> list[str]:
     stdio server (``env`` sets the path: clients pass a server few variables of their own)."""
     return ["env", f"PYTHONPATH={REPO / 'src'}", sys.executable, "-c", GATEWAY,
             "serve", "--config", str(config), *extra]  # fmt: skip
+
+
+@contextmanager
+def era_farm(socket_path: Path, log: Path) -> Iterator[Path]:
+    """The process that forks every era server the gateways start (era_farm.py), serving."""
+    with log.open("ab") as out:
+        proc = subprocess.Popen([sys.executable, str(ERA_FARM), str(socket_path)],
+                                stdout=out, stderr=subprocess.STDOUT)  # fmt: skip
+        try:
+            deadline = time.monotonic() + 120
+            while not socket_path.exists():
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"the era farm did not start: see {log}")
+                time.sleep(0.05)
+            yield socket_path
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
 
 
 @contextmanager
@@ -290,7 +312,8 @@ def evaluate(
     back in the matrix's order whatever order they finish in."""
     with tempfile.TemporaryDirectory(prefix="toolroute-interop-") as d, ExitStack() as stack:
         tmp = Path(d)
-        configs = {e: write_config(tmp / e, e) for e in exposes}
+        farm = stack.enter_context(era_farm(tmp / "era-farm.sock", tmp / "era-farm.log"))
+        configs = {e: write_config(tmp / e, e, farm) for e in exposes}
         with ThreadPoolExecutor(max(1, jobs)) as pool:  # index once: every gateway after reads it
             list(pool.map(_sync, configs.values()))
         targets = {
