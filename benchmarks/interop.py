@@ -168,7 +168,11 @@ def era_farm(socket_path: Path, log: Path) -> Iterator[Path]:
             yield socket_path
         finally:
             proc.terminate()
-            proc.wait(timeout=10)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()  # stopped even when it ignores the terminate
+                proc.wait()
 
 
 @contextmanager
