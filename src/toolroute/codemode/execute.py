@@ -32,7 +32,9 @@ from toolroute.codemode.limits import CodeModeLimits
 from toolroute.codemode.pages import Pages
 from toolroute.codemode.sandbox import Sandbox, ScriptEnd, jsonable, limit_message
 from toolroute.codemode.stubs import signature
+from toolroute.downstream.servers import CallContext
 from toolroute.errors import ErrorCode
+from toolroute.gateway.calls.access import ANONYMOUS
 from toolroute.gateway.core import Allowed, CallResult, GatewayCore, error_result, json_result
 from toolroute.route.preconditions import SessionState
 
@@ -115,8 +117,13 @@ class CodeMode:
         state: SessionState,
         allowed: Allowed = None,
         client: str = "",
+        *,
+        caller: CallContext | None = None,
+        identity: str = ANONYMOUS,
     ) -> types.CallToolResult:
-        """Run ``args["code"]``, or read page ``args["page"]`` of ``args["handle"]``."""
+        """Run ``args["code"]``, or read page ``args["page"]`` of ``args["handle"]``; the
+        script's tool calls are the request's own (``state`` … ``identity``: see
+        :class:`~toolroute.gateway.calls.pipeline.Call`)."""
         code, handle = args.get("code"), args.get("handle")
         if handle is not None:
             return self._read(handle, args.get("page", 0), state)
@@ -132,7 +139,16 @@ class CodeMode:
             )
             try:
                 result = await self.core.metrics.observed(
-                    params, self.core.gated_call(name, arguments, state, allowed, client)
+                    params,
+                    self.core.gated_call(
+                        name,
+                        arguments,
+                        state,
+                        allowed,
+                        client,
+                        caller=caller,
+                        identity=identity,
+                    ),
                 )
             except MCPError as e:  # a 2026-07-28 downstream's own error
                 raise RuntimeError(f"{name}: {e.error.message}") from None

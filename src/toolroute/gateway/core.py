@@ -46,7 +46,7 @@ from toolroute.errors import ErrorCode, log_failure
 from toolroute.gateway.calls import pipeline
 from toolroute.gateway.calls._checks import MAX_NAME_CHARS
 from toolroute.gateway.calls._limits import NoLimits
-from toolroute.gateway.calls.access import CallGateScope, SessionStates, gate_scope
+from toolroute.gateway.calls.access import ANONYMOUS, CallGateScope, SessionStates, gate_scope
 from toolroute.gateway.calls.pipeline import Call, json_result, refusal
 from toolroute.gateway.calls.quarantine import Held
 from toolroute.gateway.ops.status import Faults
@@ -502,11 +502,18 @@ class GatewayCore:
         state: SessionState,
         allowed: Allowed = None,
         client: str = "",
+        *,
+        caller: CallContext | None = None,
+        identity: str = ANONYMOUS,
     ) -> CallResult:
         """One tool call of a client through every step of the call path
-        (:data:`toolroute.gateway.calls.pipeline.STEPS`); ``client`` names whose usage memory a
-        completed call feeds."""
-        return await self._gated_path(Call(name, arguments, state, allowed, client))
+        (:data:`toolroute.gateway.calls.pipeline.STEPS`), as data
+        (:class:`~toolroute.gateway.calls.pipeline.Call`): ``client`` names whose usage memory
+        a completed call feeds, ``caller`` where the server's messages during it go,
+        ``identity`` whom the limits count it against."""
+        return await self._gated_path(
+            Call(name, arguments, state, allowed, client, caller, identity)
+        )
 
     def remember(self, query: str, server: str, tool: str, ok: bool, client: str) -> None:
         try:  # the usage memory must never break a call
@@ -546,11 +553,6 @@ class GatewayCore:
         forward): for a caller already checked, e.g. a test or the Python API."""
         state = self.state()
         return await self._execute_path(Call(name, arguments, state))
-
-    def caller(self) -> CallContext | None:
-        """Where the downstream server's messages about the current call go (the shell's
-        client connection); the core alone has none."""
-        return None
 
     async def bridged(
         self, server: str, tool: str, arguments: dict[str, Any], caller: CallContext | None

@@ -4,6 +4,7 @@ bound once, run down and back in that order; a check's refusal ends the path the
 from __future__ import annotations
 
 from collections.abc import Awaitable
+from types import SimpleNamespace
 from typing import Any, cast
 
 import anyio
@@ -105,3 +106,33 @@ def test_a_path_whose_last_step_hands_the_call_on_fails_loudly() -> None:
     check, _, _ = _recording([])
     with pytest.raises(RuntimeError, match="no step answered"):
         anyio.run(run, cast(Host, None), _call("time__now"), (check,))
+
+
+def test_a_calls_caller_and_identity_reach_the_limits_and_the_server_as_data() -> None:
+    seen: dict[str, Any] = {}
+    caller = SimpleNamespace(stateless=False)
+
+    class Limits:
+        async def call(self, run: Any, name: str, arguments: dict[str, Any], client: str) -> Any:
+            seen["limited as"] = client
+            return await run(name, arguments)
+
+    async def call_tool(tool: str, arguments: Any, timeout: float, caller: Any) -> Any:
+        seen["caller"] = caller
+        return _result("done"), 0.1
+
+    async def bridged(*args: Any) -> None:
+        return None
+
+    host = SimpleNamespace(
+        limits=Limits(),
+        pool={"time": SimpleNamespace(call_tool=call_tool)},
+        bridged=bridged,
+        call_timeout_s=5.0,
+        record=lambda outcome: seen.setdefault("recorded", outcome),
+    )
+    call = Call("time__now", {}, SessionState(), caller=caller, identity="token:ci")
+    result = anyio.run(run, cast(Host, host), call, (pipeline.limits, pipeline.forward))
+    assert _text(result) == "done"
+    assert seen["limited as"] == "token:ci" and seen["caller"] is caller
+    assert seen["recorded"].success

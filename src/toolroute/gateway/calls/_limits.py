@@ -38,8 +38,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from mcp import types
 
-from toolroute.gateway.calls.access import client_identity
-from toolroute.gateway.shell._relay import current_caller
+from toolroute.gateway.calls.access import ANONYMOUS
 from toolroute.policy import Limit, LimitSettings, TokenBucket, refill, wait_for_token
 
 if TYPE_CHECKING:
@@ -132,6 +131,7 @@ class NoLimits:
         run: Callable[[str, dict[str, Any]], Awaitable[T]],
         name: str,
         arguments: dict[str, Any],
+        client: str = ANONYMOUS,
     ) -> T:
         return await run(name, arguments)
 
@@ -160,10 +160,11 @@ class Limits(NoLimits):
         run: Callable[[str, dict[str, Any]], Awaitable[T]],
         name: str,
         arguments: dict[str, Any],
+        client: str = ANONYMOUS,
     ) -> T:
-        """``run(name, arguments)`` if ``name``'s caller is within its limits, else the
-        refusal (an ``isError`` result)."""
-        client = _client_of_request()
+        """``run(name, arguments)`` if ``client`` (who made the call:
+        :func:`~toolroute.gateway.calls.access.client_identity`) is within its limits, else
+        the refusal (an ``isError`` result)."""
         mine = self.settings.for_client(client.partition(":")[2] or client)
         per_tool = self.settings.tools.get(name)
         refused = self._check_concurrency(client, name, mine, per_tool) or self._check_rate(
@@ -283,11 +284,6 @@ class Limits(NoLimits):
         tool = self.gateway.presenter.tools_by_name.get(name)
         price = getattr(tool, "price", None)
         return float(price) if price else 0.0
-
-
-def _client_of_request() -> str:
-    caller = current_caller()
-    return client_identity(caller.ctx) if caller is not None else "anonymous"
 
 
 def _whose(scope: str, name: str) -> str:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import difflib
 import json
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 import mcp.types as types
@@ -38,6 +38,7 @@ from toolroute.downstream.servers import CallContext, DownstreamError, Downstrea
 from toolroute.errors import ErrorCode, error_payload
 from toolroute.gateway.calls._checks import MAX_NAME_CHARS, check_arguments
 from toolroute.gateway.calls._schema import check_call
+from toolroute.gateway.calls.access import ANONYMOUS
 from toolroute.learn.memory import learn_from_call
 from toolroute.route.preconditions import SessionState
 from toolroute.stats import Outcome
@@ -80,6 +81,12 @@ class Call:
     """The caller's allow-list (None: every tool)."""
     client: str = ""
     """Whose usage memory the call feeds (the token's client id; "" without tokens)."""
+    caller: CallContext | None = None
+    """Where the server's progress, logs and requests during the call go (the shell's client
+    request; None: nowhere, e.g. the Python API)."""
+    identity: str = ANONYMOUS
+    """Whom ``[limits]`` count the call against
+    (:func:`~toolroute.gateway.calls.access.client_identity`)."""
     server: str = field(init=False, repr=False, compare=False)
     """The server part of :attr:`name`."""
     tool: str = field(init=False, repr=False, compare=False)
@@ -104,6 +111,7 @@ class _Limits(Protocol):
         run: Callable[[str, dict[str, Any]], Awaitable[CallResult]],
         name: str,
         arguments: dict[str, Any],
+        client: str = ...,
     ) -> CallResult: ...
 
 
@@ -129,7 +137,6 @@ class Host(Protocol):
     ) -> types.CallToolResult: ...
     def blocked(self, name: str, server: str, state: SessionState) -> str | None: ...
     def remember(self, query: str, server: str, tool: str, ok: bool, client: str) -> None: ...
-    def caller(self) -> CallContext | None: ...
     async def bridged(
         self, server: str, tool: str, arguments: dict[str, Any], caller: CallContext | None
     ) -> CallResult | None: ...
@@ -241,9 +248,10 @@ async def learn(host: Host, call: Call, next: Next) -> CallResult:
 async def limits(host: Host, call: Call, next: Next) -> CallResult:
     """The client's ``[limits]``: concurrency, rate and USD budget (a refusal is no call)."""
     return await host.limits.call(
-        lambda name, args: next(Call(name, args, call.state, call.allowed, call.client)),
+        lambda name, args: next(replace(call, name=name, arguments=args)),
         call.name,
         call.arguments,
+        call.identity,
     )
 
 
@@ -284,8 +292,7 @@ async def forward(host: Host, call: Call, next: Next) -> CallResult:
     """The call downstream with a deadline — or through the shell's bridge — and its
     outcome recorded before the answer goes out. An input-required answer (the server needs
     the caller's answers first) goes back as it is and is not an outcome yet."""
-    server, tool = call.server, call.tool
-    caller = host.caller()
+    server, tool, caller = call.server, call.tool, call.caller
     bridged = await host.bridged(server, tool, call.arguments, caller)
     if bridged is not None:
         return bridged

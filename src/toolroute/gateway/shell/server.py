@@ -67,7 +67,7 @@ from toolroute.gateway.core import (
 from toolroute.gateway.ops.status import snapshot, store_failed
 from toolroute.gateway.shell._continuation import STATE_PREFIX, Continuations, InvalidState
 from toolroute.gateway.shell._passthrough import PassThrough
-from toolroute.gateway.shell._relay import Caller, Relay, current_caller
+from toolroute.gateway.shell._relay import Caller, Relay
 from toolroute.present.events import EventSink
 from toolroute.present.presenter import Presenter
 from toolroute.route.llm_stages import subtask_text
@@ -230,6 +230,11 @@ class _Request:
     state: SessionState
     allowed: Allowed
     client: str
+    """The token's client id ("" without tokens): whose usage memory its calls feed."""
+    caller: Caller
+    """Where the servers' messages during its calls go: back to this request's client."""
+    identity: str
+    """Whom ``[limits]`` count its calls against (:func:`client_identity`)."""
 
 
 def _invalid(message: str) -> types.CallToolResult:
@@ -242,7 +247,14 @@ class CodeModeHook(Protocol):
     tool: types.Tool
 
     async def execute(
-        self, args: Mapping[str, Any], state: SessionState, allowed: Allowed, client: str
+        self,
+        args: Mapping[str, Any],
+        state: SessionState,
+        allowed: Allowed,
+        client: str,
+        *,
+        caller: CallContext | None,
+        identity: str,
     ) -> types.CallToolResult: ...
 
     def paged(self, result: types.CallToolResult, state: SessionState) -> types.CallToolResult: ...
@@ -442,13 +454,10 @@ class Gateway(GatewayCore):
     async def _call_tool(self, ctx: Request, params: types.CallToolRequestParams) -> CallResult:
         if self.warmup is not None:
             await self.warmup.wait()
-        # the call's progress, logs and sampling come back to this client; a 2026-07-28
-        # retry's answers and requestState go down with it
-        async with self.relay.serving(ctx, params):
-            try:
-                return await self.metrics.observed(params, self._dispatch(ctx, params))
-            except (sqlite3.Error, StoreError, OSError) as e:  # the gateway's own disk/store
-                return json_result(store_failed(self.faults, e), error=True)
+        try:
+            return await self.metrics.observed(params, self._dispatch(ctx, params))
+        except (sqlite3.Error, StoreError, OSError) as e:  # the gateway's own disk/store
+            return json_result(store_failed(self.faults, e), error=True)
 
     async def _dispatch(self, ctx: Request, params: types.CallToolRequestParams) -> CallResult:
         """A passed-through tool, a meta-tool, or a bound tool, in that order."""
@@ -458,6 +467,10 @@ class Gateway(GatewayCore):
             self.sessions.for_request(ctx),
             self.allowed_for(ctx),
             authenticated_client(ctx) or "",
+            # the call's progress, logs and sampling come back to this client; a 2026-07-28
+            # retry's answers and requestState go down with it
+            self.relay.caller(ctx, params),
+            client_identity(ctx),
         )
         if self.expose == "all":
             name = await self.passthrough.resolve(params.name)
@@ -475,7 +488,15 @@ class Gateway(GatewayCore):
         )
 
     async def _gated(self, r: _Request, name: str, arguments: dict[str, Any]) -> CallResult:
-        return await self.gated_call(name, arguments, r.state, r.allowed, client=r.client)
+        return await self.gated_call(
+            name,
+            arguments,
+            r.state,
+            r.allowed,
+            client=r.client,
+            caller=r.caller,
+            identity=r.identity,
+        )
 
     async def _find_tools(self, r: _Request) -> CallResult:
         problem = check_find_args(r.args)
@@ -536,7 +557,9 @@ class Gateway(GatewayCore):
     async def _execute(self, r: _Request) -> CallResult:
         if self.code_mode is None:  # [toolroute] code_mode is off
             return error_result(ErrorCode.UNKNOWN_TOOL, "execute needs code_mode = true")
-        return await self.code_mode.execute(r.args, r.state, r.allowed, r.client)
+        return await self.code_mode.execute(
+            r.args, r.state, r.allowed, r.client, caller=r.caller, identity=r.identity
+        )
 
     async def _set_milestone(self, r: _Request) -> CallResult:
         milestone = r.args.get("name")
@@ -618,10 +641,6 @@ class Gateway(GatewayCore):
             self._listeners -= 1
 
     # -- the transport's part of the call path (GatewayCore's hooks) -------------------------
-
-    def caller(self) -> CallContext | None:
-        """The client connection the current call came on (set by ``relay.serving``)."""
-        return current_caller()
 
     async def bridged(
         self, server: str, tool: str, arguments: dict[str, Any], caller: CallContext | None
