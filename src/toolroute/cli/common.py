@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import click
 
-from toolroute.errors import ToolrouteError
+from toolroute.errors import ConfigError, ToolrouteError
+from toolroute.route.strategy import load_plugin
+from toolroute.store import parse_store_target
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -130,8 +132,6 @@ synced_option = click.option(
 
 def _store_target(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
     """A ``postgresql://`` URL stays a URL (never a directory named ``postgresql:``)."""
-    from toolroute.store import parse_store_target
-
     if value is None:
         return None
     try:
@@ -179,9 +179,6 @@ questions_option = click.option(
 
 
 def _load_plugins(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> None:
-    from toolroute.errors import ConfigError
-    from toolroute.route.strategy import load_plugin
-
     for spec in value:
         try:
             load_plugin(spec)

@@ -25,6 +25,7 @@ from toolroute.cli.common import (
     store_option,
     synced_option,
 )
+from toolroute.cli.options import abstain_option, k_option, strategy_option
 from toolroute.errors import ConfigError
 from toolroute.extra import require
 
@@ -65,13 +66,7 @@ from toolroute.extra import require
     help="Requests no tool serves (JSON lines, `query` and an empty `relevant`): each "
     "strategy's FP rate, the share still answered with a tool, is reported beside recall.",
 )
-@click.option(
-    "--abstain",
-    type=click.Choice(["off", "default", "strict"]),
-    default="default",
-    show_default=True,
-    help="When the default strategy answers 'no tool fits' instead of ranking.",
-)
+@abstain_option
 @local_llm_option
 @json_option
 @_friendly
@@ -342,16 +337,8 @@ def simulate(
 @store_option
 @documents_option
 @plugin_option
-@click.option(
-    "--strategy",
-    "-s",
-    default="default",
-    show_default=True,
-    help="Strategy whose scores are gated.",
-)
-@click.option(
-    "-k", "k", type=click.IntRange(min=1), default=5, show_default=True, help="Top-k of the gate."
-)
+@strategy_option
+@k_option
 @click.option(
     "--write",
     "write",
