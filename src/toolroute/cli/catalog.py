@@ -89,9 +89,9 @@ def index(
 @click.option(
     "--explain",
     is_flag=True,
-    help="Show what decided each candidate, one block per tool (EHRR: similarity, costs, "
-    "posted price, accept, utility; other strategies: dense, BM25, server and best "
-    "sub-intent scores). With --json: an `explain` object per candidate.",
+    help="Show what decided each candidate, one block per tool (the ehrr strategy: "
+    "similarity, costs, posted price, accept, utility; the others: dense, BM25, server and "
+    "best sub-intent scores). With --json: an `explain` object per candidate.",
 )
 @click.option(
     "--server",

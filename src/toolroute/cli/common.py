@@ -154,7 +154,8 @@ documents_option = click.option(
     "--documents",
     default="toolroute",
     show_default=True,
-    help="Tool-document preset: toolroute, concat, var-1, var-2 (ScaleMCP's TDWA).",
+    help="How each tool is written into the index: toolroute (its text, server, name and "
+    "synthetic questions, weighted) or concat (one plain text); further presets serve studies.",
 )
 queries_option = click.option(
     "--queries",
@@ -193,8 +194,8 @@ plugin_option = click.option(
     callback=_load_plugins,
     expose_value=False,
     metavar="MODULE|FILE.py",
-    help="Load more strategies from a module with a register_strategies() function, e.g. "
-    "the benchmarks' research variants: --plugin benchmarks/variants.py. Repeatable.",
+    help="Load more strategies from a module or Python file with a register_strategies() "
+    "function (research variants, your own). Repeatable.",
 )
 
 local_llm_option = click.option(
