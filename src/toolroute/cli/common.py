@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import click
 
-from toolroute.errors import ToolrouteError
+from toolroute.errors import ConfigError, ToolrouteError
+from toolroute.route.strategy import load_plugin
+from toolroute.store import parse_store_target
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -130,8 +132,6 @@ synced_option = click.option(
 
 def _store_target(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
     """A ``postgresql://`` URL stays a URL (never a directory named ``postgresql:``)."""
-    from toolroute.store import parse_store_target
-
     if value is None:
         return None
     try:
@@ -154,7 +154,8 @@ documents_option = click.option(
     "--documents",
     default="toolroute",
     show_default=True,
-    help="Tool-document preset: toolroute, concat, var-1, var-2 (ScaleMCP's TDWA).",
+    help="How each tool is written into the index: toolroute (its text, server, name and "
+    "synthetic questions, weighted) or concat (one plain text); further presets serve studies.",
 )
 queries_option = click.option(
     "--queries",
@@ -179,9 +180,6 @@ questions_option = click.option(
 
 
 def _load_plugins(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> None:
-    from toolroute.errors import ConfigError
-    from toolroute.route.strategy import load_plugin
-
     for spec in value:
         try:
             load_plugin(spec)
@@ -196,8 +194,8 @@ plugin_option = click.option(
     callback=_load_plugins,
     expose_value=False,
     metavar="MODULE|FILE.py",
-    help="Load more strategies from a module with a register_strategies() function, e.g. "
-    "the benchmarks' research variants: --plugin benchmarks/variants.py. Repeatable.",
+    help="Load more strategies from a module or Python file with a register_strategies() "
+    "function (research variants, your own). Repeatable.",
 )
 
 local_llm_option = click.option(

@@ -2,7 +2,8 @@
 
 One core for every shell over it — the MCP server (:class:`toolroute.gateway.shell.server.Gateway`,
 both protocol eras, stdio and HTTP) and the Python
-:class:`toolroute.gateway.attention.ToolAttention` — following the gate of *Tool Attention*:
+:class:`toolroute.papers.tool_attention.agent_loop.ToolAttention` — following the gate of
+*Tool Attention*:
 
 - :meth:`GatewayCore.find` ranks ``route_depth(k)`` candidates (in a worker thread with
   :meth:`~GatewayCore.find_async`), drops those outside the client's allow-list and those whose
