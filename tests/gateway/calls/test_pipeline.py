@@ -121,13 +121,10 @@ def test_a_calls_caller_and_identity_reach_the_limits_and_the_server_as_data() -
         seen["caller"] = caller
         return _result("done"), 0.1
 
-    async def bridged(*args: Any) -> None:
-        return None
-
     host = SimpleNamespace(
         limits=Limits(),
         pool={"time": SimpleNamespace(call_tool=call_tool)},
-        bridged=bridged,
+        bridge=None,
         call_timeout_s=5.0,
         record=lambda outcome: seen.setdefault("recorded", outcome),
     )
@@ -136,3 +133,32 @@ def test_a_calls_caller_and_identity_reach_the_limits_and_the_server_as_data() -
     assert _text(result) == "done"
     assert seen["limited as"] == "token:ci" and seen["caller"] is caller
     assert seen["recorded"].success
+
+
+def test_forward_takes_the_bridge_when_it_answers_and_records_only_a_result() -> None:
+    recorded: list[Any] = []
+    asked = types.InputRequiredResult(input_requests={}, request_state="s")
+
+    class Bridge:
+        async def call(self, server: str, tool: str, *rest: Any) -> Any:
+            if tool == "direct":
+                return None  # not a call it takes: the pool's
+            return (asked, 0.0) if tool == "asks" else (_result("bridged"), 0.2)
+
+    async def call_tool(tool: str, *rest: Any, caller: Any) -> Any:
+        return _result("pool"), 0.1
+
+    host = SimpleNamespace(
+        pool={"s": SimpleNamespace(call_tool=call_tool)},
+        bridge=Bridge(),
+        call_timeout_s=5.0,
+        record=recorded.append,
+    )
+
+    async def main() -> list[Any]:
+        path = bind(cast(Host, host), (pipeline.forward,))
+        return [await path(_call(f"s__{tool}")) for tool in ("bridged", "direct", "asks")]
+
+    bridged, direct, asks = anyio.run(main)
+    assert (_text(bridged), _text(direct), asks) == ("bridged", "pool", asked)
+    assert [(o.tool, o.latency_s) for o in recorded] == [("bridged", 0.2), ("direct", 0.1)]

@@ -46,7 +46,7 @@ from mcp.server.subscriptions import (
 from mcp.shared.exceptions import MCPError
 
 from toolroute.catalog.name import qualified_name
-from toolroute.downstream.servers import CallContext, DownstreamError, DownstreamPool
+from toolroute.downstream.servers import CallContext, DownstreamPool
 from toolroute.errors import ErrorCode, StoreError
 from toolroute.gateway.calls._checks import check_find_args, coerce_arguments, coerce_k
 from toolroute.gateway.calls.access import (
@@ -65,7 +65,7 @@ from toolroute.gateway.core import (
     json_result,
 )
 from toolroute.gateway.ops.status import snapshot, store_failed
-from toolroute.gateway.shell._continuation import STATE_PREFIX, Continuations, InvalidState
+from toolroute.gateway.shell._continuation import Continuations, EraBridge
 from toolroute.gateway.shell._passthrough import PassThrough
 from toolroute.gateway.shell._relay import Caller, Relay
 from toolroute.present.events import EventSink
@@ -327,6 +327,7 @@ class Gateway(GatewayCore):
         on_outcome: Callable[[Outcome], None] | None = None,
         request_spans: bool = True,
     ) -> None:
+        continuations = Continuations(wait_s=call_timeout_s)
         super().__init__(
             router,
             pool,
@@ -342,7 +343,11 @@ class Gateway(GatewayCore):
             milestones=milestones,
             events=events,
             on_outcome=on_outcome,
+            # 2025 servers' requests during a call, bridged to 2026-07-28 clients (runs while
+            # ``continuations.serving()`` is entered: ``toolroute serve`` enters it)
+            bridge=EraBridge(continuations, pool),
         )
+        self.continuations = continuations
         self.clients = dict(clients or {})
         """Authenticated HTTP clients by id, with their allow-lists (:mod:`.access`)."""
         self.bound: dict[str, types.Tool] = {}
@@ -381,11 +386,8 @@ class Gateway(GatewayCore):
             self.server.middleware = [
                 m for m in self.server.middleware if not isinstance(m, OpenTelemetryMiddleware)
             ]
-        self.continuations = Continuations(wait_s=call_timeout_s)
         self.http_guard: HttpGuard | None = None
         """The HTTP front door when served over HTTP: a reload swaps its tokens and lists."""
-        """2025 servers' requests during a call, bridged to 2026-07-28 clients (runs while
-        ``continuations.serving()`` is entered: ``toolroute serve`` enters it)."""
         self.passthrough = PassThrough(pool, lambda: self.quarantined)  # held: not listed
         relisted = self.passthrough.invalidate if expose == "all" else None
         self.relay = Relay(  # resources, prompts, ... and the toolroute://status resource
@@ -639,49 +641,3 @@ class Gateway(GatewayCore):
             return await ListenHandler(_Buses(self.bus, bus))(ctx, params)
         finally:
             self._listeners -= 1
-
-    # -- the transport's part of the call path (GatewayCore's hooks) -------------------------
-
-    async def bridged(
-        self, server: str, tool: str, arguments: dict[str, Any], caller: CallContext | None
-    ) -> CallResult | None:
-        """A 2026-07-28 client's call to a 2025 server, or the retry of one
-        (:mod:`.continuation`); None for any other call."""
-        if not isinstance(caller, Caller) or not caller.stateless:
-            return None
-        resuming = (caller.request_state or "").startswith(STATE_PREFIX)
-        if not (resuming or self._bridges(server)):
-            return None
-        client = client_identity(caller.ctx)
-        try:
-            if resuming:
-                out = await self.continuations.resume(
-                    client, caller.request_state or "", caller.input_responses
-                )
-            else:
-                out = await self.continuations.start(
-                    client,
-                    caller.capabilities,
-                    lambda bridge: self.pool[server].call_tool(
-                        tool, arguments, self.call_timeout_s, caller=bridge
-                    ),
-                )
-        except InvalidState as e:
-            raise MCPError(code=types.INVALID_PARAMS, message=str(e)) from None
-        if isinstance(out, types.InputRequiredResult):
-            return out
-        name = qualified_name(server, tool)
-        if isinstance(out.error, DownstreamError):
-            return self.failed(out.error, name, stateless=True)
-        if out.error is not None:
-            return self.failed(
-                DownstreamError(server, tool, "timeout", str(out.error)), name, stateless=True
-            )
-        result, latency = out.result
-        self.record(Outcome(server, tool, success=not result.is_error, latency_s=latency))
-        return result  # type: ignore[no-any-return]
-
-    def _bridges(self, server: str) -> bool:
-        """Whether a 2026-07-28 caller's call to ``server`` runs bridged: the server speaks
-        2025-11-25, so it asks for input by request, and the bridge can run."""
-        return self.continuations.running and not self.pool[server].stateless
