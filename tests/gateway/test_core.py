@@ -26,11 +26,14 @@ from toolroute.catalog.name import SEPARATOR, qualified_name, split_name
 from toolroute.config import GatewayConfig
 from toolroute.downstream.inprocess import MemorySpec, memory_specs
 from toolroute.errors import ErrorCode, error_payload
+from toolroute.gateway.calls._limits import Limits
 from toolroute.gateway.core import MAX_CAPABILITY_REQUESTS, GatewayCore, route_depth
+from toolroute.gateway.ops._metrics import GatewayMetrics
 from toolroute.gateway.ops.app import make_gateway, running_pool, sync_router
 from toolroute.gateway.shell.server import Gateway
 from toolroute.learn.estimate import PRIOR_SUCCESS
 from toolroute.papers.tool_attention.agent_loop import ToolAttention
+from toolroute.policy import Limit, LimitSettings
 from toolroute.present.presenter import PresentConfig
 from toolroute.route.preconditions import Preconditions, SessionState
 from toolroute.router import Router
@@ -171,6 +174,24 @@ def test_find_then_call_runs_an_in_memory_server_and_records_the_outcome(
             assert r.structured_content["error"] == "invalid_arguments"
             assert gw.router.store.outcome_count() == 1  # executed calls, not refused ones
             assert gw.router.stats.tool(("time", "get_current_time")).calls == 1
+
+    anyio.run(main)
+
+
+def test_a_gateway_holds_calls_to_its_limits_and_counts_them_from_construction(
+    tmp_path: Path,
+) -> None:
+    limits = LimitSettings(Limit(calls_per_minute=1, burst=1))
+    cfg = _config(tmp_path, call_gate="off", limits=limits, metrics=True)
+
+    async def main() -> None:
+        async with _gateway(cfg) as gw, Client(gw.server, raise_exceptions=True) as c:
+            assert isinstance(gw.limits, Limits) and isinstance(gw.metrics, GatewayMetrics)
+            with anyio.fail_after(5):
+                assert not (await c.call_tool("call_tool", TOKYO)).is_error
+                r = await c.call_tool("call_tool", TOKYO)
+            assert r.structured_content["error"] == "limit_exceeded"
+            assert b'toolroute_limit_refusals_total{limit="rate"} 1.0' in gw.metrics.exposition()
 
     anyio.run(main)
 

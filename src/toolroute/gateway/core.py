@@ -33,7 +33,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 import anyio
 import mcp.types as types
@@ -45,7 +45,7 @@ from toolroute.downstream.servers import CallContext, DownstreamPool
 from toolroute.errors import ErrorCode
 from toolroute.gateway.calls import pipeline
 from toolroute.gateway.calls._checks import MAX_NAME_CHARS
-from toolroute.gateway.calls._limits import NoLimits
+from toolroute.gateway.calls._limits import Limits, NoLimits
 from toolroute.gateway.calls.access import (
     ANONYMOUS,
     CallGate,
@@ -57,6 +57,7 @@ from toolroute.gateway.calls.pipeline import Call, json_result, refusal
 from toolroute.gateway.calls.quarantine import Held
 from toolroute.gateway.ops.status import Faults
 from toolroute.learn.memory import shown_keys
+from toolroute.policy import LimitSettings
 from toolroute.present.events import EventSink, RoutingEvent, query_hash
 from toolroute.present.presenter import Presentation, PresentConfig, Presenter
 from toolroute.route.preconditions import Preconditions, SessionState, blocked_by, preconditions_for
@@ -70,6 +71,8 @@ __all__ = [
     "Allowed",
     "CallResult",
     "GatewayCore",
+    "Metrics",
+    "NoMetrics",
     "Shortlist",
     "error_result",
     "json_result",
@@ -103,6 +106,17 @@ def error_result(
 
 
 T = TypeVar("T")
+
+
+class Metrics(Protocol):
+    """What counts the gateway's calls and times its store
+    (:class:`toolroute.gateway.ops._metrics.GatewayMetrics`)."""
+
+    enabled: bool
+
+    async def observed(self, params: types.CallToolRequestParams, call: Awaitable[T]) -> T: ...
+
+    def store(self, operation: str) -> AbstractContextManager[None]: ...
 
 
 class NoMetrics:
@@ -168,7 +182,11 @@ class GatewayCore:
         on_outcome: Callable[[Outcome], None] | None = None,
         audit: bool = True,
         bridge: pipeline.Bridge | None = None,
+        metrics: Metrics | None = None,
+        limits: LimitSettings | None = None,
     ) -> None:
+        """``metrics``: what counts calls and times the store (None: nothing counted);
+        ``limits``: the ``[limits]`` each client's calls are held to (None: none)."""
         self.router = router
         self.pool = pool if pool is not None else DownstreamPool({})
         self.k = k
@@ -191,8 +209,10 @@ class GatewayCore:
         """What the gateway cannot write now (store, events log, status file): in status()."""
         self._on_outcome = on_outcome
         self._route_limiter = anyio.CapacityLimiter(ROUTE_THREADS)
-        self.metrics = NoMetrics()  # /metrics and [limits]: make_gateway sets them (app.py)
-        self.limits = NoLimits()
+        self.metrics: Metrics = metrics if metrics is not None else NoMetrics()
+        self.limits = (
+            Limits(limits, self) if limits is not None and not limits.empty else NoLimits()
+        )
         self.bridge = bridge
         """Another way downstream for some calls (the shell's, between protocol eras)."""
         self.sessions = SessionStates(

@@ -32,7 +32,7 @@ from toolroute.downstream.servers import Downstream, DownstreamPool, ListedServe
 from toolroute.downstream.sync import Listings, ServerStatus, catalog_from_listing, list_all
 from toolroute.errors import ConfigError
 from toolroute.gateway.calls.quarantine import Held, Quarantine, revision
-from toolroute.gateway.ops._metrics import attach_metrics_and_limits
+from toolroute.gateway.ops._metrics import GatewayMetrics
 from toolroute.gateway.ops.follow import StoreWatch, follow_store
 from toolroute.gateway.ops.status import snapshot, write_status
 from toolroute.heap import freeze_heap, trim_heap
@@ -475,8 +475,9 @@ def make_gateway(config: GatewayConfig, router: Router, pool: DownstreamPool) ->
             *([OtelExporter()] if config.otel else []),
         ],
         request_spans=config.otel,
+        metrics=GatewayMetrics if config.metrics else None,  # gateway/ops/_metrics.py
+        limits=config.limits,  # gateway/calls/_limits.py
     )
-    attach_metrics_and_limits(gateway, config)  # gateway/ops/_metrics.py, gateway/calls/_limits.py
     describe_find_tools(gateway)
     if config.code_mode is not None:  # the sandbox is imported only where code mode is on
         from toolroute.codemode.execute import install as install_code_mode

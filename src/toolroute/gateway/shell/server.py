@@ -61,6 +61,7 @@ from toolroute.gateway.core import (
     Allowed,
     CallResult,
     GatewayCore,
+    Metrics,
     error_result,
     json_result,
 )
@@ -68,6 +69,7 @@ from toolroute.gateway.ops.status import snapshot, store_failed
 from toolroute.gateway.shell._continuation import Continuations, EraBridge
 from toolroute.gateway.shell._passthrough import PassThrough
 from toolroute.gateway.shell._relay import Caller, Relay
+from toolroute.policy import LimitSettings
 from toolroute.present.events import EventSink
 from toolroute.present.presenter import Presenter
 from toolroute.route.llm_stages import subtask_text
@@ -326,7 +328,11 @@ class Gateway(GatewayCore):
         events: Sequence[EventSink] = (),
         on_outcome: Callable[[Outcome], None] | None = None,
         request_spans: bool = True,
+        metrics: Callable[[Gateway], Metrics] | None = None,
+        limits: LimitSettings | None = None,
     ) -> None:
+        """``metrics``: makes what counts this gateway's calls (it keeps the gateway, to read
+        at scrape time; None: nothing counted); ``limits``: ``[limits]`` (None: none)."""
         continuations = Continuations(wait_s=call_timeout_s)
         super().__init__(
             router,
@@ -346,6 +352,8 @@ class Gateway(GatewayCore):
             # 2025 servers' requests during a call, bridged to 2026-07-28 clients (runs while
             # ``continuations.serving()`` is entered: ``toolroute serve`` enters it)
             bridge=EraBridge(continuations, pool),
+            metrics=metrics(self) if metrics is not None else None,
+            limits=limits,
         )
         self.continuations = continuations
         self.clients = dict(clients or {})
