@@ -41,6 +41,27 @@ def test_a_garbage_line_on_the_pipe_is_contained_and_calls_go_on(tmp_path: Path)
         _stop(proc)
 
 
+def test_a_response_to_no_request_is_dropped_and_logged_never_echoed(tmp_path: Path) -> None:
+    """Echoing it would make two such peers bounce one message back and forth for ever."""
+    proc = _serve(_config(tmp_path), subprocess.PIPE)
+    assert proc.stdin is not None
+    try:
+        stray_error = {"jsonrpc": "2.0", "id": 4242, "error": {"code": -32000, "message": "x"}}
+        stray_result = {"jsonrpc": "2.0", "id": 4243, "result": {}}
+        ping = {"jsonrpc": "2.0", "id": 7, "method": "ping"}
+        proc.stdin.write(_lines(*HELLO, stray_error, stray_result, ping))
+        proc.stdin.flush()
+        answers = _read_until(proc, 7, 180)  # in order: the strays came before the ping
+        assert set(answers) == {1, 7} and answers[7]["result"] == {}
+        proc.stdin.close()
+        assert proc.wait(timeout=30) == 0
+        log = tmp_path.joinpath("serve.err").read_text()
+        assert "dropped a response (error) from the client whose id 4242" in log
+        assert "dropped a response (result) from the client whose id 4243" in log
+    finally:
+        _stop(proc)
+
+
 def test_stdin_from_a_regular_file_falls_back_to_the_sdk_transport_and_answers_all_before_exit(
     tmp_path: Path,
 ) -> None:
