@@ -38,7 +38,9 @@ __all__ = [
     "meta_writes",
     "note_meta_write",
     "parse_store_target",
+    "open_private",
     "private_dir",
+    "private_tree",
     "redact_url",
 ]
 
@@ -116,6 +118,22 @@ def private_dir(path: Path) -> None:
     for p in reversed(missing):
         with suppress(FileExistsError):  # made meanwhile by another process
             p.mkdir(mode=0o700)
+
+
+def private_tree(root: Path) -> None:
+    """Give ``root`` and everything under it owner-only modes (folders 0700, files 0600),
+    whatever the umask they were written under: a folder built aside (a snapshot, derived
+    arrays) gets them before it is renamed into the store, so it is never readable by others."""
+    for folder, _, files in os.walk(root):
+        os.chmod(folder, 0o700)
+        for name in files:
+            os.chmod(os.path.join(folder, name), 0o600)
+
+
+def open_private(path: Path, flags: int) -> int:
+    """``os.open`` of ``path``, created with mode 0600 when missing whatever the umask (a
+    file that exists keeps the mode its owner gave it)."""
+    return os.open(path, flags | os.O_CREAT, 0o600)
 
 
 def default_store_dir() -> Path:
