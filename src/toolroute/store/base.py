@@ -31,6 +31,7 @@ __all__ = [
     "SyncReport",
     "OWNER_KEY",
     "catalog_digest",
+    "config_key",
     "config_store_dir",
     "default_store_dir",
     "default_store_target",
@@ -97,6 +98,17 @@ def default_store_target() -> StoreTarget:
     """``TOOLROUTE_STORE`` (a directory or a URL), else the per-user data dir."""
     env = os.environ.get("TOOLROUTE_STORE")
     return parse_store_target(env) if env else default_store_dir()
+
+
+def config_key(config_path: Path) -> Path:
+    """The path a config is known by: its folder's real path (``..``, symlinked folders and
+    the working directory resolved) and its file name as given, so every way of reaching one
+    file names one config, while a config file that is itself a symlink swapped to a new
+    target stays the same config."""
+    path = Path(config_path).expanduser()
+    if path.name in ("", ".", ".."):
+        return Path(os.path.realpath(path))
+    return Path(os.path.realpath(path.parent)) / path.name
 
 
 def config_store_dir(root: Path, config_path: Path) -> Path:
