@@ -24,9 +24,13 @@ through the same callbacks a handshake-era server's requests take, and retries.
 
 What a server sends back while a call is in flight (progress, log messages, sampling and
 elicitation requests) goes to the :class:`CallContext` of that call: the gateway passes one per
-call. The wire does not say which call a server-to-client request belongs to (stdio has no
-related-request id), so it goes to the newest call in flight on that server; the other
-notifications (list changes, resource updates, logs outside any call) go to ``on_notification``.
+call. Where the request can be tied to its call it goes to that call's caller: a 2026-07-28
+server's input-required result answers one call, and over streamable HTTP a request comes on
+the stream of the call it belongs to (both are handled in the calling task, which knows its
+caller). Otherwise (a handshake-era server over stdio, whose requests name no call) it goes to
+the newest call in flight of the only owner with calls in flight, and is refused when several
+owners have calls in flight, since it could reach the wrong client. The other notifications
+(list changes, resource updates, logs outside any call) go to ``on_notification``.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import AsyncExitStack, contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -122,8 +127,9 @@ class CallContext(Protocol):
     request_state: str | None
     """The answers and the opaque state of a retried 2026-07-28 request (else None)."""
     owner: object
-    """Who made the call (one client connection, or one client): a server's request or log
-    during calls of several owners cannot be told apart, so it goes to none of them."""
+    """Who made the call (one client connection; one client for a token's sessions or a
+    2026-07-28 caller): a server's request or log during calls of several owners that names
+    no call cannot be told apart, so it goes to none of them."""
 
     async def progress(self, progress: float, total: float | None, message: str | None) -> None: ...
 
@@ -138,6 +144,12 @@ class CallContext(Protocol):
     ) -> types.ElicitResult | types.ErrorData: ...
 
     async def roots(self) -> types.ListRootsResult | types.ErrorData: ...
+
+
+_calling: ContextVar[CallContext | None] = ContextVar("toolroute_downstream_call", default=None)
+"""The caller of the call the current task makes to a server: what a server's request handled
+in that task (an input-required result's questions, a request on the call's own HTTP stream)
+belongs to."""
 
 
 NotificationHook = Callable[[str, types.ServerNotification], Awaitable[None]]
@@ -290,12 +302,16 @@ class Downstream:
             await self.on_notification(self.name, msg)
 
     def _caller(self) -> CallContext | None:
-        """The caller a server's message during a call belongs to: the one in flight, or the
-        latest of several of the same owner. Over the wire a server's request names no call,
-        so with calls of two owners in flight it could be either's: then None (no other
-        client ever sees what one client's call produced)."""
+        """The caller a server's message during a call belongs to: the call it is handled
+        in (:data:`_calling`) while that call is in flight; else the one in flight, or the
+        latest of several of the same owner. A stdio server's request names no call, so with
+        calls of two owners in flight it could be either's: then None (no other client ever
+        sees what one client's call produced)."""
         if not self._calls:
             return None
+        tied = _calling.get()
+        if tied is not None and any(c is tied for c in self._calls):
+            return tied
         owners = {c.owner for c in self._calls}
         return self._calls[-1] if len(owners) == 1 else None
 
@@ -487,6 +503,8 @@ class Downstream:
         return self._asks_by_request
 
     async def _hold_companion(self, task_status: anyio.abc.TaskStatus[None]) -> None:
+        # started from a call's task: its tasks must not take that call for theirs
+        _calling.set(None)
         dead, started = self._dead, False
         try:
             async with (
@@ -711,6 +729,7 @@ class Downstream:
         primary = c
         # a 2026-07-28 caller cannot be asked by request: its call is not retried below
         retry = caller is None or not caller.stateless
+        calling = _calling.set(caller)
         try:
             with as_caller(caller.capabilities if caller is not None else None), self._tracked():
                 if own not in self._modern_tools:
@@ -735,6 +754,7 @@ class Downstream:
         except (RuntimeError, ValidationError) as e:  # malformed result / output-schema check
             raise DownstreamError(self.name, tool, "protocol", first_line(e)) from None
         finally:
+            _calling.reset(calling)
             if caller is not None:
                 self._calls.remove(caller)
         if result is None:  # ended by end_calls(): the server left the configuration
@@ -765,6 +785,7 @@ class Downstream:
         c = await self.client()
         if caller is not None:
             self._calls.append(caller)
+        calling = _calling.set(caller)
         try:
             with as_caller(caller.capabilities if caller is not None else None):
                 session = await self._session_for(c, caller)
@@ -782,6 +803,7 @@ class Downstream:
                 self._dead.set()
             raise
         finally:
+            _calling.reset(calling)
             if caller is not None:
                 self._calls.remove(caller)
 
