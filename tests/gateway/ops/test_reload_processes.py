@@ -241,7 +241,6 @@ def test_a_curation_edit_relists_only_that_server_and_restarts_nothing(tmp_path:
     run_gateway(old, body)
 
 
-
 def test_an_abstain_edit_applies_to_the_next_find(tmp_path: Path) -> None:
     """A live `toolroute serve` (bundled model, shipped abstention model): turning abstain
     from off to strict in toolroute.toml is logged as changed and answers the next

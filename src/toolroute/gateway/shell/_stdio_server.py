@@ -54,7 +54,14 @@ Incoming = ReadStream[SessionMessage | Exception]
 Outgoing = WriteStream[SessionMessage]
 """Messages written to the client."""
 
-__all__ = ["MAX_LINE_BYTES", "TERM_GRACE_S", "BadFrame", "parse_frame", "serve_stdio", "stdio_pipes"]
+__all__ = [
+    "MAX_LINE_BYTES",
+    "TERM_GRACE_S",
+    "BadFrame",
+    "parse_frame",
+    "serve_stdio",
+    "stdio_pipes",
+]
 
 log = logging.getLogger(__name__)
 
