@@ -255,8 +255,8 @@ class _InFlight:
         if isinstance(message, types.JSONRPCRequest):
             self.ids.add(coerce_request_id(message.id))  # "7" and 7 correlate, as in the SDK
         elif isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
-            asked = message.id is not None and coerce_request_id(message.id) in self._asked
-            if not asked:
+            key = coerce_request_id(message.id) if message.id is not None else None
+            if key is None or key not in self._asked:
                 kind = "error" if isinstance(message, types.JSONRPCError) else "result"
                 log.warning(
                     "dropped a response (%s) from the client whose id %.100r answers no "
@@ -265,7 +265,7 @@ class _InFlight:
                     message.id,
                 )
                 return False
-            self._asked.pop(coerce_request_id(message.id), None)
+            del self._asked[key]
         elif message.method == "notifications/cancelled":  # the SDK never answers those
             self._settle(cancelled_request_id_from_params(message.params))
         return True
