@@ -215,6 +215,7 @@ class Downstream:
         """Exposed name → the server's own name, of the tools curation renamed."""
         self._settled = anyio.Event()  # the first connect succeeded or failed
         self._scopes: set[anyio.CancelScope] = set()  # requests in flight
+        self._connecting: anyio.CancelScope | None = None  # the owner's connect or session
         self._idle = anyio.Event()
         self._idle.set()
         self._ended: str | None = None  # why the calls in flight were ended
@@ -398,25 +399,28 @@ class Downstream:
             # 2026-07-28 where the server speaks it (an in-process one: its era)
             mode = self.spec.mode if isinstance(self.spec, MemorySpec) else "auto"
             try:
-                # initialize is bounded by read_timeout_seconds like any request
-                async with (
-                    AsyncExitStack() as stack,
-                    self._new_client(await self._target(stack), mode) as client,
-                    anyio.create_task_group() as tg,
-                ):
-                    forward_caller_capabilities(client)
-                    without_envelope(client)
-                    self._client, self._tg = client, tg
-                    self.connects += 1
-                    self._set("up", None)
-                    self._changed()  # a reconnect re-lists even when the status stayed "up"
-                    self._ready.set()
-                    backoff = 0.5
-                    if modern(client):
-                        tg.start_soon(self._listen, client)
-                    tg.start_soon(self._expire_lists)
-                    await self._dead.wait()
-                    tg.cancel_scope.cancel()
+                # initialize is bounded by read_timeout_seconds like any request; stop()
+                # ends a connect under way at once (a server that never answers initialize
+                # would otherwise hold the gateway's exit for the whole connect timeout)
+                with anyio.CancelScope() as self._connecting:
+                    async with (
+                        AsyncExitStack() as stack,
+                        self._new_client(await self._target(stack), mode) as client,
+                        anyio.create_task_group() as tg,
+                    ):
+                        forward_caller_capabilities(client)
+                        without_envelope(client)
+                        self._client, self._tg = client, tg
+                        self.connects += 1
+                        self._set("up", None)
+                        self._changed()  # a reconnect re-lists even when status stayed "up"
+                        self._ready.set()
+                        backoff = 0.5
+                        if modern(client):
+                            tg.start_soon(self._listen, client)
+                        tg.start_soon(self._expire_lists)
+                        await self._dead.wait()
+                        tg.cancel_scope.cancel()
             except Exception as e:  # owner loop: any failure of one server stays with it
                 self.exit_code = self._process.returncode
                 if not self._stopping:  # a server stopped on purpose has not failed
@@ -581,6 +585,8 @@ class Downstream:
         self._stopping = True
         self._stop.set()
         self._dead.set()
+        if self._client is None and self._connecting is not None:  # no session to drain
+            self._connecting.cancel()
 
     async def client(self, wait_s: float | None = None) -> Client:
         """The open session, waiting up to ``wait_s`` for a (re)connect (not at all when the
