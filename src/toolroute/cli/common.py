@@ -286,14 +286,15 @@ def config_store(cfg: Any, store: Any, config_path: Path) -> Any:
     catalog; a ``postgresql://`` URL is the store itself. Without ``store``: the config's
     ``store =``, else its folder under the data dir. The store records which config's
     catalog it holds (its first config claims it); a store claimed by another config is
-    refused in one line naming both, never read or overwritten. A config is known by its
-    path as given (made absolute, symlinks kept): a config file that is a symlink swapped to
-    a new target stays the same config."""
+    refused in one line naming both, never read or overwritten. A config is known by
+    :func:`~toolroute.store.base.config_key`: one file reached from two working directories
+    or through ``dir/../dir`` is one config with one store, and a config file that is a
+    symlink swapped to a new target stays the same config."""
     from toolroute.gateway.ops.app import store_dir_of
     from toolroute.store import is_store_url
-    from toolroute.store.base import config_store_dir
+    from toolroute.store.base import config_key, config_store_dir
 
-    given = Path(config_path).absolute()
+    given = config_key(config_path)
     if store is None:
         target = store_dir_of(cfg)
     elif is_store_url(store):
@@ -312,11 +313,16 @@ def claim_store(target: Any, config_path: Path) -> None:
 
     from toolroute.errors import ConfigError, StoreError
     from toolroute.store import open_store, redact_url
-    from toolroute.store.base import OWNER_KEY
+    from toolroute.store.base import OWNER_KEY, config_key
 
     with open_store(target) as st:
         owner = st.get_meta(OWNER_KEY)
-        if owner is not None and owner != str(config_path):
+        # an owner recorded in another spelling of the same file (before config_key) is it
+        if (
+            owner is not None
+            and owner != str(config_path)
+            and config_key(Path(owner)) != config_path
+        ):
             where = redact_url(target) if isinstance(target, str) else target
             raise ConfigError(
                 f"store {where} holds the catalog of {owner}, not of {config_path}: give "
