@@ -54,7 +54,8 @@ class Caller:
         self.relay = relay
         self.ctx = ctx
         self.stateless = is_stateless(ctx)
-        identity = client_identity(ctx)
+        self.identity = identity = client_identity(ctx)
+        """Who sent the request (:func:`~toolroute.gateway.calls.access.client_identity`)."""
         # one token is one client, whatever its sessions; without one, a name or header
         # anyone can claim never joins two connections
         self.owner: object = (

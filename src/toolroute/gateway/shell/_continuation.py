@@ -37,7 +37,6 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.shared.exceptions import MCPError
 
 from toolroute.downstream.servers import CallContext, DownstreamError, DownstreamPool
-from toolroute.gateway.calls.access import client_identity
 from toolroute.gateway.shell._caller import Caller
 
 __all__ = ["STATE_PREFIX", "Bridge", "Continuations", "EraBridge", "Finished", "InvalidState"]
@@ -317,7 +316,7 @@ class EraBridge:
         resuming = (caller.request_state or "").startswith(STATE_PREFIX)
         if not (resuming or self._bridges(server)):
             return None
-        client = client_identity(caller.ctx)
+        client = caller.identity
         try:
             if resuming:
                 out = await self.continuations.resume(

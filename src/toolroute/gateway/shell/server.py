@@ -54,7 +54,6 @@ from toolroute.gateway.calls.access import (
     ClientAccess,
     Request,
     authenticated_client,
-    client_identity,
 )
 from toolroute.gateway.core import (
     MAX_CAPABILITY_REQUESTS,
@@ -471,16 +470,17 @@ class Gateway(GatewayCore):
 
     async def _dispatch(self, ctx: Request, params: types.CallToolRequestParams) -> CallResult:
         """A passed-through tool, a meta-tool, or a bound tool, in that order."""
+        # the call's progress, logs and sampling come back to this client; a 2026-07-28
+        # retry's answers and requestState go down with it
+        caller = self.relay.caller(ctx, params)
         request = _Request(
             ctx,
             params.arguments or {},
             self.sessions.for_request(ctx),
             self.allowed_for(ctx),
             authenticated_client(ctx) or "",
-            # the call's progress, logs and sampling come back to this client; a 2026-07-28
-            # retry's answers and requestState go down with it
-            self.relay.caller(ctx, params),
-            client_identity(ctx),
+            caller,
+            caller.identity,
         )
         if self.expose == "all":
             name = await self.passthrough.resolve(params.name)
