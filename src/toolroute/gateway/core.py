@@ -11,9 +11,10 @@ both protocol eras, stdio and HTTP) and the Python
   caller (:class:`toolroute.gateway.calls.access.SessionStates`); the routing is audited as a
   :class:`~toolroute.present.events.RoutingEvent`.
 - :meth:`GatewayCore.gated_call` runs a tool call through the call path,
-  :mod:`toolroute.gateway.calls.pipeline` (allow-list, arguments, call gate, preconditions, learn,
-  limits, quarantine, known tool, schema, forward and record); the core supplies what its
-  steps read (:class:`toolroute.gateway.calls.pipeline.Host`).
+  :mod:`toolroute.gateway.calls.pipeline` (allow-list, arguments, call gate, preconditions,
+  limits, learn, quarantine, known tool, schema, forward and record), the call as data
+  (:class:`~toolroute.gateway.calls.pipeline.Call`); the core supplies what its steps read
+  (:class:`toolroute.gateway.calls.pipeline.Host`: data, and :meth:`GatewayCore.record`).
 - Every refusal is an ``isError`` result whose JSON names one
   :class:`~toolroute.errors.ErrorCode` and says what to do next.
 

@@ -59,8 +59,8 @@ def test_the_call_path_lists_its_steps_in_the_documented_order() -> None:
         "arguments",
         "call_gate",
         "preconditions",
-        "learn",
         "limits",
+        "learn",
         "quarantine",
         "known_tool",
         "schema",
@@ -162,3 +162,34 @@ def test_forward_takes_the_bridge_when_it_answers_and_records_only_a_result() ->
     bridged, direct, asks = anyio.run(main)
     assert (_text(bridged), _text(direct), asks) == ("bridged", "pool", asked)
     assert [(o.tool, o.latency_s) for o in recorded] == [("bridged", 0.2), ("direct", 0.1)]
+
+
+def test_a_call_the_limits_refuse_never_reaches_the_usage_memory() -> None:
+    refusal = types.CallToolResult(content=[], is_error=True)
+
+    class Limits:
+        async def call(self, run: Any, name: str, arguments: Any, client: str) -> Any:
+            return refusal if name == "s__refused" else await run(name, arguments)
+
+    remembered: list[str] = []
+    host = SimpleNamespace(
+        limits=Limits(),
+        presenter=SimpleNamespace(tools_by_name={"s__refused": None, "s__ok": None}),
+        router=SimpleNamespace(
+            remember_use=lambda q, server, tool, ok, **k: remembered.append(tool)
+        ),
+    )
+
+    async def answer(host: Host, call: Call, next: Next) -> CallResult:
+        return _result("done")
+
+    steps = [s for s in pipeline.STEPS if s in (pipeline.limits, pipeline.learn)]
+    path = bind(cast(Host, host), (*steps, answer))
+    state = SessionState(last_query="what time is it")
+
+    async def main() -> None:
+        assert await path(Call("s__refused", {}, state)) is refusal
+        assert _text(await path(Call("s__ok", {}, state))) == "done"
+
+    anyio.run(main)
+    assert remembered == ["ok"]  # a refusal of the client's limit says nothing about the tool

@@ -114,17 +114,12 @@ def utc_day(now: float) -> str:
 
 # -- the gateway's limits --------------------------------------------------------------------
 class LimitRefusal(types.CallToolResult):
-    """A call refused by a limit: the client's doing, not the tool's failure (the gateway
-    does not feed it to the usage memory)."""
+    """A call refused by a limit: the client's doing, not the tool's failure (it never
+    reaches the usage memory, whose step comes after the limits')."""
 
 
 class NoLimits:
     """No ``[limits]``: every call runs."""
-
-    @staticmethod
-    def refused(result: object) -> bool:
-        """Whether ``result`` is a limit's refusal (the call was not made)."""
-        return isinstance(result, LimitRefusal)
 
     async def call(
         self,

@@ -5,21 +5,27 @@
 step has one job: it answers the call itself (a refusal, an error) or hands it to the next
 step, and may look at the answer on its way back::
 
-    allow-list → arguments → call gate → preconditions → learn → limits
+    allow-list → arguments → call gate → preconditions → limits → (learn)
         → quarantine → known tool → schema → forward (bridge or downstream, record)
+    ← learn (on the way back: the answer of every call the limits let through)
 
 The first six are about the caller (who may call what, and what it learns from); the last four
 (:data:`EXECUTE`) about the call itself, and are also what
 :meth:`~toolroute.gateway.core.GatewayCore.call` runs for a caller that was already checked.
 Request metrics wrap the whole request one level up, in the MCP shell
 (:meth:`toolroute.gateway.ops._metrics.GatewayMetrics.observed`), because they count the meta-tools
-too. A step reads what it needs from the gateway through :class:`Host`, so this module depends
-on no gateway class.
+too.
+
+A call is data (:class:`Call`: the tool, its arguments, the caller's state and allow-list,
+whose usage memory it feeds, where the server's messages go, whom the limits count): no step
+reads a context variable. A step reads the rest from the gateway through :class:`Host` — data
+read at call time, and ``record`` — and each step's rule sits beside it here, so this module
+depends on no gateway class.
 
 A gateway binds the steps to itself once (:func:`bind`): a call then allocates nothing per
 step. A step that only looks at the call on its way down (a check) is a plain function that
 returns the next step's awaitable, or its refusal (:class:`Answer`), without awaiting it, so
-a call in flight holds a frame only for the steps that wait for the answer (learn, limits,
+a call in flight holds a frame only for the steps that wait for the answer (limits, learn,
 schema, forward).
 """
 
@@ -123,8 +129,6 @@ class _Tools(Protocol):
 
 
 class _Limits(Protocol):
-    def refused(self, result: object) -> bool: ...
-
     async def call(
         self,
         run: Callable[[str, dict[str, Any]], Awaitable[CallResult]],
@@ -302,12 +306,22 @@ def preconditions(host: Host, call: Call, next: Next) -> Awaitable[CallResult]:
     return next(call)
 
 
+async def limits(host: Host, call: Call, next: Next) -> CallResult:
+    """The client's ``[limits]``: concurrency, rate and USD budget (a refusal is no call)."""
+    return await host.limits.call(
+        lambda name, args: next(replace(call, name=name, arguments=args)),
+        call.name,
+        call.arguments,
+        call.identity,
+    )
+
+
 async def learn(host: Host, call: Call, next: Next) -> CallResult:
     """A completed call of a known tool feeds the caller's state and usage memory: what it
     called after which find_tools request, whether it worked, what it passed over."""
-    result = await next(call)
-    if host.limits.refused(result) or call.name not in host.presenter.tools_by_name:
-        return result  # the client's limit, not the tool's failure; or no such tool
+    result = await next(call)  # after the limits: a refusal of theirs never comes here
+    if call.name not in host.presenter.tools_by_name:
+        return result  # no such tool
     if isinstance(result, types.CallToolResult):
         state = call.state
         if not result.is_error:
@@ -323,16 +337,6 @@ async def learn(host: Host, call: Call, next: Next) -> CallResult:
         promoted = call.name in state.promoted
         learn_from_call(host.router, state, (call.server, call.tool), promoted, call.client)
     return result
-
-
-async def limits(host: Host, call: Call, next: Next) -> CallResult:
-    """The client's ``[limits]``: concurrency, rate and USD budget (a refusal is no call)."""
-    return await host.limits.call(
-        lambda name, args: next(replace(call, name=name, arguments=args)),
-        call.name,
-        call.arguments,
-        call.identity,
-    )
 
 
 # -- the call's steps --------------------------------------------------------------------------
@@ -431,8 +435,8 @@ STEPS: tuple[Step, ...] = (
     arguments,
     call_gate,
     preconditions,
-    learn,
     limits,
+    learn,
     *EXECUTE,
 )
 """Every step of a tool call, in order."""
