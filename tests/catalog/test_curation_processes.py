@@ -22,7 +22,7 @@ from tests.helpers.gateways import http_gateway
 from toolroute.config import load_config
 from toolroute.downstream.servers import DownstreamPool
 from toolroute.embed.onnx import OnnxEmbedder
-from toolroute.gateway.ops.app import _watch_changes, resync
+from toolroute.gateway.ops.syncing import _watch_changes, resync
 from toolroute.gateway.shell.server import Gateway
 
 pytestmark = pytest.mark.integration

@@ -20,8 +20,9 @@ from mcp.shared.exceptions import MCPError
 from tests.conftest import REPO, HashingEmbedder
 from toolroute.config import GatewayConfig, load_config
 from toolroute.downstream.era import NO_BACK_CHANNEL
-from toolroute.gateway.ops.app import _watch_changes, make_gateway, running_pool, sync_router
+from toolroute.gateway.ops.app import make_gateway, running_pool
 from toolroute.gateway.ops.reload import Live
+from toolroute.gateway.ops.syncing import _watch_changes, sync_router
 from toolroute.gateway.shell.server import Gateway
 
 pytestmark = pytest.mark.integration

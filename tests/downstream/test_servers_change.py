@@ -1,5 +1,5 @@
 """The pool's change event (downstream/servers.py) and the change watcher that sleeps on it
-(gateway/ops/app.py ``_watch_changes``) instead of looking at the servers on a timer."""
+(gateway/ops/syncing.py ``_watch_changes``) instead of looking at the servers on a timer."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from tests.conftest import HashingEmbedder
 from toolroute.config import GatewayConfig
 from toolroute.downstream.inprocess import MemorySpec, memory_specs
 from toolroute.downstream.servers import Downstream, DownstreamPool
-from toolroute.gateway.ops.app import _watch_changes, make_gateway, running_pool, sync_router
+from toolroute.gateway.ops.app import make_gateway, running_pool
 from toolroute.gateway.ops.reload import Live
+from toolroute.gateway.ops.syncing import _watch_changes, sync_router
 
 
 def test_a_server_connecting_joining_or_leaving_wakes_the_pools_change_wait() -> None:

@@ -29,7 +29,8 @@ from toolroute.errors import ErrorCode, error_payload
 from toolroute.gateway.calls._limits import Limits
 from toolroute.gateway.core import MAX_CAPABILITY_REQUESTS, GatewayCore, route_depth
 from toolroute.gateway.ops._metrics import GatewayMetrics
-from toolroute.gateway.ops.app import make_gateway, running_pool, sync_router
+from toolroute.gateway.ops.app import make_gateway, running_pool
+from toolroute.gateway.ops.syncing import sync_router
 from toolroute.gateway.shell.server import Gateway
 from toolroute.learn.estimate import PRIOR_SUCCESS
 from toolroute.papers.tool_attention.agent_loop import ToolAttention
@@ -474,8 +475,8 @@ def test_quarantined_tools_are_refused_before_any_call(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("era", ["2026-07-28", "2025-11-25"])
 def test_list_changed_from_a_server_resyncs_its_tools(tmp_path: Path, era: str) -> None:
-    from toolroute.gateway.ops.app import _watch_changes
     from toolroute.gateway.ops.reload import Live
+    from toolroute.gateway.ops.syncing import _watch_changes
 
     servers = {"changing": _changing_server(), "time": create_server("UTC")}
     cfg = GatewayConfig(servers=memory_specs(servers, era), store=tmp_path / "store")
@@ -617,8 +618,8 @@ def test_a_server_relisted_after_its_calls_is_reviewed_again_only_when_its_listi
     """A server that promised no tools/list_changed is re-listed after its calls; a listing
     the same as the last one is not reviewed again (no store write), a changed one is, and the
     new tool becomes routable."""
-    from toolroute.gateway.ops.app import _watch_changes
     from toolroute.gateway.ops.reload import Live
+    from toolroute.gateway.ops.syncing import _watch_changes
     from toolroute.store.base import meta_writes
 
     cfg = GatewayConfig(

@@ -32,8 +32,9 @@ from toolroute.cli import main
 from toolroute.config import load_config
 from toolroute.downstream.servers import DownstreamPool
 from toolroute.embed.base import Matrix
-from toolroute.gateway.ops.app import _watch_changes, make_gateway, running_pool, sync_router
+from toolroute.gateway.ops.app import make_gateway, running_pool
 from toolroute.gateway.ops.reload import Live
+from toolroute.gateway.ops.syncing import _watch_changes, sync_router
 from toolroute.gateway.shell.server import Gateway
 
 pytestmark = pytest.mark.integration

@@ -22,8 +22,9 @@ from mcp import Client
 
 from tests.conftest import TIME_MAIN, HashingEmbedder
 from toolroute.config import GatewayConfig, load_config
-from toolroute.gateway.ops.app import _watch_changes, make_gateway, running_pool, sync_router
+from toolroute.gateway.ops.app import make_gateway, running_pool
 from toolroute.gateway.ops.reload import Live
+from toolroute.gateway.ops.syncing import _watch_changes, sync_router
 from toolroute.gateway.shell.server import Gateway
 
 pytestmark = pytest.mark.integration

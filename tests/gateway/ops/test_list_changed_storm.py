@@ -17,14 +17,9 @@ from mcp import Client
 
 from tests.conftest import REPO, HashingEmbedder
 from toolroute.config import load_config
-from toolroute.gateway.ops.app import (
-    RELIST_DEBOUNCE_S,
-    _watch_changes,
-    make_gateway,
-    running_pool,
-    sync_router,
-)
+from toolroute.gateway.ops.app import make_gateway, running_pool
 from toolroute.gateway.ops.reload import Live
+from toolroute.gateway.ops.syncing import RELIST_DEBOUNCE_S, _watch_changes, sync_router
 
 pytestmark = pytest.mark.integration
 

@@ -267,7 +267,7 @@ class _GatewayState(Collector):
         )
 
 
-# -- wiring (app.py) ---------------------------------------------------------------------------
+# -- serving (serving.py) -------------------------------------------------------------------
 def mount_metrics(app: Starlette, gateway: Gateway) -> None:
     """``GET /metrics`` on the gateway's Starlette ``app`` (when its metrics are on). The
     guard has checked the bearer token; a client with an allow-list is refused (403): the
