@@ -482,6 +482,10 @@ def make_gateway(config: GatewayConfig, router: Router, pool: DownstreamPool) ->
         from toolroute.codemode.execute import install as install_code_mode
 
         install_code_mode(gateway, config.code_mode)  # codemode/: execute, signatures
+    if config.registry.url:  # servers suggested where no tool fits; unset: no registry asked
+        from toolroute.registry.suggest import attach
+
+        attach(gateway, config, Path(router.store.directory) / "registry")
     return gateway
 
 
