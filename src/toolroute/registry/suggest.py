@@ -129,11 +129,15 @@ class Suggester:
             return self._built[1], self._built[2]
         held = flags(listing.entries, self.pins, self.known)
         self.pins.note(listing.entries)
+        for name, why in list(held.items())[:5]:  # what the registry may be lying about
+            log.warning("registry server %s not suggested: %s", name, why)
+        outside = 0
         for e in listing.entries:
             if e.name not in held and (why := allowed(e, self.settings)):
                 held[e.name] = why
-        for name, why in list(held.items())[:5]:
-            log.warning("registry server %s not suggested: %s", name, why)
+                outside += 1
+        if outside:
+            log.info("%d registry servers outside the [registry] allow-list", outside)
         self.held = held
         kept = [e for e in listing.entries if e.name not in held]
         catalog, by_id = listing_catalog(kept)
@@ -240,7 +244,7 @@ class Suggester:
             self._built = None
 
 
-def _known_packages(config: GatewayConfig) -> tuple[str, ...]:
+def known_packages(config: GatewayConfig) -> tuple[str, ...]:
     """The package names the configured servers run (``pkg@1.2``, ``pkg==1.2`` → ``pkg``)."""
     out = []
     for spec in config.servers.values():
@@ -262,7 +266,7 @@ def attach(gateway: Any, config: GatewayConfig, directory: Path) -> Suggester:
         gateway.router.embedder,
         strategy=config.strategy,
         abstain=config.abstain,
-        known=_known_packages(config),
+        known=known_packages(config),
     )
     if settings.auto_add and config.path is not None:
         suggester.on_auto_add = functools.partial(_auto_add, suggester, config)
