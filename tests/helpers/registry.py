@@ -114,7 +114,8 @@ def _handler(reg: Registry) -> type[BaseHTTPRequestHandler]:
                 self.end_headers()
                 return None
             limit = int(q.get("limit", "30"))
-            start = int(q.get("cursor", "0") or 0)
+            cursor = q.get("cursor", "0")
+            start = int(cursor) if cursor.isdigit() else 0
             rows = reg.entries
             if "search" in q:
                 rows = [e for e in rows if q["search"] in e["server"]["name"]]

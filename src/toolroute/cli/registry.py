@@ -80,6 +80,7 @@ def add(
     held = flags([*others, entry], pins, known_packages(cfg))
     if entry.name in held:
         raise RegistryError(f"{entry.name} refused: {held[entry.name]}")
+    pins.note([entry])  # first sight: this version must keep these contents
     p = plan(entry, reg, directory / "venvs", name)
     shown = p.to_dict()
     if as_json and dry_run:
@@ -91,7 +92,6 @@ def add(
         return
     if not yes and not click.confirm("add it?", default=False, err=True):
         raise click.Abort
-    pins.note([entry])
     added = write(cfg.path, p, cfg.settings_path)
     if as_json:
         click.echo(json.dumps({**shown, "added": added}, indent=2))

@@ -1,0 +1,128 @@
+"""The registry client (registry/client.py) against a registry on loopback serving real
+server.json entries: pages, the cache and its ETag, and every way a registry can answer badly,
+each ending in one clear error or a bounded listing (fail closed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.registry import Registry, real_entries, serve_registry
+from toolroute.errors import RegistryError
+from toolroute.registry.client import RegistryClient
+from toolroute.settings import RegistrySettings
+
+
+def _client(url: str, tmp_path: Path | None = None, **settings: object) -> RegistryClient:
+    return RegistryClient(RegistrySettings(url=url, **settings), tmp_path)  # type: ignore[arg-type]
+
+
+def test_a_listing_is_read_page_by_page_and_keeps_the_valid_entries(tmp_path: Path) -> None:
+    with serve_registry() as (url, reg):
+        listing = _client(url, tmp_path, page_size=10).listing()
+    assert len(reg.requests) == -(-len(real_entries()) // 10)  # every page, once
+    assert all("version=latest" in r for r in reg.requests)
+    names = {e.name for e in listing.entries}
+    assert "io.github.modelcontextprotocol/time" in names
+    # the seed's entry without a namespace breaks the schema: left out, and said why
+    assert [name for name, _ in listing.rejected] == ["kbag"]
+    assert not listing.truncated
+
+
+def test_a_fresh_cache_asks_nothing_and_a_stale_one_asks_with_its_etag(tmp_path: Path) -> None:
+    with serve_registry() as (url, reg):
+        first = _client(url, tmp_path, page_size=500).listing()
+        again = _client(url, tmp_path, page_size=500).listing()
+        assert len(reg.requests) == 1 and again.entries == first.entries
+        stale = _client(url, tmp_path, page_size=500, cache_ttl_s=0).listing()
+        assert len(reg.requests) == 2  # one page, answered 304 Not Modified
+        assert stale.entries == first.entries and stale.fetched_at > first.fetched_at
+
+
+def test_a_registry_that_changed_is_read_again_when_the_cache_is_stale(tmp_path: Path) -> None:
+    with serve_registry() as (url, reg):
+        _client(url, tmp_path, page_size=500).listing()
+        reg.entries = reg.entries[:3]
+        listing = _client(url, tmp_path, page_size=500, cache_ttl_s=0).listing()
+    assert len(listing.entries) == 3
+
+
+@pytest.mark.parametrize(
+    ("mode", "says"),
+    [
+        ("status", "answered HTTP 503"),
+        ("notjson", "the answer is not JSON"),
+        ("shape", "not a server list"),
+        ("redirect", "answered with a redirect to http://evil.example"),
+        ("loop", "repeats a cursor"),
+    ],
+)
+def test_each_bad_answer_is_one_clear_error(mode: str, says: str) -> None:
+    with (
+        serve_registry(Registry(mode=mode)) as (url, reg),
+        pytest.raises(RegistryError, match=says) as e,
+    ):
+        _client(url, page_size=5).listing()
+    assert "\n" not in str(e.value)
+    assert not any("evil" in r for r in reg.requests)
+
+
+def test_an_endless_listing_stops_at_max_pages() -> None:
+    with serve_registry(Registry(mode="endless")) as (url, reg):
+        listing = _client(url, page_size=5, max_pages=4).listing()
+    assert len(reg.requests) == 4
+    assert listing.truncated
+
+
+def test_a_listing_longer_than_max_entries_keeps_the_first_ones() -> None:
+    with serve_registry() as (url, _):
+        listing = _client(url, page_size=10, max_entries=25).listing()
+    assert listing.truncated and len(listing.entries) <= 25
+
+
+def test_a_huge_listing_is_refused_past_max_bytes() -> None:
+    too_big = r"over 1048576 bytes \(\[registry\] max_bytes\)"
+    with (
+        serve_registry(Registry(mode="huge")) as (url, _),
+        pytest.raises(RegistryError, match=too_big),
+    ):
+        _client(url, max_bytes=1024 * 1024).listing()
+
+
+def test_a_registry_that_does_not_answer_is_given_up() -> None:
+    with (
+        serve_registry(Registry(mode="slow")) as (url, _),
+        pytest.raises(RegistryError, match="no answer within 0.3 s"),
+    ):
+        _client(url, timeout_s=0.3).listing()
+
+
+def test_a_registry_that_drips_its_answer_is_given_up_at_the_listing_deadline() -> None:
+    # one byte every 0.2 s never trips the per-read timeout; the whole listing has 4 × 0.3 s
+    with (
+        serve_registry(Registry(mode="drip")) as (url, _),
+        pytest.raises(RegistryError, match="the listing took over 1.2 s"),
+    ):
+        _client(url, timeout_s=0.3).listing()
+
+
+def test_an_unreachable_registry_is_one_line() -> None:
+    from tests.helpers.net import free_port
+
+    with pytest.raises(RegistryError, match="cannot be reached"):
+        _client(f"http://127.0.0.1:{free_port()}").listing()
+
+
+def test_lookup_finds_the_latest_version_by_name() -> None:
+    with serve_registry() as (url, reg):
+        entry = _client(url).lookup("io.github.domdomegg/airtable-mcp-server")
+        with pytest.raises(RegistryError, match="lists no server named 'io.example/none'"):
+            _client(url).lookup("io.example/none")
+    assert entry.version == "1.7.3"
+    assert "search=io.github.domdomegg" in reg.requests[0]
+
+
+def test_no_registry_url_is_refused_before_any_request() -> None:
+    with pytest.raises(RegistryError, match=r"set \[registry\] url"):
+        RegistryClient(RegistrySettings())
