@@ -195,7 +195,7 @@ class RegistryClient:
                 if r.status_code != 200:
                     raise RegistryError(f"{self.url}: answered HTTP {r.status_code}")
                 body = bytearray()
-                for chunk in r.iter_raw():
+                for chunk in r.iter_bytes():  # decoded: a gzip bomb counts in full
                     body += chunk
                     if len(body) > budget:
                         raise RegistryError(
