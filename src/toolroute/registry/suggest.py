@@ -33,6 +33,7 @@ from toolroute.settings import RegistrySettings
 
 if TYPE_CHECKING:
     from toolroute.config import GatewayConfig
+    from toolroute.store import StoreTarget
 
 __all__ = ["Suggester", "Suggestion", "attach", "listing_catalog"]
 
@@ -133,10 +134,11 @@ class Suggester:
             log.warning("registry server %s not suggested: %s", name, why)
         outside = 0
         for e in listing.entries:
-            if e.name not in held and (why := allowed(e, self.settings)):
-                held[e.name] = why
+            refused = allowed(e, self.settings) if e.name not in held else None
+            if refused is not None:
+                held[e.name] = refused
                 outside += 1
-        if outside:
+        if outside:  # the operator chose these, not news
             log.info("%d registry servers outside the [registry] allow-list", outside)
         self.held = held
         kept = [e for e in listing.entries if e.name not in held]
@@ -255,7 +257,7 @@ def known_packages(config: GatewayConfig) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def attach(gateway: Any, config: GatewayConfig, directory: Path) -> Suggester:
+def attach(gateway: Any, config: GatewayConfig, directory: Path, store: StoreTarget) -> Suggester:
     """Give ``gateway`` registry suggestions (``[registry] url``): its embedder, strategy and
     abstention mode; ``auto_add`` adds through :func:`~toolroute.registry.install.write`,
     holding the new server's tools (:func:`~toolroute.gateway.calls.quarantine.hold_server`)."""
@@ -269,17 +271,18 @@ def attach(gateway: Any, config: GatewayConfig, directory: Path) -> Suggester:
         known=known_packages(config),
     )
     if settings.auto_add and config.path is not None:
-        suggester.on_auto_add = functools.partial(_auto_add, suggester, config)
+        suggester.on_auto_add = functools.partial(_auto_add, suggester, config, store)
     gateway.suggester = suggester
     return suggester
 
 
-def _auto_add(suggester: Suggester, config: GatewayConfig, s: Suggestion) -> str | None:
+def _auto_add(
+    suggester: Suggester, config: GatewayConfig, store_target: StoreTarget, s: Suggestion
+) -> str | None:
     """Add ``s`` from an allowed namespace, its tools held until approved (worker thread)."""
     import fnmatch
 
     from toolroute.gateway.calls.quarantine import hold_server
-    from toolroute.gateway.ops.app import store_dir_of
     from toolroute.registry.install import write
     from toolroute.store import open_store
 
@@ -294,7 +297,7 @@ def _auto_add(suggester: Suggester, config: GatewayConfig, s: Suggestion) -> str
         p = plan(entry, settings, suggester.directory / "venvs")
         if p.install:  # auto_add never installs: a venv is the operator's `toolroute add`
             return None
-        with open_store(store_dir_of(config)) as store:
+        with open_store(store_target) as store:
             hold_server(store, p.server, entry.key)
         added = write(config.path, p, config.settings_path)
     except (RegistryError, ToolrouteError) as e:

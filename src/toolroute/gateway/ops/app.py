@@ -485,7 +485,8 @@ def make_gateway(config: GatewayConfig, router: Router, pool: DownstreamPool) ->
     if config.registry.url:  # servers suggested where no tool fits; unset: no registry asked
         from toolroute.registry.suggest import attach
 
-        attach(gateway, config, Path(router.store.directory) / "registry")
+        registry = Path(router.store.directory) / "registry"
+        attach(gateway, config, registry, store_dir_of(config))
     return gateway
 
 
