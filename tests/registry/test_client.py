@@ -5,6 +5,7 @@ each ending in one clear error or a bounded listing (fail closed)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -126,3 +127,27 @@ def test_lookup_finds_the_latest_version_by_name() -> None:
 def test_no_registry_url_is_refused_before_any_request() -> None:
     with pytest.raises(RegistryError, match=r"set \[registry\] url"):
         RegistryClient(RegistrySettings())
+
+
+def test_a_registry_that_fails_later_leaves_the_listing_read_before_in_use(
+    tmp_path: Path,
+) -> None:
+    with serve_registry() as (url, reg):
+        first = _client(url, tmp_path, page_size=500).listing()
+        reg.mode = "status"
+        later = _client(url, tmp_path, page_size=500, cache_ttl_s=0).listing()
+    assert later.entries == first.entries
+    assert later.stale is not None and "answered HTTP 503" in later.stale
+
+
+def test_a_failing_registry_is_not_asked_again_by_every_find_tools(
+    tmp_path: Path, embedder: Any
+) -> None:
+    from toolroute.registry.suggest import Suggester
+
+    with serve_registry(Registry(mode="status")) as (url, reg):
+        s = Suggester(RegistrySettings(url=url), tmp_path, embedder)
+        for _ in range(3):
+            with pytest.raises(RegistryError, match="answered HTTP 503"):
+                s.suggest("what time is it in Tokyo")
+    assert len(reg.requests) == 1

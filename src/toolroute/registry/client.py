@@ -13,7 +13,9 @@ are kept.
 
 A listing is cached in ``cache_dir`` (one JSON file per registry URL) and used for
 ``cache_ttl_s``; after that the first page is asked again with the ETag it came with, and a
-``304 Not Modified`` keeps the cached listing for another ``cache_ttl_s``.
+``304 Not Modified`` keeps the cached listing for another ``cache_ttl_s``. A registry that
+cannot be read then leaves the cached listing in use (its entries were checked when read),
+with a warning.
 """
 
 from __future__ import annotations
@@ -53,6 +55,8 @@ class Listing:
     """The listing went on past ``max_pages`` or ``max_entries``: only the first part is here."""
     fetched_at: float = field(default_factory=time.time)
     from_cache: bool = False
+    stale: str | None = None
+    """Why the registry was not read this time (the cached listing is used instead)."""
 
     def find(self, name: str) -> ServerEntry | None:
         return next((e for e in self.entries if e.name == name), None)
@@ -85,7 +89,13 @@ class RegistryClient:
             age = time.time() - cached[0].fetched_at
             if 0 <= age < self.settings.cache_ttl_s:
                 return cached[0]
-        fresh = self._fetch(cached[1] if cached is not None else None)
+        try:
+            fresh = self._fetch(cached[1] if cached is not None else None)
+        except RegistryError as e:
+            if cached is None:
+                raise
+            log.warning("%s; using the listing read before", e)  # checked then, kept now
+            return replace(cached[0], stale=str(e))
         if fresh is None:  # 304: the cached listing is still the registry's
             assert cached is not None
             renewed = replace(cached[0], fetched_at=time.time())

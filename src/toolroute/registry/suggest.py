@@ -16,6 +16,7 @@ import functools
 import logging
 import re
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,11 +123,25 @@ class Suggester:
         self._lock = threading.Lock()
         self.on_auto_add: Callable[[Suggestion], str | None] | None = None
         """``auto_add``: adds a suggestion, returns its server name (None: not added)."""
-        self._built: tuple[float, Any, dict[str, ServerEntry]] | None = None
+        self._built: tuple[int, Any, dict[str, ServerEntry]] | None = None
+        self._retry_at = 0.0
+        self._failure = ""
+        self._limiter: Any = None  # one suggestion thread at a time (answer)
 
     def _router(self) -> tuple[Any, dict[str, ServerEntry]]:
-        listing: Listing = self.client.listing()
-        if self._built is not None and self._built[0] == listing.fetched_at:
+        now = time.monotonic()
+        if now < self._retry_at:  # the registry failed a moment ago: not asked again yet
+            if self._built is not None:
+                return self._built[1], self._built[2]
+            raise RegistryError(self._failure)
+        try:
+            listing: Listing = self.client.listing()
+        except RegistryError as failed:
+            self._retry_at = now + max(30.0, 6 * self.settings.timeout_s)
+            self._failure = str(failed)
+            raise
+        key = hash(tuple(e.digest for e in listing.entries))
+        if self._built is not None and self._built[0] == key:
             return self._built[1], self._built[2]
         held = flags(listing.entries, self.pins, self.known)
         self.pins.note(listing.entries)
@@ -156,7 +171,7 @@ class Suggester:
         )
         if catalog.tool_count:
             router.index()
-        self._built = (listing.fetched_at, router, by_id)
+        self._built = (key, router, by_id)
         return router, by_id
 
     def suggest(self, query: str, k: int | None = None) -> list[Suggestion]:
@@ -210,11 +225,21 @@ class Suggester:
         tools held in quarantine until the operator approves them."""
         import anyio
 
-        try:
-            found = await anyio.to_thread.run_sync(self.suggest, query, abandon_on_cancel=True)
-        except RegistryError as e:
-            log.warning("registry suggestions unavailable: %s", e)
-            return {"registry": f"unavailable: {e}"}
+        if self._limiter is None:
+            self._limiter = anyio.CapacityLimiter(1)
+        # bounded: the first answer reads and indexes the listing; until that is done
+        # find_tools answers without suggestions (the work goes on in its thread)
+        found = None
+        with anyio.move_on_after(4 * self.settings.timeout_s + 2):
+            try:
+                found = await anyio.to_thread.run_sync(
+                    self.suggest, query, abandon_on_cancel=True, limiter=self._limiter
+                )
+            except RegistryError as e:
+                log.warning("registry suggestions unavailable: %s", e)
+                return {"registry": f"unavailable: {e}"}
+        if found is None:
+            return {"registry": "reading the registry's servers; ask again in a moment"}
         if not found:
             return {}
         out: dict[str, Any] = {"suggested_servers": [x.to_dict() for x in found]}
