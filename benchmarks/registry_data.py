@@ -14,7 +14,8 @@ Sources (modelcontextprotocol/registry, MIT):
 - two entries an organization would publish in its own registry for the reference servers
   toolroute's tests run (PyPI ``mcp-server-time`` and npm ``@modelcontextprotocol/server-memory``,
   both pinned to the versions ``requirements.lock`` and ``.ci/run`` install), their
-  descriptions the packages' own and their tools listed as publisher-provided ``_meta``.
+  descriptions the packages' own and their tools listed as publisher-provided ``_meta``; the
+  organization requires the memory server's ``MEMORY_FILE_PATH`` (where its graph is kept).
 
     python -m benchmarks.registry_data /path/to/seed_2025_05_16.json /path/to/seed.json
 
@@ -86,6 +87,13 @@ REFERENCE = [
                 "version": "2026.8.31",
                 "runtimeHint": "npx",
                 "transport": {"type": "stdio"},
+                "environmentVariables": [
+                    {
+                        "name": "MEMORY_FILE_PATH",
+                        "description": "Path to the memory storage JSONL file",
+                        "isRequired": True,
+                    }
+                ],
             }
         ],
         "_meta": {

@@ -95,10 +95,13 @@ CASES = {
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 def test_a_need_no_server_serves_is_suggested_added_by_the_operator_and_answered(
-    tmp_path: Path, transport: str
+    tmp_path: Path, transport: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if transport == "http" and shutil.which("npx") is None:
         pytest.skip("npx is missing")
+    # the memory server's entry requires it: written as ${MEMORY_FILE_PATH}, read from the
+    # gateway's environment (its graph stays in this test's folder)
+    monkeypatch.setenv("MEMORY_FILE_PATH", str(tmp_path / "memory.jsonl"))
     anyio.run(_suggest_add_call, tmp_path, transport)
 
 
@@ -131,6 +134,8 @@ async def _suggest_add_call(tmp_path: Path, transport: str) -> None:
             )
             assert done.returncode == 0, done.stderr
             assert "would run" in done.stderr
+            if transport == "http":
+                assert "needs in the gateway's environment: MEMORY_FILE_PATH" in done.stderr
             written = json.loads(config.read_text())["mcpServers"]
             assert version in json.dumps(written[tool.split("__")[0]])  # pinned
 
