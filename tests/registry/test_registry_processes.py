@@ -145,3 +145,27 @@ async def _suggest_add_call(tmp_path: Path, transport: str) -> None:
             result = await c.call_tool("call_tool", {"name": tool, "arguments": arguments})
             assert not result.is_error, _text(result)
             assert expected in _text(result)
+
+
+def test_two_toolroute_adds_at_once_both_land(tmp_path: Path) -> None:
+    with serve_registry() as (url, _):
+        config = tmp_path / "servers.json"
+        config.write_text(json.dumps({"mcpServers": {"keep": {"command": "keep-server"}}}))
+        store = json.dumps(str(tmp_path / "store"))
+        (tmp_path / "toolroute.toml").write_text(
+            f'[toolroute]\nstore = {store}\n[registry]\nurl = "{url}"\n'
+        )
+        adds = [
+            subprocess.Popen(
+                [str(TOOLROUTE), "add", name, "--config", str(config), "--yes"],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+            for name in (
+                "io.github.modelcontextprotocol/time",
+                "io.github.modelcontextprotocol/memory",
+            )
+        ]
+        outcomes = [p.communicate(timeout=WAIT_S) for p in adds]
+    assert [p.returncode for p in adds] == [0, 0], outcomes
+    assert set(json.loads(config.read_text())["mcpServers"]) == {"keep", "time", "memory"}

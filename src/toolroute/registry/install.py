@@ -222,4 +222,6 @@ def write(config_path: Path, p: Plan, settings_path: Path | None = None) -> bool
         raise RegistryError(
             f"{config_path} is being changed by another toolroute add (waited {LOCK_TIMEOUT_S:g} s)"
         ) from None
+    except OSError as e:  # the lock or the new file cannot be written
+        raise ConfigError(f"{config_path}: cannot write: {e.strerror or e}") from None
     return True
