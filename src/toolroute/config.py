@@ -45,6 +45,9 @@ cwd, url and headers are expanded from the environment; an unset variable is ref
     calls_per_minute = 120               # overrides, [limits.tools."srv__tool"] per tool
     max_concurrent = 8
     budget_usd_per_day = 5.0             # charged each tool's price
+    [registry]                           # servers suggested where no tool fits (docs/registry.md);
+    url = "https://registry.example"     # unset (the default): no registry is ever asked
+    namespaces = ["com.example/*"]       # what `toolroute add` may add
     [servers.time]                       # economics metadata (EHRR), all optional
     ask_cost = 0.0
     connect_latency_s = 0.1

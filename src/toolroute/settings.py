@@ -163,6 +163,12 @@ class RegistrySettings(BaseModel):
         description="Base URL of an MCP registry (`GET {url}/v0.1/servers`); unset: no "
         "registry is asked, no suggestion is made.",
     )
+    token_env: str | None = Field(
+        default=None,
+        min_length=1,
+        description="A variable holding a bearer token for the registry (an organization's "
+        "own); the token is read from it, never written in the file.",
+    )
     namespaces: list[str] = Field(
         default_factory=list,
         description="Server-name patterns (fnmatch: `io.github.acme/*`) that may be suggested "

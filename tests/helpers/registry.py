@@ -141,7 +141,9 @@ def serve_registry(reg: Registry | None = None) -> Iterator[tuple[str, Registry]
     reg = reg if reg is not None else Registry()
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(reg))
     server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+    )
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}", reg

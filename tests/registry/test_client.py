@@ -4,11 +4,13 @@ each ending in one clear error or a bounded listing (fail closed)."""
 
 from __future__ import annotations
 
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.conftest import reply_json
 from tests.helpers.registry import Registry, real_entries, serve_registry
 from toolroute.errors import RegistryError
 from toolroute.registry.client import RegistryClient
@@ -151,3 +153,28 @@ def test_a_failing_registry_is_not_asked_again_by_every_find_tools(
             with pytest.raises(RegistryError, match="answered HTTP 503"):
                 s.suggest("what time is it in Tokyo")
     assert len(reg.requests) == 1
+
+
+def test_a_private_registry_gets_the_token_and_a_refusal_says_how_to_give_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[str | None] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            seen.append(self.headers.get("Authorization"))
+            ok = self.headers.get("Authorization") == "Bearer s3cret-token-of-the-org"
+            reply_json(self, 200 if ok else 401, {"servers": []} if ok else {"error": "no"})
+
+    from tests.helpers.net import http_server
+
+    with http_server(Handler) as port:
+        url = f"http://127.0.0.1:{port}"
+        with pytest.raises(RegistryError, match=r"HTTP 401 \(the token is unset: set"):
+            _client(url).listing()
+        monkeypatch.setenv("ORG_REGISTRY_TOKEN", "s3cret-token-of-the-org")
+        assert _client(url, token_env="ORG_REGISTRY_TOKEN").listing().entries == ()
+    assert seen == [None, "Bearer s3cret-token-of-the-org"]

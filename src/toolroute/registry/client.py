@@ -181,6 +181,9 @@ class RegistryClient:
         deadline = deadline if deadline is not None else time.monotonic() + 4 * s.timeout_s
         budget = budget if budget is not None else s.max_bytes
         headers = {"Accept": "application/json", "User-Agent": "toolroute"}
+        token = os.environ.get(s.token_env, "") if s.token_env else ""
+        if token.strip():
+            headers["Authorization"] = f"Bearer {token.strip()}"
         if etag:
             headers["If-None-Match"] = etag
         endpoint = f"{self.url}/v0.1/servers"
@@ -201,6 +204,11 @@ class RegistryClient:
                     raise RegistryError(
                         f"{self.url}: answered with a redirect to {where}; set [registry] url "
                         "to the registry itself"
+                    )
+                if r.status_code in (401, 403):
+                    why = "set" if token.strip() else "unset: set [registry] token_env"
+                    raise RegistryError(
+                        f"{self.url}: answered HTTP {r.status_code} (the token is {why})"
                     )
                 if r.status_code != 200:
                     raise RegistryError(f"{self.url}: answered HTTP {r.status_code}")
