@@ -136,3 +136,14 @@ def test_the_allow_list_names_what_it_refuses() -> None:
 def test_auto_add_needs_namespaces() -> None:
     with pytest.raises(ValueError, match="auto_add = true needs namespaces"):
         RegistrySettings(auto_add=True)
+
+
+def test_a_flood_of_near_identical_packages_is_held_whole() -> None:
+    flood = [
+        _renamed(entry_named(MEMORY), f"io.github.u{i}/memory", f"server-memory-{i % 10}")
+        for i in range(60)
+    ]
+    held = flags(_entries(*flood), Pins(None))
+    assert len(held) == 60 and all(
+        "near-identical" in w or "looks like" in w for w in held.values()
+    )

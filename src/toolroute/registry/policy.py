@@ -46,6 +46,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+FLOOD = 50
+"""More servers than this whose package names are one slip apart: all are held, unread."""
 DEFAULT_BASE = {"npm": "https://registry.npmjs.org", "pypi": "https://pypi.org"}
 """The package registry of a package that names none."""
 _NAME = {
@@ -157,13 +159,19 @@ def look_alike_names(entries: Iterable[ServerEntry], known: Iterable[str] = ()) 
                 out[e.name] = f"package name {ident!r} is not plain ASCII"
             elif hit := next((k for k in known if _near(ident, k)), None):
                 out[e.name] = f"package {ident} looks like {hit}, which is already configured"
-    by_package: dict[str, list[tuple[str, str]]] = {}
+    # pairs one slip apart share a key: the folded name with one character left out (or
+    # none), so each name is compared with its few neighbours, not with every other name
+    keys: dict[str, list[tuple[str, str]]] = {}
     for e in entries:
         for ident in _identifiers(e):
-            by_package.setdefault(_fold(ident)[:3], []).append((ident, e.name))
-    for group in by_package.values():
-        if len(group) > 200:  # a flood of near names: each is compared with its bucket only
-            group = group[:200]
+            f = _fold(ident)
+            for key in {f, *(f[:i] + f[i + 1 :] for i in range(len(f)))}:
+                keys.setdefault(key, []).append((ident, e.name))
+    for group in keys.values():
+        if len({n for _, n in group}) > FLOOD:  # a flood of near names: none is trusted
+            for ident, name in group:
+                out.setdefault(name, f"package {ident} is one of {len(group)} near-identical names")
+            continue
         for i, (a, na) in enumerate(group):
             for b, nb in group[i + 1 :]:
                 if na != nb and _near(a, b):
