@@ -106,7 +106,7 @@ def add(
 
 def _show(p: dict[str, Any], description: str, path: Path | None) -> None:
     click.echo(f"{p['name']} {p['version']} ({p['kind']}): {description}", err=True)
-    click.echo(f"  would run: {p['runs']}", err=True)
+    click.echo(f"  would run: {p['would_run']}", err=True)
     if p["needs"]:
         click.echo(f"  needs in the gateway's environment: {', '.join(p['needs'])}", err=True)
     click.echo(f"  written to {path} as {p['server']!r}", err=True)

@@ -61,9 +61,9 @@ class Plan:
             "version": self.entry.version,
             "server": self.server,
             "kind": self.kind,
-            "runs": self.runs,
+            "would_run": self.runs,
             "needs": list(self.needs),
-            "entry": self.spec,
+            "writes": {self.server: self.spec},
         }
 
 
