@@ -185,3 +185,18 @@ def test_auto_add_writes_the_best_allowed_suggestion_and_holds_its_tools(
         approve(store, ["time__get_current_time"])
         kept, held, _ = Quarantine(store).review(listed)
     assert kept.tool_count == 1 and held == []
+
+
+def test_a_slow_registry_leaves_find_tools_answering_without_suggestions(
+    tmp_path: Path, onnx: OnnxEmbedder
+) -> None:
+    async def main() -> dict[str, Any]:
+        with serve_registry(Registry(mode="slow")) as (url, _):
+            config = _config(tmp_path, f'[registry]\nurl = "{url}"\ntimeout_s = 0.5\n')
+            async with _gateway(config, onnx) as (c, _):
+                return await _find(c, NOW)
+
+    found = anyio.run(main)
+    assert found["no_tool_fits"] is True and "suggested_servers" not in found
+    assert found["registry"].startswith("unavailable: ")
+    assert found["registry"].endswith("no answer within 0.5 s")
