@@ -46,6 +46,7 @@ def run(modes: tuple[str, ...] = ("default", "off")) -> dict[str, Any]:
             settings = RegistrySettings(url=URL, page_size=500)
             client = RegistryClient(settings, Path(d), transport=_transport(listing))
             s = Suggester(settings, Path(d), embedder, abstain=mode, client=client)  # type: ignore[arg-type]
+            by_phrasing: dict[str, list[int]] = {}
             served = hit1 = hit3 = none_served = 0
             unserved = refused = 0
             misses: list[dict[str, Any]] = []
@@ -55,7 +56,11 @@ def run(modes: tuple[str, ...] = ("default", "off")) -> dict[str, Any]:
                 if r["relevant"]:
                     served += 1
                     hit1 += bool(names) and names[0] in r["relevant"]
-                    hit3 += any(n in r["relevant"] for n in names)
+                    hit = any(n in r["relevant"] for n in names)
+                    hit3 += hit
+                    tally = by_phrasing.setdefault(r.get("phrasing", "named"), [0, 0])
+                    tally[0] += hit
+                    tally[1] += 1
                     none_served += not names
                     if not any(n in r["relevant"] for n in names):
                         misses.append({"query": r["query"], "suggested": names})
@@ -70,6 +75,7 @@ def run(modes: tuple[str, ...] = ("default", "off")) -> dict[str, Any]:
             "hit@3": round(hit3 / served, 3),
             "no_suggestion_when_one_serves": round(none_served / served, 3),
             "no_suggestion_when_none_serves": round(refused / unserved, 3),
+            "hit@3_by_phrasing": {k: [h, n] for k, (h, n) in by_phrasing.items()},
             "served": served,
             "unserved": unserved,
             "misses": misses,
@@ -94,6 +100,17 @@ def report(result: dict[str, Any]) -> str:
             f"{m['no_suggestion_when_one_serves']:.3f} ({m['served']}) | "
             f"{m['no_suggestion_when_none_serves']:.3f} ({m['unserved']}) |"
         )
+    lines += [
+        "",
+        "hit@3 by how a request is worded (`named`: it names the product, Spotify or Xero; "
+        "`plain`: it does not):",
+        "",
+        "| abstain | phrasing | hit@3 | requests |",
+        "|---|---|---|---|",
+    ]
+    for mode, m in result["modes"].items():
+        for phrasing, (h, n) in m["hit@3_by_phrasing"].items():
+            lines.append(f"| `{mode}` | {phrasing} | {h / n:.3f} | {n} |")
     lines += ["", "Misses at `default` (request → what was suggested):", ""]
     for miss in result["modes"].get("default", {}).get("misses", []):
         lines.append(f"- {miss['query']} → {', '.join(miss['suggested']) or 'nothing'}")
@@ -102,10 +119,9 @@ def report(result: dict[str, Any]) -> str:
         lines.append(f"- {w['query']} → {', '.join(w['suggested'])}")
     lines += [
         "",
-        "The requests were written for this listing by reading its descriptions, and most name "
-        "the product (Spotify, Xero, Datadog): an easier set than an agent's own words; the "
-        "figures say the routing and the abstention check carry over to registry servers, "
-        "not how an unseen registry will fare.",
+        "The requests were written for this listing by reading its descriptions; the `named` "
+        "ones are the easier set. The figures say how the routing and the abstention check "
+        "carry over to registry servers, not how an unseen registry will fare.",
     ]
     return "\n".join(lines) + "\n"
 
