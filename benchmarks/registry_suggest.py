@@ -22,7 +22,8 @@ from typing import Any
 import httpx2
 
 from toolroute.embed.onnx import OnnxEmbedder
-from toolroute.registry import RegistryClient, Suggester
+from toolroute.registry.client import RegistryClient
+from toolroute.registry.suggest import Suggester
 from toolroute.settings import RegistrySettings
 
 HERE = Path(__file__).parent / "registry"

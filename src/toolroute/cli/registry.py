@@ -52,10 +52,9 @@ def add(
     Example:
       toolroute add io.github.modelcontextprotocol/time@2026.10.19 --config servers.json
     """
-    from toolroute.registry.client import RegistryClient
-    from toolroute.registry.install import plan, write
-    from toolroute.registry.policy import Pins, allowed, flags
-    from toolroute.registry.suggest import known_packages
+    # one import, here: the registry's client, httpx and the config loader stay out of every
+    # other command's start (`toolroute --help` would take most of a second longer)
+    from toolroute.registry import command as r
 
     cfg = _config(config_path, settings, store, secrets=False)
     reg = cfg.registry
@@ -65,23 +64,23 @@ def add(
         )
     wanted, _, version = server.partition("@")
     directory = _local_dir(cfg) / "registry"
-    client = RegistryClient(reg, directory)
+    client = r.RegistryClient(reg, directory)
     entry = client.lookup(wanted)
     if version and version != entry.version:
         raise RegistryError(
             f"{entry.name}: the registry now serves version {entry.version}, not {version}; "
             f"add {entry.name}@{entry.version} if you mean it"
         )
-    if why := allowed(entry, reg):
+    if why := r.allowed(entry, reg):
         raise RegistryError(why)
-    pins = Pins(directory / "pins.json")
+    pins = r.Pins(directory / "pins.json")
     listing = client.listing()
     others = [e for e in listing.entries if e.name != entry.name]
-    held = flags([*others, entry], pins, known_packages(cfg))
+    held = r.flags([*others, entry], pins, r.known_packages(cfg))
     if entry.name in held:
         raise RegistryError(f"{entry.name} refused: {held[entry.name]}")
     pins.note([entry])  # first sight: this version must keep these contents
-    p = plan(entry, reg, directory / "venvs", name)
+    p = r.plan(entry, reg, directory / "venvs", name)
     shown = p.to_dict()
     if as_json and dry_run:
         click.echo(json.dumps(shown, indent=2))
@@ -92,7 +91,7 @@ def add(
         return
     if not yes and not click.confirm("add it?", default=False, err=True):
         raise click.Abort
-    added = write(cfg.path, p, cfg.settings_path)
+    added = r.write(cfg.path, p, cfg.settings_path)
     if as_json:
         click.echo(json.dumps({**shown, "added": added}, indent=2))
     elif added:

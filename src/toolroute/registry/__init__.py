@@ -5,24 +5,6 @@ When no connected tool serves a need, ``find_tools`` names the registry servers 
 (:mod:`~toolroute.registry.install`) after the allow-list and the checks against a registry
 that lies (:mod:`~toolroute.registry.policy`). The registry is read by
 :mod:`~toolroute.registry.client` and its entries checked by :mod:`~toolroute.registry.entry`.
-Nothing here runs without ``[registry] url``.
+Nothing here runs without ``[registry] url``. The modules are imported by name (the
+command line reads the client without the router).
 """
-
-from __future__ import annotations
-
-from toolroute.registry.client import Listing, RegistryClient
-from toolroute.registry.entry import ServerEntry, parse_entry
-from toolroute.registry.install import Plan, plan, write
-from toolroute.registry.suggest import Suggester, Suggestion
-
-__all__ = [
-    "Listing",
-    "Plan",
-    "RegistryClient",
-    "ServerEntry",
-    "Suggester",
-    "Suggestion",
-    "parse_entry",
-    "plan",
-    "write",
-]

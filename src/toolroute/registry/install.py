@@ -25,6 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from filelock import FileLock, Timeout
+
+from toolroute.config import load_config, servers_key
 from toolroute.errors import ConfigError, RegistryError
 from toolroute.registry.entry import Argument, KeyValue, ServerEntry
 from toolroute.registry.policy import runnable
@@ -180,10 +183,6 @@ def _install(p: Plan) -> None:
 def write(config_path: Path, p: Plan, settings_path: Path | None = None) -> bool:
     """Add ``p``'s server to the servers file under its lock; False when the same entry is
     there already. The new file is loaded as a config before it replaces the old one."""
-    from filelock import FileLock, Timeout
-
-    from toolroute.config import load_config, servers_key
-
     lock = FileLock(str(config_path) + ".lock", timeout=LOCK_TIMEOUT_S)
     try:
         with lock:

@@ -27,19 +27,24 @@ import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from toolroute.catalog.models import Tool
 from toolroute.catalog.name import skeleton
 from toolroute.errors import RegistryError
+from toolroute.gateway.calls.quarantine import suspicious
 from toolroute.registry.entry import Package, ServerEntry
 from toolroute.settings import PackageType, RegistrySettings
+
+if TYPE_CHECKING:
+    from toolroute.config import GatewayConfig
 
 __all__ = [
     "DEFAULT_BASE",
     "Pins",
     "allowed",
     "flags",
+    "known_packages",
     "look_alike_names",
     "runnable",
 ]
@@ -188,8 +193,6 @@ def look_alike_names(entries: Iterable[ServerEntry], known: Iterable[str] = ()) 
 
 
 def _poisoned(entry: ServerEntry) -> list[str]:
-    from toolroute.gateway.calls.quarantine import suspicious
-
     texts = [Tool("registry", "server", entry.description)]
     if entry.title:
         texts.append(Tool("registry", "title", entry.title))
@@ -243,3 +246,14 @@ def flags(entries: Iterable[ServerEntry], pins: Pins, known: Iterable[str] = ())
         elif poison := _poisoned(e):
             out.setdefault(e.name, f"its description reads like instructions ({poison[0]})")
     return out
+
+
+def known_packages(config: GatewayConfig) -> tuple[str, ...]:
+    """The package names the configured servers run (``pkg@1.2``, ``pkg==1.2`` → ``pkg``)."""
+    out = []
+    for spec in config.servers.values():
+        for arg in getattr(spec, "args", ()):
+            name = re.split(r"==|(?<=.)@", arg, maxsplit=1)[0]
+            if name and not name.startswith("-"):
+                out.append(name)
+    return tuple(dict.fromkeys(out))

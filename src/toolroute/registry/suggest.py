@@ -12,6 +12,7 @@ server serves either gets no suggestion. Entries the allow-list refuses or the c
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import logging
 import re
@@ -22,15 +23,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import anyio
+
 from toolroute.catalog.models import Catalog, Server, Tool
 from toolroute.embed.base import Embedder
 from toolroute.errors import RegistryError, ToolrouteError
+from toolroute.gateway.calls.quarantine import hold_server
 from toolroute.registry.client import Listing, RegistryClient
 from toolroute.registry.entry import ServerEntry
-from toolroute.registry.install import plan
-from toolroute.registry.policy import Pins, allowed, flags
+from toolroute.registry.install import plan, write
+from toolroute.registry.policy import Pins, allowed, flags, known_packages
 from toolroute.route.abstain import AbstainMode
+from toolroute.route.strategy import RouteParams
+from toolroute.router import Router
 from toolroute.settings import RegistrySettings
+from toolroute.store import open_store
 
 if TYPE_CHECKING:
     from toolroute.config import GatewayConfig
@@ -158,8 +165,6 @@ class Suggester:
         self.held = held
         kept = [e for e in listing.entries if e.name not in held]
         catalog, by_id = listing_catalog(kept)
-        from toolroute.route.strategy import RouteParams
-        from toolroute.router import Router
 
         if self._built is not None:
             self._built[1].close()
@@ -223,8 +228,6 @@ class Suggester:
         added: that is the operator's ``toolroute add``), or why the registry could not be
         asked. With ``auto_add``, the best suggestion of an allowed namespace is added, its
         tools held in quarantine until the operator approves them."""
-        import anyio
-
         if self._limiter is None:
             self._limiter = anyio.CapacityLimiter(1)
         # bounded: the first answer reads and indexes the listing; until that is done
@@ -271,17 +274,6 @@ class Suggester:
             self._built = None
 
 
-def known_packages(config: GatewayConfig) -> tuple[str, ...]:
-    """The package names the configured servers run (``pkg@1.2``, ``pkg==1.2`` → ``pkg``)."""
-    out = []
-    for spec in config.servers.values():
-        for arg in getattr(spec, "args", ()):
-            name = re.split(r"==|(?<=.)@", arg, maxsplit=1)[0]
-            if name and not name.startswith("-"):
-                out.append(name)
-    return tuple(dict.fromkeys(out))
-
-
 def attach(gateway: Any, config: GatewayConfig, directory: Path, store: StoreTarget) -> Suggester:
     """Give ``gateway`` registry suggestions (``[registry] url``): its embedder, strategy and
     abstention mode; ``auto_add`` adds through :func:`~toolroute.registry.install.write`,
@@ -305,11 +297,6 @@ def _auto_add(
     suggester: Suggester, config: GatewayConfig, store_target: StoreTarget, s: Suggestion
 ) -> str | None:
     """Add ``s`` from an allowed namespace, its tools held until approved (worker thread)."""
-    import fnmatch
-
-    from toolroute.gateway.calls.quarantine import hold_server
-    from toolroute.registry.install import write
-    from toolroute.store import open_store
 
     settings = suggester.settings
     if not any(fnmatch.fnmatchcase(s.name, pat) for pat in settings.namespaces):
