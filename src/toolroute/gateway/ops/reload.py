@@ -93,6 +93,7 @@ RESTART_FIELDS = (
     "relist_interval_s",
     "scopes",
     "milestones",
+    "registry",
 )
 """Settings a running gateway does not take over; a change is logged as needing a restart."""
 _SPEC_FIELDS = ("connect_timeout_s", "call_timeout_s", "max_result_bytes")

@@ -122,6 +122,17 @@ FOUND_SCHEMA: dict[str, Any] = {
             "read a candidate's description before calling it.",
         },
         "hint": {"type": "string", "description": "What to do next."},
+        "suggested_servers": {
+            "type": "array",
+            "description": "Servers of the operator's MCP registry that would serve the need "
+            "(not connected: only the operator can add one).",
+            "items": {"type": "object", "properties": {"name": {"type": "string"}}},
+        },
+        "request_server": {
+            "type": "object",
+            "description": "A request to pass on to the user: which server to add, and how.",
+            "properties": {"message": {"type": "string"}},
+        },
         "gated_out": {
             "type": "array",
             "description": "Tools that match but cannot be called yet, and why.",
@@ -248,6 +259,13 @@ class CodeModeHook(Protocol):
     def paged(self, result: types.CallToolResult, state: SessionState) -> types.CallToolResult: ...
 
 
+class SuggestHook(Protocol):
+    """What the shell needs of registry suggestions (:class:`toolroute.registry.Suggester`):
+    the servers that would serve a need no connected tool serves (``[registry]``)."""
+
+    async def answer(self, query: str) -> dict[str, Any]: ...
+
+
 class Warmup(Protocol):
     """What a request waits for at start (:class:`toolroute.gateway.ops.startup.Warmup`)."""
 
@@ -344,6 +362,7 @@ class Gateway(GatewayCore):
         every connection of a scope when its tools change)."""
         self._listeners = 0
         self.code_mode: CodeModeHook | None = None  # make_gateway sets it (code_mode = true)
+        self.suggester: SuggestHook | None = None  # make_gateway sets it ([registry] url)
         self.find_tools_tool = FIND_TOOLS  # app.describe_find_tools names the servers in it
         self.bus = InMemorySubscriptionBus()
         self.handlers: dict[str, Handler] = {
@@ -500,6 +519,8 @@ class Gateway(GatewayCore):
             return _invalid("find_tools needs `query`: what you need to get done, in words")
         before = set(r.state.promoted)
         found = await self.find_async(query, k, r.state, may_use=r.allowed, client=r.client)
+        if self.suggester is not None and (found.get("no_tool_fits") or found.get("doubtful_fit")):
+            found.update(await self.suggester.answer(query))  # registry servers that would
         indexing = self.pool.notes.get("indexing", {})  # servers whose tools are not found yet
         if shown := {n: v for n, v in indexing.items() if self._may_use(r.ctx, n)}:
             found["indexing"] = shown
