@@ -64,6 +64,7 @@ class Resync(Protocol):
         *,
         among: Collection[str] | None = None,
         progress: Callable[[int, int], None] | None = None,
+        embed_only: bool = False,
     ) -> IndexReport | None: ...
 
 
