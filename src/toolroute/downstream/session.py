@@ -225,6 +225,7 @@ class Downstream:
         """The last tools/list's ``cacheScope`` (``private``: for this gateway's credentials)."""
         self._stale_at: float | None = None
         self._listed = anyio.Event()  # a list with a lifetime came: (re)arm its expiry
+        self._owner: anyio.CancelScope | None = None  # the owner loop's current session
 
     async def _target(self, stack: AsyncExitStack, companion: bool = False) -> Any:
         """What the SDK client connects to; an HTTP client made here is closed with ``stack``.
@@ -382,25 +383,30 @@ class Downstream:
             # 2026-07-28 where the server speaks it (an in-process one: its era)
             mode = self.spec.mode if isinstance(self.spec, MemorySpec) else "auto"
             try:
-                # initialize is bounded by read_timeout_seconds like any request
-                async with (
-                    AsyncExitStack() as stack,
-                    self._new_client(await self._target(stack), mode) as client,
-                    anyio.create_task_group() as tg,
-                ):
-                    forward_caller_capabilities(client)
-                    without_envelope(client)
-                    self._client, self._tg = client, tg
-                    self.connects += 1
-                    self._set("up", None)
-                    self._changed()  # a reconnect re-lists even when the status stayed "up"
-                    self._ready.set()
-                    backoff = 0.5
-                    if modern(client):
-                        tg.start_soon(self._listen, client)
-                    tg.start_soon(self._expire_lists)
-                    await self._dead.wait()
-                    tg.cancel_scope.cancel()
+                # initialize is bounded by read_timeout_seconds like any request, and ended
+                # at once by stop() (a server that never answers must not hold a shutdown);
+                # the process is stopped under a shield either way (stdio_client.py)
+                with anyio.CancelScope() as self._owner:
+                    if self._stopping:
+                        self._owner.cancel()
+                    async with (
+                        AsyncExitStack() as stack,
+                        self._new_client(await self._target(stack), mode) as client,
+                        anyio.create_task_group() as tg,
+                    ):
+                        forward_caller_capabilities(client)
+                        without_envelope(client)
+                        self._client, self._tg = client, tg
+                        self.connects += 1
+                        self._set("up", None)
+                        self._changed()  # a reconnect re-lists even when the status stayed "up"
+                        self._ready.set()
+                        backoff = 0.5
+                        if modern(client):
+                            tg.start_soon(self._listen, client)
+                        tg.start_soon(self._expire_lists)
+                        await self._dead.wait()
+                        tg.cancel_scope.cancel()
             except Exception as e:  # owner loop: any failure of one server stays with it
                 self.exit_code = self._process.returncode
                 if not self._stopping:  # a server stopped on purpose has not failed
@@ -563,6 +569,8 @@ class Downstream:
         self._stopping = True
         self._stop.set()
         self._dead.set()
+        if self._owner is not None:  # a connect under way ends now
+            self._owner.cancel()
 
     async def client(self, wait_s: float | None = None) -> Client:
         """The open session, waiting up to ``wait_s`` for a (re)connect (not at all when the
