@@ -163,6 +163,9 @@ def test_a_listing_that_never_ends_holds_back_no_call_find_or_status(tmp_path: P
                 found = await _find(c, "what is the current time in Tokyo")
                 assert "time__get_current_time" in [x["name"] for x in found["candidates"]]
                 assert found["indexing"]["many"].startswith("listing its tools")
+                r = await c.call_tool("call_tool", {"name": "many__tool_00001", "arguments": {}})
+                assert r.is_error and json.loads(text(r))["error"] == "unavailable"
+                assert "not routable yet (listing its tools" in text(r)
             while True:  # `toolroute status` shows the start, not "no gateway has run"
                 done = await anyio.run_process(
                     [str(TOOLROUTE), "status", "--config", str(config), "--json"], check=False

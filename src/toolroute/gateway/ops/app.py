@@ -17,7 +17,7 @@ import hashlib
 import logging
 import socket
 import sys
-from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -36,7 +36,7 @@ from toolroute.gateway.ops._metrics import attach_metrics_and_limits
 from toolroute.gateway.ops.follow import StoreWatch, follow_store
 from toolroute.gateway.ops.status import snapshot, write_status
 from toolroute.heap import freeze_heap, trim_heap
-from toolroute.index.warm import warm_cache
+from toolroute.index.warm import slices, warm_cache
 from toolroute.llm.client import ChatLLM, llm_cache_path
 from toolroute.route.adaptive import AdaptiveParams
 from toolroute.route.strategy import RouteParams
@@ -69,6 +69,9 @@ log = logging.getLogger(__name__)
 
 RELIST_DEBOUNCE_S = 1.0
 """A server is re-listed at most this often on its own list_changed or reconnect."""
+SLICE_TOOLS = 1000
+"""A big server is embedded this many tools at a time at start (between slices, a smaller
+server's step goes first)."""
 STATUS_RETRY_S = 1.0
 """How soon a status.json that could not be written (full disk, read-only) is tried again."""
 
@@ -692,6 +695,7 @@ async def resync(
     among: Collection[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
     embed_only: bool = False,
+    between: Callable[[], Awaitable[None]] | None = None,
 ) -> IndexReport | None:
     """List again (with ``listings``: only the servers in ``only``, None for all; ``among``:
     the catalog of those servers only, :func:`review`); rebuild and swap the gateway's
@@ -700,12 +704,24 @@ async def resync(
     from that thread), so the gateway answers meanwhile; the index is then assembled from
     the cache. ``embed_only``: only embed ``among``'s last listed tools into the cache, no
     review and no swap (start-up does this outside the reload lock, so one server's long
-    embedding holds back no other's swap)."""
+    embedding holds back no other's swap), in slices of :data:`SLICE_TOOLS` tools, awaiting
+    ``between()`` before each (start-up lets a small server's step go first there)."""
     if embed_only:
         if listings is not None and config.expose != "all":
             listed = {n: x for n, x in listings.last.items() if among is None or n in among}
-            catalog = catalog_from_listing(config, listed, None)[0]
-            await _embed_new(config, gateway.router, catalog, progress)
+            whole, _ = await anyio.to_thread.run_sync(catalog_from_listing, config, listed, None)
+            done, total = 0, whole.tool_count
+            for part in slices(whole, SLICE_TOOLS):
+                if between is not None:
+                    await between()
+                n = part.tool_count
+
+                def shown(d: int, t: int, done: int = done, n: int = n) -> None:
+                    if progress is not None:  # in tools of the whole step
+                        progress(done + n * d // max(t, 1), total)
+
+                await _embed_new(config, gateway.router, part, shown)
+                done += n
         return None
     catalog, statuses, held = await review(config, pool, listings, only, among)
     before = {(t.key, t.hash) for t in gateway.router.catalog.tools()}

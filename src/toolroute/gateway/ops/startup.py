@@ -5,9 +5,10 @@ arrive in.
 At start every server is listed concurrently (each bounded by ``connect_timeout_s``); as
 listings arrive they are indexed in steps: the servers ready together that list at most
 :data:`STEP_TOOLS` tools, a bigger server in a step of its own. Steps run side by side: each
-embeds its new texts in a worker thread with no lock held, then swaps the router over every
-server indexed so far (``resync(among=…)``, under the reload lock, the short part), so a
-server listing 20,000 tools, whether its listing came first or last, holds back no other's.
+embeds its new texts in a worker thread with no lock held (a big step in bounded slices, and
+only while no small step is under way: small ones go first), then swaps the router over
+every server indexed so far (``resync(among=…)``, under the reload lock, the short part), so
+a server listing 20,000 tools, whether its listing came first or last, holds back no other's.
 Each step's quarantine review sees every server listed so far, so a look-alike of a tool the
 big server lists is held before it is ever routable. Meanwhile ``find_tools`` answers from
 what is indexed and says what is not yet (``indexing`` in its result), and the status shows
@@ -27,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import threading
 import time
 from collections.abc import Collection
 from typing import TYPE_CHECKING
@@ -59,8 +59,6 @@ STEP_TOOLS = 2000
 SLOW_LISTING_S = 1.0
 """A server still listing this long after it connected is slow: no request at start waits
 for it (a cursor that never ends, a page that takes long to read)."""
-YIELD_MAX_S = 30.0
-"""Longest a big step's embedding pauses for the small steps under way (they take seconds)."""
 LOG_EVERY_S = 10.0
 """How often a step's progress is logged (the status follows it every second)."""
 SHOW_EVERY_S = 1.0
@@ -121,7 +119,10 @@ class IndexProgress:
         self.pool.note_change()
 
     def __call__(self, done_texts: int, total_texts: int) -> None:
-        """``CachedEmbedder``'s progress (texts embedded, in the worker thread), as tools."""
+        """``CachedEmbedder``'s progress (texts embedded, in the worker thread), as tools;
+        a gateway stopping meanwhile ends the embedding here, at the chunk's end."""
+        with contextlib.suppress(RuntimeError):  # RuntimeError: not in a worker thread
+            anyio.from_thread.check_cancelled()
         now = time.monotonic()
         if now - self._shown < SHOW_EVERY_S and done_texts < total_texts:
             return
@@ -209,13 +210,14 @@ async def index_at_start(
             log.warning("server %s: %s (its last known tools are kept)", name, got)
         await send.send(name)
 
-    # small steps go first: a big step starts, and goes on after each chunk it embedded,
+    # small steps go first: a big step starts, and goes on after each slice it embedded,
     # only while no small step is under way (the machine's cores are theirs meanwhile)
     small = 0
     idle = anyio.Event()
     idle.set()
-    quiet = threading.Event()
-    quiet.set()
+
+    async def small_steps_done() -> None:
+        await idle.wait()
 
     async def index_step(step: list[str]) -> None:
         nonlocal small, idle
@@ -225,17 +227,10 @@ async def index_at_start(
         if big:
             for n in step:
                 ready(n)
-            await idle.wait()
         else:
             small += 1
             idle = anyio.Event() if idle.is_set() else idle
-            quiet.clear()
         progress.show(0)
-
-        def paced(done: int, total: int) -> None:  # in the worker thread, after each chunk
-            progress(done, total)
-            quiet.wait(YIELD_MAX_S)
-
         try:
             # the slow part, beside the other steps: the step's new texts into the cache
             await resync(
@@ -245,8 +240,9 @@ async def index_at_start(
                 listings,
                 (),
                 among=step,
-                progress=paced if big else progress,
+                progress=progress,
                 embed_only=True,
+                between=small_steps_done if big else None,
             )
             async with live.lock:  # the swap, over every server indexed so far
                 indexed.update(step)
@@ -258,7 +254,6 @@ async def index_at_start(
             if not big:
                 small -= 1
                 if not small:
-                    quiet.set()
                     idle.set()
         for n in step:
             notes.pop(n, None)
