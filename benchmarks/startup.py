@@ -117,6 +117,10 @@ async def _measure(
                             out["error"] = f"exited with {proc.returncode}"
                             break
                         await anyio.sleep(0.05)
+                # the other listing too, for the table (it may come after time's call)
+                names = ("time",) if order == "alone" else ("time", "many")
+                while proc.poll() is None and any(_mark(directory, n) is None for n in names):
+                    await anyio.sleep(0.05)
         finally:
             proc.terminate()
             try:
