@@ -51,9 +51,9 @@ class ToolrouteSettings(BaseModel):
         "replicas; default: a folder per config in the per-user data dir.",
     )
     strategy: str = Field(
-        default="default", description="How find_tools ranks tools (`toolroute strategies`)."
+        default="default", description="How tools are ranked (`toolroute strategies` lists them)."
     )
-    k: int = Field(default=5, ge=1, le=100, description="Tools find_tools returns by default.")
+    k: int = Field(default=5, ge=1, le=100, description="How many tools a search returns.")
     call_timeout_s: float = Field(
         default=30.0, gt=0, description="Seconds a downstream tool call may take."
     )

@@ -26,11 +26,11 @@ from toolroute.catalog.name import SEPARATOR, qualified_name, split_name
 from toolroute.config import GatewayConfig
 from toolroute.downstream.inprocess import MemorySpec, memory_specs
 from toolroute.errors import ErrorCode, error_payload
-from toolroute.gateway.attention import ToolAttention
 from toolroute.gateway.core import MAX_CAPABILITY_REQUESTS, GatewayCore, route_depth
 from toolroute.gateway.ops.app import make_gateway, running_pool, sync_router
 from toolroute.gateway.shell.server import Gateway
 from toolroute.learn.estimate import PRIOR_SUCCESS
+from toolroute.papers.tool_attention.agent_loop import ToolAttention
 from toolroute.present.presenter import PresentConfig
 from toolroute.route.preconditions import Preconditions, SessionState
 from toolroute.router import Router

@@ -64,6 +64,27 @@ def test_an_inventory_pages_a_servers_tools_in_catalog_order(router: Router) -> 
     )
 
 
+def _git(names: list[str]) -> dict[str, Any]:
+    servers = [s for s in CATALOG["servers"] if s["id"] != "git"]
+    git = {**CATALOG["servers"][-1], "tools": [tool(n, f"Git operation {n}") for n in names]}
+    return {"servers": [*servers, git]}
+
+
+def test_a_tool_added_in_front_between_pages_repeats_none(router: Router, tmp_path: Path) -> None:
+    core = GatewayCore(router)
+    first = _payload(core.inventory("git", 3))
+    assert [c["tool"] for c in first["candidates"]] == ["git_op_00", "git_op_01", "git_op_02"]
+    # the server now lists a new tool in front of the others
+    catalog = catalog_from_dict(_git(["git_op_new", *(f"git_op_{i:02d}" for i in range(7))]))
+    with Router(catalog, store=tmp_path / "s2", embedder=HashingEmbedder()) as changed:
+        core.replace_router(changed)
+        second = _payload(core.inventory("git", 3, cursor=first["next_cursor"]))
+        assert [c["tool"] for c in second["candidates"]] == ["git_op_03", "git_op_04", "git_op_05"]
+        third = _payload(core.inventory("git", 3, cursor=second["next_cursor"]))
+        assert [c["tool"] for c in third["candidates"]] == ["git_op_06"]
+        assert third["next_cursor"] is None
+
+
 def test_an_inventory_stays_inside_the_clients_allow_list(router: Router) -> None:
     core = GatewayCore(router)
     allowed = {"git__git_op_01", "git__git_op_04", "time__get_current_time"}

@@ -9,7 +9,7 @@ from tests.conftest import HashingEmbedder
 from toolroute import Router
 from toolroute.catalog import load_catalog
 from toolroute.catalog.candidate import Candidate
-from toolroute.gateway.attention import ToolAttention
+from toolroute.papers.tool_attention.agent_loop import ToolAttention
 from toolroute.present.presenter import PresentConfig, Presenter, binding_name
 from toolroute.present.tokens import TokenCounter
 from toolroute.route.preconditions import Preconditions, SessionState, blocked_by

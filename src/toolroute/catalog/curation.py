@@ -21,9 +21,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import mcp.types as types
+if TYPE_CHECKING:  # the MCP types load in half a second: the CLI reads settings without them
+    import mcp.types as types
 
 __all__ = ["Curation", "ServerCuration", "ToolOverride"]
 
@@ -81,7 +82,9 @@ class ServerCuration:
             if o.description is not None:
                 update["description"] = o.description
             if o.annotations is not None:
-                update["annotations"] = types.ToolAnnotations.model_validate(dict(o.annotations))
+                from mcp.types import ToolAnnotations
+
+                update["annotations"] = ToolAnnotations.model_validate(dict(o.annotations))
             out.append(tool.model_copy(update=update))
         return tuple(out), renames
 

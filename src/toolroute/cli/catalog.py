@@ -26,6 +26,7 @@ from toolroute.cli.common import (
     store_option,
     synced_option,
 )
+from toolroute.cli.options import abstain_option, k_option, strategy_option
 from toolroute.cli.render import abstain_text, explain_text, one_line, print_table
 from toolroute.errors import ConfigError
 
@@ -80,30 +81,17 @@ def index(
 @store_option
 @documents_option
 @plugin_option
-@click.option(
-    "--strategy",
-    "-s",
-    default="default",
-    show_default=True,
-    help="Routing strategy (see `toolroute strategies`).",
-)
-@click.option(
-    "-k",
-    "k",
-    type=click.IntRange(min=1),
-    default=5,
-    show_default=True,
-    help="Number of tools to return.",
-)
+@strategy_option
+@k_option
 @click.option(
     "--schemas", is_flag=True, help="Include description and input_schema in --json output."
 )
 @click.option(
     "--explain",
     is_flag=True,
-    help="Show what decided each candidate, one block per tool (EHRR: similarity, costs, "
-    "posted price, accept, utility; other strategies: dense, BM25, server and best "
-    "sub-intent scores). With --json: an `explain` object per candidate.",
+    help="Show what decided each candidate, one block per tool (the ehrr strategy: "
+    "similarity, costs, posted price, accept, utility; the others: dense, BM25, server and "
+    "best sub-intent scores). With --json: an `explain` object per candidate.",
 )
 @click.option(
     "--server",
@@ -111,13 +99,7 @@ def index(
     metavar="NAME",
     help="List this server's tools in catalog order (its inventory) instead of routing.",
 )
-@click.option(
-    "--abstain",
-    type=click.Choice(["off", "default", "strict"]),
-    default="default",
-    show_default=True,
-    help="When the default strategy answers 'no tool fits' instead of ranking.",
-)
+@abstain_option
 @local_llm_option
 @json_option
 @_friendly

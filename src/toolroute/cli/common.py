@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import click
 
-from toolroute.errors import ToolrouteError
+from toolroute.errors import ConfigError, ToolrouteError
+from toolroute.route.strategy import load_plugin
+from toolroute.store import parse_store_target
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -130,8 +132,6 @@ synced_option = click.option(
 
 def _store_target(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
     """A ``postgresql://`` URL stays a URL (never a directory named ``postgresql:``)."""
-    from toolroute.store import parse_store_target
-
     if value is None:
         return None
     try:
@@ -154,7 +154,8 @@ documents_option = click.option(
     "--documents",
     default="toolroute",
     show_default=True,
-    help="Tool-document preset: toolroute, concat, var-1, var-2 (ScaleMCP's TDWA).",
+    help="How each tool is written into the index: toolroute (its text, server, name and "
+    "synthetic questions, weighted) or concat (one plain text); further presets serve studies.",
 )
 queries_option = click.option(
     "--queries",
@@ -179,9 +180,6 @@ questions_option = click.option(
 
 
 def _load_plugins(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> None:
-    from toolroute.errors import ConfigError
-    from toolroute.route.strategy import load_plugin
-
     for spec in value:
         try:
             load_plugin(spec)
@@ -196,8 +194,8 @@ plugin_option = click.option(
     callback=_load_plugins,
     expose_value=False,
     metavar="MODULE|FILE.py",
-    help="Load more strategies from a module with a register_strategies() function, e.g. "
-    "the benchmarks' research variants: --plugin benchmarks/variants.py. Repeatable.",
+    help="Load more strategies from a module or Python file with a register_strategies() "
+    "function (research variants, your own). Repeatable.",
 )
 
 local_llm_option = click.option(
@@ -288,14 +286,15 @@ def config_store(cfg: Any, store: Any, config_path: Path) -> Any:
     catalog; a ``postgresql://`` URL is the store itself. Without ``store``: the config's
     ``store =``, else its folder under the data dir. The store records which config's
     catalog it holds (its first config claims it); a store claimed by another config is
-    refused in one line naming both, never read or overwritten. A config is known by its
-    path as given (made absolute, symlinks kept): a config file that is a symlink swapped to
-    a new target stays the same config."""
+    refused in one line naming both, never read or overwritten. A config is known by
+    :func:`~toolroute.store.base.config_key`: one file reached from two working directories
+    or through ``dir/../dir`` is one config with one store, and a config file that is a
+    symlink swapped to a new target stays the same config."""
     from toolroute.gateway.ops.app import store_dir_of
     from toolroute.store import is_store_url
-    from toolroute.store.base import config_store_dir
+    from toolroute.store.base import config_key, config_store_dir
 
-    given = Path(config_path).absolute()
+    given = config_key(config_path)
     if store is None:
         target = store_dir_of(cfg)
     elif is_store_url(store):
@@ -314,11 +313,16 @@ def claim_store(target: Any, config_path: Path) -> None:
 
     from toolroute.errors import ConfigError, StoreError
     from toolroute.store import open_store, redact_url
-    from toolroute.store.base import OWNER_KEY
+    from toolroute.store.base import OWNER_KEY, config_key
 
     with open_store(target) as st:
         owner = st.get_meta(OWNER_KEY)
-        if owner is not None and owner != str(config_path):
+        # an owner recorded in another spelling of the same file (before config_key) is it
+        if (
+            owner is not None
+            and owner != str(config_path)
+            and config_key(Path(owner)) != config_path
+        ):
             where = redact_url(target) if isinstance(target, str) else target
             raise ConfigError(
                 f"store {where} holds the catalog of {owner}, not of {config_path}: give "

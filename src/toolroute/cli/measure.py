@@ -25,6 +25,7 @@ from toolroute.cli.common import (
     store_option,
     synced_option,
 )
+from toolroute.cli.options import abstain_option, k_option, strategy_option
 from toolroute.errors import ConfigError
 from toolroute.extra import require
 
@@ -65,13 +66,7 @@ from toolroute.extra import require
     help="Requests no tool serves (JSON lines, `query` and an empty `relevant`): each "
     "strategy's FP rate, the share still answered with a tool, is reported beside recall.",
 )
-@click.option(
-    "--abstain",
-    type=click.Choice(["off", "default", "strict"]),
-    default="default",
-    show_default=True,
-    help="When the default strategy answers 'no tool fits' instead of ranking.",
-)
+@abstain_option
 @local_llm_option
 @json_option
 @_friendly
@@ -92,9 +87,8 @@ def bench(
     """Measure strategies on a benchmark: recall@1/3/5/10, nDCG@5/10, MRR, Full@10, latency.
 
     Metrics count required tool groups (relevant_groups: any tool of a group satisfies it);
-    latency is warm, per query, query embedding included. The three reference baselines run as
-    the strategies baseline-bm25, baseline-dense and baseline-hier5 of the benchmarks'
-    variants (--plugin benchmarks/variants.py).
+    latency is warm, per query, query embedding included. Research baselines and variants
+    join the strategies measured with --plugin.
     """
     from toolroute.bench.report import markdown_table, write_outputs
     from toolroute.bench.runner import bench as run_bench
@@ -178,7 +172,7 @@ def _window(text: str | None, option: str = "--window") -> tuple[int, int] | Non
     type=click.IntRange(min=1),
     default=3,
     show_default=True,
-    help="Candidates presented per route call (EHRR's top-n).",
+    help="Candidates presented per route call.",
 )
 @click.option(
     "--providers",
@@ -225,7 +219,7 @@ def _window(text: str | None, option: str = "--window") -> tuple[int, int] | Non
     "--servers-k",
     type=click.IntRange(min=1),
     default=None,
-    help="Server shortlist of cascade/EHRR (default: 5 per vendor).",
+    help="Servers shortlisted by the cascade and ehrr strategies (default: 5 per vendor).",
 )
 @click.option(
     "--vendor-correlation",
@@ -272,7 +266,7 @@ def simulate(
     out: Path | None,
     as_json: bool,
 ) -> None:
-    """Simulate an agent over a seeded world of prices, failures and latencies (EHRR §V).
+    """Simulate an agent over a seeded world of prices, failures and latencies.
 
     Each seed draws one world (every server sold by --providers vendors with their own prices,
     hidden success, post-accept failures and latencies) before any strategy runs; every strategy
@@ -342,16 +336,8 @@ def simulate(
 @store_option
 @documents_option
 @plugin_option
-@click.option(
-    "--strategy",
-    "-s",
-    default="default",
-    show_default=True,
-    help="Strategy whose scores are gated.",
-)
-@click.option(
-    "-k", "k", type=click.IntRange(min=1), default=5, show_default=True, help="Top-k of the gate."
-)
+@strategy_option
+@k_option
 @click.option(
     "--write",
     "write",
@@ -372,7 +358,7 @@ def calibrate(
     write: Path | None,
     as_json: bool,
 ) -> None:
-    """Find θ for the similarity threshold (Tool Attention §5.2): the F1-best threshold on QUERIES.
+    """Find θ for the similarity threshold: the F1-best threshold on QUERIES.
 
     For each θ, the gated set of a query is its top-k candidates scoring at least θ;
     precision is over that set, recall over the required tool groups.

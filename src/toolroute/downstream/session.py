@@ -24,9 +24,13 @@ through the same callbacks a handshake-era server's requests take, and retries.
 
 What a server sends back while a call is in flight (progress, log messages, sampling and
 elicitation requests) goes to the :class:`CallContext` of that call: the gateway passes one per
-call. The wire does not say which call a server-to-client request belongs to (stdio has no
-related-request id), so it goes to the newest call in flight on that server; the other
-notifications (list changes, resource updates, logs outside any call) go to ``on_notification``.
+call. Where the request can be tied to its call it goes to that call's caller: a 2026-07-28
+server's input-required result answers one call, and over streamable HTTP a request comes on
+the stream of the call it belongs to (both are handled in the calling task, which knows its
+caller). Otherwise (a handshake-era server over stdio, whose requests name no call) it goes to
+the newest call in flight of the only owner with calls in flight, and is refused when several
+owners have calls in flight, since it could reach the wrong client. The other notifications
+(list changes, resource updates, logs outside any call) go to ``on_notification``.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import AsyncExitStack, contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -122,8 +127,9 @@ class CallContext(Protocol):
     request_state: str | None
     """The answers and the opaque state of a retried 2026-07-28 request (else None)."""
     owner: object
-    """Who made the call (one client connection, or one client): a server's request or log
-    during calls of several owners cannot be told apart, so it goes to none of them."""
+    """Who made the call (one client connection; one client for a token's sessions or a
+    2026-07-28 caller): a server's request or log during calls of several owners that names
+    no call cannot be told apart, so it goes to none of them."""
 
     async def progress(self, progress: float, total: float | None, message: str | None) -> None: ...
 
@@ -138,6 +144,12 @@ class CallContext(Protocol):
     ) -> types.ElicitResult | types.ErrorData: ...
 
     async def roots(self) -> types.ListRootsResult | types.ErrorData: ...
+
+
+_calling: ContextVar[CallContext | None] = ContextVar("toolroute_downstream_call", default=None)
+"""The caller of the call the current task makes to a server: what a server's request handled
+in that task (an input-required result's questions, a request on the call's own HTTP stream)
+belongs to."""
 
 
 NotificationHook = Callable[[str, types.ServerNotification], Awaitable[None]]
@@ -203,6 +215,7 @@ class Downstream:
         """Exposed name → the server's own name, of the tools curation renamed."""
         self._settled = anyio.Event()  # the first connect succeeded or failed
         self._scopes: set[anyio.CancelScope] = set()  # requests in flight
+        self._connecting: anyio.CancelScope | None = None  # the owner's connect or session
         self._idle = anyio.Event()
         self._idle.set()
         self._ended: str | None = None  # why the calls in flight were ended
@@ -225,7 +238,6 @@ class Downstream:
         """The last tools/list's ``cacheScope`` (``private``: for this gateway's credentials)."""
         self._stale_at: float | None = None
         self._listed = anyio.Event()  # a list with a lifetime came: (re)arm its expiry
-        self._owner: anyio.CancelScope | None = None  # the owner loop's current session
 
     async def _target(self, stack: AsyncExitStack, companion: bool = False) -> Any:
         """What the SDK client connects to; an HTTP client made here is closed with ``stack``.
@@ -291,12 +303,16 @@ class Downstream:
             await self.on_notification(self.name, msg)
 
     def _caller(self) -> CallContext | None:
-        """The caller a server's message during a call belongs to: the one in flight, or the
-        latest of several of the same owner. Over the wire a server's request names no call,
-        so with calls of two owners in flight it could be either's: then None (no other
-        client ever sees what one client's call produced)."""
+        """The caller a server's message during a call belongs to: the call it is handled
+        in (:data:`_calling`) while that call is in flight; else the one in flight, or the
+        latest of several of the same owner. A stdio server's request names no call, so with
+        calls of two owners in flight it could be either's: then None (no other client ever
+        sees what one client's call produced)."""
         if not self._calls:
             return None
+        tied = _calling.get()
+        if tied is not None and any(c is tied for c in self._calls):
+            return tied
         owners = {c.owner for c in self._calls}
         return self._calls[-1] if len(owners) == 1 else None
 
@@ -383,12 +399,10 @@ class Downstream:
             # 2026-07-28 where the server speaks it (an in-process one: its era)
             mode = self.spec.mode if isinstance(self.spec, MemorySpec) else "auto"
             try:
-                # initialize is bounded by read_timeout_seconds like any request, and ended
-                # at once by stop() (a server that never answers must not hold a shutdown);
-                # the process is stopped under a shield either way (stdio_client.py)
-                with anyio.CancelScope() as self._owner:
-                    if self._stopping:
-                        self._owner.cancel()
+                # initialize is bounded by read_timeout_seconds like any request; stop()
+                # ends a connect under way at once (a server that never answers initialize
+                # would otherwise hold the gateway's exit for the whole connect timeout)
+                with anyio.CancelScope() as self._connecting:
                     async with (
                         AsyncExitStack() as stack,
                         self._new_client(await self._target(stack), mode) as client,
@@ -399,7 +413,7 @@ class Downstream:
                         self._client, self._tg = client, tg
                         self.connects += 1
                         self._set("up", None)
-                        self._changed()  # a reconnect re-lists even when the status stayed "up"
+                        self._changed()  # a reconnect re-lists even when status stayed "up"
                         self._ready.set()
                         backoff = 0.5
                         if modern(client):
@@ -493,6 +507,8 @@ class Downstream:
         return self._asks_by_request
 
     async def _hold_companion(self, task_status: anyio.abc.TaskStatus[None]) -> None:
+        # started from a call's task: its tasks must not take that call for theirs
+        _calling.set(None)
         dead, started = self._dead, False
         try:
             async with (
@@ -569,8 +585,8 @@ class Downstream:
         self._stopping = True
         self._stop.set()
         self._dead.set()
-        if self._owner is not None:  # a connect under way ends now
-            self._owner.cancel()
+        if self._client is None and self._connecting is not None:  # no session to drain
+            self._connecting.cancel()
 
     async def client(self, wait_s: float | None = None) -> Client:
         """The open session, waiting up to ``wait_s`` for a (re)connect (not at all when the
@@ -719,6 +735,7 @@ class Downstream:
         primary = c
         # a 2026-07-28 caller cannot be asked by request: its call is not retried below
         retry = caller is None or not caller.stateless
+        calling = _calling.set(caller)
         try:
             with as_caller(caller.capabilities if caller is not None else None), self._tracked():
                 if own not in self._modern_tools:
@@ -743,6 +760,7 @@ class Downstream:
         except (RuntimeError, ValidationError) as e:  # malformed result / output-schema check
             raise DownstreamError(self.name, tool, "protocol", first_line(e)) from None
         finally:
+            _calling.reset(calling)
             if caller is not None:
                 self._calls.remove(caller)
         if result is None:  # ended by end_calls(): the server left the configuration
@@ -773,6 +791,7 @@ class Downstream:
         c = await self.client()
         if caller is not None:
             self._calls.append(caller)
+        calling = _calling.set(caller)
         try:
             with as_caller(caller.capabilities if caller is not None else None):
                 session = await self._session_for(c, caller)
@@ -790,6 +809,7 @@ class Downstream:
                 self._dead.set()
             raise
         finally:
+            _calling.reset(calling)
             if caller is not None:
                 self._calls.remove(caller)
 

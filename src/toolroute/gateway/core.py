@@ -2,7 +2,8 @@
 
 One core for every shell over it — the MCP server (:class:`toolroute.gateway.shell.server.Gateway`,
 both protocol eras, stdio and HTTP) and the Python
-:class:`toolroute.gateway.attention.ToolAttention` — following the gate of *Tool Attention*:
+:class:`toolroute.papers.tool_attention.agent_loop.ToolAttention` — following the gate of
+*Tool Attention*:
 
 - :meth:`GatewayCore.find` ranks ``route_depth(k)`` candidates (in a worker thread with
   :meth:`~GatewayCore.find_async`), drops those outside the client's allow-list and those whose
@@ -400,10 +401,12 @@ class GatewayCore:
         may_use: Allowed = None,
         cursor: object = None,
     ) -> types.CallToolResult:
-        """find_tools with a ``server`` and no query: that server's tools in catalog order
-        (stable), ``k`` per page from ``cursor``, only those in the client's allow-list; a
-        server with none of them is unknown to the client. The page's tools are promoted like
-        a find's (preconditions still hold them back, listed under ``gated_out``)."""
+        """find_tools with a ``server`` and no query: that server's tools in catalog order,
+        ``k`` per page from ``cursor``, only those in the client's allow-list; a server with
+        none of them is unknown to the client. A cursor names the last tool its page
+        returned, so a tool the server adds or drops meanwhile never repeats or skips one of
+        the others. The page's tools are promoted like a find's (preconditions still hold
+        them back, listed under ``gated_out``)."""
         if not isinstance(server, str) or not server.strip() or len(server) > MAX_NAME_CHARS:
             return error_result(
                 ErrorCode.INVALID_ARGUMENTS,
@@ -430,8 +433,8 @@ class GatewayCore:
         tools = [
             t for t in found.tools if may_use is None or may_use(qualified_name(found.id, t.name))
         ]
-        start = _read_cursor(cursor, found.id)
-        if start is None or start > len(tools):
+        start = _read_cursor(cursor, found.id, [t.name for t in tools])
+        if start is None:
             return error_result(
                 ErrorCode.INVALID_ARGUMENTS,
                 "`cursor` must be a `next_cursor` an inventory of this server returned",
@@ -462,7 +465,7 @@ class GatewayCore:
                 ],
                 "gated_out": blocked,
                 "total": len(tools),
-                "next_cursor": _cursor(found.id, end) if end < len(tools) else None,
+                "next_cursor": _cursor(found.id, page[-1].name, end) if end < len(tools) else None,
             }
         )
 
@@ -599,23 +602,28 @@ def _with_verdict(found: dict[str, Any], notes: dict[str, Any]) -> dict[str, Any
     return found
 
 
-def _cursor(server: str, offset: int) -> str:
-    """An inventory page's opaque cursor: the server and the offset of the next page."""
-    raw = json.dumps([server, offset]).encode()
+def _cursor(server: str, last: str, offset: int) -> str:
+    """An inventory page's opaque cursor: the server, the last tool the page returned, and
+    where the next page began when it was made (used only once that tool is gone)."""
+    raw = json.dumps([server, last, offset], ensure_ascii=False).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def _read_cursor(cursor: object, server: str) -> int | None:
-    """The offset a cursor of ``server``'s inventory holds (0 without one; None: not one)."""
+def _read_cursor(cursor: object, server: str, names: list[str]) -> int | None:
+    """Where the page after ``cursor`` begins in ``server``'s tools ``names`` (0 without a
+    cursor; None: not a cursor of this server's inventory): after the tool it names, else,
+    when that tool is gone, at its offset."""
     if cursor is None:
         return 0
-    if not isinstance(cursor, str) or len(cursor) > 400:
+    if not isinstance(cursor, str) or len(cursor) > 12 * MAX_NAME_CHARS + 100:  # 2 names
         return None
     try:
         raw = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
     except ValueError:
         return None
-    ok = isinstance(raw, list) and len(raw) == 2 and raw[0] == server
-    if ok and isinstance(raw[1], int) and not isinstance(raw[1], bool) and raw[1] >= 0:
-        return int(raw[1])
-    return None
+    if not (isinstance(raw, list) and len(raw) == 3 and raw[0] == server):
+        return None
+    _, last, offset = raw
+    if not isinstance(last, str) or type(offset) is not int or offset < 0:
+        return None
+    return names.index(last) + 1 if last in names else min(offset, len(names))

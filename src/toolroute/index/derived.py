@@ -33,6 +33,8 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from toolroute.store.base import private_dir, private_tree
+
 IndexT = TypeVar("IndexT")
 """The index a derivation reads (:class:`toolroute.index.build.ToolIndex`)."""
 
@@ -146,7 +148,7 @@ class DerivedData:
         if self.directory is None:
             return
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
+            private_dir(self.directory)
             _write_arrays(self.directory / derivation.key, arrays)
         except OSError as e:  # an optimisation: a read-only store recomputes next time
             logger.warning("could not save derived data under %s: %s", self.directory, e)
@@ -161,7 +163,7 @@ def _write_arrays(final: Path, arrays: Arrays) -> None:
     folder renamed into place; a concurrent writer of the same data wins harmlessly)."""
     if (final / "count").is_file():
         return
-    final.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(final.parent)
     tmp = Path(tempfile.mkdtemp(prefix=".writing-", dir=final.parent))
     try:
         for i, a in enumerate(arrays):
@@ -169,6 +171,7 @@ def _write_arrays(final: Path, arrays: Arrays) -> None:
                 raise TypeError(f"derived array {i} of {final.name} holds objects")
             np.save(tmp / f"{i}.npy", np.ascontiguousarray(a), allow_pickle=False)
         (tmp / "count").write_text(str(len(arrays)), encoding="utf-8")
+        private_tree(tmp)  # owner-only, as the database: whatever the umask
         os.replace(tmp, final)
     except OSError:
         if not (final / "count").is_file():

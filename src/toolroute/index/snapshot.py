@@ -36,6 +36,7 @@ from toolroute.index.build import ToolIndex, economics_arrays
 from toolroute.index.derived import Derivation, DerivedData
 from toolroute.index.lexical import LexicalIndex
 from toolroute.index.tdwa import DocConfig
+from toolroute.store.base import private_dir, private_tree
 
 __all__ = ["FORMAT", "load_snapshot", "save_snapshot", "snapshot_key"]
 
@@ -82,7 +83,7 @@ def save_snapshot(
         ix.derived.directory = final / DERIVED
         return final
     try:
-        root.mkdir(parents=True, exist_ok=True)
+        private_dir(root)
         tmp = Path(tempfile.mkdtemp(prefix=".building-", dir=root))
         try:
             for name in _ARRAYS:
@@ -92,6 +93,7 @@ def save_snapshot(
             ix.derived.save(derivations, ix, tmp / DERIVED)
             meta = {"format": FORMAT, "key": key, "tools": ix.size, "model_id": ix.model_id}
             (tmp / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+            private_tree(tmp)  # owner-only, as the database: whatever the umask
             os.replace(tmp, final)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)

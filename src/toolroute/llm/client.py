@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 import jsonschema
 
 from toolroute.errors import ConfigError
+from toolroute.store.base import open_private, private_dir
 
 __all__ = [
     "AnswerCache",
@@ -153,7 +154,9 @@ class AnswerCache:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(self.path.parent)
+        if not self.path.exists():  # 0600 like the store's database (SQLite's -wal too)
+            os.close(open_private(self.path, os.O_WRONLY))
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 import uuid
 from contextlib import suppress
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from toolroute.errors import ToolrouteError
+from toolroute.store.base import open_private, private_dir
 
 __all__ = ["EventLog", "OtelExporter", "RoutingEvent", "query_hash"]
 
@@ -50,7 +52,9 @@ class EventSink(Protocol):
 class EventLog:
     """Appends each event as one JSON line (the store keeps its own copy, table
     ``routing_events``). ``emit`` raises OSError when the file cannot be written (full
-    disk, no permission): the gateway notes it once and goes on without the line."""
+    disk, no permission): the gateway notes it once and goes on without the line. The file
+    is created 0600 and missing folders 0700 whatever the umask: events name clients and
+    tools."""
 
     part = "events log"
     """What the gateway's status calls this sink when writing it fails."""
@@ -60,10 +64,11 @@ class EventLog:
         # a directory that cannot be made now fails each emit, noted there: the gateway
         # starts and serves without its log rather than not at all
         with suppress(OSError):
-            path.parent.mkdir(parents=True, exist_ok=True)
+            private_dir(path.parent)
 
     def emit(self, event: RoutingEvent) -> None:
-        with self.path.open("a", encoding="utf-8") as f:
+        fd = open_private(self.path, os.O_WRONLY | os.O_APPEND)
+        with os.fdopen(fd, "a", encoding="utf-8") as f:
             f.write(event.to_json() + "\n")
 
 

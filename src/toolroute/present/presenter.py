@@ -14,7 +14,7 @@ Schema Loading for Eliminating the MCP/Tools Tax in Scalable Agentic Workflows* 
 The promoted set exports as ready-to-bind OpenAI and Anthropic tool definitions: the integration
 point of Adaptive Tool Routing §IV ("filter before the tools reach the system prompt"); a Python
 agent loop gets the whole of Tool Attention's Alg. 1 from
-:class:`toolroute.gateway.attention.ToolAttention`.
+:class:`toolroute.papers.tool_attention.agent_loop.ToolAttention`.
 """
 
 from __future__ import annotations

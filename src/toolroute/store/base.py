@@ -31,6 +31,7 @@ __all__ = [
     "SyncReport",
     "OWNER_KEY",
     "catalog_digest",
+    "config_key",
     "config_store_dir",
     "default_store_dir",
     "default_store_target",
@@ -38,7 +39,9 @@ __all__ = [
     "meta_writes",
     "note_meta_write",
     "parse_store_target",
+    "open_private",
     "private_dir",
+    "private_tree",
     "redact_url",
 ]
 
@@ -97,6 +100,17 @@ def default_store_target() -> StoreTarget:
     return parse_store_target(env) if env else default_store_dir()
 
 
+def config_key(config_path: Path) -> Path:
+    """The path a config is known by: its folder's real path (``..``, symlinked folders and
+    the working directory resolved) and its file name as given, so every way of reaching one
+    file names one config, while a config file that is itself a symlink swapped to a new
+    target stays the same config."""
+    path = Path(config_path).expanduser()
+    if path.name in ("", ".", ".."):
+        return Path(os.path.realpath(path))
+    return Path(os.path.realpath(path.parent)) / path.name
+
+
 def config_store_dir(root: Path, config_path: Path) -> Path:
     """The store of one config's gateway under a data directory ``root``: one folder per
     config file (its name and a digest of its path), so configs sharing a root never see
@@ -116,6 +130,22 @@ def private_dir(path: Path) -> None:
     for p in reversed(missing):
         with suppress(FileExistsError):  # made meanwhile by another process
             p.mkdir(mode=0o700)
+
+
+def private_tree(root: Path) -> None:
+    """Give ``root`` and everything under it owner-only modes (folders 0700, files 0600),
+    whatever the umask they were written under: a folder built aside (a snapshot, derived
+    arrays) gets them before it is renamed into the store, so it is never readable by others."""
+    for folder, _, files in os.walk(root):
+        os.chmod(folder, 0o700)
+        for name in files:
+            os.chmod(os.path.join(folder, name), 0o600)
+
+
+def open_private(path: Path, flags: int) -> int:
+    """``os.open`` of ``path``, created with mode 0600 when missing whatever the umask (a
+    file that exists keeps the mode its owner gave it)."""
+    return os.open(path, flags | os.O_CREAT, 0o600)
 
 
 def default_store_dir() -> Path:

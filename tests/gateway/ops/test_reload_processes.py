@@ -239,3 +239,33 @@ def test_a_curation_edit_relists_only_that_server_and_restarts_nothing(tmp_path:
         assert not r.is_error and "Asia/Tokyo" in _text(r)
 
     run_gateway(old, body)
+
+
+def test_an_abstain_edit_applies_to_the_next_find(tmp_path: Path) -> None:
+    """A live `toolroute serve` (bundled model, shipped abstention model): turning abstain
+    from off to strict in toolroute.toml is logged as changed and answers the next
+    find_tools for a need no server meets with "no tool fits", without a restart."""
+    config = tmp_path / "servers.json"
+    write_servers(config, {"time": {"command": sys.executable, "args": ["-c", TIME_MAIN]}})
+    toml = tmp_path / "toolroute.toml"
+    settings = f"[toolroute]\nstore = {json.dumps(str(tmp_path / 'store'))}\n"
+    toml.write_text(settings + 'abstain = "off"\n')
+    log = tmp_path / "gateway.log"
+    far = "Order a large pepperoni pizza for delivery to my flat"
+
+    async def main() -> None:
+        async with gateway("stdio", config, log) as c:
+
+            async def found() -> dict[str, Any]:
+                r = await c.call_tool("find_tools", {"query": far, "k": 3})
+                assert not r.is_error
+                return json.loads(_text(r))  # type: ignore[no-any-return]
+
+            assert (await found())["candidates"]  # off: ranked all the same
+            toml.write_text(settings + 'abstain = "strict"\n')
+            await wait_for_line(log, "config reloaded in")  # every reload ends with it
+            after = await found()
+            assert after["candidates"] == [] and after["no_tool_fits"] is True, after
+            assert "config reloaded: abstain changed" in log.read_text()
+
+    anyio.run(main)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,50 @@ def test_a_garbage_line_on_the_pipe_is_contained_and_calls_go_on(tmp_path: Path)
         assert "Asia/Tokyo" in answers[3]["result"]["content"][0]["text"]
         proc.stdin.close()  # EOF: the gateway stops on its own
         assert proc.wait(timeout=30) == 0
+    finally:
+        _stop(proc)
+
+
+def test_a_response_to_no_request_is_dropped_and_logged_never_echoed(tmp_path: Path) -> None:
+    """Echoing it would make two such peers bounce one message back and forth for ever."""
+    proc = _serve(_config(tmp_path), subprocess.PIPE)
+    assert proc.stdin is not None
+    try:
+        stray_error = {"jsonrpc": "2.0", "id": 4242, "error": {"code": -32000, "message": "x"}}
+        stray_result = {"jsonrpc": "2.0", "id": 4243, "result": {}}
+        ping = {"jsonrpc": "2.0", "id": 7, "method": "ping"}
+        proc.stdin.write(_lines(*HELLO, stray_error, stray_result, ping))
+        proc.stdin.flush()
+        answers = _read_until(proc, 7, 180)  # in order: the strays came before the ping
+        assert set(answers) == {1, 7} and answers[7]["result"] == {}
+        proc.stdin.close()
+        assert proc.wait(timeout=30) == 0
+        log = tmp_path.joinpath("serve.err").read_text()
+        assert "dropped a response (error) from the client whose id 4242" in log
+        assert "dropped a response (result) from the client whose id 4243" in log
+    finally:
+        _stop(proc)
+
+
+def test_stdin_closed_ends_the_gateway_while_a_server_never_answers_initialize(
+    tmp_path: Path,
+) -> None:
+    """Its connect is abandoned at once: the exit does not wait out ``connect_timeout_s``."""
+    mute = [sys.executable, "-c", "import sys; sys.stdin.read()"]  # reads, never answers
+    path = tmp_path / "servers.json"
+    path.write_text(json.dumps({"mcpServers": {"mute": {"command": mute[0], "args": mute[1:]}}}))
+    store = json.dumps(str(tmp_path / "store"))
+    (tmp_path / "toolroute.toml").write_text(
+        f"[toolroute]\nstore = {store}\nconnect_timeout_s = 120\n"
+    )
+    proc = _serve(path, subprocess.PIPE)
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(_lines(*HELLO))
+        proc.stdin.flush()
+        assert _read_until(proc, 1, 60)[1]["result"]["serverInfo"]["name"] == "toolroute"
+        proc.stdin.close()  # EOF while mute's initialize is still unanswered
+        assert proc.wait(timeout=60) == 0  # half the connect timeout: it was waited out
     finally:
         _stop(proc)
 

@@ -47,6 +47,7 @@ from starlette.routing import Route
 from toolroute.catalog.name import qualified_name
 from toolroute.gateway.calls.access import CLIENT_SCOPE_KEY
 from toolroute.gateway.http.login import COOKIE, LOGIN_SCOPE_KEY, SESSION_TTL_S, Login, LoginBook
+from toolroute.learn.estimate import LAMBDA
 
 if TYPE_CHECKING:
     from toolroute.downstream.servers import DownstreamPool
@@ -337,10 +338,7 @@ button{font:inherit;padding:.35em 1em;margin-top:.8em;cursor:pointer}
 .error{color:#b00020;font-weight:600}
 """
 
-_EMA = (
-    "a moving average over its executed calls in which each new call weighs 15% "
-    "(EHRR eq. 8, \u03bb = 0.15)"
-)
+_EMA = f"a moving average over its executed calls in which each new call weighs {LAMBDA:.0%}"
 SERVER_COLUMNS = (
     ("server", "The server's name in your servers file; its tools are named server__tool."),
     (

@@ -178,7 +178,7 @@ def diff(old: GatewayConfig, new: GatewayConfig) -> Reload:
         new.allowed_hosts,
         new.allowed_origins,
     )
-    swapped = ("pinned", "k", "threshold", "tool_gates", "server_gates", "approved")
+    swapped = ("pinned", "k", "threshold", "abstain", "tool_gates", "server_gates", "approved")
     return Reload(
         added=tuple(n for n in new.servers if n not in old.servers),
         removed=tuple(n for n in old.servers if n not in new.servers),
@@ -248,6 +248,8 @@ async def _apply(
     p = gateway.presenter
     shown = replace(p.config, top_k=new.k, threshold=new.threshold, pinned=new.pinned)
     gateway.presenter = Presenter(p.catalog, shown, p.tokens)
+    router = gateway.router  # "no tool fits" from the next find_tools on
+    router.params = replace(router.params, abstain=new.abstain)
     for name in (*change.added, *change.restarted):  # bounded: a dead one is listed later
         await pool[name].settled(new.connect_timeout_s)
     report = await resync(new, pool, gateway, live.listings, change.servers)

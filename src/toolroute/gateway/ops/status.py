@@ -25,6 +25,7 @@ from typing import Any
 
 from toolroute.downstream.servers import DownstreamPool
 from toolroute.errors import ErrorCode, error_payload
+from toolroute.store.base import open_private, private_dir
 
 __all__ = [
     "STATUS_FILE",
@@ -197,8 +198,10 @@ def write_status(store_dir: Path, status: dict[str, Any], faults: Faults | None 
     gateway keeps serving without its status file."""
     tmp = store_dir / f".{STATUS_FILE}.{os.getpid()}"
     try:
-        store_dir.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps(status, indent=1, sort_keys=True), encoding="utf-8")
+        private_dir(store_dir)
+        tmp.unlink(missing_ok=True)  # a left-over keeps its mode: made anew, 0600
+        with os.fdopen(open_private(tmp, os.O_WRONLY | os.O_EXCL), "w", encoding="utf-8") as f:
+            f.write(json.dumps(status, indent=1, sort_keys=True))
         tmp.replace(store_dir / STATUS_FILE)
     except OSError as e:
         if faults is None:

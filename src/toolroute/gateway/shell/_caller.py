@@ -62,8 +62,13 @@ class Caller:
         self.relay = relay
         self.ctx = ctx
         self.stateless = is_stateless(ctx)
+        identity = client_identity(ctx)
+        # one token is one client, whatever its sessions; without one, a name or header
+        # anyone can claim never joins two connections
         self.owner: object = (
-            f"client:{client_identity(ctx)}" if self.stateless else connection_key(ctx)
+            f"client:{identity}"
+            if self.stateless or identity.startswith("token:")
+            else connection_key(ctx)
         )
         self.input_responses = getattr(params, "input_responses", None)
         self.request_state = getattr(params, "request_state", None)

@@ -9,7 +9,9 @@ the null device and fd 1 goes to stderr, so a handler's or a child's stray outpu
 corrupt the wire; both are restored on exit. A line that is no JSON-RPC message is answered
 here (``-32700 Parse error``, id null, or ``-32600 Invalid Request``, ``data`` naming the
 problem), as JSON-RPC 2.0 asks; the SDK would drop it silently. Each line is parsed once,
-bounded in size and depth (:func:`parse_frame`).
+bounded in size and depth (:func:`parse_frame`). A response is never answered: one whose id
+names no request the gateway sent (and is still waiting on) is dropped and logged, so two
+peers that answer what they cannot place never bounce a message back and forth.
 
 When stdin or stdout is not a pipe, socket or terminal (a regular file, as in
 ``serve < requests.jsonl``, or ``/dev/null``), the event loop cannot watch it, so
@@ -34,6 +36,7 @@ import stat
 import sys
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
+from dataclasses import dataclass
 from typing import Any, Self
 
 import anyio
@@ -51,7 +54,14 @@ Incoming = ReadStream[SessionMessage | Exception]
 Outgoing = WriteStream[SessionMessage]
 """Messages written to the client."""
 
-__all__ = ["MAX_LINE_BYTES", "TERM_GRACE_S", "parse_frame", "serve_stdio", "stdio_pipes"]
+__all__ = [
+    "MAX_LINE_BYTES",
+    "TERM_GRACE_S",
+    "BadFrame",
+    "parse_frame",
+    "serve_stdio",
+    "stdio_pipes",
+]
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +83,15 @@ def _watchable(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or (stat.S_ISCHR(mode) and os.isatty(fd))
 
 
-def parse_frame(line: bytes) -> types.JSONRPCMessage | types.JSONRPCError:
+@dataclass(frozen=True, slots=True)
+class BadFrame:
+    """A stdin line that is no JSON-RPC message, and the error that answers it (apart from
+    a well-formed error response, which is a message like any other)."""
+
+    answer: types.JSONRPCError
+
+
+def parse_frame(line: bytes) -> types.JSONRPCMessage | BadFrame:
     """One stdin line as a JSON-RPC message, or the JSON-RPC 2.0 error answering it, from one
     bounded parse: pydantic-core's JSON parser (no recursion past its depth limit of 200, so a
     frame nested 100,000 levels deep is an error, not a crash), then the message model on the
@@ -83,7 +101,7 @@ def parse_frame(line: bytes) -> types.JSONRPCMessage | types.JSONRPCError:
     try:
         frame = pydantic_core.from_json(line)
     except ValueError as e:  # not JSON, not UTF-8, or nested past the limit
-        return _error(types.PARSE_ERROR, "Parse error", None, str(e))
+        return BadFrame(_error(types.PARSE_ERROR, "Parse error", None, str(e)))
     try:
         return types.jsonrpc_message_adapter.validate_python(frame, by_name=False)
     except ValidationError as e:
@@ -94,7 +112,7 @@ def parse_frame(line: bytes) -> types.JSONRPCMessage | types.JSONRPCError:
                 request_id = found
         first = e.errors(include_url=False, include_input=False)[0] if e.errors() else None
         why = f"{'.'.join(map(str, first['loc']))}: {first['msg']}" if first else str(e)
-        return _error(types.INVALID_REQUEST, "Invalid Request", request_id, why[:200])
+        return BadFrame(_error(types.INVALID_REQUEST, "Invalid Request", request_id, why[:200]))
 
 
 def _error(
@@ -161,9 +179,9 @@ async def stdio_pipes() -> AsyncIterator[tuple[Incoming, Outgoing]]:
                     if not line.strip():
                         continue
                     message = parse_frame(line)
-                    if isinstance(message, types.JSONRPCError):  # JSON-RPC 2.0 §5.1: the
-                        await reply(message)  # client hears why, the SDK's observer too
-                        await read_writer.send(ValueError(message.error.data))
+                    if isinstance(message, BadFrame):  # JSON-RPC 2.0 §5.1: the client
+                        await reply(message.answer)  # hears why, the SDK's observer too
+                        await read_writer.send(ValueError(message.answer.error.data))
                         continue
                     await read_writer.send(SessionMessage(message))
 
@@ -228,28 +246,44 @@ class _InFlight:
         self._reading: anyio.CancelScope | None = None
         self._draining: anyio.CancelScope | None = None
 
-    def accept(self, item: SessionMessage | Exception) -> None:
-        """Note a message read from the client, before the server gets it."""
+    def accept(self, item: SessionMessage | Exception) -> bool:
+        """Note a message read from the client, before the server gets it; False for a
+        response to no request the server is waiting on (dropped, and logged)."""
         if not isinstance(item, SessionMessage):
-            return
+            return True
         message = item.message
         if isinstance(message, types.JSONRPCRequest):
             self.ids.add(coerce_request_id(message.id))  # "7" and 7 correlate, as in the SDK
         elif isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
-            if message.id is not None:
-                self._asked.pop(coerce_request_id(message.id), None)
+            key = coerce_request_id(message.id) if message.id is not None else None
+            if key is None or key not in self._asked:
+                kind = "error" if isinstance(message, types.JSONRPCError) else "result"
+                log.warning(
+                    "dropped a response (%s) from the client whose id %.100r answers no "
+                    "request of the gateway",
+                    kind,
+                    message.id,
+                )
+                return False
+            del self._asked[key]
         elif message.method == "notifications/cancelled":  # the SDK never answers those
             self._settle(cancelled_request_id_from_params(message.params))
+        return True
+
+    def sending(self, item: SessionMessage) -> None:
+        """Note a request the server is about to write to the client (before the client
+        can answer it)."""
+        message = item.message
+        if isinstance(message, types.JSONRPCRequest):
+            self._asked[coerce_request_id(message.id)] = message.id
 
     def sent(self, item: SessionMessage) -> None:
         """Note a message the server wrote (or gave up writing) to the client."""
         message = item.message
         if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
             self._settle(message.id)
-        elif isinstance(message, types.JSONRPCRequest):
-            self._asked[coerce_request_id(message.id)] = message.id
-            if self._ended:
-                self._refuse_asked()
+        elif isinstance(message, types.JSONRPCRequest) and self._ended:
+            self._refuse_asked()
 
     def _settle(self, request_id: types.RequestId | None) -> None:
         if request_id is not None:
@@ -271,12 +305,12 @@ class _InFlight:
         if not self._ended and not self.terminated:  # SIGTERM may come between two reads
             with anyio.CancelScope() as self._reading:
                 try:
-                    item = await inner.receive()
+                    while True:
+                        item = await inner.receive()
+                        if self.accept(item):
+                            return item
                 except anyio.EndOfStream:
                     pass
-                else:
-                    self.accept(item)
-                    return item
             # input ended (a request arriving as SIGTERM cancels the read above is dropped)
             self._ended = True
             grace = TERM_GRACE_S if self.terminated else self.drain_s
@@ -348,6 +382,7 @@ class _Writing:
         self._in_flight = in_flight
 
     async def send(self, item: SessionMessage) -> None:
+        self._in_flight.sending(item)
         try:
             await self._inner.send(item)
         finally:  # sent or given up on: the SDK will not answer it again either way

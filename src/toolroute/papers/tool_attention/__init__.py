@@ -6,8 +6,10 @@ each tool's compact summary, name and description), the state-aware gate (its eq
 preconditions and scopes, :mod:`toolroute.route.preconditions`, with the similarity threshold θ and
 top-k of :mod:`toolroute.present.presenter`), and two-phase lazy schema loading (a summary
 pool in context, full schemas only for the promoted tools: the presenter and the gateway;
-:class:`toolroute.gateway.attention.ToolAttention` is its Alg. 1 for a Python agent loop).
-The ``tool-attention`` strategy ranks by the ISO score alone and is presented in two phases.
+:class:`~toolroute.papers.tool_attention.agent_loop.ToolAttention` is its Alg. 1 for a
+Python agent loop, in a module of its own: it stands on the gateway's core, which the strategy
+registry here must not load). The ``tool-attention`` strategy ranks by the ISO score alone and
+is presented in two phases.
 """
 
 from __future__ import annotations
