@@ -369,7 +369,8 @@ async def serve(
         try:
             async with gateway.continuations.serving(), anyio.create_task_group() as tg:
                 watch = StoreWatch(lambda: gateway.router.store)  # approvals, other replicas
-                if config.expose != "all" and not empty.store.tool_hashes():
+                fresh = config.servers and not empty.store.tool_hashes()
+                if fresh and config.expose != "all":
                     tg.start_soon(_load_model, empty)  # a fresh store: every tool is embedded
                 tg.start_soon(_index_then_watch, live, pool, gateway, watch, warmup)
                 tg.start_soon(follow_store, gateway, watch)  # replicas of a shared store
