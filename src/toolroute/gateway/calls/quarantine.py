@@ -145,14 +145,18 @@ class Quarantine:
                 return True
         return approvals.get(name) == tool.hash
 
-    def review(self, catalog: Catalog) -> tuple[Catalog, list[Held], list[QuarantineEvent]]:
-        """The catalog without held tools, the held tools, and the events of this review."""
+    def review(
+        self, catalog: Catalog, others: Sequence[Tool] = ()
+    ) -> tuple[Catalog, list[Held], list[QuarantineEvent]]:
+        """The catalog without held tools, the held tools, and the events of this review.
+        ``others``: tools of servers reviewed apart (listed, not in ``catalog``), whose names
+        a tool of ``catalog`` must not look like either."""
         pins = _load(self.store, PINS)
         approvals = _load(self.store, APPROVALS)
         held: list[Held] = []
         events: list[QuarantineEvent] = []
         servers = []
-        alike = look_alikes(catalog.tools())
+        alike = look_alikes([*catalog.tools(), *others])
         unreviewed = _load(self.store, UNREVIEWED)
         for server in catalog.servers:
             kept = []

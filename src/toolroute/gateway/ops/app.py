@@ -17,7 +17,7 @@ import hashlib
 import logging
 import socket
 import sys
-from collections.abc import AsyncIterator, Callable, Collection, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
-from toolroute.catalog.models import Catalog
+from toolroute.catalog.models import Catalog, Tool
 from toolroute.config import SEPARATOR, GatewayConfig
 from toolroute.downstream.oauth import downstream_auth
-from toolroute.downstream.servers import Downstream, DownstreamPool, ListedServer
+from toolroute.downstream.servers import Downstream, DownstreamError, DownstreamPool, ListedServer
 from toolroute.downstream.sync import Listings, ServerStatus, catalog_from_listing, list_all
 from toolroute.errors import ConfigError
 from toolroute.gateway.calls.quarantine import Held, Quarantine, revision
@@ -36,7 +36,7 @@ from toolroute.gateway.ops._metrics import attach_metrics_and_limits
 from toolroute.gateway.ops.follow import StoreWatch, follow_store
 from toolroute.gateway.ops.status import snapshot, write_status
 from toolroute.heap import freeze_heap, trim_heap
-from toolroute.index.warm import warm_cache
+from toolroute.index.warm import slices, warm_cache
 from toolroute.llm.client import ChatLLM, llm_cache_path
 from toolroute.registry.suggest import attach
 from toolroute.route.adaptive import AdaptiveParams
@@ -70,6 +70,9 @@ log = logging.getLogger(__name__)
 
 RELIST_DEBOUNCE_S = 1.0
 """A server is re-listed at most this often on its own list_changed or reconnect."""
+SLICE_TOOLS = 1000
+"""A big server is embedded this many tools at a time at start (between slices, a smaller
+server's step goes first)."""
 STATUS_RETRY_S = 1.0
 """How soon a status.json that could not be written (full disk, read-only) is tried again."""
 
@@ -158,11 +161,51 @@ async def review(
     """List every server and hold back the tools in quarantine: the catalog to index. With
     ``listings``, only the servers in ``only`` (None: all) are listed again, the others'
     last listing is reused. With ``among`` (and ``listings``), the catalog of those servers
-    alone (the ones indexed so far at start)."""
+    alone (the ones indexed so far at start), whose names are checked against every server
+    listed so far: a look-alike of a tool a server still being indexed lists is held before
+    it is ever routable. The review itself (hashes, pins, poisoned descriptions: seconds for
+    tens of thousands of tools) runs in a worker thread, so the gateway answers meanwhile."""
     if listings is None:
         listing = await list_all(pool, config.connect_timeout_s)
     else:
         listing = await listings.refresh(pool, config.connect_timeout_s, only, among)
+    others: list[Tool] = []
+    # only a name not plain ASCII is ever flagged a look-alike (gateway/calls/_poison.py):
+    # with none among the reviewed servers, the others' names are not needed
+    if listings is not None and among is not None and not _plain(listing):
+        others = [
+            Tool(server=n, name=t.name, description="", input_schema={})
+            for n, x in listings.last.items()
+            if n not in among and n in pool.servers and isinstance(x, ListedServer)
+            for t in x.listed
+        ]
+    catalog, statuses, held = await anyio.to_thread.run_sync(
+        _review, config, listing, among, others
+    )
+    catalog = _without(catalog, held, pool)
+    for s in statuses:
+        pool[s.name].tools = s.tools
+    pool.note_change()  # the tools counts (and the quarantine set next) are in the status
+    return catalog, statuses, held
+
+
+def _plain(listing: Mapping[str, ListedServer | DownstreamError]) -> bool:
+    """Whether every tool name listed is printable ASCII."""
+    return all(
+        t.name.isascii() and t.name.isprintable()
+        for x in listing.values()
+        if isinstance(x, ListedServer)
+        for t in x.listed
+    )
+
+
+def _review(
+    config: GatewayConfig,
+    listing: Mapping[str, ListedServer | DownstreamError],
+    among: Collection[str] | None,
+    others: Sequence[Tool],
+) -> tuple[Catalog, list[ServerStatus], list[Held]]:
+    """:func:`review`'s part in the store, on a connection of its own (a worker thread)."""
     with open_store(store_dir_of(config)) as store:
         previous = store.load_catalog() if store.tool_hashes() else None
         catalog, statuses = catalog_from_listing(config, listing, previous)
@@ -177,11 +220,7 @@ async def review(
             if isinstance(x, ListedServer)
         }
         original, _ = catalog_from_listing(config, listed, None)
-        _, held, _ = Quarantine(store, config.approved).review(original)
-    catalog = _without(catalog, held, pool)
-    for s in statuses:
-        pool[s.name].tools = s.tools
-    pool.note_change()  # the tools counts (and the quarantine set next) are in the status
+        _, held, _ = Quarantine(store, config.approved).review(original, others)
     return catalog, statuses, held
 
 
@@ -315,20 +354,25 @@ async def serve(
     (what reads the config files again), follow edits of the config and SIGHUP
     (:mod:`toolroute.gateway.ops.reload`)."""
     from toolroute.gateway.ops.reload import follow_config
-    from toolroute.gateway.ops.startup import WARMUP_INDEX_S, Warmup
+    from toolroute.gateway.ops.startup import Warmup
 
     pool = make_pool(config)
     async with anyio.create_task_group() as owners:
         await owners.start(pool.run)  # the servers connect while the gateway serves
         empty = build_router(config, Catalog(servers=()), gateway_embedder(config, transport))
         gateway = make_gateway(config, empty, pool)
-        # what a call at start waits for: the quick servers indexed (bounded)
-        warmup = Warmup(config.connect_timeout_s + WARMUP_INDEX_S)
+        # what a call at start waits for: its server, or the quick ones, indexed (bounded)
+        warmup = Warmup(config.connect_timeout_s, pool.servers)
         gateway.warmup = warmup
+        # `toolroute status` shows this gateway from its first second, not a previous one
+        write_status(gateway.router.store.directory, gateway.status(), gateway.faults)
         live = live_of(config, reload, listings=Listings())
         try:
             async with gateway.continuations.serving(), anyio.create_task_group() as tg:
                 watch = StoreWatch(lambda: gateway.router.store)  # approvals, other replicas
+                fresh = config.servers and not empty.store.tool_hashes()
+                if fresh and config.expose != "all":
+                    tg.start_soon(_load_model, empty)  # a fresh store: every tool is embedded
                 tg.start_soon(_index_then_watch, live, pool, gateway, watch, warmup)
                 tg.start_soon(follow_store, gateway, watch)  # replicas of a shared store
                 if reload is not None:
@@ -352,13 +396,41 @@ async def serve(
 async def _index_then_watch(
     live: Live, pool: DownstreamPool, gateway: Gateway, watch: StoreWatch, warmup: Warmup
 ) -> None:
-    """Index every server as it is listed, then follow their changes."""
+    """Index every server as it is listed, then follow their changes; the status file
+    follows the start's progress meanwhile."""
     from toolroute.gateway.ops.startup import index_at_start
 
-    connects = await index_at_start(live, pool, gateway, warmup)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_write_status_on_change, pool, gateway)
+        connects = await index_at_start(live, pool, gateway, warmup)
+        tg.cancel_scope.cancel()
     trim_heap()  # what indexing freed goes back to the OS
     freeze_heap()
     await _watch_changes(live, pool, gateway, None, watch, connects)
+
+
+async def _load_model(router: Router) -> None:
+    """Load the embedding model in a worker thread while the servers start, so the first
+    server listed is not indexed behind the model's loading."""
+    try:
+        await anyio.to_thread.run_sync(router.embedder.embed, ["toolroute"])
+    except Exception:  # indexing loads it again, and reports what fails
+        log.exception("loading the embedding model failed")
+
+
+async def _write_status_on_change(pool: DownstreamPool, gateway: Gateway) -> None:
+    """Write ``status.json`` whenever the pool notes a change (until cancelled: the change
+    watcher does it after the start), at most every :data:`STATUS_RETRY_S`."""
+    written: dict[str, Any] | None = None
+    while True:
+        pool.take_changes()
+        status = gateway.status()
+        if status != written and write_status(
+            gateway.router.store.directory, status, gateway.faults
+        ):
+            written = status
+        await anyio.sleep(STATUS_RETRY_S)
+        await pool.wait_change(STATUS_RETRY_S)
 
 
 def http_app(config: GatewayConfig, gateway: Gateway, url: str | None = None) -> HttpGuard:
@@ -584,6 +656,28 @@ async def _watch_changes(
             log.exception("re-listing the servers failed; keeping the previous index")
 
 
+async def _embed_new(
+    config: GatewayConfig,
+    router: Router,
+    catalog: Catalog,
+    progress: Callable[[int, int], None] | None,
+) -> None:
+    """Embed the texts of ``catalog``'s index the cache lacks, in a worker thread, with
+    ``router``'s embedder, documents and questions."""
+    r = router
+    if not catalog.tool_count:
+        return
+    await anyio.to_thread.run_sync(
+        warm_cache,
+        catalog,
+        store_dir_of(config),
+        r.embedder,
+        r.documents,
+        getattr(r.questions, "name", None),
+        progress,
+    )
+
+
 async def _lists_as_before(
     pool: DownstreamPool, listings: Listings, names: Collection[str], timeout_s: float
 ) -> bool:
@@ -605,13 +699,35 @@ async def resync(
     *,
     among: Collection[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    embed_only: bool = False,
+    between: Callable[[], Awaitable[None]] | None = None,
 ) -> IndexReport | None:
     """List again (with ``listings``: only the servers in ``only``, None for all; ``among``:
     the catalog of those servers only, :func:`review`); rebuild and swap the gateway's
     router if the tools or quarantine changed (None if not). New texts are embedded in a
     worker thread (:func:`~toolroute.index.warm.warm_cache`, ``progress(done, total)``
     from that thread), so the gateway answers meanwhile; the index is then assembled from
-    the cache."""
+    the cache. ``embed_only``: only embed ``among``'s last listed tools into the cache, no
+    review and no swap (start-up does this outside the reload lock, so one server's long
+    embedding holds back no other's swap), in slices of :data:`SLICE_TOOLS` tools, awaiting
+    ``between()`` before each (start-up lets a small server's step go first there)."""
+    if embed_only:
+        if listings is not None and config.expose != "all":
+            listed = {n: x for n, x in listings.last.items() if among is None or n in among}
+            whole, _ = await anyio.to_thread.run_sync(catalog_from_listing, config, listed, None)
+            done, total = 0, whole.tool_count
+            for part in slices(whole, SLICE_TOOLS):
+                if between is not None:
+                    await between()
+                n = part.tool_count
+
+                def shown(d: int, t: int, done: int = done, n: int = n) -> None:
+                    if progress is not None:  # in tools of the whole step
+                        progress(done + n * d // max(t, 1), total)
+
+                await _embed_new(config, gateway.router, part, shown)
+                done += n
+        return None
     catalog, statuses, held = await review(config, pool, listings, only, among)
     before = {(t.key, t.hash) for t in gateway.router.catalog.tools()}
     after = {(t.key, t.hash) for t in catalog.tools()}
@@ -624,16 +740,7 @@ async def resync(
         # held) nothing awaits between the quarantine above and the swap below
         routes = bool(catalog.tool_count) and config.expose != "all"
         if routes and not after <= before:
-            questions = getattr(router.questions, "name", None)
-            await anyio.to_thread.run_sync(
-                warm_cache,
-                catalog,
-                store_dir_of(config),
-                router.embedder,
-                router.documents,
-                questions,
-                progress,
-            )
+            await _embed_new(config, router, catalog, progress)
         # nothing to route (pass-through) or no tools: the catalog alone, no model
         report = router.index() if routes else index_for(config, router, catalog)
     except BaseException:

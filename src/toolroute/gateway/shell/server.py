@@ -45,7 +45,7 @@ from mcp.server.subscriptions import (
 )
 from mcp.shared.exceptions import MCPError
 
-from toolroute.catalog.name import qualified_name
+from toolroute.catalog.name import qualified_name, server_of
 from toolroute.downstream.servers import CallContext, DownstreamError, DownstreamPool
 from toolroute.errors import ErrorCode, StoreError
 from toolroute.gateway.calls._checks import check_find_args, coerce_arguments, coerce_k
@@ -267,9 +267,10 @@ class SuggestHook(Protocol):
 
 
 class Warmup(Protocol):
-    """What a request waits for at start (:class:`toolroute.gateway.ops.startup.Warmup`)."""
+    """What a request waits for at start (:class:`toolroute.gateway.ops.startup.Warmup`):
+    one server ready, or every server (None)."""
 
-    async def wait(self) -> None: ...
+    async def wait(self, server: str | None = None) -> None: ...
 
 
 class _GatewayServer(Server):
@@ -458,9 +459,20 @@ class Gateway(GatewayCore):
         if self.warmup is not None:
             await self.warmup.wait()
 
+    def _waits_for(self, params: types.CallToolRequestParams) -> str | None:
+        """The one server a call at start waits for: the server of the tool it calls (None:
+        every server, for find_tools and the other meta-tools, or a name of no server)."""
+        name: object = params.name
+        if name == "call_tool":
+            name = (params.arguments or {}).get("name")
+        elif name in self.handlers:
+            return None
+        server = server_of(name) if isinstance(name, str) else ""
+        return server if server in self.pool.servers else None
+
     async def _call_tool(self, ctx: Request, params: types.CallToolRequestParams) -> CallResult:
-        if self.warmup is not None:
-            await self.warmup.wait()
+        if self.warmup is not None:  # at start: a call of an indexed server's tool goes on
+            await self.warmup.wait(self._waits_for(params))
         # the call's progress, logs and sampling come back to this client; a 2026-07-28
         # retry's answers and requestState go down with it
         async with self.relay.serving(ctx, params):
