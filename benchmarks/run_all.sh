@@ -100,6 +100,8 @@ if want retrieval; then
             --out "$R/recall_suite_s4.md" --json "$R/recall_suite_s4.json"
     fi
     run $PY -m benchmarks.models cost --queries 150 --out "$R/models_cost.md"
+    # registry servers suggested where no tool fits (docs/registry.md)
+    run $PY -m benchmarks.registry_suggest --out "$R/registry_suggest.md"
     # Issue 38: the abstention model held out per set (and the shipped one, fitted on every
     # set), every strategy's false-positive rate on the out-of-scope sets beside its recall,
     # and exact-name R@1 per written form.

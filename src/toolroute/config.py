@@ -45,6 +45,9 @@ cwd, url and headers are expanded from the environment; an unset variable is ref
     calls_per_minute = 120               # overrides, [limits.tools."srv__tool"] per tool
     max_concurrent = 8
     budget_usd_per_day = 5.0             # charged each tool's price
+    [registry]                           # servers suggested where no tool fits (docs/registry.md);
+    url = "https://registry.example"     # unset (the default): no registry is ever asked
+    namespaces = ["com.example/*"]       # what `toolroute add` may add
     [servers.time]                       # economics metadata (EHRR), all optional
     ask_cost = 0.0
     connect_latency_s = 0.1
@@ -86,6 +89,7 @@ from toolroute.settings import (
     CURATION_FIELDS,
     DEFAULTS,
     GATE_FIELDS,
+    RegistrySettings,
     Toml,
     client_access,
     code_mode_limits,
@@ -235,6 +239,9 @@ class GatewayConfig:
     code_mode: CodeModeLimits | None = None
     """``[toolroute] code_mode = true``: the ``execute`` meta-tool under ``[code_mode]``'s
     limits (:mod:`toolroute.codemode`); None: off."""
+    registry: RegistrySettings = field(default_factory=RegistrySettings)
+    """``[registry]``: servers suggested when no tool fits and what ``toolroute add`` may add
+    (:mod:`toolroute.registry`); no ``url``: no registry is asked."""
 
 
 def _where(source: str, err: ValidationError, prefix: str = "") -> ConfigError:
@@ -506,6 +513,7 @@ def load_config(
         auth_off=t.auth is not None and not t.auth.enabled,
         curation=curation,
         code_mode=code_mode_limits(t),
+        registry=t.registry,
         settings_path=toml_path.resolve(),
         clients=client_access(toml_path, t.auth, secrets),
         allowed_hosts=tuple(t.http.allowed_hosts),

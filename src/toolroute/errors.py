@@ -5,7 +5,9 @@
     ├── EmbedError          an embedding model cannot be loaded or called
     ├── StoreError          a store cannot be opened, reached, or is of a newer format
     ├── SearchIndexError    the index is empty, stale or asked for something it lacks
-    └── ConfigError         a bad option value (unknown strategy, bad weights, k < 1)
+    ├── ConfigError         a bad option value (unknown strategy, bad weights, k < 1)
+    └── RegistryError       an MCP registry cannot be reached or answered badly; an entry
+                            that cannot be added as asked
 
 Library code raises these; only ``toolroute.cli`` turns them into one line and exit code 2.
 
@@ -26,6 +28,7 @@ __all__ = [
     "CatalogError",
     "ConfigError",
     "EmbedError",
+    "RegistryError",
     "ErrorCode",
     "SearchIndexError",
     "StoreError",
@@ -56,6 +59,11 @@ class SearchIndexError(ToolrouteError):
 
 class ConfigError(ToolrouteError):
     """An option has a value toolroute cannot use."""
+
+
+class RegistryError(ToolrouteError):
+    """An MCP registry cannot be reached or answered badly (status, size, shape, time), or a
+    server of it cannot be added as asked (not allow-listed, unpinned, a look-alike)."""
 
 
 class ErrorCode(StrEnum):

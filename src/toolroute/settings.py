@@ -26,12 +26,14 @@ __all__ = [
     "DEFAULTS",
     "GATE_FIELDS",
     "Toml",
+    "RegistrySettings",
     "ToolrouteSettings",
     "client_access",
     "code_mode_limits",
     "curation_of",
     "exposed",
     "limit_settings",
+    "registry_table",
     "settings_table",
     "store_target",
 ]
@@ -134,15 +136,94 @@ DEFAULTS = ToolrouteSettings()
 """Every ``[toolroute]`` setting at its default."""
 
 
-def settings_table() -> str:
-    """The ``[toolroute]`` settings as a markdown table (setting, default, what it does): the
-    docs' table is this text, checked by a test."""
+def settings_table(model: type[BaseModel] | None = None) -> str:
+    """The ``[toolroute]`` settings (or another table's ``model``) as a markdown table
+    (setting, default, what it does): the docs' table is this text, checked by a test."""
     rows = ["| setting | default | what it does |", "|---|---|---|"]
-    for name, info in ToolrouteSettings.model_fields.items():
+    for name, info in (model or ToolrouteSettings).model_fields.items():
         default = info.get_default(call_default_factory=True)
         shown = "unset" if default is None else json.dumps(default)
         rows.append(f"| `{name}` | `{shown}` | {info.description} |")
     return "\n".join(rows) + "\n"
+
+
+PackageType = Literal["npm", "pypi", "remote"]
+PACKAGE_TYPES: tuple[PackageType, ...] = ("npm", "pypi", "remote")
+
+
+class RegistrySettings(BaseModel):
+    """The ``[registry]`` table: where servers are suggested from when no tool fits, and what
+    ``toolroute add`` may add (docs/registry.md). Without ``url`` nothing is asked of any
+    registry: no request leaves the machine."""
+
+    model_config = ConfigDict(extra="forbid")
+    url: str | None = Field(
+        default=None,
+        pattern=r"^https?://[^\s]+$",
+        description="Base URL of an MCP registry (`GET {url}/v0.1/servers`); unset: no "
+        "registry is asked, no suggestion is made.",
+    )
+    token_env: str | None = Field(
+        default=None,
+        min_length=1,
+        description="A variable holding a bearer token for the registry (an organization's "
+        "own); the token is read from it, never written in the file.",
+    )
+    namespaces: list[str] = Field(
+        default_factory=list,
+        description="Server-name patterns (fnmatch: `io.github.acme/*`) that may be suggested "
+        "and added; empty: any namespace, with the operator's approval.",
+    )
+    package_types: list[PackageType] = Field(
+        default_factory=lambda: list(PACKAGE_TYPES),
+        description="How an added server may run: an `npm` or `pypi` package, or a `remote` "
+        "(streamable HTTP) URL.",
+    )
+    package_registries: list[str] = Field(
+        default_factory=lambda: ["https://registry.npmjs.org", "https://pypi.org"],
+        description="Package registries (`registryBaseUrl`) a package may come from.",
+    )
+    auto_add: bool = Field(
+        default=False,
+        description="Add the best suggestion of an allow-listed namespace without asking, its "
+        "tools held in quarantine until approved (`toolroute approve`).",
+    )
+    suggestions: int = Field(
+        default=3, ge=0, le=3, description="Registry servers suggested when no tool fits."
+    )
+    pypi_runner: Literal["uvx", "pip"] = Field(
+        default="uvx",
+        description="How a PyPI server runs: `uvx name==version`, or `pip` (installed by "
+        "`toolroute add` into a venv in the store, run from there).",
+    )
+    timeout_s: float = Field(
+        default=5.0, gt=0, le=120, description="Seconds one registry request may take."
+    )
+    cache_ttl_s: float = Field(
+        default=3600.0,
+        ge=0,
+        description="Seconds a listing is used before the registry is asked again (then "
+        "with its ETag).",
+    )
+    max_pages: int = Field(default=20, ge=1, le=1000, description="Pages read per listing.")
+    page_size: int = Field(default=100, ge=1, le=500, description="Servers asked per page.")
+    max_entries: int = Field(
+        default=5000, ge=1, le=1_000_000, description="Servers kept per listing."
+    )
+    max_bytes: int = Field(
+        default=8 * 1024 * 1024, ge=1024, description="Bytes read per listing, all pages."
+    )
+
+    @model_validator(mode="after")
+    def _auto_add_needs_namespaces(self) -> RegistrySettings:
+        if self.auto_add and not self.namespaces:
+            raise ValueError("auto_add = true needs namespaces: the ones it may add from")
+        return self
+
+
+def registry_table() -> str:
+    """The ``[registry]`` settings as a markdown table (docs/registry.md)."""
+    return settings_table(RegistrySettings)
 
 
 class _Llm(BaseModel):
@@ -296,6 +377,7 @@ class Toml(BaseModel):
     servers: dict[str, _ServerMeta] = Field(default_factory=dict)
     tools: dict[str, _ToolMeta] = Field(default_factory=dict)
     code_mode: _CodeMode = Field(default_factory=_CodeMode)
+    registry: RegistrySettings = Field(default_factory=RegistrySettings)
 
 
 GATE_FIELDS = {"requires_scope", "after", "milestone"}

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -117,6 +118,8 @@ class OnnxEmbedder:
         self._threads = threads if threads is not None else int(env)
         self._model_path = Path(model_path)
         self._session_: Any = None
+        # two worker threads embedding at once (start-up's steps) load the model once
+        self._loading = threading.Lock()
         self._inputs: set[str] = set()
         self._batch = batch_size
         self._batch_tokens = max(batch_tokens, max_length)
@@ -136,6 +139,12 @@ class OnnxEmbedder:
     def _session(self) -> Any:
         if self._session_ is not None:
             return self._session_
+        with self._loading:
+            if self._session_ is None:
+                self._session_ = self._load_session()
+            return self._session_
+
+    def _load_session(self) -> Any:
         import onnxruntime as ort
 
         opts = ort.SessionOptions()
@@ -158,7 +167,6 @@ class OnnxEmbedder:
         except Exception as e:  # onnxruntime raises its own untyped errors for a bad file
             raise EmbedError(f"{self._model_path}: cannot load ONNX model: {e}") from None
         self._inputs = {i.name for i in session.get_inputs()}
-        self._session_ = session
         # Loading folds the int8 weights to float32 through temporary copies that glibc keeps
         # mapped once freed: handing them back shrinks a serving gateway's RSS.
         trim_heap()

@@ -9,13 +9,15 @@ functions, so each is a cache hit there.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import replace
 
-from toolroute.catalog.models import Catalog
+from toolroute.catalog.models import Catalog, Server
 from toolroute.embed.base import Embedder
 from toolroute.embed.cache import CachedEmbedder
 from toolroute.index.build import index_texts
 from toolroute.index.document import (
+    PROFILE_CHARS,
     QuestionGenerator,
     StoredQuestions,
     TemplateQuestions,
@@ -24,7 +26,7 @@ from toolroute.index.document import (
 from toolroute.index.tdwa import DocConfig
 from toolroute.store import StoreTarget, open_store
 
-__all__ = ["warm_cache"]
+__all__ = ["slices", "warm_cache"]
 
 
 def warm_cache(
@@ -49,3 +51,31 @@ def warm_cache(
         cached = CachedEmbedder(embedder, store)
         cached.embed_unique(texts, progress)
         return cached.embedded
+
+
+def slices(catalog: Catalog, size: int) -> Iterator[Catalog]:
+    """``catalog`` cut into catalogs of at most ``size`` tools whose texts are the whole
+    catalog's (a cut server keeps its whole profile), so a big catalog can be embedded a part
+    at a time, each part a cache hit when the whole is indexed. A server whose profile would
+    not survive the cut exactly (its cut ends in a space) is one part of its own, whole."""
+    part: list[Server] = []
+    room = size
+    for server in catalog.servers:
+        tools = server.tools
+        body = server.description.strip() or ", ".join(t.name for t in tools)
+        whole = body[:PROFILE_CHARS]
+        if len(tools) > room and whole != whole.strip():
+            yield Catalog(servers=(server,))
+            continue
+        cut = len(tools) > room
+        while True:
+            take, tools = tools[:room], tools[room:]
+            part.append(replace(server, tools=take, description=whole) if cut else server)
+            room -= len(take)
+            if not room:
+                yield Catalog(servers=tuple(part))
+                part, room = [], size
+            if not tools:
+                break
+    if part:
+        yield Catalog(servers=tuple(part))

@@ -33,9 +33,23 @@ def test_a_server_bigger_than_a_step_is_indexed_alone() -> None:
 def test_a_warmup_ends_when_it_settles_or_at_its_deadline() -> None:
     async def main() -> None:
         with anyio.fail_after(10):
-            await Warmup(0.0).wait()  # nothing settled it: its deadline is now
-            warmup = Warmup(3600)
+            await Warmup(0.0, ["a"]).wait()  # nothing settled it: its deadline is now
+            warmup = Warmup(3600, ["a", "b"])
             warmup.settle()
+            await warmup.wait()
+
+    anyio.run(main)
+
+
+def test_a_call_at_start_waits_for_its_own_server_only() -> None:
+    async def main() -> None:
+        with anyio.fail_after(10):
+            warmup = Warmup(3600, ["quick", "big"])
+            warmup.settle("quick")
+            await warmup.wait("quick")  # the big one is not ready: no matter
+            await warmup.wait("added-since")  # a server the start did not know
+            assert not warmup.settled.is_set() and not warmup.ready("big")
+            warmup.settle("big")
             await warmup.wait()
 
     anyio.run(main)

@@ -2,7 +2,10 @@
 of the reference time server and tests/fixtures/many_tools_server.py: with a server listing
 20,000 tools behind it, the gateway answers, routes and calls time's tools while that server
 is still being listed or indexed, and says so in find_tools and the status; a cursor that
-never ends is cut with a warning, and the tools of the pages read are kept."""
+never ends is cut with a warning, and the tools of the pages read are kept. Whatever order
+the listings come in: a server whose listing never ends holds back no other server's calls,
+find_tools, pass-through listing or status; a look-alike is held before find_tools returns it
+while the server it imitates is still being indexed."""
 
 from __future__ import annotations
 
@@ -25,16 +28,20 @@ pytestmark = pytest.mark.integration
 MANY = REPO / "tests" / "fixtures" / "many_tools_server.py"
 
 
-def _config(tmp_path: Path, *many: str) -> Path:
-    servers = {
-        "time": {"command": sys.executable, "args": ["-c", TIME_MAIN]},
-        "many": {"command": sys.executable, "args": [str(MANY), *many]},
-    }
+def _config(tmp_path: Path, *many: str, settings: str = "", time: bool = True) -> Path:
+    servers = {"many": {"command": sys.executable, "args": [str(MANY), *many]}}
+    if time:
+        servers["time"] = {"command": sys.executable, "args": ["-c", TIME_MAIN]}
     path = tmp_path / "servers.json"
     path.write_text(json.dumps({"mcpServers": servers}))
     store = json.dumps(str(tmp_path / "store"))
-    (tmp_path / "toolroute.toml").write_text(f"[toolroute]\nstore = {store}\ncall_gate = false\n")
+    toml = f"[toolroute]\nstore = {store}\ncall_gate = false\n{settings}"
+    (tmp_path / "toolroute.toml").write_text(toml)
     return path
+
+
+ENDLESS_AND_SLOW = ("10", "--endless", "--page-delay", "1")
+"""A listing that never ends, one page a second: every page within connect_timeout_s."""
 
 
 async def _find(c: Client, query: str) -> dict[str, Any]:
@@ -115,7 +122,8 @@ def test_a_call_right_after_start_sees_every_quick_servers_tools(tmp_path: Path)
     config = tmp_path / "servers.json"
     config.write_text(json.dumps({"mcpServers": servers}))
     store = json.dumps(str(tmp_path / "store"))
-    (tmp_path / "toolroute.toml").write_text(f"[toolroute]\nstore = {store}\ncall_gate = false\n")
+    settings = f"store = {store}\ncall_gate = false\nconnect_timeout_s = 120\n"
+    (tmp_path / "toolroute.toml").write_text(f"[toolroute]\n{settings}")
     gateway = GatewayProcess(config)
 
     async def main() -> None:
@@ -131,6 +139,104 @@ def test_a_call_right_after_start_sees_every_quick_servers_tools(tmp_path: Path)
                     found = json.loads(text(r))
                     assert server in {x["server"] for x in found["candidates"]}, query
                     assert "indexing" not in found
+
+    try:
+        anyio.run(main)
+    finally:
+        gateway.stop()
+
+
+def test_a_listing_that_never_ends_holds_back_no_call_find_or_status(tmp_path: Path) -> None:
+    config = _config(tmp_path, *ENDLESS_AND_SLOW, settings="connect_timeout_s = 5\n")
+    gateway = GatewayProcess(config)
+
+    async def main() -> None:
+        with anyio.fail_after(60):  # before: every call waited connect_timeout_s + 120 s
+            await gateway.ready()
+            async with Client(gateway.url) as c:
+                args = {"timezone": "Asia/Tokyo"}
+                r = await c.call_tool(
+                    "call_tool", {"name": "time__get_current_time", "arguments": args}
+                )
+                assert not r.is_error and "Asia/Tokyo" in text(r)
+                found = await _find(c, "what is the current time in Tokyo")
+                assert "time__get_current_time" in [x["name"] for x in found["candidates"]]
+                assert found["indexing"]["many"].startswith("listing its tools")
+                r = await c.call_tool("call_tool", {"name": "many__tool_00001", "arguments": {}})
+                assert r.is_error and json.loads(text(r))["error"] == "unavailable"
+                assert "not routable yet (listing its tools" in text(r)
+            while True:  # `toolroute status` shows the start, not "no gateway has run"
+                done = await anyio.run_process(
+                    [str(TOOLROUTE), "status", "--config", str(config), "--json"], check=False
+                )
+                if done.returncode == 0:
+                    break
+                assert b"no gateway has run" in done.stderr
+                await anyio.sleep(0.2)
+            status = json.loads(done.stdout)
+            assert status["running"] and "many" in status["indexing"]
+
+    try:
+        anyio.run(main)
+    finally:
+        gateway.stop()
+
+
+def test_pass_through_lists_the_quick_servers_while_a_listing_never_ends(tmp_path: Path) -> None:
+    settings = 'connect_timeout_s = 5\nexpose = "all"\n'
+    gateway = GatewayProcess(_config(tmp_path, *ENDLESS_AND_SLOW, settings=settings))
+
+    async def main() -> None:
+        with anyio.fail_after(60):  # before: the first tools/list listed that server too
+            await gateway.ready()
+            async with Client(gateway.url) as c:
+                names = [t.name for t in (await c.list_tools()).tools]
+                assert "get_current_time" in names
+                assert not [n for n in names if n.startswith(("tool_", "many__"))]
+
+    try:
+        anyio.run(main)
+    finally:
+        gateway.stop()
+
+
+def test_a_look_alike_is_held_before_find_tools_sees_it_while_its_original_indexes(
+    tmp_path: Path,
+) -> None:
+    listed = tmp_path / "original.listed"
+    original = [str(MANY), "4000", "--extra", "get_current_time", "--mark", str(listed)]
+    alike = [str(MANY), "3", "--extra", "get_current_t\u0456me", "--after", str(listed)]
+    servers = {
+        "big": {"command": sys.executable, "args": original},
+        "quick": {"command": sys.executable, "args": alike},
+    }
+    config = tmp_path / "servers.json"
+    config.write_text(json.dumps({"mcpServers": servers}))
+    store = json.dumps(str(tmp_path / "store"))
+    settings = f"store = {store}\ncall_gate = false\nconnect_timeout_s = 60\n"
+    (tmp_path / "toolroute.toml").write_text(f"[toolroute]\n{settings}")
+    gateway = GatewayProcess(config)
+
+    async def main() -> None:
+        with anyio.fail_after(120):
+            await gateway.ready()
+            async with Client(gateway.url) as c:
+                while True:  # until the quick server is routable
+                    found = await _find(c, "tool_00001")
+                    if any(x["server"] == "quick" for x in found["candidates"]):
+                        break
+                    await anyio.sleep(0.2)
+                # before: the quick server was reviewed alone, or after the big one indexed
+                assert "big" in found.get("indexing", {})
+                found = await _find(c, "get current time")
+                assert "quick__get_current_t\u0456me" not in [
+                    x["name"] for x in found["candidates"]
+                ]
+                read = await c.read_resource("toolroute://status")
+                status = json.loads(getattr(read.contents[0], "text", ""))
+                assert status["quarantined"]["quick__get_current_t\u0456me"]["reason"] == (
+                    "look-alike"
+                )
 
     try:
         anyio.run(main)

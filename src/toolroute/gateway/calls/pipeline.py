@@ -351,8 +351,18 @@ def quarantine(host: Host, call: Call, next: Next) -> Awaitable[CallResult]:
 
 
 def known_tool(host: Host, call: Call, next: Next) -> Awaitable[CallResult]:
-    """The tool exists in the catalog and its server is configured."""
+    """The tool exists in the catalog and its server is configured (a server still being
+    listed or indexed at start says so: the call may work in a moment)."""
     if call.name not in host.presenter.tools_by_name or call.server not in host.pool.servers:
+        indexing = host.pool.notes.get("indexing", {}).get(call.server)
+        if indexing is not None:
+            return Answer(
+                refusal(
+                    ErrorCode.UNAVAILABLE,
+                    f"server {call.server!r} is not routable yet ({indexing})",
+                    hint="the gateway is starting: try again in a moment",
+                )
+            )
         return Answer(
             refusal(
                 ErrorCode.UNKNOWN_TOOL,

@@ -10,6 +10,8 @@ the user", reading ``~/.ssh`` or sending secrets somewhere;
 :mod:`toolroute.gateway.calls._poison`) is
 flagged and held the same way, and so is a tool whose name hides invisible characters or looks
 like another tool's name (``get_current_tіme`` with a Cyrillic ``і`` beside ``get_current_time``).
+Every tool of a server added from a registry without the operator (``[registry] auto_add``,
+:func:`hold_server`) is held the same way until approved.
 
 Every decision is a :class:`QuarantineEvent` (logged as one JSON line on the
 ``toolroute.quarantine`` logger, returned by sync). State lives in the store's ``meta`` table:
@@ -39,6 +41,7 @@ __all__ = [
     "QuarantineEvent",
     "approve",
     "held_tools",
+    "hold_server",
     "revision",
     "suspicious",
     "version",
@@ -46,11 +49,12 @@ __all__ = [
 
 log = logging.getLogger("toolroute.quarantine")
 
-PINS, HELD, APPROVALS, REVISION = (
+PINS, HELD, APPROVALS, REVISION, UNREVIEWED = (
     "quarantine.pins",
     "quarantine.held",
     "quarantine.approvals",
     "quarantine.revision",
+    "quarantine.unreviewed",
 )
 
 
@@ -80,7 +84,7 @@ class Held:
     """A tool kept out of find_tools and call_tool until approved."""
 
     name: str
-    reason: Literal["changed", "suspicious", "look-alike"]
+    reason: Literal["changed", "suspicious", "look-alike", "unreviewed"]
     version: str
     hash: str
     changed: tuple[str, ...] = ()
@@ -96,6 +100,8 @@ class Held:
     def message(self) -> str:
         if self.reason == "changed":
             why = f"its {' and '.join(self.changed)} changed after it was approved"
+        elif self.reason == "unreviewed":
+            why = "its server was added from a registry without the operator (auto_add)"
         elif self.reason == "look-alike":
             why = f"its name could pass for another tool's ({', '.join(self.flags)})"
         else:
@@ -139,14 +145,19 @@ class Quarantine:
                 return True
         return approvals.get(name) == tool.hash
 
-    def review(self, catalog: Catalog) -> tuple[Catalog, list[Held], list[QuarantineEvent]]:
-        """The catalog without held tools, the held tools, and the events of this review."""
+    def review(
+        self, catalog: Catalog, others: Sequence[Tool] = ()
+    ) -> tuple[Catalog, list[Held], list[QuarantineEvent]]:
+        """The catalog without held tools, the held tools, and the events of this review.
+        ``others``: tools of servers reviewed apart (listed, not in ``catalog``), whose names
+        a tool of ``catalog`` must not look like either."""
         pins = _load(self.store, PINS)
         approvals = _load(self.store, APPROVALS)
         held: list[Held] = []
         events: list[QuarantineEvent] = []
         servers = []
-        alike = look_alikes(catalog.tools())
+        alike = look_alikes([*catalog.tools(), *others])
+        unreviewed = _load(self.store, UNREVIEWED)
         for server in catalog.servers:
             kept = []
             for tool in server.tools:
@@ -160,12 +171,19 @@ class Quarantine:
                     if pin is not None and changed:
                         events.append(QuarantineEvent("approved", name, "changed", version(tool)))
                     pins[name] = now
-                if approved or not (changed or flags):
+                new = tool.server in unreviewed and not approved
+                if approved or not (changed or flags or new):
                     kept.append(tool)
                     continue
                 h = Held(
                     name,
-                    "changed" if changed else "look-alike" if named else "suspicious",
+                    "changed"
+                    if changed
+                    else "look-alike"
+                    if named
+                    else "suspicious"
+                    if flags
+                    else "unreviewed",
                     version(tool),
                     tool.hash,
                     changed,
@@ -193,6 +211,14 @@ class Quarantine:
 def held_tools(store: MetaStore) -> dict[str, dict[str, Any]]:
     """The tools held at the last review, by name."""
     return _load(store, HELD)
+
+
+def hold_server(store: MetaStore, server: str, origin: str) -> None:
+    """Hold every tool of ``server`` until approved (added from ``origin``, a registry's
+    ``name@version``, without the operator)."""
+    unreviewed = _load(store, UNREVIEWED)
+    unreviewed[server] = origin
+    store.set_meta({UNREVIEWED: json.dumps(unreviewed, sort_keys=True)})
 
 
 def revision(store: MetaStore) -> str:

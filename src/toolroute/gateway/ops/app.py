@@ -20,6 +20,7 @@ from toolroute.downstream.servers import Downstream, DownstreamPool
 from toolroute.errors import ConfigError
 from toolroute.gateway.ops._metrics import GatewayMetrics
 from toolroute.llm.client import ChatLLM, llm_cache_path
+from toolroute.registry.suggest import attach
 from toolroute.route.adaptive import AdaptiveParams
 from toolroute.route.strategy import RouteParams
 from toolroute.router import Router
@@ -174,4 +175,7 @@ def make_gateway(config: GatewayConfig, router: Router, pool: DownstreamPool) ->
         from toolroute.codemode.execute import install as install_code_mode
 
         install_code_mode(gateway, config.code_mode)  # codemode/: execute, signatures
+    if config.registry.url:  # servers suggested where no tool fits; unset: no registry asked
+        registry = Path(router.store.directory) / "registry"
+        attach(gateway, config, registry, store_dir_of(config))
     return gateway

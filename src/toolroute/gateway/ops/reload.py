@@ -32,7 +32,7 @@ import logging
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -64,6 +64,8 @@ class Resync(Protocol):
         *,
         among: Collection[str] | None = None,
         progress: Callable[[int, int], None] | None = None,
+        embed_only: bool = False,
+        between: Callable[[], Awaitable[None]] | None = None,
     ) -> IndexReport | None: ...
 
 
@@ -93,6 +95,7 @@ RESTART_FIELDS = (
     "relist_interval_s",
     "scopes",
     "milestones",
+    "registry",
 )
 """Settings a running gateway does not take over; a change is logged as needing a restart."""
 _SPEC_FIELDS = ("connect_timeout_s", "call_timeout_s", "max_result_bytes")

@@ -9,7 +9,7 @@ import logging
 import socket
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
@@ -21,8 +21,9 @@ from toolroute.errors import ConfigError
 from toolroute.gateway.ops.app import build_router, gateway_embedder, make_gateway, make_pool
 from toolroute.gateway.ops.follow import StoreWatch, follow_store
 from toolroute.gateway.ops.status import snapshot, write_status
-from toolroute.gateway.ops.syncing import _watch_changes, live_of
+from toolroute.gateway.ops.syncing import STATUS_RETRY_S, _watch_changes, live_of
 from toolroute.heap import freeze_heap, trim_heap
+from toolroute.router import Router
 
 if TYPE_CHECKING:
     from toolroute.gateway.http._auth import HttpGuard
@@ -48,20 +49,25 @@ async def serve(
     (what reads the config files again), follow edits of the config and SIGHUP
     (:mod:`toolroute.gateway.ops.reload`)."""
     from toolroute.gateway.ops.reload import follow_config
-    from toolroute.gateway.ops.startup import WARMUP_INDEX_S, Warmup
+    from toolroute.gateway.ops.startup import Warmup
 
     pool = make_pool(config)
     async with anyio.create_task_group() as owners:
         await owners.start(pool.run)  # the servers connect while the gateway serves
         empty = build_router(config, Catalog(servers=()), gateway_embedder(config, transport))
         gateway = make_gateway(config, empty, pool)
-        # what a call at start waits for: the quick servers indexed (bounded)
-        warmup = Warmup(config.connect_timeout_s + WARMUP_INDEX_S)
+        # what a call at start waits for: its server, or the quick ones, indexed (bounded)
+        warmup = Warmup(config.connect_timeout_s, pool.servers)
         gateway.warmup = warmup
+        # `toolroute status` shows this gateway from its first second, not a previous one
+        write_status(gateway.router.store.directory, gateway.status(), gateway.faults)
         live = live_of(config, reload, listings=Listings())
         try:
             async with gateway.continuations.serving(), anyio.create_task_group() as tg:
                 watch = StoreWatch(lambda: gateway.router.store)  # approvals, other replicas
+                fresh = config.servers and not empty.store.tool_hashes()
+                if fresh and config.expose != "all":
+                    tg.start_soon(_load_model, empty)  # a fresh store: every tool is embedded
                 tg.start_soon(_index_then_watch, live, pool, gateway, watch, warmup)
                 tg.start_soon(follow_store, gateway, watch)  # replicas of a shared store
                 if reload is not None:
@@ -85,13 +91,41 @@ async def serve(
 async def _index_then_watch(
     live: Live, pool: DownstreamPool, gateway: Gateway, watch: StoreWatch, warmup: Warmup
 ) -> None:
-    """Index every server as it is listed, then follow their changes."""
+    """Index every server as it is listed, then follow their changes; the status file
+    follows the start's progress meanwhile."""
     from toolroute.gateway.ops.startup import index_at_start
 
-    connects = await index_at_start(live, pool, gateway, warmup)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_write_status_on_change, pool, gateway)
+        connects = await index_at_start(live, pool, gateway, warmup)
+        tg.cancel_scope.cancel()
     trim_heap()  # what indexing freed goes back to the OS
     freeze_heap()
     await _watch_changes(live, pool, gateway, None, watch, connects)
+
+
+async def _load_model(router: Router) -> None:
+    """Load the embedding model in a worker thread while the servers start, so the first
+    server listed is not indexed behind the model's loading."""
+    try:
+        await anyio.to_thread.run_sync(router.embedder.embed, ["toolroute"])
+    except Exception:  # indexing loads it again, and reports what fails
+        log.exception("loading the embedding model failed")
+
+
+async def _write_status_on_change(pool: DownstreamPool, gateway: Gateway) -> None:
+    """Write ``status.json`` whenever the pool notes a change (until cancelled: the change
+    watcher does it after the start), at most every :data:`STATUS_RETRY_S`."""
+    written: dict[str, Any] | None = None
+    while True:
+        pool.take_changes()
+        status = gateway.status()
+        if status != written and write_status(
+            gateway.router.store.directory, status, gateway.faults
+        ):
+            written = status
+        await anyio.sleep(STATUS_RETRY_S)
+        await pool.wait_change(STATUS_RETRY_S)
 
 
 def http_app(config: GatewayConfig, gateway: Gateway, url: str | None = None) -> HttpGuard:

@@ -1,23 +1,27 @@
 """Serving at once: ``toolroute serve`` listens before any server is listed, and each
-server's tools become routable as soon as they are indexed.
+server's tools become routable as soon as they are indexed, whatever order the listings
+arrive in.
 
 At start every server is listed concurrently (each bounded by ``connect_timeout_s``); as
-listings arrive they are indexed in steps, the smallest first: the servers that together list
-at most :data:`STEP_TOOLS` tools in one step, a bigger server in a step of its own, so one
-server listing 20,000 tools (or one slow to answer) holds back no other's. Each step embeds
-its new texts in a worker thread and swaps the router (``resync(among=…)``); meanwhile
-``find_tools`` answers from what is indexed and says what is not yet (``indexing`` in its
-result), and the status shows each server's progress (``indexing``: "listing its tools",
-"waiting: 20,000 tools", "indexing: 3,200 of 20,000 tools"), logged every
-:data:`LOG_EVERY_S`. Then the change watcher takes over.
+listings arrive they are indexed in steps: the servers ready together that list at most
+:data:`STEP_TOOLS` tools, a bigger server in a step of its own. Steps run side by side: each
+embeds its new texts in a worker thread with no lock held (a big step in bounded slices, and
+only while no small step is under way: small ones go first), then swaps the router over
+every server indexed so far (``resync(among=…)``, under the reload lock, the short part), so
+a server listing 20,000 tools, whether its listing came first or last, holds back no other's.
+Each step's quarantine review sees every server listed so far, so a look-alike of a tool the
+big server lists is held before it is ever routable. Meanwhile ``find_tools`` answers from
+what is indexed and says what is not yet (``indexing`` in its result), and the status shows
+each server's progress (``indexing``: "listing its tools", "waiting: 20,000 tools",
+"indexing: 3,200 of 20,000 tools"), logged every :data:`LOG_EVERY_S`. Then the change
+watcher takes over.
 
-A tool call (find_tools included) made in the first moments waits (:class:`Warmup`) until
-every server is indexed, has failed, or is known to be big (it listed more than
-:data:`STEP_TOOLS` tools, so far or in all): a client that asks at once gets the quick
-servers' tools rather than an empty index, as it did when ``serve`` listened only after
-indexing, and never waits for a big one. Listing is bounded (``connect_timeout_s`` to
-connect, then per page) and so is this wait, at ``connect_timeout_s`` +
-:data:`WARMUP_INDEX_S`.
+A request made in the first moments waits (:class:`Warmup`), at most ``connect_timeout_s``
+after the start: a call of one server's tool waits for that server alone; ``find_tools`` and
+the listings wait until every server is indexed, has failed, or is slow (it lists more than
+:data:`STEP_TOOLS` tools, or its listing took longer than :data:`SLOW_LISTING_S` once
+connected: an endless cursor, a huge page). A client that asks at once thus gets the quick
+servers' tools rather than an empty index, and never waits for a slow one.
 """
 
 from __future__ import annotations
@@ -40,8 +44,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LOG_EVERY_S",
+    "SLOW_LISTING_S",
     "STEP_TOOLS",
-    "WARMUP_INDEX_S",
     "IndexProgress",
     "Warmup",
     "index_at_start",
@@ -52,30 +56,46 @@ log = logging.getLogger(__name__)
 
 STEP_TOOLS = 2000
 """Servers listing at most this many tools together are indexed in one step."""
-WARMUP_INDEX_S = 120.0
-"""Beyond connecting, how long a call at start may wait for the quick servers' indexing (a
-loaded machine embeds slowly)."""
+SLOW_LISTING_S = 1.0
+"""A server still listing this long after it connected is slow: no request at start waits
+for it (a cursor that never ends, a page that takes long to read)."""
 LOG_EVERY_S = 10.0
 """How often a step's progress is logged (the status follows it every second)."""
 SHOW_EVERY_S = 1.0
 
 
 class Warmup:
-    """What a request at start waits for: the quick servers indexed (:meth:`settle`), at
-    most until ``wait_s`` after the gateway started."""
+    """What a request at start waits for, at most until ``wait_s`` after the gateway started:
+    one server ready (:meth:`wait` with its name), or every server (:meth:`wait` alone). A
+    server is ready once indexed, failed or slow (:meth:`settle`)."""
 
-    def __init__(self, wait_s: float) -> None:
+    def __init__(self, wait_s: float, servers: Collection[str] = ()) -> None:
         self.settled = anyio.Event()
         self.deadline = anyio.current_time() + wait_s
+        self._ready = {name: anyio.Event() for name in servers}
+        if not self._ready:
+            self.settled.set()
 
-    def settle(self) -> None:
-        self.settled.set()
+    def settle(self, server: str | None = None) -> None:
+        """``server`` is ready (None: all of them)."""
+        for name, ready in self._ready.items():
+            if server is None or name == server:
+                ready.set()
+        if all(ready.is_set() for ready in self._ready.values()):
+            self.settled.set()
 
-    async def wait(self) -> None:
-        if self.settled.is_set():
+    def ready(self, server: str) -> bool:
+        got = self._ready.get(server)
+        return got is None or got.is_set()
+
+    async def wait(self, server: str | None = None) -> None:
+        """Until ``server`` (None: every server) is ready, at most until the deadline; a
+        server the start did not know (added since) is not waited for."""
+        event = self.settled if server is None else self._ready.get(server)
+        if event is None or event.is_set():
             return
         with anyio.move_on_after(max(self.deadline - anyio.current_time(), 0.0)):
-            await self.settled.wait()
+            await event.wait()
 
 
 class IndexProgress:
@@ -99,7 +119,10 @@ class IndexProgress:
         self.pool.note_change()
 
     def __call__(self, done_texts: int, total_texts: int) -> None:
-        """``CachedEmbedder``'s progress (texts embedded, in the worker thread), as tools."""
+        """``CachedEmbedder``'s progress (texts embedded, in the worker thread), as tools;
+        a gateway stopping meanwhile ends the embedding here, at the chunk's end."""
+        with contextlib.suppress(RuntimeError):  # RuntimeError: not in a worker thread
+            anyio.from_thread.check_cancelled()
         now = time.monotonic()
         if now - self._shown < SHOW_EVERY_S and done_texts < total_texts:
             return
@@ -135,8 +158,8 @@ def next_step(ready: list[str], listings: Listings) -> list[str]:
 async def index_at_start(
     live: Live, pool: DownstreamPool, gateway: Gateway, warmup: Warmup | None = None
 ) -> dict[str, int]:
-    """List every server and index each as its listing arrives (smallest first), swapping the
-    gateway's router after each step; ``warmup`` settles once only big servers are left.
+    """List every server and index each as its listing arrives, steps side by side, swapping
+    the gateway's router after each; ``warmup`` learns each server as it becomes ready.
     Returns each server's connection count when it was listed: the change watcher re-lists
     one that reconnected since (its listing may be of a connection that is gone)."""
     assert live.resync is not None  # set by serve (gateway.app.resync)
@@ -150,24 +173,35 @@ async def index_at_start(
     notes.update((n, "listing its tools") for n in names)
     pool.note_change()
     send, receive = anyio.create_memory_object_stream[str](max(len(names), 1))
-    big: set[str] = set()  # listed (or listing) more than a step's worth
     indexed: set[str] = set()
+    listed: set[str] = set()
 
-    def settle_if_only_big_left() -> None:
-        if warmup is not None and all(n in indexed or n in big for n in names):
-            warmup.settle()
+    def ready(name: str) -> None:  # requests waiting for this server go on
+        if warmup is not None:
+            warmup.settle(name)
 
     def paged(name: str, so_far: int) -> None:
         notes[name] = f"listing its tools: {so_far:,} so far"
         pool.note_change()
-        if so_far > STEP_TOOLS and name not in big:
-            big.add(name)
-            settle_if_only_big_left()
+        if so_far > STEP_TOOLS:
+            ready(name)
+
+    async def slow_after_connect(name: str) -> None:
+        with anyio.move_on_after(config.connect_timeout_s):
+            with contextlib.suppress(Exception):  # its error is the listing's to report
+                await pool[name].client()
+            await anyio.sleep(SLOW_LISTING_S)
+            if name not in listed:
+                ready(name)
 
     connects: dict[str, int] = {}
 
     async def one(name: str) -> None:
-        listings.last.update(await list_all(pool, config.connect_timeout_s, [name], paged))
+        async with anyio.create_task_group() as watch:
+            watch.start_soon(slow_after_connect, name)
+            listings.last.update(await list_all(pool, config.connect_timeout_s, [name], paged))
+            listed.add(name)
+            watch.cancel_scope.cancel()
         if name in pool.servers:
             connects[name] = pool[name].connects
         got = listings.last.get(name)
@@ -176,52 +210,78 @@ async def index_at_start(
             log.warning("server %s: %s (its last known tools are kept)", name, got)
         await send.send(name)
 
-    ready: list[str] = []
+    # small steps go first: a big step starts, and goes on after each slice it embedded,
+    # only while no small step is under way (the machine's cores are theirs meanwhile)
+    small = 0
+    idle = anyio.Event()
+    idle.set()
+
+    async def small_steps_done() -> None:
+        await idle.wait()
+
+    async def index_step(step: list[str]) -> None:
+        nonlocal small, idle
+        tools = sum(_count(listings, n) for n in step)
+        big = tools > STEP_TOOLS
+        progress = IndexProgress(pool, step, tools)
+        if big:
+            for n in step:
+                ready(n)
+        else:
+            small += 1
+            idle = anyio.Event() if idle.is_set() else idle
+        progress.show(0)
+        try:
+            # the slow part, beside the other steps: the step's new texts into the cache
+            await resync(
+                config,
+                pool,
+                gateway,
+                listings,
+                (),
+                among=step,
+                progress=progress,
+                embed_only=True,
+                between=small_steps_done if big else None,
+            )
+            async with live.lock:  # the swap, over every server indexed so far
+                indexed.update(step)
+                await resync(live.config, pool, gateway, listings, only=(), among=set(indexed))
+        except Exception:  # keep serving what is indexed; the watcher retries later
+            log.exception("indexing %s failed", progress.label)
+            indexed.update(step)
+        finally:
+            if not big:
+                small -= 1
+                if not small:
+                    idle.set()
+        for n in step:
+            notes.pop(n, None)
+            ready(n)
+        if (passthrough := getattr(gateway, "passthrough", None)) is not None:
+            passthrough.invalidate()  # the step's servers are reviewed: listed from now on
+        pool.note_change()
+        log.info("indexed %s: %s tools", progress.label, f"{tools:,}")
+
     waiting = len(names)
     async with anyio.create_task_group() as tg, send, receive:
         for name in names:
             tg.start_soon(one, name)
-        while waiting or ready:
-            if not ready:
-                ready.append(await receive.receive())
-                waiting -= 1
-            while waiting:
+        while waiting:
+            ready_now = [await receive.receive()]
+            waiting -= 1
+            while waiting:  # the listings that came together are stepped together
                 try:
-                    ready.append(receive.receive_nowait())
+                    ready_now.append(receive.receive_nowait())
                 except anyio.WouldBlock:
                     break
                 waiting -= 1
-            step = next_step(ready, listings)
-            ready = [n for n in ready if n not in step]
-            if sum(_count(listings, n) for n in step) > STEP_TOOLS:
-                big.update(step)
-                settle_if_only_big_left()
-            for n in ready:
-                notes[n] = f"waiting: {_count(listings, n):,} tools listed"
-            tools = sum(_count(listings, n) for n in step)
-            progress = IndexProgress(pool, step, tools)
-            progress.show(0)
-            try:
-                async with live.lock:
-                    await resync(
-                        live.config,
-                        pool,
-                        gateway,
-                        listings,
-                        only=(),
-                        among={*indexed, *step},
-                        progress=progress,
-                    )
-            except Exception:  # keep serving what is indexed; the watcher retries later
-                log.exception("indexing %s failed", progress.label)
-            indexed.update(step)
-            for n in step:
-                notes.pop(n, None)
-            if (passthrough := getattr(gateway, "passthrough", None)) is not None:
-                passthrough.invalidate()  # the step's servers are reviewed: listed from now on
-            pool.note_change()
-            settle_if_only_big_left()
-            log.info("indexed %s: %s tools", progress.label, f"{tools:,}")
+            while ready_now:
+                step = next_step(ready_now, listings)
+                ready_now = [n for n in ready_now if n not in step]
+                for n in ready_now:
+                    notes[n] = f"waiting: {_count(listings, n):,} tools listed"
+                tg.start_soon(index_step, step)
     if warmup is not None:
         warmup.settle()
     if not gateway.router.catalog.tool_count:

@@ -12,15 +12,15 @@ whenever it changes.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from toolroute.catalog.models import Catalog
+from toolroute.catalog.models import Catalog, Tool
 from toolroute.config import SEPARATOR, GatewayConfig
-from toolroute.downstream.servers import DownstreamPool, ListedServer
+from toolroute.downstream.servers import DownstreamError, DownstreamPool, ListedServer
 from toolroute.downstream.sync import Listings, ServerStatus, catalog_from_listing, list_all
 from toolroute.gateway.calls.quarantine import Held, Quarantine, revision
 from toolroute.gateway.ops.app import (
@@ -33,7 +33,7 @@ from toolroute.gateway.ops.app import (
 from toolroute.gateway.ops.follow import StoreWatch
 from toolroute.gateway.ops.status import write_status
 from toolroute.heap import trim_heap
-from toolroute.index.warm import warm_cache
+from toolroute.index.warm import slices, warm_cache
 from toolroute.router import IndexReport, Router
 from toolroute.store import open_store
 
@@ -59,6 +59,11 @@ log = logging.getLogger(__name__)
 
 RELIST_DEBOUNCE_S = 1.0
 """A server is re-listed at most this often on its own list_changed or reconnect."""
+
+
+SLICE_TOOLS = 1000
+"""A big server is embedded this many tools at a time at start (between slices, a smaller
+server's step goes first)."""
 
 
 STATUS_RETRY_S = 1.0
@@ -103,11 +108,51 @@ async def review(
     """List every server and hold back the tools in quarantine: the catalog to index. With
     ``listings``, only the servers in ``only`` (None: all) are listed again, the others'
     last listing is reused. With ``among`` (and ``listings``), the catalog of those servers
-    alone (the ones indexed so far at start)."""
+    alone (the ones indexed so far at start), whose names are checked against every server
+    listed so far: a look-alike of a tool a server still being indexed lists is held before
+    it is ever routable. The review itself (hashes, pins, poisoned descriptions: seconds for
+    tens of thousands of tools) runs in a worker thread, so the gateway answers meanwhile."""
     if listings is None:
         listing = await list_all(pool, config.connect_timeout_s)
     else:
         listing = await listings.refresh(pool, config.connect_timeout_s, only, among)
+    others: list[Tool] = []
+    # only a name not plain ASCII is ever flagged a look-alike (gateway/calls/_poison.py):
+    # with none among the reviewed servers, the others' names are not needed
+    if listings is not None and among is not None and not _plain(listing):
+        others = [
+            Tool(server=n, name=t.name, description="", input_schema={})
+            for n, x in listings.last.items()
+            if n not in among and n in pool.servers and isinstance(x, ListedServer)
+            for t in x.listed
+        ]
+    catalog, statuses, held = await anyio.to_thread.run_sync(
+        _review, config, listing, among, others
+    )
+    catalog = _without(catalog, held, pool)
+    for s in statuses:
+        pool[s.name].tools = s.tools
+    pool.note_change()  # the tools counts (and the quarantine set next) are in the status
+    return catalog, statuses, held
+
+
+def _plain(listing: Mapping[str, ListedServer | DownstreamError]) -> bool:
+    """Whether every tool name listed is printable ASCII."""
+    return all(
+        t.name.isascii() and t.name.isprintable()
+        for x in listing.values()
+        if isinstance(x, ListedServer)
+        for t in x.listed
+    )
+
+
+def _review(
+    config: GatewayConfig,
+    listing: Mapping[str, ListedServer | DownstreamError],
+    among: Collection[str] | None,
+    others: Sequence[Tool],
+) -> tuple[Catalog, list[ServerStatus], list[Held]]:
+    """:func:`review`'s part in the store, on a connection of its own (a worker thread)."""
     with open_store(store_dir_of(config)) as store:
         previous = store.load_catalog() if store.tool_hashes() else None
         catalog, statuses = catalog_from_listing(config, listing, previous)
@@ -122,11 +167,7 @@ async def review(
             if isinstance(x, ListedServer)
         }
         original, _ = catalog_from_listing(config, listed, None)
-        _, held, _ = Quarantine(store, config.approved).review(original)
-    catalog = _without(catalog, held, pool)
-    for s in statuses:
-        pool[s.name].tools = s.tools
-    pool.note_change()  # the tools counts (and the quarantine set next) are in the status
+        _, held, _ = Quarantine(store, config.approved).review(original, others)
     return catalog, statuses, held
 
 
@@ -294,6 +335,28 @@ async def _watch_changes(
             log.exception("re-listing the servers failed; keeping the previous index")
 
 
+async def _embed_new(
+    config: GatewayConfig,
+    router: Router,
+    catalog: Catalog,
+    progress: Callable[[int, int], None] | None,
+) -> None:
+    """Embed the texts of ``catalog``'s index the cache lacks, in a worker thread, with
+    ``router``'s embedder, documents and questions."""
+    r = router
+    if not catalog.tool_count:
+        return
+    await anyio.to_thread.run_sync(
+        warm_cache,
+        catalog,
+        store_dir_of(config),
+        r.embedder,
+        r.documents,
+        getattr(r.questions, "name", None),
+        progress,
+    )
+
+
 async def _lists_as_before(
     pool: DownstreamPool, listings: Listings, names: Collection[str], timeout_s: float
 ) -> bool:
@@ -315,13 +378,35 @@ async def resync(
     *,
     among: Collection[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    embed_only: bool = False,
+    between: Callable[[], Awaitable[None]] | None = None,
 ) -> IndexReport | None:
     """List again (with ``listings``: only the servers in ``only``, None for all; ``among``:
     the catalog of those servers only, :func:`review`); rebuild and swap the gateway's
     router if the tools or quarantine changed (None if not). New texts are embedded in a
     worker thread (:func:`~toolroute.index.warm.warm_cache`, ``progress(done, total)``
     from that thread), so the gateway answers meanwhile; the index is then assembled from
-    the cache."""
+    the cache. ``embed_only``: only embed ``among``'s last listed tools into the cache, no
+    review and no swap (start-up does this outside the reload lock, so one server's long
+    embedding holds back no other's swap), in slices of :data:`SLICE_TOOLS` tools, awaiting
+    ``between()`` before each (start-up lets a small server's step go first there)."""
+    if embed_only:
+        if listings is not None and config.expose != "all":
+            listed = {n: x for n, x in listings.last.items() if among is None or n in among}
+            whole, _ = await anyio.to_thread.run_sync(catalog_from_listing, config, listed, None)
+            done, total = 0, whole.tool_count
+            for part in slices(whole, SLICE_TOOLS):
+                if between is not None:
+                    await between()
+                n = part.tool_count
+
+                def shown(d: int, t: int, done: int = done, n: int = n) -> None:
+                    if progress is not None:  # in tools of the whole step
+                        progress(done + n * d // max(t, 1), total)
+
+                await _embed_new(config, gateway.router, part, shown)
+                done += n
+        return None
     catalog, statuses, held = await review(config, pool, listings, only, among)
     before = {(t.key, t.hash) for t in gateway.router.catalog.tools()}
     after = {(t.key, t.hash) for t in catalog.tools()}
@@ -334,16 +419,7 @@ async def resync(
         # held) nothing awaits between the quarantine above and the swap below
         routes = bool(catalog.tool_count) and config.expose != "all"
         if routes and not after <= before:
-            questions = getattr(router.questions, "name", None)
-            await anyio.to_thread.run_sync(
-                warm_cache,
-                catalog,
-                store_dir_of(config),
-                router.embedder,
-                router.documents,
-                questions,
-                progress,
-            )
+            await _embed_new(config, router, catalog, progress)
         # nothing to route (pass-through) or no tools: the catalog alone, no model
         report = router.index() if routes else index_for(config, router, catalog)
     except BaseException:

@@ -67,6 +67,9 @@ class PassThrough:
             if self._tools is not None:
                 return self._tools
             listed: dict[str, tuple[types.Tool, ...]] = {}
+            # a server not reviewed yet (still listed or indexed at start) is left out, and
+            # so not listed here either: a big or endless listing holds back no other's tools
+            unreviewed = set(self.pool.notes.get("indexing", {}))
 
             async def one(server: str) -> None:
                 try:
@@ -76,11 +79,12 @@ class PassThrough:
 
             async with anyio.create_task_group() as tg:
                 for server in self.pool.servers:
-                    tg.start_soon(one, server)
+                    if server not in unreviewed:
+                        tg.start_soon(one, server)
             for d in self.pool.servers.values():  # a curated tool's own name stays its server's
                 for own in d.renames.values():
                     self.claims.setdefault(own, d.name)
-            held, unreviewed = self.held(), self.pool.notes.get("indexing", {})
+            held = self.held()
             pairs = [
                 (s, t)
                 for s in self.pool.servers

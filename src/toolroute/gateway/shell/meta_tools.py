@@ -43,6 +43,17 @@ FOUND_SCHEMA: dict[str, Any] = {
             "read a candidate's description before calling it.",
         },
         "hint": {"type": "string", "description": "What to do next."},
+        "suggested_servers": {
+            "type": "array",
+            "description": "Servers of the operator's MCP registry that would serve the need "
+            "(not connected: only the operator can add one).",
+            "items": {"type": "object", "properties": {"name": {"type": "string"}}},
+        },
+        "request_server": {
+            "type": "object",
+            "description": "A request to pass on to the user: which server to add, and how.",
+            "properties": {"message": {"type": "string"}},
+        },
         "gated_out": {
             "type": "array",
             "description": "Tools that match but cannot be called yet, and why.",

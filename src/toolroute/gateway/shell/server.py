@@ -45,7 +45,7 @@ from mcp.server.subscriptions import (
 )
 from mcp.shared.exceptions import MCPError
 
-from toolroute.catalog.name import qualified_name
+from toolroute.catalog.name import qualified_name, server_of
 from toolroute.downstream.servers import CallContext, DownstreamPool
 from toolroute.errors import ErrorCode, StoreError
 from toolroute.gateway.calls._checks import check_find_args, coerce_arguments, coerce_k
@@ -141,10 +141,18 @@ class CodeModeHook(Protocol):
     def paged(self, result: types.CallToolResult, state: SessionState) -> types.CallToolResult: ...
 
 
-class Warmup(Protocol):
-    """What a request waits for at start (:class:`toolroute.gateway.ops.startup.Warmup`)."""
+class SuggestHook(Protocol):
+    """What the shell needs of registry suggestions (:class:`toolroute.registry.Suggester`):
+    the servers that would serve a need no connected tool serves (``[registry]``)."""
 
-    async def wait(self) -> None: ...
+    async def answer(self, query: str) -> dict[str, Any]: ...
+
+
+class Warmup(Protocol):
+    """What a request waits for at start (:class:`toolroute.gateway.ops.startup.Warmup`):
+    one server ready, or every server (None)."""
+
+    async def wait(self, server: str | None = None) -> None: ...
 
 
 class _GatewayServer(Server):
@@ -248,6 +256,7 @@ class Gateway(GatewayCore):
         every connection of a scope when its tools change)."""
         self._listeners = 0
         self.code_mode: CodeModeHook | None = None  # make_gateway sets it (code_mode = true)
+        self.suggester: SuggestHook | None = None  # make_gateway sets it ([registry] url)
         self.find_tools_tool = FIND_TOOLS  # app.describe_find_tools names the servers in it
         self.bus = InMemorySubscriptionBus()
         self.handlers: dict[str, Handler] = {
@@ -340,9 +349,20 @@ class Gateway(GatewayCore):
         if self.warmup is not None:
             await self.warmup.wait()
 
+    def _waits_for(self, params: types.CallToolRequestParams) -> str | None:
+        """The one server a call at start waits for: the server of the tool it calls (None:
+        every server, for find_tools and the other meta-tools, or a name of no server)."""
+        name: object = params.name
+        if name == "call_tool":
+            name = (params.arguments or {}).get("name")
+        elif name in self.handlers:
+            return None
+        server = server_of(name) if isinstance(name, str) else ""
+        return server if server in self.pool.servers else None
+
     async def _call_tool(self, ctx: Request, params: types.CallToolRequestParams) -> CallResult:
-        if self.warmup is not None:
-            await self.warmup.wait()
+        if self.warmup is not None:  # at start: a call of an indexed server's tool goes on
+            await self.warmup.wait(self._waits_for(params))
         try:
             return await self.metrics.observed(params, self._dispatch(ctx, params))
         except (sqlite3.Error, StoreError, OSError) as e:  # the gateway's own disk/store
@@ -411,6 +431,8 @@ class Gateway(GatewayCore):
             return _invalid("find_tools needs `query`: what you need to get done, in words")
         before = set(r.state.promoted)
         found = await self.find_async(query, k, r.state, may_use=r.allowed, client=r.client)
+        if self.suggester is not None and (found.get("no_tool_fits") or found.get("doubtful_fit")):
+            found.update(await self.suggester.answer(query))  # registry servers that would
         indexing = self.pool.notes.get("indexing", {})  # servers whose tools are not found yet
         if shown := {n: v for n, v in indexing.items() if self._may_use(r.ctx, n)}:
             found["indexing"] = shown

@@ -1,0 +1,111 @@
+"""``toolroute add``: a server from the operator's MCP registry into the servers file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from toolroute.cli.app import main
+from toolroute.cli.common import _friendly, json_option, store_option
+from toolroute.cli.gateway import _config, _local_dir, config_option, settings_option
+from toolroute.errors import RegistryError
+
+
+@main.command()
+@config_option
+@settings_option
+@store_option
+@json_option
+@click.argument("server")
+@click.option("--name", default=None, help="Its name in the servers file (default: from SERVER).")
+@click.option("-y", "--yes", is_flag=True, help="Add without asking (you have read the plan).")
+@click.option("--dry-run", is_flag=True, help="Show what would be written and run; add nothing.")
+@_friendly
+def add(
+    config_path: Path,
+    settings: Path | None,
+    store: Path | None,
+    as_json: bool,
+    server: str,
+    name: str | None,
+    yes: bool,
+    dry_run: bool,
+) -> None:
+    """Add SERVER from the registry of [registry] url to the servers file.
+
+    SERVER is a registry name as find_tools suggests it (io.github.acme/weather), optionally
+    with the version it showed (io.github.acme/weather@1.2.0): a registry that now serves
+    another version, or other contents for the same version, is refused.
+
+    \b
+    Before anything is written you see what would run (the pinned package or the URL) and
+    which variables the gateway's environment must set; you are asked to confirm (--yes
+    skips the question). Refused, each in one line: a namespace or package type outside the
+    [registry] allow-list, an unpinned version, a look-alike package name, a description
+    that reads like instructions to the model. The servers file is locked while it is
+    written and checked as a whole first, so a running gateway reloads a complete file.
+
+    \b
+    Example:
+      toolroute add io.github.modelcontextprotocol/time@2026.10.19 --config servers.json
+    """
+    # one import, here: the registry's client, httpx and the config loader stay out of every
+    # other command's start (`toolroute --help` would take most of a second longer)
+    from toolroute.registry import command as r
+
+    cfg = _config(config_path, settings, store, secrets=False)
+    reg = cfg.registry
+    if not reg.url:
+        raise RegistryError(
+            f"{cfg.settings_path}: no [registry] url: name the registry to add servers from"
+        )
+    wanted, _, version = server.partition("@")
+    directory = _local_dir(cfg) / "registry"
+    client = r.RegistryClient(reg, directory)
+    entry = client.lookup(wanted)
+    if version and version != entry.version:
+        raise RegistryError(
+            f"{entry.name}: the registry now serves version {entry.version}, not {version}; "
+            f"add {entry.name}@{entry.version} if you mean it"
+        )
+    if why := r.allowed(entry, reg):
+        raise RegistryError(why)
+    pins = r.Pins(directory / "pins.json")
+    listing = client.listing()
+    others = [e for e in listing.entries if e.name != entry.name]
+    held = r.flags([*others, entry], pins, r.known_packages(cfg))
+    if entry.name in held:
+        raise RegistryError(f"{entry.name} refused: {held[entry.name]}")
+    pins.note([entry])  # first sight: this version must keep these contents
+    p = r.plan(entry, reg, directory / "venvs", name)
+    shown = p.to_dict()
+    if as_json and dry_run:
+        click.echo(json.dumps(shown, indent=2))
+        return
+    if not as_json:
+        _show(p.to_dict(), entry.description, cfg.path)
+    if dry_run:
+        return
+    if not yes and not click.confirm("add it?", default=False, err=True):
+        raise click.Abort
+    added = r.write(cfg.path, p, cfg.settings_path)
+    if as_json:
+        click.echo(json.dumps({**shown, "added": added}, indent=2))
+    elif added:
+        click.echo(
+            f"added {p.server} to {cfg.path}: a running gateway starts it now (it follows the "
+            "file), or at its next start"
+        )
+    else:
+        click.echo(f"{p.server} is in {cfg.path} already, as it would be written")
+
+
+def _show(p: dict[str, Any], description: str, path: Path | None) -> None:
+    click.echo(f"{p['name']} {p['version']} ({p['kind']}): {description}", err=True)
+    click.echo(f"  would run: {p['would_run']}", err=True)
+    if p["needs"]:
+        click.echo(f"  needs in the gateway's environment: {', '.join(p['needs'])}", err=True)
+    click.echo(f"  written to {path} as {p['server']!r}", err=True)
