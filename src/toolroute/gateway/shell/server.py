@@ -55,6 +55,7 @@ from toolroute.gateway.calls.access import (
     Request,
     authenticated_client,
     client_identity,
+    is_stateless,
 )
 from toolroute.gateway.core import (
     MAX_CAPABILITY_REQUESTS,
@@ -236,16 +237,36 @@ def _invalid(message: str) -> types.CallToolResult:
     return error_result(ErrorCode.INVALID_ARGUMENTS, message)
 
 
+def _connection(ctx: Request) -> object | None:
+    """The connection a request came on, to bind code mode's handles to; None for a
+    2026-07-28 request, which stands alone."""
+    if is_stateless(ctx):
+        return None
+    connection: object = connection_of(getattr(ctx, "session", None))
+    return connection
+
+
 class CodeModeHook(Protocol):
     """What the shell needs of code mode (:class:`toolroute.codemode.execute.CodeMode`)."""
 
     tool: types.Tool
 
     async def execute(
-        self, args: Mapping[str, Any], state: SessionState, allowed: Allowed, client: str
+        self,
+        args: Mapping[str, Any],
+        state: SessionState,
+        allowed: Allowed,
+        client: str,
+        connection: object | None,
     ) -> types.CallToolResult: ...
 
-    def paged(self, result: types.CallToolResult, state: SessionState) -> types.CallToolResult: ...
+    def paged(
+        self,
+        result: types.CallToolResult,
+        state: SessionState,
+        client: str,
+        connection: object | None,
+    ) -> types.CallToolResult: ...
 
 
 class Warmup(Protocol):
@@ -516,7 +537,7 @@ class Gateway(GatewayCore):
             return _invalid(problem)
         result = await self._gated(r, name, arguments)
         if self.code_mode is not None and isinstance(result, types.CallToolResult):
-            return self.code_mode.paged(result, r.state)
+            return self.code_mode.paged(result, r.state, r.client, _connection(r.ctx))
         return result
 
     async def _request_capability(self, r: _Request) -> CallResult:
@@ -536,7 +557,9 @@ class Gateway(GatewayCore):
     async def _execute(self, r: _Request) -> CallResult:
         if self.code_mode is None:  # [toolroute] code_mode is off
             return error_result(ErrorCode.UNKNOWN_TOOL, "execute needs code_mode = true")
-        return await self.code_mode.execute(r.args, r.state, r.allowed, r.client)
+        return await self.code_mode.execute(
+            r.args, r.state, r.allowed, r.client, _connection(r.ctx)
+        )
 
     async def _set_milestone(self, r: _Request) -> CallResult:
         milestone = r.args.get("name")
