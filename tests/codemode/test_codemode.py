@@ -139,7 +139,12 @@ def test_a_script_awaits_host_calls_in_order_and_at_once() -> None:
             end = await Sandbox(CodeModeLimits()).run(code, call)
         assert end.error is None and end.calls == 3 and end.printed == "done\n"
         assert end.value is not None
-        assert json.loads(end.value) == [{"echo": {"n": 1}}, {"echo": {}}, {"echo": {"n": 3}}, [1, 2]]
+        assert json.loads(end.value) == [
+            {"echo": {"n": 1}},
+            {"echo": {}},
+            {"echo": {"n": 3}},
+            [1, 2],
+        ]
 
     anyio.run(main)
     assert [n for n, _ in seen][0] == "s__one" and len(seen) == 3
