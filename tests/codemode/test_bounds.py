@@ -165,14 +165,16 @@ def test_the_writer_writes_json_dumps_or_names_the_first_limit_passed(
 
 @settings(max_examples=100, deadline=None)
 @given(value=TREES, times=st.integers(0, 60), max_bytes=st.integers(2, 5000))
-def test_the_writer_never_writes_more_than_its_limit_of_a_shared_structure(
+def test_the_writer_writes_a_shared_structure_only_when_its_json_fits(
     value: Any, times: int, max_bytes: int
 ) -> None:
-    text, refused, size = WRITE(_shared(value, times), max_bytes, 100, False, True)
-    assert (text is None) == (refused is not None)
-    assert size <= max_bytes + len(json.dumps(value, ensure_ascii=False)) * 6 + 8
+    size = len(json.dumps(value, ensure_ascii=False).encode())
+    for _ in range(times):  # [v, v]: both halves, two brackets, one separator
+        size = 2 * size + 4
+    text, refused, _ = WRITE(_shared(value, times), max_bytes, 100, False, True)
+    assert (text is None) == (size > max_bytes) and (refused is None) == (text is not None)
     if text is not None:
-        assert len(text.encode()) <= max_bytes
+        assert len(text.encode()) == size
         json.loads(text)
 
 

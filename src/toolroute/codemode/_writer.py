@@ -60,6 +60,7 @@ def bounded_writer() -> "Writer":
     arrays = (list, tuple)
     loose_arrays = (list, tuple, set, frozenset)
     infinity = float("inf")
+    done: Any = []  # a sentinel no value is
     too_long = 10**INT_DIGITS
 
     def size_of(piece: str) -> int:
@@ -81,13 +82,97 @@ def bounded_writer() -> "Writer":
             return dumps(key)
         return None
 
+    def measure(value: Any, max_bytes: int, max_depth: int) -> "Written | None":
+        """The JSON of a value json.dumps writes as it is (objects with string keys, arrays,
+        strings, numbers), sized over its distinct containers (a shared one is sized once),
+        then written natively when it fits; None for any other value."""
+        root = [value]
+        # a container's bytes and height, kept when it is large enough to matter: a small
+        # one met again is walked again, at most a few bytes of work per byte it counts
+        sizes: dict[int, int] = {}
+        heights: dict[int, int] = {}
+        # one [container, items, is_object, bytes so far, tallest item] per open container;
+        # a container holding itself only deepens the path until max_depth stops it
+        frames: list[list[Any]] = []
+        items: Any = iterate(root)
+        is_object = False
+        total = 0
+        tallest = 0
+        while True:
+            item = advance(items, done)
+            if item is done:
+                if not frames:
+                    break
+                container = frames.pop()
+                child_bytes, child_height = total, tallest + 1
+                if child_bytes >= 64:
+                    sizes[id(container[0])] = child_bytes
+                    heights[id(container[0])] = child_height
+                _, items, is_object, total, tallest = container
+                total += child_bytes
+                if child_height > tallest:
+                    tallest = child_height
+                if total > max_bytes:
+                    return None, "bytes", total
+                continue
+            if is_object:
+                name, item = item
+                if not isinst(name, t_str):
+                    return None
+                total += size_of(dumps(name, ensure_ascii=False)) + 2  # and ": "
+            height = 1
+            if isinst(item, t_str):
+                if length(item) + 2 > max_bytes - total:
+                    return None, "bytes", total + length(item) + 2
+                total += size_of(dumps(item, ensure_ascii=False))
+            elif isinst(item, t_dict) or isinst(item, arrays):
+                n = length(item)
+                if not n:
+                    total += 2
+                else:
+                    key = id(item)
+                    if key in sizes:
+                        total += sizes[key]
+                        height = heights[key]
+                    else:
+                        if length(frames) + 2 > max_depth:
+                            return None, "depth", total
+                        frames.append([item, items, is_object, total, tallest])
+                        is_object = isinst(item, t_dict)
+                        items = iterate(item.items()) if is_object else iterate(item)
+                        total = 2 * n
+                        tallest = 0
+                        continue
+            elif item is None or isinst(item, t_bool):
+                total += 4 if item is None or item else 5
+            elif isinst(item, t_int):
+                if item >= too_long or item <= -too_long:
+                    return None, "digits", total
+                total += length(text(item))
+            elif isinst(item, t_float):
+                if not (item == item and item != infinity and item != -infinity):
+                    return None
+                total += length(dumps(item))
+            else:
+                return None
+            if length(frames) + height > max_depth:
+                return None, "depth", total
+            if height > tallest:
+                tallest = height
+            if total > max_bytes:
+                return None, "bytes", total
+        return dumps(value, ensure_ascii=False), None, total
+
     def write(
         value: Any, max_bytes: int, max_depth: int, strict: bool = False, keep: bool = True
     ) -> "Written":
+        if keep:
+            fast = measure(value, max_bytes, max_depth)
+            if fast is not None:
+                return fast
         parts: list[str] = []
         size = 0
         stack: list[list[Any]] = []  # one [iterator, is_object, wrote_one] per open container
-        done: list[Any] = []  # a sentinel no value is
         pending = value
         have = True
         while True:

@@ -122,10 +122,12 @@ class CodeMode:
         allowed: Allowed = None,
         client: str = "",
         connection: object | None = None,
+        identity: str = "",
     ) -> types.CallToolResult:
         """Run ``args["code"]``, or read page ``args["page"]`` of ``args["handle"]``.
         ``client`` is the bearer token's client ("" without one), ``connection`` the request's
-        connection (None for a 2026-07-28 request, which has none)."""
+        connection (None for a 2026-07-28 request, which has none), ``identity`` who the
+        request says it is (a token, a header, a client name; "" when it says nothing)."""
         owner = Owner.of(client, connection)
         code, handle = args.get("code"), args.get("handle")
         if handle is not None:
@@ -157,7 +159,7 @@ class CodeMode:
 
         # a slot per client: its token, else the name it gives (a claim, which is enough to
         # share slots fairly), else its connection
-        who = owner.key if client or state.client is None else f"client:{state.client}"
+        who = owner.key if client or not identity else identity
         end = await self.sandbox.run(code, call, who)
         return self._answer(end, owner)
 

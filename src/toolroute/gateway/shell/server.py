@@ -50,6 +50,7 @@ from toolroute.downstream.servers import CallContext, DownstreamError, Downstrea
 from toolroute.errors import ErrorCode, StoreError
 from toolroute.gateway.calls._checks import check_find_args, coerce_arguments, coerce_k
 from toolroute.gateway.calls.access import (
+    ANONYMOUS,
     CallGateScope,
     ClientAccess,
     Request,
@@ -258,6 +259,7 @@ class CodeModeHook(Protocol):
         allowed: Allowed,
         client: str,
         connection: object | None,
+        identity: str,
     ) -> types.CallToolResult: ...
 
     def paged(
@@ -557,8 +559,14 @@ class Gateway(GatewayCore):
     async def _execute(self, r: _Request) -> CallResult:
         if self.code_mode is None:  # [toolroute] code_mode is off
             return error_result(ErrorCode.UNKNOWN_TOOL, "execute needs code_mode = true")
+        identity = client_identity(r.ctx)
         return await self.code_mode.execute(
-            r.args, r.state, r.allowed, r.client, _connection(r.ctx)
+            r.args,
+            r.state,
+            r.allowed,
+            r.client,
+            _connection(r.ctx),
+            "" if identity == ANONYMOUS else identity,
         )
 
     async def _set_milestone(self, r: _Request) -> CallResult:
