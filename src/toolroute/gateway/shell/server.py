@@ -50,11 +50,13 @@ from toolroute.downstream.servers import CallContext, DownstreamError, Downstrea
 from toolroute.errors import ErrorCode, StoreError
 from toolroute.gateway.calls._checks import check_find_args, coerce_arguments, coerce_k
 from toolroute.gateway.calls.access import (
+    ANONYMOUS,
     CallGateScope,
     ClientAccess,
     Request,
     authenticated_client,
     client_identity,
+    is_stateless,
 )
 from toolroute.gateway.core import (
     MAX_CAPABILITY_REQUESTS,
@@ -247,16 +249,37 @@ def _invalid(message: str) -> types.CallToolResult:
     return error_result(ErrorCode.INVALID_ARGUMENTS, message)
 
 
+def _connection(ctx: Request) -> object | None:
+    """The connection a request came on, to bind code mode's handles to; None for a
+    2026-07-28 request, which stands alone."""
+    if is_stateless(ctx):
+        return None
+    connection: object = connection_of(getattr(ctx, "session", None))
+    return connection
+
+
 class CodeModeHook(Protocol):
     """What the shell needs of code mode (:class:`toolroute.codemode.execute.CodeMode`)."""
 
     tool: types.Tool
 
     async def execute(
-        self, args: Mapping[str, Any], state: SessionState, allowed: Allowed, client: str
+        self,
+        args: Mapping[str, Any],
+        state: SessionState,
+        allowed: Allowed,
+        client: str,
+        connection: object | None,
+        identity: str,
     ) -> types.CallToolResult: ...
 
-    def paged(self, result: types.CallToolResult, state: SessionState) -> types.CallToolResult: ...
+    def paged(
+        self,
+        result: types.CallToolResult,
+        state: SessionState,
+        client: str,
+        connection: object | None,
+    ) -> types.CallToolResult: ...
 
 
 class SuggestHook(Protocol):
@@ -549,7 +572,7 @@ class Gateway(GatewayCore):
             return _invalid(problem)
         result = await self._gated(r, name, arguments)
         if self.code_mode is not None and isinstance(result, types.CallToolResult):
-            return self.code_mode.paged(result, r.state)
+            return self.code_mode.paged(result, r.state, r.client, _connection(r.ctx))
         return result
 
     async def _request_capability(self, r: _Request) -> CallResult:
@@ -569,7 +592,15 @@ class Gateway(GatewayCore):
     async def _execute(self, r: _Request) -> CallResult:
         if self.code_mode is None:  # [toolroute] code_mode is off
             return error_result(ErrorCode.UNKNOWN_TOOL, "execute needs code_mode = true")
-        return await self.code_mode.execute(r.args, r.state, r.allowed, r.client)
+        identity = client_identity(r.ctx)
+        return await self.code_mode.execute(
+            r.args,
+            r.state,
+            r.allowed,
+            r.client,
+            _connection(r.ctx),
+            "" if identity == ANONYMOUS else identity,
+        )
 
     async def _set_milestone(self, r: _Request) -> CallResult:
         milestone = r.args.get("name")
