@@ -224,10 +224,13 @@ fi
 
 if want codemode; then
     # Code mode: its sandbox against V8 and QuickJS (start-up, memory, isolation, another
-    # client's latency under a hostile script), and 22 workflows as round trips and as execute.
-    if full; then N=20; else N=5; fi
+    # client's latency under a hostile script), issue 44's attacks (another client's p99 and
+    # the gateway's memory during each), and 22 workflows as round trips and as execute.
+    if full; then N=20; CA="--calls 200 --scripts 20"; else N=5; CA="--calls 20 --scripts 3"; fi
     run $PY -m benchmarks.codemode_sandbox --runs $N --out "$R/codemode_sandbox.md" \
         --json "$R/codemode_sandbox.json"
+    run $PY -m benchmarks.codemode_attacks $CA --out "$R/codemode_attacks.md" \
+        --json "$R/codemode_attacks.json"
     run $PY -m benchmarks.codemode_workflows --out "$R/codemode_workflows.md" \
         --json "$R/codemode_workflows.json"
 fi

@@ -351,12 +351,16 @@ class _CodeMode(BaseModel):
     memory_mb: int = Field(default=64, ge=4, le=16384)
     max_calls: int = Field(default=50, ge=1, le=100_000)
     result_bytes: int = Field(default=1024 * 1024, ge=1024)
+    result_depth: int = Field(default=100, ge=2, le=10_000)
     recursion: int = Field(default=200, ge=10, le=10_000)
     concurrent: int = Field(default=2, ge=1, le=256)
+    per_client: int = Field(default=1, ge=1, le=256)
+    queue_s: float = Field(default=60.0, gt=0, le=3600)
     preview_bytes: int = Field(default=8 * 1024, ge=256)
     page_bytes: int = Field(default=8 * 1024, ge=256)
     handle_ttl_s: float = Field(default=600.0, gt=0)
     handle_store_mb: int = Field(default=64, ge=1)
+    handle_client_mb: int = Field(default=16, ge=1)
     stubs: bool = True
 
 

@@ -13,8 +13,8 @@ import pytest
 
 from toolroute.codemode import CodeModeLimits
 from toolroute.codemode.execute import CodeMode
-from toolroute.codemode.pages import Pages
-from toolroute.codemode.sandbox import Sandbox, jsonable
+from toolroute.codemode.pages import Owner, Pages
+from toolroute.codemode.sandbox import Sandbox
 from toolroute.codemode.stubs import signature, type_of
 from toolroute.config import load_config
 from toolroute.errors import ConfigError
@@ -85,24 +85,27 @@ def test_types_of_unusual_schemas_never_fail() -> None:
 def test_pages_are_read_by_their_owner_only_and_expire() -> None:
     now = [0.0]
     pages = Pages(page_bytes=10, ttl_s=60, max_bytes=1000, clock=lambda: now[0])
-    owner, other = object(), object()
+    owner, other = Owner("token:a"), Owner("token:b")
     first = pages.put(owner, "0123456789abcdefghijé")
+    assert first is not None
     assert (first.page, first.pages, first.text) == (0, 3, "0123456789")
     assert pages.read(owner, first.handle, 2).text == "é"  # type: ignore[union-attr]
     assert pages.read(other, first.handle, 1) is None
-    assert pages.read("client:a", first.handle, 1) is None
+    assert pages.read(Owner("anonymous"), first.handle, 1) is None
     now[0] = 61
     assert pages.read(owner, first.handle, 1) is None and pages.bytes_held == 0
 
 
 def test_the_page_store_drops_the_oldest_handles_past_its_size() -> None:
     pages = Pages(page_bytes=100, ttl_s=60, max_bytes=250)
-    a = pages.put("client:a", "a" * 200)
-    b = pages.put("client:a", "b" * 200)
-    assert pages.read("client:a", a.handle, 0) is None
-    assert pages.read("client:a", b.handle, 1) is not None and pages.bytes_held == 200
-    huge = pages.put("client:a", "c" * 1000)  # larger than the store: as many pages as fit
-    assert huge.pages == 2 and huge.total_bytes == 1000 and pages.bytes_held <= 250
+    a = Owner("token:a")
+    first, second = pages.put(a, "a" * 200), pages.put(a, "b" * 200)
+    assert first is not None and second is not None
+    assert pages.read(a, first.handle, 0) is None
+    assert pages.read(a, second.handle, 1) is not None and pages.bytes_held == 200
+    huge = pages.put(a, "c" * 1000)  # larger than the store: as many pages as fit
+    assert huge is not None and huge.pages == 2 and huge.total_bytes == 1000
+    assert pages.bytes_held <= 250
 
 
 def test_code_mode_is_off_unless_switched_on_and_its_limits_are_checked(tmp_path: Path) -> None:
@@ -139,7 +142,13 @@ def test_a_script_awaits_host_calls_in_order_and_at_once() -> None:
         with anyio.fail_after(30):
             end = await Sandbox(CodeModeLimits()).run(code, call)
         assert end.error is None and end.calls == 3 and end.printed == "done\n"
-        assert jsonable(end.value) == [{"echo": {"n": 1}}, {"echo": {}}, {"echo": {"n": 3}}, [1, 2]]
+        assert end.value is not None
+        assert json.loads(end.value) == [
+            {"echo": {"n": 1}},
+            {"echo": {}},
+            {"echo": {"n": 3}},
+            [1, 2],
+        ]
 
     anyio.run(main)
     assert [n for n, _ in seen][0] == "s__one" and len(seen) == 3

@@ -16,7 +16,12 @@ client as it does during ``call_tool`` (the script's wall time keeps running).
 
 The script's value comes back as ``{"result", "calls"}`` (and ``printed``); one larger than
 ``preview_bytes`` comes back as its first page and a handle (:mod:`toolroute.codemode.pages`),
-read further with ``execute({"handle", "page"})``.
+read further with ``execute({"handle", "page"})``. The value arrives as JSON text the worker
+wrote under ``result_bytes`` (:mod:`toolroute.codemode.sandbox`): the gateway reads it back
+only when it fits the preview, and otherwise keeps the text as it is.
+
+Handles belong to the bearer token's client, else to the connection that made them; sandbox
+slots are shared per client (the token, else the name the client gives, else its connection).
 """
 
 from __future__ import annotations
@@ -29,8 +34,8 @@ import mcp.types as types
 from mcp.shared.exceptions import MCPError
 
 from toolroute.codemode.limits import CodeModeLimits
-from toolroute.codemode.pages import Pages
-from toolroute.codemode.sandbox import Sandbox, ScriptEnd, jsonable, limit_message
+from toolroute.codemode.pages import Owner, Pages
+from toolroute.codemode.sandbox import Sandbox, ScriptEnd, limit_message
 from toolroute.codemode.stubs import signature
 from toolroute.downstream.servers import CallContext
 from toolroute.errors import ErrorCode
@@ -106,6 +111,7 @@ class CodeMode:
             self.limits.page_bytes,
             self.limits.handle_ttl_s,
             self.limits.handle_store_mb * 1024 * 1024,
+            owner_bytes=self.limits.handle_client_mb * 1024 * 1024,
         )
         self._output_schemas = output_schemas
         self.tool = EXECUTE
@@ -117,16 +123,22 @@ class CodeMode:
         state: SessionState,
         allowed: Allowed = None,
         client: str = "",
+        connection: object | None = None,
+        identity: str = ANONYMOUS,
         *,
         caller: CallContext | None = None,
-        identity: str = ANONYMOUS,
     ) -> types.CallToolResult:
-        """Run ``args["code"]``, or read page ``args["page"]`` of ``args["handle"]``; the
-        script's tool calls are the request's own (``state`` … ``identity``: see
-        :class:`~toolroute.gateway.calls.pipeline.Call`)."""
+        """Run ``args["code"]``, or read page ``args["page"]`` of ``args["handle"]``.
+        ``client`` is the bearer token's client ("" without one), ``connection`` the request's
+        connection (None for a 2026-07-28 request, which has none), ``identity`` who the
+        request says it is (a token, a header, a client name;
+        :data:`~toolroute.gateway.calls.access.ANONYMOUS` when it says nothing). The script's
+        tool calls are the request's own: its state, allow-list, client, ``caller`` and
+        identity (:class:`~toolroute.gateway.calls.pipeline.Call`)."""
+        owner = Owner.of(client, connection)
         code, handle = args.get("code"), args.get("handle")
         if handle is not None:
-            return self._read(handle, args.get("page", 0), state)
+            return self._read(handle, args.get("page", 0), owner)
         if not isinstance(code, str) or not code.strip():
             return _invalid("execute needs `code` (a Python script), or a `handle` and `page`")
         if len(code) > MAX_CODE_CHARS:
@@ -161,38 +173,46 @@ class CodeMode:
                 raise RuntimeError(f"{name}: {_text(result)}")
             return tool_value(result)
 
-        end = await self.sandbox.run(code, call)
-        return self._answer(end, state)
+        # a slot per client: its token, else the name it gives (a claim, which is enough to
+        # share slots fairly), else its connection
+        who = owner.key if client or identity == ANONYMOUS else identity
+        end = await self.sandbox.run(code, call, who)
+        return self._answer(end, owner)
 
-    def _answer(self, end: ScriptEnd, state: SessionState) -> types.CallToolResult:
+    def _answer(self, end: ScriptEnd, owner: Owner) -> types.CallToolResult:
         extra: dict[str, Any] = {"calls": end.calls}
         if end.printed:
             extra["printed"] = end.printed
         if end.limit is not None:
+            message = limit_message(end.limit, self.limits)
+            if end.limit in ("result_bytes", "result_depth"):
+                message += "; return less (a count, a summary, the lines you need)"
+            detail = end.error if end.error and "the script " not in end.error else None
             return error_result(
                 ErrorCode.SCRIPT_LIMIT,
-                limit_message(end.limit, self.limits),
+                message,
                 limit=end.limit,
-                **({"detail": end.error} if end.error and "ended" not in end.error else {}),
+                **({"detail": detail} if detail else {}),
                 **extra,
             )
         if end.error is not None:
             return error_result(ErrorCode.SCRIPT_ERROR, end.error, **extra)
-        value = jsonable(end.value)
-        # a string is paged as itself (its lines readable), anything else as its JSON
-        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-        size = len(text.encode())
-        if size > self.limits.result_bytes:
-            message = limit_message("result_bytes", self.limits)
-            return error_result(
-                ErrorCode.SCRIPT_LIMIT,
-                f"{message}; return less (a count, a summary, the lines you need)",
-                limit="result_bytes",
-                **extra,
+        text = end.value if end.value is not None else "null"
+        try:  # written by the worker; a script that replaced the writer sent anything
+            value = (
+                json.loads(text) if end.is_text or len(text) <= self.limits.preview_bytes else None
             )
-        if size <= self.limits.preview_bytes:
+        except (ValueError, RecursionError):
+            message = (
+                "the script's value did not arrive as JSON (was the gateway's writer replaced?)"
+            )
+            return error_result(ErrorCode.SCRIPT_ERROR, message, **extra)
+        if len(text.encode()) <= self.limits.preview_bytes:
             return json_result({"result": value, **extra})
-        page = self.pages.put(_owner(state), text)
+        # a string is paged as itself (its lines readable), anything else as its JSON
+        page = self.pages.put(owner, value if isinstance(value, str) else text)
+        if page is None:
+            return self._store_full(extra)
         return json_result(
             {
                 "preview": page.text,
@@ -203,10 +223,26 @@ class CodeMode:
             }
         )
 
-    def paged(self, result: types.CallToolResult, state: SessionState) -> types.CallToolResult:
+    def _store_full(self, extra: Mapping[str, Any]) -> types.CallToolResult:
+        return error_result(
+            ErrorCode.SCRIPT_LIMIT,
+            limit_message("handle_store_mb", self.limits),
+            limit="handle_store_mb",
+            **extra,
+        )
+
+    def paged(
+        self,
+        result: types.CallToolResult,
+        state: SessionState,
+        client: str = "",
+        connection: object | None = None,
+    ) -> types.CallToolResult:
         """A tool's result for ``call_tool`` in code mode: as it is when its text fits the
         preview, else its first page and a handle (``execute`` with ``{handle, page}`` reads
-        the rest), so a large result need not enter the model's context whole."""
+        the rest), so a large result need not enter the model's context whole. When the
+        store is full of other clients' pages, the result goes back whole, as without code
+        mode."""
         if result.is_error:
             return result
         if result.structured_content is not None:
@@ -215,7 +251,9 @@ class CodeMode:
             text = "\n".join(getattr(c, "text", "") for c in result.content)
         if len(text.encode()) <= self.limits.preview_bytes:
             return result
-        page = self.pages.put(_owner(state), text)
+        page = self.pages.put(Owner.of(client, connection), text)
+        if page is None:
+            return result
         return json_result(
             {
                 "preview": page.text,
@@ -225,12 +263,12 @@ class CodeMode:
             }
         )
 
-    def _read(self, handle: Any, page: Any, state: SessionState) -> types.CallToolResult:
+    def _read(self, handle: Any, page: Any, owner: Owner) -> types.CallToolResult:
         if not isinstance(handle, str) or not isinstance(page, int) or isinstance(page, bool):
             return _invalid("execute with a handle needs `handle` (string) and `page` (integer)")
-        found = self.pages.read(_owner(state), handle, page)
+        found = self.pages.read(owner, handle, page)
         if found is None:
-            known = self.pages.has(_owner(state), handle)
+            known = self.pages.has(owner, handle)
             return error_result(
                 ErrorCode.UNKNOWN_HANDLE,
                 f"page {page} is out of range for this handle"
@@ -292,11 +330,6 @@ def stub_result(
         content=[types.TextContent(type="text", text=text)],
         structured_content={"candidates": candidates, "gated_out": gated_out},
     )
-
-
-def _owner(state: SessionState) -> object:
-    """Whose pages these are: the client (client-scoped states) or this connection's state."""
-    return f"client:{state.client}" if state.client is not None else state
 
 
 def _invalid(message: str) -> types.CallToolResult:

@@ -15,7 +15,16 @@ in its own ``monty`` process, which the limits below end without touching the ga
   the worker.
 - ``max_calls``: counted here, the script is cancelled on the call past it; Monty's own bound
   on host round trips backs it up.
-- ``result_bytes``: the script's value, measured as JSON after it returned.
+- ``result_bytes``, ``result_depth``: the script's value is written as JSON **in the worker**
+  (:mod:`toolroute.codemode._writer`, fed to the worker before the script), counted as it is
+  written and stopped at the first piece past either limit, so a structure shared many times
+  over (``x = [x, x]`` twenty times, ``[s] * 20000``) is never expanded beyond ``result_bytes``;
+  only that text, at most ``result_bytes``, crosses to the gateway. The arguments of each
+  ``call_tool`` are written the same way, under the gateway's argument limits, and cross as
+  text the gateway reads back.
+- ``concurrent``, ``per_client``, ``queue_s``: slots shared fairly between clients
+  (:mod:`toolroute.codemode.slots`); the time a script waits for one is not part of its
+  ``wall_s``.
 - The worker runs at a lower CPU priority (nice 10) than the gateway.
 - ``print`` output is collected (its first :data:`PRINT_CHARS` characters), never written to
   the gateway's stdout, which carries MCP over stdio.
@@ -25,20 +34,26 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import io
+import json
 import logging
-import math
 import os
 import time
-from collections.abc import Awaitable, Callable
+import tokenize
+from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 import anyio
 import pydantic_monty as monty
 
+from toolroute.codemode import _writer
 from toolroute.codemode.limits import CodeModeLimits, LimitName
+from toolroute.codemode.slots import FairSlots
+from toolroute.gateway.calls import MAX_ARGUMENT_BYTES, MAX_ARGUMENT_DEPTH
 
-__all__ = ["PRINT_CHARS", "Sandbox", "limit_message", "ScriptEnd", "jsonable"]
+__all__ = ["PRINT_CHARS", "Sandbox", "ScriptEnd", "limit_message", "with_value_assigned"]
 
 log = logging.getLogger(__name__)
 
@@ -54,14 +69,84 @@ CallTool = Callable[[str, dict[str, Any]], Awaitable[Any]]
 
 @dataclass(frozen=True, slots=True)
 class ScriptEnd:
-    """How a script ended: its value, or an error (and the limit it hit, if one did)."""
+    """How a script ended: its value as JSON text (written in the worker), or an error (and
+    the limit it hit, if one did)."""
 
-    value: Any
+    value: str | None
     calls: int
     printed: str
     error: str | None = None
     limit: LimitName | None = None
     kind: Literal["ok", "syntax", "runtime", "limit", "crashed"] = "ok"
+    is_text: bool = False
+    """The value was a string (``value`` is its JSON): paged as itself, its lines readable."""
+
+
+VALUE = "_toolroute_value"
+"""The global a script's last expression is assigned to, for the worker to write."""
+HOST_CALL = "_toolroute_call"
+"""The host function ``call_tool`` in the worker calls with its arguments' JSON."""
+_WRITER_SOURCE = Path(_writer.__file__).read_text(encoding="utf-8")
+_REFUSED_ARGUMENTS = {
+    "bytes": f"`arguments` are larger than {MAX_ARGUMENT_BYTES} bytes of JSON",
+    "depth": f"`arguments` are nested deeper than {MAX_ARGUMENT_DEPTH} levels",
+    "digits": f"`arguments` hold an integer longer than {_writer.INT_DIGITS} digits",
+    "type": "`arguments` must be plain JSON",
+}
+_PRELUDE = """
+def _toolroute_seal(write):
+    isinst = isinstance
+    t_str = str
+    t_dict = dict
+    refused_as = REFUSED
+
+    async def call_tool(name=None, arguments=None):
+        if not isinst(name, t_str):
+            raise TypeError("call_tool(name, arguments): name is a string from find_tools")
+        if arguments is None:
+            arguments = {}
+        if not isinst(arguments, t_dict):
+            raise TypeError("call_tool(" + repr(name) + ", arguments): arguments must be a dict")
+        text, refused, size = write(arguments, ARGUMENT_BYTES, ARGUMENT_DEPTH, True, True)
+        if text is None:
+            raise RuntimeError(name + ": " + refused_as[refused])
+        return await HOST_CALL(name, text)
+
+    def finish(value):
+        text, refused, size = write(value, VALUE_BYTES, VALUE_DEPTH, False, True)
+        return text, refused, size, isinst(value, t_str)
+
+    return call_tool, finish
+
+
+call_tool, _toolroute_finish = _toolroute_seal(bounded_writer())
+VALUE = None
+"""
+_VALUE_LIMITS: dict[str, LimitName] = {
+    "bytes": "result_bytes",
+    "depth": "result_depth",
+    "digits": "int_digits",
+}
+
+
+def _prelude(lim: CodeModeLimits) -> str:
+    """What the worker runs before the script: the writer, ``call_tool`` writing its
+    arguments as JSON, and ``_toolroute_finish`` writing the value (both holding the writer
+    in a closure, so a script that rebinds names cannot change how its values are bounded)."""
+    refused = {
+        k: json.dumps({"error": "invalid_arguments", "message": v})
+        for k, v in _REFUSED_ARGUMENTS.items()
+    }
+    seal = (
+        _PRELUDE.replace("REFUSED", repr(refused))
+        .replace("ARGUMENT_BYTES", str(MAX_ARGUMENT_BYTES))
+        .replace("ARGUMENT_DEPTH", str(MAX_ARGUMENT_DEPTH))
+        .replace("VALUE_BYTES", str(lim.result_bytes))
+        .replace("VALUE_DEPTH", str(lim.result_depth))
+        .replace("HOST_CALL", HOST_CALL)
+        .replace("VALUE", VALUE)
+    )
+    return _WRITER_SOURCE + seal
 
 
 SETTLE_S = 0.5
@@ -99,27 +184,49 @@ class _Printed:
 
 
 class Sandbox:
-    """Runs scripts under :class:`CodeModeLimits`, at most ``concurrent`` at once."""
+    """Runs scripts under :class:`CodeModeLimits`: ``concurrent`` at once, ``per_client`` of
+    them one client's."""
 
     def __init__(self, limits: CodeModeLimits) -> None:
         self.limits = limits
-        self._slots = anyio.CapacityLimiter(limits.concurrent)
+        self._slots = FairSlots(limits.concurrent, limits.per_client)
+        self._prelude = _prelude(limits)
 
-    async def run(self, code: str, call_tool: CallTool) -> ScriptEnd:
-        """Run ``code``; ``await call_tool(name, arguments)`` inside it calls ``call_tool``."""
+    async def run(self, code: str, call_tool: CallTool, client: Hashable = "") -> ScriptEnd:
+        """Run ``code`` for ``client``; ``await call_tool(name, arguments)`` inside it calls
+        ``call_tool``. The wait for a slot is bounded by ``queue_s``, the script from the
+        moment it has one by ``wall_s``."""
+        lim = self.limits
+        with anyio.move_on_after(lim.queue_s) as queued:
+            await self._slots.acquire(client)
+        if queued.cancelled_caught:
+            return ScriptEnd(None, 0, "", limit_message("queue_s", lim), "queue_s", "limit")
+        try:
+            return await self._run(code, call_tool)
+        finally:
+            self._slots.release(client)
+
+    async def _run(self, code: str, call_tool: CallTool) -> ScriptEnd:
         lim = self.limits
         printed = _Printed()
         calls = 0
         hit: list[LimitName] = []
-        value: Any = None
+        out: Any = None
         with anyio.CancelScope() as scope:
             scope.deadline = anyio.current_time() + lim.wall_s
 
-            async def external_call_tool(name: Any = None, arguments: Any = None) -> Any:
+            async def host_call(name: Any = None, text: Any = None) -> Any:
                 nonlocal calls
-                if not isinstance(name, str):
+                if not isinstance(name, str) or not isinstance(text, str):
                     raise TypeError("call_tool(name, arguments): name is a string from find_tools")
-                arguments = {} if arguments is None else arguments
+                if len(text) > MAX_ARGUMENT_BYTES:
+                    raise ValueError(_REFUSED_ARGUMENTS["bytes"])
+                try:
+                    arguments = json.loads(text)
+                except (ValueError, RecursionError):
+                    raise TypeError(
+                        f"call_tool({name!r}, arguments): arguments must be a dict"
+                    ) from None
                 if not isinstance(arguments, dict):
                     raise TypeError(f"call_tool({name!r}, arguments): arguments must be a dict")
                 calls += 1
@@ -130,11 +237,10 @@ class Sandbox:
                 return await call_tool(name, arguments)
 
             try:
-                async with self._slots:
-                    try:
-                        value = await self._feed(code, external_call_tool, printed)
-                    finally:
-                        _last_closed[0] = time.monotonic()
+                try:
+                    out = await self._feed(code, host_call, printed)
+                finally:
+                    _last_closed[0] = time.monotonic()
             except monty.MontySyntaxError as e:
                 return ScriptEnd(None, calls, printed.text(), _display(e), kind="syntax")
             except monty.MontyRuntimeError as e:
@@ -153,9 +259,32 @@ class Sandbox:
         if scope.cancelled_caught:
             limit = hit[0] if hit else "wall_s"
             return ScriptEnd(None, calls, printed.text(), limit_message(limit, lim), limit, "limit")
-        return ScriptEnd(value, calls, printed.text())
+        return self._ended(out, calls, printed.text())
 
-    async def _feed(self, code: str, call_tool: Any, printed: _Printed) -> Any:
+    def _ended(self, out: Any, calls: int, printed: str) -> ScriptEnd:
+        """The script's end from what the worker's writer handed back: ``(text, refused,
+        size, is_text)``. Checked again here (a script can rebind the names the gateway put
+        in its globals), reading no more than ``result_bytes`` of it."""
+        lim = self.limits
+        if not (isinstance(out, tuple | list) and len(out) == 4):
+            message = f"the script replaced {VALUE} or the gateway's writer; return a value instead"
+            return ScriptEnd(None, calls, printed, message, kind="runtime")
+        text, refused, _, is_text = out
+        if refused is not None or not isinstance(text, str):
+            limit = (
+                _VALUE_LIMITS.get(refused, "result_bytes")
+                if isinstance(refused, str)
+                else "result_bytes"
+            )
+            return ScriptEnd(None, calls, printed, limit_message(limit, lim), limit, "limit")
+        if len(text) > lim.result_bytes or len(text.encode()) > lim.result_bytes:
+            message = limit_message("result_bytes", lim)
+            return ScriptEnd(None, calls, printed, message, "result_bytes", "limit")
+        return ScriptEnd(text, calls, printed, is_text=is_text is True)
+
+    async def _feed(self, code: str, host_call: Any, printed: _Printed) -> Any:
+        """The prelude, the script with its last expression assigned to :data:`VALUE`, then
+        the value written as JSON: three feeds of one worker session."""
         lim = self.limits
         limits: monty.ResourceLimits = {
             "max_feed_duration_secs": lim.cpu_s,
@@ -163,6 +292,7 @@ class Sandbox:
             "max_recursion_depth": lim.recursion,
             "max_suspensions": lim.max_calls + 20,
         }
+        lookup = {HOST_CALL: host_call}
         # one worker process per script: nothing of one script (or client) reaches the next
         async with (
             monty.AsyncMonty(
@@ -173,9 +303,74 @@ class Sandbox:
             ) as session,
         ):
             _lower_priority(session.worker_pid)
-            return await session.feed_run(
-                code, external_lookup={"call_tool": call_tool}, print_callback=printed
-            )
+            await session.feed_run(self._prelude, print_callback=printed)
+            # a script ends on a statement, so no value of the script itself crosses
+            plain = code + "\npass"
+            assigned = with_value_assigned(code)
+            try:
+                await session.feed_run(
+                    assigned or plain, external_lookup=lookup, print_callback=printed
+                )
+            except monty.MontySyntaxError:
+                if assigned is None:
+                    raise
+                # the last statement only looked like an expression: nothing ran, run as is
+                await session.feed_run(plain, external_lookup=lookup, print_callback=printed)
+            return await session.feed_run(f"_toolroute_finish({VALUE})", print_callback=printed)
+
+
+_COMPOUND = {"if", "for", "while", "with", "try", "def", "class", "async", "elif", "else",
+             "except", "finally", "match", "case", "@"}  # fmt: skip
+_STATEMENT = {"pass", "return", "import", "from", "del", "global", "nonlocal", "raise", "assert",
+              "break", "continue"}  # fmt: skip
+_ASSIGNING = {"=", "+=", "-=", "*=", "/=", "//=", "%=", "**=", ">>=", "<<=", "&=", "^=", "|=",
+              "@=", ":"}  # fmt: skip
+
+
+def with_value_assigned(code: str) -> str | None:
+    """``code`` with its last statement, when it is an expression, assigned to :data:`VALUE`
+    (on the same line, so tracebacks keep their line numbers); None when the last statement is
+    no expression or the code cannot be read (the script then runs as it is and returns
+    None). Read with the tokenizer, not the parser, so syntax newer than this Python's still
+    reads."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    skip = {tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER}
+    last: list[tokenize.TokenInfo] = []
+    line: list[tokenize.TokenInfo] = []
+    for tok in tokens:
+        if tok.type == tokenize.NEWLINE:
+            last, line = (line, []) if line else (last, line)
+        elif tok.type not in skip:
+            line.append(tok)
+    last = line or last
+    if not last or last[0].start[1] != 0 or last[0].string in _COMPOUND:
+        return None  # inside a block, or a compound statement: no value
+    depth, start = 0, 0
+    for i, tok in enumerate(last):  # the statement after the line's last top-level `;`
+        if tok.type == tokenize.OP:
+            depth += (tok.string in "([{") - (tok.string in ")]}")
+            if depth == 0 and tok.string == ";":
+                start = i + 1
+    statement = last[start:]
+    if not statement or statement[0].string in _STATEMENT:
+        return None
+    depth = 0
+    for tok in statement:
+        if tok.type == tokenize.NAME and tok.string == "lambda" and depth == 0:
+            break  # a lambda's colon is no annotation, and nothing after it assigns
+        if tok.type == tokenize.OP:
+            depth += (tok.string in "([{") - (tok.string in ")]}")
+            if depth == 0 and tok.string in _ASSIGNING:
+                return None
+    starts = [0]
+    for text_line in code.split("\n"):
+        starts.append(starts[-1] + len(text_line) + 1)
+    begin = starts[statement[0].start[0] - 1] + statement[0].start[1]
+    end = starts[statement[-1].end[0] - 1] + statement[-1].end[1]
+    return f"{code[:begin]}{VALUE} = ({code[begin:end]}\n){code[end:]}"
 
 
 def _lower_priority(pid: int | None) -> None:
@@ -219,23 +414,14 @@ def limit_message(limit: LimitName, lim: CodeModeLimits) -> str:
         "memory_mb": f"used more than memory_mb = {lim.memory_mb} MiB",
         "max_calls": f"made more than max_calls = {lim.max_calls} tool calls",
         "result_bytes": f"returned more than result_bytes = {lim.result_bytes} bytes of JSON",
+        "result_depth": f"returned a value nested deeper than result_depth = {lim.result_depth}",
+        "int_digits": "returned an integer longer than int_digits = "
+        f"{_writer.INT_DIGITS} digits, which no JSON here carries (return a smaller number)",
+        "queue_s": f"waited longer than queue_s = {lim.queue_s} s for a free sandbox "
+        "(every slot was taken)",
+        "handle_store_mb": "found the result store full (handle_store_mb = "
+        f"{lim.handle_store_mb} MiB across clients) of other clients' results",
         "recursion": f"recursed deeper than recursion = {lim.recursion}",
     }[limit]
-    return f"the script {what}; it was ended"
-
-
-def jsonable(value: Any, depth: int = 0) -> Any:
-    """A script's value as JSON data (tuples and sets as lists, other objects by repr)."""
-    if depth > 100:
-        return "..."
-    if value is None or isinstance(value, bool | int | str):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else repr(value)
-    if isinstance(value, dict):
-        return {str(k): jsonable(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [jsonable(v, depth + 1) for v in value]
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return repr(value)
+    then = {"queue_s": "it was not run", "handle_store_mb": "try again shortly"}
+    return f"the script {what}; {then.get(limit, 'it was ended')}"

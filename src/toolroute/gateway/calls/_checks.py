@@ -113,22 +113,118 @@ def coerce_arguments(arguments: Any) -> tuple[dict[str, Any], str | None]:
     )
 
 
+_DIGITS_PER_BIT = math.log10(2)
+_TOO_LONG_BITS = 14_286
+"""An integer this many bits long has more than 4,300 digits, more than Python writes."""
+_WIDE = "`arguments` are larger than {} bytes of JSON"
+
+
 def check_arguments(arguments: dict[str, Any]) -> str | None:
     """A tool's arguments: nested at most :data:`MAX_ARGUMENT_DEPTH` deep, at most
-    :data:`MAX_ARGUMENT_BYTES` as JSON."""
+    :data:`MAX_ARGUMENT_BYTES` as JSON.
+
+    Counted as the walk goes and stopped at the first limit passed, so arguments whose JSON
+    would be huge (a structure shared many times over, from the Python API or a script)
+    cost no more than the limit to refuse. The walk keeps two bounds of the JSON's size; the
+    exact size is written only when the upper bound passes the limit and the lower one does
+    not (then it is at most a few times the limit)."""
+    most = MAX_ARGUMENT_BYTES
+    low = high = 0
     stack: list[tuple[Any, int]] = [(arguments, 1)]
     while stack:
-        value, depth = stack.pop()
+        container, depth = stack.pop()
         if depth > MAX_ARGUMENT_DEPTH:
             return f"`arguments` are nested deeper than {MAX_ARGUMENT_DEPTH} levels"
-        if isinstance(value, dict):
-            stack.extend((v, depth + 1) for v in value.values())
-        elif isinstance(value, list):
-            stack.extend((v, depth + 1) for v in value)
-    try:
+        n = len(container)
+        if n and depth >= MAX_ARGUMENT_DEPTH:  # its items are one level deeper
+            return f"`arguments` are nested deeper than {MAX_ARGUMENT_DEPTH} levels"
+        low += 2 * n  # brackets and separators, and a key's colon
+        high += 2 * n + 2
+        if isinstance(container, dict):
+            low += 2 * n
+            high += 2 * n
+            if low > most:
+                break
+            items: Any = container.values()
+            for key in container:
+                if type(key) is str:
+                    low += len(key)
+                    high += 6 * len(key)
+                    continue
+                bounds = _key_bounds(key)
+                if isinstance(bounds, str):
+                    return bounds
+                low += bounds[0]
+                high += bounds[1]
+        else:
+            if low > most:
+                break
+            items = container
+        child = depth + 1
+        for value in items:
+            kind = type(value)
+            if kind is str:
+                low += len(value)
+                high += 6 * len(value)
+            elif kind is dict or kind is list or kind is tuple:
+                stack.append((value, child))
+            elif kind is int:
+                if -(2**63) < value < 2**63:
+                    low += 1
+                    high += 20
+                else:
+                    digits = _digits(value)
+                    if isinstance(digits, str):
+                        return digits
+                    low += digits[0]
+                    high += digits[1]
+            elif kind is float or kind is bool or value is None:
+                low += 3
+                high += 24
+            elif isinstance(value, str | dict | list | tuple | int | float):
+                stack.append(([_plain(value)], depth))  # a subclass: as its plain value
+                low -= 2
+                high -= 2
+            else:
+                return "`arguments` must be plain JSON"
+        if low > most:
+            break
+    if low > most:
+        return _WIDE.format(most)
+    if high <= most:
+        return None
+    try:  # bounded: the lower bound fits, so this is at most a few times the limit
         size = len(json.dumps(arguments, ensure_ascii=False).encode("utf-8", "surrogatepass"))
     except (TypeError, ValueError):
         return "`arguments` must be plain JSON"
-    if size > MAX_ARGUMENT_BYTES:
-        return f"`arguments` are larger than {MAX_ARGUMENT_BYTES} bytes of JSON"
-    return None
+    return _WIDE.format(most) if size > most else None
+
+
+def _digits(value: int) -> tuple[int, int] | str:
+    """Bounds of the digits of a large integer (its sign included), or why it is refused."""
+    bits = abs(value).bit_length()
+    if bits > _TOO_LONG_BITS:
+        return "`arguments` hold an integer longer than 4300 digits"
+    return max(1, int((bits - 1) * _DIGITS_PER_BIT)), int(bits * _DIGITS_PER_BIT) + 2
+
+
+def _key_bounds(key: Any) -> tuple[int, int] | str:
+    """Bounds of a key that is not a string, as json.dumps writes it, or why it is refused."""
+    if key is None or isinstance(key, bool):
+        return 4, 5
+    if isinstance(key, int):
+        return _digits(key)
+    if isinstance(key, float):
+        return 3, 24
+    if isinstance(key, str):
+        return len(key), 6 * len(key)
+    return "`arguments` must be plain JSON"
+
+
+def _plain(value: Any) -> Any:
+    """A subclass's value as its plain JSON type (an enum's string, a named tuple's items)."""
+    plains: tuple[type[Any], ...] = (str, dict, list, int, float)
+    for plain in plains:
+        if isinstance(value, plain):
+            return plain(value)
+    return tuple(value)

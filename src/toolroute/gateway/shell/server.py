@@ -54,6 +54,7 @@ from toolroute.gateway.calls.access import (
     ClientAccess,
     Request,
     authenticated_client,
+    is_stateless,
 )
 from toolroute.gateway.core import (
     MAX_CAPABILITY_REQUESTS,
@@ -122,6 +123,15 @@ def _invalid(message: str) -> types.CallToolResult:
     return error_result(ErrorCode.INVALID_ARGUMENTS, message)
 
 
+def _connection(ctx: Request) -> object | None:
+    """The connection a request came on, to bind code mode's handles to; None for a
+    2026-07-28 request, which stands alone."""
+    if is_stateless(ctx):
+        return None
+    connection: object = connection_of(getattr(ctx, "session", None))
+    return connection
+
+
 class CodeModeHook(Protocol):
     """What the shell needs of code mode (:class:`toolroute.codemode.execute.CodeMode`)."""
 
@@ -133,12 +143,19 @@ class CodeModeHook(Protocol):
         state: SessionState,
         allowed: Allowed,
         client: str,
+        connection: object | None,
+        identity: str,
         *,
         caller: CallContext | None,
-        identity: str,
     ) -> types.CallToolResult: ...
 
-    def paged(self, result: types.CallToolResult, state: SessionState) -> types.CallToolResult: ...
+    def paged(
+        self,
+        result: types.CallToolResult,
+        state: SessionState,
+        client: str,
+        connection: object | None,
+    ) -> types.CallToolResult: ...
 
 
 class SuggestHook(Protocol):
@@ -449,7 +466,7 @@ class Gateway(GatewayCore):
             return _invalid(problem)
         result = await self._gated(r, name, arguments)
         if self.code_mode is not None and isinstance(result, types.CallToolResult):
-            return self.code_mode.paged(result, r.state)
+            return self.code_mode.paged(result, r.state, r.client, _connection(r.ctx))
         return result
 
     async def _request_capability(self, r: _Request) -> CallResult:
@@ -470,7 +487,13 @@ class Gateway(GatewayCore):
         if self.code_mode is None:  # [toolroute] code_mode is off
             return error_result(ErrorCode.UNKNOWN_TOOL, "execute needs code_mode = true")
         return await self.code_mode.execute(
-            r.args, r.state, r.allowed, r.client, caller=r.caller, identity=r.identity
+            r.args,
+            r.state,
+            r.allowed,
+            r.client,
+            _connection(r.ctx),
+            r.identity,
+            caller=r.caller,
         )
 
     async def _set_milestone(self, r: _Request) -> CallResult:
