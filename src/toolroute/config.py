@@ -75,7 +75,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from toolroute.catalog.curation import Curation
 from toolroute.catalog.loader import TOO_DEEP
-from toolroute.catalog.name import SEPARATOR, server_of
+from toolroute.catalog.name import SEPARATOR, invisible, server_of
 from toolroute.codemode.limits import CodeModeLimits
 from toolroute.downstream.inprocess import MemorySpec
 from toolroute.errors import ConfigError
@@ -426,6 +426,12 @@ def load_config(
         )
     servers: dict[str, StdioSpec | HttpSpec | MemorySpec] = {}
     for name, entry in raw.items():
+        if hidden := invisible(name):
+            # a NUL or an escape sequence would be written raw into logs and tool names
+            raise ConfigError(
+                f"{p}: {top}.{name!r}: server names may not contain control or invisible "
+                f"characters ({', '.join(hidden)})"
+            )
         if SEPARATOR in name or not name or name.startswith("_") or name.endswith("_"):
             raise ConfigError(
                 f"{p}: {top}.{name}: server names may not be empty, contain "
