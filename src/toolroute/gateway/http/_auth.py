@@ -22,6 +22,11 @@ Every HTTP request, whatever its route (``/mcp`` and any page added beside it), 
    is refused at once); else ``413``. What is behind the guard parses each body once with a
    depth-limited parser (the SDK's), so a hostile body is a JSON-RPC error, never a crash.
 
+A request that passes with a token (or any that passes, without ``[auth]`` tokens) marks its
+connection trusted (:data:`~toolroute.gateway.http._connection_limits.TRUST_SCOPE_KEY`): a
+share of the connections is kept for such clients, so unauthenticated peers cannot take them
+all.
+
 A request with no ``Authorization`` header at all may instead be admitted by the status page's
 :class:`~toolroute.gateway.http.login.LoginBook`: a browser's session cookie, on the status page's
 own routes only (never ``/mcp``), and the login form itself, which shows no data.
@@ -48,6 +53,7 @@ from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from toolroute.gateway.calls.access import CLIENT_SCOPE_KEY, ClientAccess
+from toolroute.gateway.http._connection_limits import TRUST_SCOPE_KEY
 from toolroute.gateway.http.login import LOGIN_SCOPE_KEY, LoginBook
 
 __all__ = [
@@ -176,6 +182,10 @@ class HttpGuard:
             else:
                 await denied(scope, receive, send)
             return
+        if client is not None or not self._tokens:  # its connection is trusted from now on
+            trust = scope.get(TRUST_SCOPE_KEY)  # (the status page's own login form is not)
+            if trust is not None:
+                trust()
         scope = {  # the token stops here, with or without [auth]
             **scope,
             "headers": [(k, v) for k, v in scope["headers"] if k.lower() != b"authorization"],
