@@ -35,6 +35,7 @@ cwd, url and headers are expanded from the environment; an unset variable is ref
     allowed_hosts = ["gateway.lan:8765"] # Host / Origin accepted besides loopback (DNS rebinding)
     allowed_origins = ["https://app.example"]
     json_response = false                # true: plain JSON replies, no progress/sampling relay
+    session_idle_s = 600                 # an MCP session idle this long is ended (404 after)
     forwarded_allow_ips = ["10.0.0.5"]   # behind a reverse proxy: believe its X-Forwarded-For
                                          # (default: no one's; the TCP peer is the client)
     [metrics]
@@ -211,6 +212,8 @@ class GatewayConfig:
     forwarded_allow_ips: tuple[str, ...] = ()
     """``[http] forwarded_allow_ips``: the reverse proxies whose ``X-Forwarded-For`` names the
     client (the status sign-in throttle keys on it); empty: no forwarded header is trusted."""
+    http_session_idle_s: float = Toml().http.session_idle_s
+    """``[http] session_idle_s``: an idle MCP session is ended after this long."""
     http_json_response: bool = False
     """Answer each HTTP request with one JSON body, not an SSE stream: less CPU per request,
     but a call's progress, log and sampling messages cannot reach the client."""
@@ -517,6 +520,7 @@ def load_config(
         allowed_hosts=tuple(t.http.allowed_hosts),
         allowed_origins=tuple(t.http.allowed_origins),
         http_json_response=t.http.json_response,
+        http_session_idle_s=t.http.session_idle_s,
         forwarded_allow_ips=tuple(t.http.forwarded_allow_ips),
         limits=limit_settings(t.limits),
         metrics=t.metrics.enabled,

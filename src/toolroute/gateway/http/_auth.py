@@ -48,6 +48,7 @@ from typing import Any
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 from starlette.datastructures import Headers
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -65,7 +66,9 @@ __all__ = [
     "principal",
 ]
 
-MAX_BODY_BYTES = 16 * 1024 * 1024
+MAX_BODY_BYTES = DEFAULT_MAX_REQUEST_BODY_SIZE
+"""The MCP SDK's own limit on a streamable HTTP body (4 MiB), so the guard and the SDK behind
+it refuse the same bodies."""
 """Largest request body passed on (bytes); a larger one is answered ``413``."""
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
