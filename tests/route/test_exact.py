@@ -312,3 +312,14 @@ def test_a_title_is_an_exact_name_but_never_claims_another_tools_name(tmp_path: 
     assert mentions(table, "Quill Board")[0] == {0}
     assert mentions(table, 'use "quill board" now')[0] == {0}
     assert mentions(table, '"qb post"')[0] == {0}  # the name's words, not decoy's title
+
+
+def test_run_before_a_hyphenated_name_names_that_tool_not_its_first_word(tmp_path: Path) -> None:
+    catalog = {
+        "servers": [
+            {"id": "fetch", "tools": [tool("fetch", "Fetch a URL"), tool("fetch-content", "x")]},
+        ]
+    }
+    table = name_table(catalog_from_dict(catalog))
+    assert mentions(table, "please run fetch-content for me")[0] == {1}
+    assert mentions(table, "please run fetch for me")[0] == {0}

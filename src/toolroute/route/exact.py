@@ -77,7 +77,8 @@ _IDENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-.:/&]*[A-Za-z0-9]|[A-Za-z0-9]")
 _RUN = re.compile(
     # "run think", "call the search tool": a one-word English name right after a verb that
     # only a tool takes is a name, not the word
-    r"\b(?:run|call|invoke|execute)\s+(?:the\s+)?([A-Za-z][A-Za-z0-9]*)\b",
+    # (the whole word: "run fetch-content" names fetch-content, not fetch)
+    r"\b(?:run|call|invoke|execute)\s+(?:the\s+)?([A-Za-z][A-Za-z0-9]*)\b(?![-_.]\w)",
     re.IGNORECASE,
 )
 _QUOTED = re.compile(r"[`\"'“‘]([^`\"'”’]{2,80})[`\"'”’]")
