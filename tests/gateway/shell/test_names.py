@@ -208,5 +208,7 @@ def test_no_server_lists_a_name_in_anothers_namespace_or_one_that_looks_like_ano
                 assert text(r) == "beta answered alpha.alpha_only"
                 resolved = (await _status(c))["names"]
                 assert "alpha's namespace" in resolved["alpha/alpha_only"]
+        logged = "".join(p.read_text() for p in tmp_path.glob("gateway-*.log"))
+        assert "'alpha.alpha_only' listed by beta inside server alpha's namespace" in logged
 
     anyio.run(main)
