@@ -63,6 +63,23 @@ async def until_closed(stream: SocketStream, timeout_s: float = 15) -> bytes:
                 return got
 
 
+async def response(stream: SocketStream) -> bytes:
+    """One whole response (head and Content-Length body) from a kept-alive connection."""
+    got = b""
+    with anyio.fail_after(15):
+        while b"\r\n\r\n" not in got:
+            got += await stream.receive()
+        head, _, body = got.partition(b"\r\n\r\n")
+        length = next(
+            int(line.split(b":", 1)[1])
+            for line in head.split(b"\r\n")
+            if line.lower().startswith(b"content-length:")
+        )
+        while len(body) < length:
+            body += await stream.receive()
+    return got
+
+
 async def served_normally(port: int) -> None:
     async with await anyio.connect_tcp("127.0.0.1", port) as s:
         await s.send(STATUS.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n"))
@@ -186,6 +203,32 @@ def test_connections_trickling_a_head_never_keep_a_new_one_out(tmp_path: Path) -
                 await served_normally(port)  # a trickling one made room
             finally:
                 for s in trickling:
+                    await s.aclose()
+
+    anyio.run(main)
+
+
+def test_a_connection_that_passed_the_guard_outlasts_any_number_of_newcomers(
+    tmp_path: Path,
+) -> None:
+    """A client's kept-alive connection, trusted once a request on it passed the guard, is
+    never the one closed to make room while an untrusted one waits."""
+
+    async def main() -> None:
+        limits = HttpLimits(max_connections=4, head_timeout_s=60)
+        async with serving(tmp_path, limits) as port:
+            kept = await anyio.connect_tcp("127.0.0.1", port)
+            newcomers: list[SocketStream] = []
+            try:
+                await kept.send(STATUS)
+                assert (await response(kept)).startswith(b"HTTP/1.1 200")
+                newcomers = [await anyio.connect_tcp("127.0.0.1", port) for _ in range(8)]
+                for s in newcomers:
+                    await s.send(b"G")  # mid-head, never finished
+                await kept.send(STATUS)  # still open: served again
+                assert (await response(kept)).startswith(b"HTTP/1.1 200")
+            finally:
+                for s in (kept, *newcomers):
                     await s.aclose()
 
     anyio.run(main)
