@@ -35,8 +35,8 @@ step runs after every strategy (the router calls :func:`prerank`):
   (benchmarks/recall_suite.py measures both). Still lifted, as the need, though the data
   shows them as context: a list of four names ("use the specialized getter tools: - a: … -
   b: …"), "Use X for more detailed information", "First use X, then Y" (Y);
-- a **server mention**: the query names a server by its id or key (``github``,
-  ``brave-search``), or by its name where no server's id or key is that name, as an
+- a **server mention**: the query names a server by its id (``github``,
+  ``brave-search``), or by its name unless that is another server's id or key, as an
   identifier token. Its best tool is first among equals: a lift of
   :data:`SERVER_LIFT`, the scale of a near tie in hybrid scores, so a server named in passing
   cannot carry an unrelated tool over a relevant one. Only its best tool: lifting all of a
@@ -181,8 +181,8 @@ class NameTable:
     phrases: dict[str, tuple[int, ...]]
     """Tool names and titles in words (``create entities``) → rows (count only quoted)."""
     servers: dict[str, int]
-    """Server id and key (and its name when it is one identifier and no server's id or key),
-    lower case → server index."""
+    """Server id (and its name when it is one identifier and not another server's id or
+    key), lower case → server index."""
 
 
 def server_key(server_id: str) -> str:
@@ -208,13 +208,14 @@ def name_table(catalog: Catalog) -> NameTable:
         if form and " " not in form and form not in _COMMON_SERVERS and len(form) > 2:
             servers.setdefault(form, si)
 
-    for si, server in enumerate(catalog.servers):  # ids and keys first: names never take them
+    for si, server in enumerate(catalog.servers):  # ids first: names never take them
         for form in {server.id.lower(), server_key(server.id).lower()}:
             server_forms.setdefault(form, set()).add(si)
-            mention(form, si)
+        mention(server.id.lower(), si)
     for si, server in enumerate(catalog.servers):
-        if server.name.lower() not in server_forms:
-            mention(server.name.lower(), si)
+        own = {server.id.lower(), server_key(server.id).lower()}
+        if server.name.lower() in own or server.name.lower() not in server_forms:
+            mention(server.name.lower(), si)  # never another server's id or key
         for tool in server.tools:
             name = tool.name.lower()
             seen = read.get(tool.name)
