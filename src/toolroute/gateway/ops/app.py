@@ -439,6 +439,7 @@ def http_app(config: GatewayConfig, gateway: Gateway, url: str | None = None) ->
     ``url``: where it is served, for ``toolroute status --open``'s links."""
     from mcp.server.transport_security import TransportSecuritySettings
 
+    from toolroute.gateway.http._auth import MAX_BODY_BYTES
     from toolroute.gateway.http._auth import HttpGuard as Guard
     from toolroute.gateway.http._status_page import mount_status_page
     from toolroute.gateway.ops._metrics import mount_metrics
@@ -448,6 +449,9 @@ def http_app(config: GatewayConfig, gateway: Gateway, url: str | None = None) ->
         # one JSON body per POST instead of an SSE stream: cheaper, but no progress, log or
         # sampling relay during a call (the request's back-channel); off by default
         json_response=config.http_json_response,
+        # an abandoned session is ended, not kept until the process exits
+        session_idle_timeout=config.http_session_idle_s,
+        max_request_body_size=MAX_BODY_BYTES,  # the guard's limit, read before this one
         # the guard checks Host and Origin for every route, with the configured lists
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
