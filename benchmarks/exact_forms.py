@@ -1,16 +1,19 @@
 """Exact-name R@1 per written form of a tool's name, on every catalog of the suite.
 
-    python -m benchmarks.exact_forms [--sets a,b] [--sample 200] [--strategy default]
+    python -m benchmarks.exact_forms [--sets a,b] [--forms a,b] [--sample 200] [--strategy default]
         [--store DIR] [--out benchmarks/results/exact_forms.md] [--json FILE]
 
-For a sample of each catalog's tools (fixed seed), each tool is named in five forms: its
-plain name, ``server__tool``, ``server.tool``, ``server/tool`` and its title (the name in
-words, each word capitalised: ``Get Current Stock Price``), and each form is asked two ways:
+For a sample of each catalog's tools (fixed seed), each tool is named in six forms: its
+plain name, ``server__tool``, ``server.tool``, ``server/tool``, ``key__tool`` (the key is the
+last ``/`` segment of the server id, as a gateway's config names the server:
+``hackernews__getStory`` for ``livemcpbench/hackernews``) and its title (the name in words,
+each word capitalised: ``Get Current Stock Price``), and each form is asked two ways:
 as the whole query, and inside a sentence ("please run X for me"; the title quoted, as a
 title in running text is English). R@1 counts the query when the router's first tool is
 the named one; for the plain name and the title, a name several tools share (the same tool
-mirrored on two servers) counts any tool of that name, since nothing in the text tells them
-apart.
+mirrored on two servers) counts any tool of that name, and for ``key__tool`` any tool of that
+name on a server of that key, since nothing in the text tells them apart. A query answered
+"no tool fits" is a miss.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 # ../shared beside the repo; TOOLROUTE_SHARED names it from a checkout elsewhere
 SHARED = Path(os.environ.get("TOOLROUTE_SHARED", REPO.parent / "shared")) / "benchmarks"
 SETS = ("livemcpbench", "mcpbench", "tool_attention", "sealtools", "metatool", "union")
-FORMS = ("plain", "server__tool", "server.tool", "server/tool", "title")
+FORMS = ("plain", "server__tool", "server.tool", "server/tool", "key__tool", "title")
 SENTENCE = {
     "title": 'please use "{form}" for this',
     "plain": "please run {form} for me",
@@ -49,7 +52,14 @@ def written(form: str, server: str, name: str) -> str:
         return name
     if form == "title":
         return title(name)
+    if form == "key__tool":
+        return f"{key(server)}__{name}"
     return f"{server}{form[len('server') : -len('tool')]}{name}"
+
+
+def key(server: str) -> str:
+    """The server's key in a gateway's config: the last ``/`` segment of its id."""
+    return server.rsplit("/", 1)[-1]
 
 
 def same(form: str, a: tuple[str, str], b: tuple[str, str]) -> bool:
@@ -63,10 +73,14 @@ def same(form: str, a: tuple[str, str], b: tuple[str, str]) -> bool:
         return humanise(a[1]) == humanise(b[1]) or re.findall(r"[^\W_]+", a[1].lower()) == (
             re.findall(r"[^\W_]+", b[1].lower())
         )
+    if form == "key__tool":
+        return key(a[0]) == key(b[0]) and a[1] == b[1]
     return a == b
 
 
-def run_set(router: Any, sample: int, strategy: str, seed: int = 0) -> dict[str, Any]:
+def run_set(
+    router: Any, sample: int, strategy: str, forms: tuple[str, ...] = FORMS, seed: int = 0
+) -> dict[str, Any]:
     from toolroute.router import top_k
 
     ix = router.built
@@ -74,7 +88,7 @@ def run_set(router: Any, sample: int, strategy: str, seed: int = 0) -> dict[str,
     rng = np.random.default_rng(seed)
     pick = sorted(rng.permutation(len(keys))[: sample if sample > 0 else len(keys)].tolist())
     out: dict[str, Any] = {}
-    for form in FORMS:
+    for form in forms:
         for framing in ("whole", "sentence"):
             hits, misses = 0, []
             for i in pick:
@@ -95,13 +109,13 @@ def run_set(router: Any, sample: int, strategy: str, seed: int = 0) -> dict[str,
     return out
 
 
-def render(results: dict[str, dict[str, Any]], head: str) -> str:
-    lines = [head, "", "| set | asked as | n | " + " | ".join(FORMS) + " |"]
-    lines.append("|---|---|---:|" + "---:|" * len(FORMS))
+def render(results: dict[str, dict[str, Any]], head: str, forms: tuple[str, ...] = FORMS) -> str:
+    lines = [head, "", "| set | asked as | n | " + " | ".join(forms) + " |"]
+    lines.append("|---|---|---:|" + "---:|" * len(forms))
     for name, res in results.items():
         for framing in ("whole", "sentence"):
-            n = res[f"{FORMS[0]}/{framing}"]["n"]
-            cells = " | ".join(f"{res[f'{f}/{framing}']['r1']:.3f}" for f in FORMS)
+            n = res[f"{forms[0]}/{framing}"]["n"]
+            cells = " | ".join(f"{res[f'{f}/{framing}']['r1']:.3f}" for f in forms)
             lines.append(f"| {name} | {framing} | {n} | {cells} |")
     misses = [
         f"- {name} {key}: `{m['query']}` → {m['first']}"
@@ -119,6 +133,7 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--sets", default=",".join(SETS))
+    ap.add_argument("--forms", default=",".join(FORMS))
     ap.add_argument("--sample", type=int, default=200, help="tools per set (0: every tool)")
     ap.add_argument("--strategy", default="default")
     ap.add_argument("--abstain", default="default", choices=("off", "default", "strict"))
@@ -133,6 +148,10 @@ def main() -> int:
     unknown = [n for n in names if n not in SETS]
     if unknown:
         print(f"error: unknown set {unknown[0]!r}; choose from {', '.join(SETS)}", file=sys.stderr)
+        return 2
+    forms = tuple(args.forms.split(","))
+    if bad := [f for f in forms if f not in FORMS]:
+        print(f"error: unknown form {bad[0]!r}; choose from {', '.join(FORMS)}", file=sys.stderr)
         return 2
 
     from toolroute.embed.onnx import OnnxEmbedder
@@ -149,14 +168,14 @@ def main() -> int:
         cat = SHARED / name / "catalog.json"
         with Router(cat, store=args.store, embedder=embedder, params=params) as r:
             r.index()
-            results[name] = run_set(r, args.sample, args.strategy)
+            results[name] = run_set(r, args.sample, args.strategy, forms)
         print(f"{name}: done at {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     head = (
         f"`python -m benchmarks.exact_forms {' '.join(sys.argv[1:])}` "
         f"({time.perf_counter() - t0:.0f} s, strategy {args.strategy}, abstention "
         f"{args.abstain}, MiniLM int8)"
     )
-    text = render(results, head)
+    text = render(results, head, forms)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text, encoding="utf-8")

@@ -144,6 +144,8 @@ if want retrieval; then
         done
         run $PY -m benchmarks.exact_forms --sample 300 --store "$STORE" \
             --out "$R/exact_forms.md" --json "$R/exact_forms.json"
+        run $PY -m benchmarks.exact_forms --sets union --sample 0 --store "$STORE" \
+            --out "$R/exact_forms_union.md"
         # --compare-src: a worktree of the tree before the change (results file's first line)
         run $PY -m benchmarks.abstain_cost --sets union,sealtools --store "$STORE" \
             --out "$R/abstain_cost.md"
@@ -324,3 +326,4 @@ fi
 #   load_nofreeze.md      load.py's first command before heap.freeze_heap (issue 16)
 #   gateway_hop.md        the call path against the tree before it (--baseline-src: ae24ebb)
 #   gateway_hop_abstain.md  gateway_latency --baseline-src on a worktree of main at ba88a5b
+#   exact_forms_union_before.md  exact_forms --sets union --sample 0 on main at 9d2adeb

@@ -100,6 +100,18 @@ def test_server_names_that_would_split_ambiguously_are_refused(tmp_path: Path) -
             load_config(_write(tmp_path, {bad: {"command": "x"}}))
 
 
+@pytest.mark.parametrize("bad", ["ti\x00me", "time\x1b[2J", "time\u200b", "time\u00a0", "a\nb"])
+def test_a_server_name_with_control_or_invisible_characters_is_refused_in_one_line(
+    tmp_path: Path, bad: str
+) -> None:
+    """A NUL or an escape sequence would reach logs and tool names raw."""
+    with pytest.raises(ConfigError) as caught:
+        load_config(_write(tmp_path, {bad: {"command": "x"}}))
+    message = str(caught.value)
+    assert "control or invisible characters (U+" in message
+    assert message.isprintable()  # one line, nothing raw
+
+
 def test_a_config_that_is_not_utf8_is_one_clear_error(tmp_path: Path) -> None:
     p = tmp_path / "c.json"
     p.write_bytes(b'{"mcpServers": {"a": {"command": "\xff"}}}')

@@ -35,6 +35,7 @@ cwd, url and headers are expanded from the environment; an unset variable is ref
     allowed_hosts = ["gateway.lan:8765"] # Host / Origin accepted besides loopback (DNS rebinding)
     allowed_origins = ["https://app.example"]
     json_response = false                # true: plain JSON replies, no progress/sampling relay
+    session_idle_s = 600                 # an MCP session idle this long is ended (404 after)
     forwarded_allow_ips = ["10.0.0.5"]   # behind a reverse proxy: believe its X-Forwarded-For
                                          # (default: no one's; the TCP peer is the client)
     [metrics]
@@ -78,7 +79,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from toolroute.catalog.curation import Curation
 from toolroute.catalog.loader import TOO_DEEP
-from toolroute.catalog.name import SEPARATOR, server_of
+from toolroute.catalog.name import SEPARATOR, invisible, server_of
 from toolroute.codemode.limits import CodeModeLimits
 from toolroute.downstream.inprocess import MemorySpec
 from toolroute.errors import ConfigError
@@ -215,6 +216,8 @@ class GatewayConfig:
     forwarded_allow_ips: tuple[str, ...] = ()
     """``[http] forwarded_allow_ips``: the reverse proxies whose ``X-Forwarded-For`` names the
     client (the status sign-in throttle keys on it); empty: no forwarded header is trusted."""
+    http_session_idle_s: float = Toml().http.session_idle_s
+    """``[http] session_idle_s``: an idle MCP session is ended after this long."""
     http_json_response: bool = False
     """Answer each HTTP request with one JSON body, not an SSE stream: less CPU per request,
     but a call's progress, log and sampling messages cannot reach the client."""
@@ -433,6 +436,12 @@ def load_config(
         )
     servers: dict[str, StdioSpec | HttpSpec | MemorySpec] = {}
     for name, entry in raw.items():
+        if hidden := invisible(name):
+            # a NUL or an escape sequence would be written raw into logs and tool names
+            raise ConfigError(
+                f"{p}: {top}.{name!r}: server names may not contain control or invisible "
+                f"characters ({', '.join(hidden)})"
+            )
         if SEPARATOR in name or not name or name.startswith("_") or name.endswith("_"):
             raise ConfigError(
                 f"{p}: {top}.{name}: server names may not be empty, contain "
@@ -519,6 +528,7 @@ def load_config(
         allowed_hosts=tuple(t.http.allowed_hosts),
         allowed_origins=tuple(t.http.allowed_origins),
         http_json_response=t.http.json_response,
+        http_session_idle_s=t.http.session_idle_s,
         forwarded_allow_ips=tuple(t.http.forwarded_allow_ips),
         limits=limit_settings(t.limits),
         metrics=t.metrics.enabled,

@@ -35,7 +35,7 @@ from toolroute.learn.memory import query_key
 from toolroute.llm.client import ChatLLM
 from toolroute.papers.ehrr.routing import EhrrTrace
 from toolroute.route.abstain import decide, name_verbs
-from toolroute.route.exact import names_a_tool, prerank_index
+from toolroute.route.exact import names_a_tool, prerank_index, server_key
 from toolroute.route.intent import intent_spans
 from toolroute.route.precompute import DERIVATIONS
 from toolroute.route.strategy import Embeds, QueryContext, RouteParams, Scores, resolve_strategy
@@ -426,15 +426,19 @@ class Router:
 
 
 def find_server(catalog: Catalog, server: str) -> Server | None:
-    """The catalog's server with id ``server``, else the one whose id or name equals it in
-    any case (None when none does)."""
+    """The catalog's server with id ``server``, else the one whose id, then whose key (the
+    id's last ``/`` segment), then whose name equals it in any case (None when none does).
+    A name is asked last, so it never takes another server's id or key: a live server's name
+    is what it calls itself (``serverInfo``), and one calling itself ``Time`` must not answer
+    for the server configured as ``time``."""
     for s in catalog.servers:
         if s.id == server:
             return s
     low = server.strip().lower()
-    for s in catalog.servers:
-        if low in (s.id.lower(), s.name.lower()):
-            return s
+    for form in (lambda s: s.id, lambda s: server_key(s.id), lambda s: s.name):
+        for s in catalog.servers:
+            if form(s).lower() == low:
+                return s
     return None
 
 

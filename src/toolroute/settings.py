@@ -261,6 +261,10 @@ class _Http(BaseModel):
     allowed_hosts: list[str] = Field(default_factory=list)
     allowed_origins: list[str] = Field(default_factory=list)
     json_response: bool = False
+    session_idle_s: float = Field(default=600.0, gt=0, allow_inf_nan=False)
+    """An MCP session with no request in flight and no open stream for this long is ended
+    (its id then answers 404 and the client initializes again): abandoned sessions never
+    pile up."""
     forwarded_allow_ips: list[str] = Field(default_factory=list)
     """Proxies whose X-Forwarded-For/-Proto are believed (addresses or networks, ``*``: any);
     empty: none, the TCP peer is the client (a header from anyone else is ignored)."""

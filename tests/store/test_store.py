@@ -53,6 +53,23 @@ def test_sync_updates_changed_and_deletes_vanished(tmp_path: Path) -> None:
         assert back.servers[0].tools[0].description == "Now with seconds"
 
 
+def test_a_tools_title_is_stored_and_a_changed_title_is_stored_again(tmp_path: Path) -> None:
+    """A title is an exact name (route/exact.py): a gateway reading the stored catalog must
+    have it, and the one the server gives now."""
+
+    def titled(title: str):  # type: ignore[no-untyped-def]
+        def mutate(d):  # type: ignore[no-untyped-def]
+            d["servers"][0]["tools"][0]["title"] = title
+
+        return mutate
+
+    with open_store(tmp_path) as st:
+        st.sync_catalog(_catalog(titled("Clock Now")))
+        assert st.load_catalog().servers[0].tools[0].title == "Clock Now"
+        st.sync_catalog(_catalog(titled("Quill Board")))
+        assert st.load_catalog().servers[0].tools[0].title == "Quill Board"
+
+
 def test_store_survives_reopen_and_keeps_vectors(tmp_path: Path) -> None:
     v = np.arange(4, dtype=np.float32)
     with open_store(tmp_path) as st:

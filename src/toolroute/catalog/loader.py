@@ -47,6 +47,7 @@ def _compact_schemas(obj: dict[str, Any]) -> dict[str, Any]:
 class _ToolIn(BaseModel):
     model_config = ConfigDict(extra="allow")
     name: str = Field(min_length=1)
+    title: str = ""
     description: str = ""
     input_schema: str = Field(default="{}", validate_default=False)
     """Compact JSON text (see :class:`_SchemaText`)."""
@@ -64,7 +65,7 @@ class _ToolIn(BaseModel):
     latency_s: float | None = Field(default=None, ge=0)
     success_rate: float | None = Field(default=None, ge=0, le=1)
 
-    @field_validator("description", mode="before")
+    @field_validator("description", "title", mode="before")
     @classmethod
     def _none_is_empty(cls, v: object) -> object:
         return "" if v is None else v
@@ -159,6 +160,7 @@ def catalog_from_dict(data: object, source: str = "<catalog>") -> Catalog:
                     price=t.price,
                     latency_s=t.latency_s,
                     success_rate=t.success_rate,
+                    title=t.title,
                 )
             )
         servers.append(

@@ -36,6 +36,8 @@ class Tool:
     price: float | None = None
     latency_s: float | None = None
     success_rate: float | None = None
+    title: str = ""
+    """The server's display name for the tool (MCP's ``title``), an exact name like ``name``."""
     _hash: str | None = field(default=None, init=False, hash=False, compare=False, repr=False)
 
     def __init__(
@@ -49,6 +51,7 @@ class Tool:
         success_rate: float | None = None,
         *,
         schema_json: str | None = None,
+        title: str = "",
     ) -> None:
         if schema_json is None:
             schema_json = compact_json(input_schema or {})
@@ -59,6 +62,7 @@ class Tool:
         object.__setattr__(self, "price", price)
         object.__setattr__(self, "latency_s", latency_s)
         object.__setattr__(self, "success_rate", success_rate)
+        object.__setattr__(self, "title", title)
         object.__setattr__(self, "_hash", None)  # a copy (``replace``) computes its own
 
     @property

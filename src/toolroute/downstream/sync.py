@@ -135,6 +135,7 @@ def catalog_from_listing(
                     ),
                     latency_s=m.get("latency_s"),
                     success_rate=m.get("success_rate"),
+                    title=t.title or "",
                 )
                 for t in got.tools
             )

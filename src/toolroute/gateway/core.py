@@ -40,7 +40,6 @@ import anyio
 import mcp.types as types
 
 from toolroute.catalog.candidate import Candidate
-from toolroute.catalog.models import Catalog
 from toolroute.catalog.name import SEPARATOR, qualified_name
 from toolroute.downstream.servers import CallContext, DownstreamPool
 from toolroute.errors import ErrorCode
@@ -426,7 +425,11 @@ class GatewayCore:
             for s in self.router.catalog.servers
             if may_use is None or any(may_use(qualified_name(s.id, t.name)) for t in s.tools)
         ]
-        found = find_server(Catalog(tuple(visible)), server)
+        # looked up among every server, so a name never reaches past an id or key the client
+        # may not use to another server's
+        found = find_server(self.router.catalog, server)
+        if found is not None and all(s is not found for s in visible):
+            found = None
         if found is None:
             ids = [s.id for s in visible]
             return error_result(

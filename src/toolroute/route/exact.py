@@ -7,14 +7,19 @@ step runs after every strategy (the router calls :func:`prerank`):
 
 - a **tool mention**: the query holds an identifier that is a tool's name as written
   (``git_status``, ``createEntities``, ``read-file``), ``server__tool`` / ``server.tool`` /
-  ``server/tool``, or a tool's name in words inside quotes or backticks (``"create
-  entities"``, a title). A one-word name with no ``_``/``-``/camel case/digit (``fetch``,
-  ``search``) is English as often as a name, so it counts only quoted, or qualified by its
-  server; an unquoted name counts only written as an identifier (``endGame``, not the film
-  "Avengers: Endgame"; ``takeOff``, not "ready for takeoff": sealtools' whole requests held 4
-  such false mentions and no true one written as a word), except right after "run",
-  "call", "invoke" or "execute" ("please run think"). Mentioned tools rank above every
-  other tool, in the strategy's order, **when the mention names the need**;
+  ``server/tool`` (the server by its id, or by its key: the id's last ``/`` segment, the name
+  a gateway's config gives it, ``hackernews__getStory`` for ``livemcpbench/hackernews``), or a
+  tool's name in words or its MCP ``title`` inside quotes or backticks (``"create entities"``,
+  ``"Quill Board"``). A server is never named by what it calls itself (its ``name``, which a
+  live server's ``serverInfo`` sets): a server calling itself ``time`` must not answer
+  ``time__get_current_time``; nor does a title that reads as another tool's name claim that
+  name. A one-word name with no ``_``/``-``/camel case/digit (``fetch``, ``search``) is
+  English as often as a name, so it counts only quoted, or qualified by its server; an
+  unquoted name counts only written as an identifier (``endGame``, not the film "Avengers:
+  Endgame"; ``takeOff``, not "ready for takeoff": sealtools' whole requests held 4 such false
+  mentions and no true one written as a word), except right after "run", "call", "invoke" or
+  "execute" ("please run think"). Mentioned tools rank above every other tool, in the
+  strategy's order, **when the mention names the need**;
 - a mention names **context**, and lifts nothing, when its sentence marks it as
   - a prerequisite: a cue before it with only filler words between ("after calling X",
     "before 'X'", "PREREQUISITE: Use the 'X' tool", "first use X"; not "First, use X", a
@@ -31,7 +36,8 @@ step runs after every strategy (the router calls :func:`prerank`):
   shows them as context: a list of four names ("use the specialized getter tools: - a: … -
   b: …"), "Use X for more detailed information", "First use X, then Y" (Y);
 - a **server mention**: the query names a server by its id (``github``,
-  ``brave-search``), as an identifier token. Its best tool is first among equals: a lift of
+  ``brave-search``), or by its name unless that is another server's id or key, as an
+  identifier token. Its best tool is first among equals: a lift of
   :data:`SERVER_LIFT`, the scale of a near tie in hybrid scores, so a server named in passing
   cannot carry an unrelated tool over a relevant one. Only its best tool: lifting all of a
   many-tool server's tools ("based on Wikipedia") pushed the request's other steps (the file
@@ -60,6 +66,7 @@ __all__ = [
     "names_a_tool",
     "prerank",
     "prerank_index",
+    "server_key",
     "whole_name",
 ]
 
@@ -70,7 +77,8 @@ _IDENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-.:/&]*[A-Za-z0-9]|[A-Za-z0-9]")
 _RUN = re.compile(
     # "run think", "call the search tool": a one-word English name right after a verb that
     # only a tool takes is a name, not the word
-    r"\b(?:run|call|invoke|execute)\s+(?:the\s+)?([A-Za-z][A-Za-z0-9]*)\b",
+    # (the whole word: "run fetch-content" names fetch-content, not fetch)
+    r"\b(?:run|call|invoke|execute)\s+(?:the\s+)?([A-Za-z][A-Za-z0-9]*)\b(?![-_.]\w)",
     re.IGNORECASE,
 )
 _QUOTED = re.compile(r"[`\"'“‘]([^`\"'”’]{2,80})[`\"'”’]")
@@ -119,29 +127,41 @@ class _Qualified:
     a table of every form held eight strings per tool, most of a fresh large gateway's first
     route (benchmarks/scale.py)."""
 
-    __slots__ = ("_names", "_row_server", "_server_forms")
+    __slots__ = ("_names", "_row_server", "_server_forms", "_spelled")
 
     def __init__(
         self,
         names: dict[str, tuple[int, ...]],
         server_forms: dict[str, frozenset[int]],
         row_server: list[int],
+        spelled: list[frozenset[str]],
     ) -> None:
         self._names = names
         self._server_forms = server_forms
         self._row_server = row_server
+        self._spelled = spelled
 
     def get(self, form: str, default: tuple[int, ...] = ()) -> tuple[int, ...]:
+        """The rows ``form`` names; where it names several servers' tools, only those of a
+        server it spells exactly when there are such (``Context7__x`` beside ``context7__x``:
+        two config keys differing in case are two servers)."""
+        low = form.lower()
         found: dict[int, None] = {}
+        spelled: dict[int, None] = {}
         for sep in _QUALIFIERS:
-            at = form.find(sep)
+            at = low.find(sep)
             while at > 0:  # every split: a server id may itself hold the separator
-                servers = self._server_forms.get(form[:at])
+                servers = self._server_forms.get(low[:at])
                 if servers:
-                    for row in self._names.get(form[at + len(sep) :], ()):
-                        if self._row_server[row] in servers:
+                    for row in self._names.get(low[at + len(sep) :], ()):
+                        si = self._row_server[row]
+                        if si in servers:
                             found[row] = None
-                at = form.find(sep, at + 1)
+                            if form[:at] in self._spelled[si]:
+                                spelled[row] = None
+                at = low.find(sep, at + 1)
+        if len(found) > 1 and spelled:
+            return tuple(spelled)
         return tuple(found) if found else default
 
     def __contains__(self, form: object) -> bool:
@@ -159,9 +179,16 @@ class NameTable:
     qualified: _Qualified
     """``server__tool`` and its ``.``/``/``/``:`` forms (lower case) → rows."""
     phrases: dict[str, tuple[int, ...]]
-    """Tool names in words (``create entities``) → rows (count only quoted)."""
+    """Tool names and titles in words (``create entities``) → rows (count only quoted)."""
     servers: dict[str, int]
-    """Server id (and its name when it is one identifier), lower case → server index."""
+    """Server id (and its name when it is one identifier and not another server's id or
+    key), lower case → server index."""
+
+
+def server_key(server_id: str) -> str:
+    """The server's key: the last ``/`` segment of its id (``hackernews`` for
+    ``livemcpbench/hackernews``), as a gateway's config names it."""
+    return server_id.rsplit("/", 1)[-1]
 
 
 def name_table(catalog: Catalog) -> NameTable:
@@ -172,13 +199,23 @@ def name_table(catalog: Catalog) -> NameTable:
     servers: dict[str, int] = {}
     server_forms: dict[str, set[int]] = {}
     row_server: list[int] = []
+    spelled = [frozenset({s.id, server_key(s.id)}) for s in catalog.servers]
     read: dict[str, tuple[bool, str]] = {}  # per distinct name: mirrors repeat their names
+    titles: list[tuple[str, int]] = []
     row = 0
-    for si, server in enumerate(catalog.servers):
-        for form in {server.id.lower(), server.name.lower()}:
+
+    def mention(form: str, si: int) -> None:
+        if form and " " not in form and form not in _COMMON_SERVERS and len(form) > 2:
+            servers.setdefault(form, si)
+
+    for si, server in enumerate(catalog.servers):  # ids first: names never take them
+        for form in {server.id.lower(), server_key(server.id).lower()}:
             server_forms.setdefault(form, set()).add(si)
-            if form and " " not in form and form not in _COMMON_SERVERS and len(form) > 2:
-                servers.setdefault(form, si)
+        mention(server.id.lower(), si)
+    for si, server in enumerate(catalog.servers):
+        own = {server.id.lower(), server_key(server.id).lower()}
+        if server.name.lower() in own or server.name.lower() not in server_forms:
+            mention(server.name.lower(), si)  # never another server's id or key
         for tool in server.tools:
             name = tool.name.lower()
             seen = read.get(tool.name)
@@ -189,14 +226,21 @@ def name_table(catalog: Catalog) -> NameTable:
             every.setdefault(name, []).append(row)
             if words:
                 phrases.setdefault(words, []).append(row)
+            if tool.title:
+                titles.append((tool.title, row))
             row_server.append(si)
             row += 1
+    named = set(phrases)
+    for text, at in titles:  # a title that reads as a tool's name does not claim that name
+        for words in {_words(text), " ".join(re.findall(r"[^\W_]+", text.lower()))}:
+            if words and words not in named:
+                phrases.setdefault(words, []).append(at)
 
     def frozen(d: dict[str, list[int]]) -> dict[str, tuple[int, ...]]:
         return {k: tuple(dict.fromkeys(v)) for k, v in d.items()}
 
     qualified = _Qualified(
-        frozen(every), {k: frozenset(v) for k, v in server_forms.items()}, row_server
+        frozen(every), {k: frozenset(v) for k, v in server_forms.items()}, row_server, spelled
     )
     return NameTable(frozen(plain), frozen(bare), qualified, frozen(phrases), servers)
 
@@ -210,7 +254,7 @@ def _occurrences(
     for m in _IDENT.finditer(query):
         token = m.group(0).rstrip(".:/")
         low = token.lower()
-        rows = table.qualified.get(low) or (
+        rows = table.qualified.get(token) or (
             table.plain.get(low, ()) if not written or _is_identifier(token) else ()
         )
         if rows:
@@ -222,13 +266,11 @@ def _occurrences(
     for m in _QUOTED.finditer(query):
         text = m.group(1).strip()
         low = text.lower()
-        rows = tuple(
-            dict.fromkeys(
-                r
-                for lookup in (table.plain, table.bare, table.qualified)
-                for r in lookup.get(low, ())
-            )
-        ) + table.phrases.get(_words(text), ())
+        rows = (
+            tuple(r for lookup in (table.plain, table.bare) for r in lookup.get(low, ()))
+            + table.qualified.get(text)
+            + table.phrases.get(_words(text), ())
+        )
         if rows:
             out.append((tuple(dict.fromkeys(rows)), m.start(), m.end()))
     return out
@@ -259,7 +301,7 @@ def whole_name(table: NameTable, query: str) -> tuple[int, ...]:
     if not text or len(text) > 200:
         return ()
     low = text.lower()
-    qualified = table.qualified.get(low)
+    qualified = table.qualified.get(text)
     if qualified:
         return qualified
     rows = table.plain.get(low, ()) + table.bare.get(low, ())

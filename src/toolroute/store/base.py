@@ -229,9 +229,12 @@ def catalog_digest(catalog: Catalog) -> str:
     return h.hexdigest()
 
 
-def tool_extra(t: Tool) -> dict[str, float]:
+def tool_extra(t: Tool) -> dict[str, float | str]:
     fields = {"price": t.price, "latency_s": t.latency_s, "success_rate": t.success_rate}
-    return {k: v for k, v in fields.items() if v is not None}
+    extra: dict[str, float | str] = {k: v for k, v in fields.items() if v is not None}
+    if t.title:
+        extra["title"] = t.title
+    return extra
 
 
 def server_extra(s: Server) -> dict[str, float]:

@@ -5,6 +5,8 @@ characters inside words, tag characters, fullwidth forms, and translations (issu
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from toolroute.catalog.models import Tool
 from toolroute.gateway.calls._poison import OBFUSCATED, look_alikes, normalise, suspicious
@@ -178,13 +180,55 @@ def test_a_verdict_kept_for_one_tools_texts_is_never_anothers() -> None:
 
 
 def test_a_catalog_of_plain_ascii_names_is_checked_without_the_confusables_table() -> None:
-    """Only a name with invisible or non-ASCII characters can be flagged; a catalog without
-    one never builds the table (several MB of a pass-through gateway's memory)."""
+    """A catalog of ASCII names is checked with the table's ASCII classes alone, never the
+    whole table (several MB of a pass-through gateway's memory)."""
     from toolroute.catalog.name import _prototypes
 
     _prototypes.cache_clear()
     tools = [Tool("time", "get_current_time", "Tell the time."), Tool("b", "get_current_t1me", "")]
     assert look_alikes(tools) == {}
+    assert look_alikes([*tools, Tool("c", "get_current_tIme", "")]) != {}  # ASCII look-alikes too
     assert _prototypes.cache_info().currsize == 0
     assert look_alikes([*tools, Tool("evil", "get_current_t\u0456me", "")]) != {}
     assert _prototypes.cache_info().currsize == 1
+
+
+def test_a_name_with_a_capital_i_for_an_l_is_held_and_the_original_kept() -> None:
+    """``probe_aII`` reads as ``probe_all``: of the two, the impostor is flagged, whichever
+    server lists it and whichever comes first."""
+    for tools in (
+        [Tool("a", "probe_all", ""), Tool("b", "probe_aII", "")],
+        [Tool("b", "probe_aII", ""), Tool("a", "probe_all", "")],
+    ):
+        assert look_alikes(tools) == {"b__probe_aII": ["name looks like probe_all"]}
+
+
+SPACES = ["\u00a0", "\u2800", "\u200a", "\u3000", "\u2028", " ", "\u200b", "\ufeff", "\t"]
+
+
+@pytest.mark.parametrize("suffix", SPACES, ids=[f"U+{ord(c):04X}" for c in SPACES])
+def test_a_name_with_a_space_or_invisible_suffix_is_held_beside_the_original(suffix: str) -> None:
+    flags = look_alikes([Tool("a", "get_time", ""), Tool("b", "get_time" + suffix, "")])
+    assert list(flags) == [f"b__get_time{suffix}"]
+    assert "name looks like get_time" in flags[f"b__get_time{suffix}"]
+
+
+_NAME = st.text(
+    st.characters(categories=("L", "N"), include_characters="_-."), min_size=1, max_size=20
+)
+_BLANK = st.sampled_from(
+    [*SPACES, "\u2029", "\u205f", "\u180e", "\u3164", "\u00ad", "\u2060", "\x00", "\x1b"]
+)
+
+
+@given(name=_NAME, suffix=st.lists(_BLANK, min_size=1, max_size=3).map("".join))
+def test_no_name_coexists_with_itself_plus_any_space_or_invisible_suffix(
+    name: str, suffix: str
+) -> None:
+    """Whatever the name, the copy with blanks after it is flagged and never the name's
+    plainest form; so only one of the two is ever listed."""
+    original, impostor = Tool("a", name, ""), Tool("b", name + suffix, "")
+    flags = look_alikes([original, impostor])
+    assert "b__" + name + suffix in flags
+    if "a__" + name in flags:  # the original is flagged only as a look-alike of a plainer form
+        assert all("looks like" in f and suffix not in f for f in flags["a__" + name])

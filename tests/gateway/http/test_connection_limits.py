@@ -1,9 +1,9 @@
 """The HTTP gateway against slow and greedy peers, over raw loopback sockets before any auth:
 a header that never ends is cut, a head that never finishes (slowloris) or a connection that
-never speaks is closed, one address's idle connections are capped (the longest idle closed),
-idle connections never keep a new one out at the connection cap, and past the cap (every
-connection busy) a new connection is refused at once with a log line; the gateway serves a
-normal request afterwards each time.
+never speaks is closed, one address's waiting connections (idle, or mid-head) are capped (the
+longest waiting closed), waiting connections never keep a new one out at the connection cap,
+and past the cap (every connection busy with a request) a new connection is refused at once
+with a log line; the gateway serves a normal request afterwards each time.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from toolroute.gateway.ops.syncing import sync_router
 pytestmark = pytest.mark.integration
 
 STATUS = b"GET /status.json HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+BODY_AWAITED = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{"
 
 
 @asynccontextmanager
@@ -62,6 +63,23 @@ async def until_closed(stream: SocketStream, timeout_s: float = 15) -> bytes:
                 got += await stream.receive()
             except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
                 return got
+
+
+async def response(stream: SocketStream) -> bytes:
+    """One whole response (head and Content-Length body) from a kept-alive connection."""
+    got = b""
+    with anyio.fail_after(15):
+        while b"\r\n\r\n" not in got:
+            got += await stream.receive()
+        head, _, body = got.partition(b"\r\n\r\n")
+        length = next(
+            int(line.split(b":", 1)[1])
+            for line in head.split(b"\r\n")
+            if line.lower().startswith(b"content-length:")
+        )
+        while len(body) < length:
+            body += await stream.receive()
+    return got
 
 
 async def served_normally(port: int) -> None:
@@ -113,10 +131,11 @@ def test_past_the_connection_cap_a_new_connection_is_refused_and_logged(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     async def main() -> None:
-        async with serving(tmp_path, HttpLimits(max_connections=4, head_timeout_s=60)) as port:
+        limits = HttpLimits(max_connections=4, head_timeout_s=60, reserved_for_trusted=0)
+        async with serving(tmp_path, limits) as port:
             held = [await anyio.connect_tcp("127.0.0.1", port) for _ in range(4)]
-            for s in held:  # a request under way on each: none is idle, none can be closed
-                await s.send(b"GET /status.json HTTP/1.1\r\n")
+            for s in held:  # a request under way on each (its body awaited): none is waiting
+                await s.send(BODY_AWAITED)
             try:
                 async with await anyio.connect_tcp("127.0.0.1", port) as extra:
                     assert (await until_closed(extra)).startswith(b"HTTP/1.1 503")
@@ -155,7 +174,7 @@ def test_one_address_keeps_a_bounded_number_of_idle_connections(
 
     with caplog.at_level(logging.WARNING, logger="toolroute.gateway.http._connection_limits"):
         anyio.run(main)
-    assert any("closed 1 idle connection(s)" in r.getMessage() for r in caplog.records)
+    assert any("closed 1 waiting connection(s)" in r.getMessage() for r in caplog.records)
 
 
 def test_idle_connections_never_keep_a_new_one_out_at_the_connection_cap(tmp_path: Path) -> None:
@@ -167,6 +186,51 @@ def test_idle_connections_never_keep_a_new_one_out_at_the_connection_cap(tmp_pat
                 await served_normally(port)  # one idle connection made room
             finally:
                 for s in idle:
+                    await s.aclose()
+
+    anyio.run(main)
+
+
+def test_connections_trickling_a_head_never_keep_a_new_one_out(tmp_path: Path) -> None:
+    """One byte of a head sent on every connection used to make each unevictable: the cap
+    full of them answered every newcomer 503."""
+
+    async def main() -> None:
+        limits = HttpLimits(max_connections=4, head_timeout_s=60)
+        async with serving(tmp_path, limits) as port:
+            trickling = [await anyio.connect_tcp("127.0.0.1", port) for _ in range(4)]
+            try:
+                for s in trickling:
+                    await s.send(b"G")
+                await served_normally(port)  # a trickling one made room
+            finally:
+                for s in trickling:
+                    await s.aclose()
+
+    anyio.run(main)
+
+
+def test_a_connection_that_passed_the_guard_outlasts_any_number_of_newcomers(
+    tmp_path: Path,
+) -> None:
+    """A client's kept-alive connection, trusted once a request on it passed the guard, is
+    never the one closed to make room while an untrusted one waits."""
+
+    async def main() -> None:
+        limits = HttpLimits(max_connections=4, head_timeout_s=60)
+        async with serving(tmp_path, limits) as port:
+            kept = await anyio.connect_tcp("127.0.0.1", port)
+            newcomers: list[SocketStream] = []
+            try:
+                await kept.send(STATUS)
+                assert (await response(kept)).startswith(b"HTTP/1.1 200")
+                newcomers = [await anyio.connect_tcp("127.0.0.1", port) for _ in range(8)]
+                for s in newcomers:
+                    await s.send(b"G")  # mid-head, never finished
+                await kept.send(STATUS)  # still open: served again
+                assert (await response(kept)).startswith(b"HTTP/1.1 200")
+            finally:
+                for s in (kept, *newcomers):
                     await s.aclose()
 
     anyio.run(main)

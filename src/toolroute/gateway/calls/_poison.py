@@ -17,11 +17,13 @@ The override and hiding phrases are matched in English and in common translation
 French, German, Portuguese, Italian, Russian, Chinese, Japanese). A flag found only after
 normalisation adds "obfuscated with invisible or reversed characters".
 
-A tool's *name* is checked too (:func:`look_alikes`): one with invisible characters is
-flagged, and so is one with a character outside ASCII that looks like another tool's name
-(the same skeleton, :func:`toolroute.catalog.name.skeleton`: a Cyrillic ``і`` beside the
-Latin ``i``), plain or namespaced. An ASCII name is never flagged for looking like another:
-of two look-alikes, the one a keyboard types is the one kept.
+A tool's *name* is checked too (:func:`look_alikes`): one with invisible characters or
+spaces other than the ASCII one is flagged, and so is one that looks like another tool's name
+without being it (the same skeleton, :func:`toolroute.catalog.name.skeleton`: a Cyrillic ``і``
+beside the Latin ``i``, ``probe_aII`` beside ``probe_all``, a trailing space), plain or
+namespaced. Of names that look alike, the one kept is the one that is its own skeleton (what a
+reader takes them all for), else the plainest (ASCII, no space, then the first in code point
+order), so an impostor never displaces the name it imitates, whichever is listed first.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from toolroute.catalog.models import Tool
-from toolroute.catalog.name import invisible, qualified_name, skeleton
+from toolroute.catalog.name import invisible, is_plain, qualified_name, skeleton
 
 __all__ = ["OBFUSCATED", "look_alikes", "normalise", "suspicious"]
 
@@ -356,10 +358,9 @@ def _suspicious(tool: Tool) -> list[str]:
 
 def look_alikes(tools: Iterable[Tool]) -> dict[str, list[str]]:
     """``{"<server>__<tool>": flags}`` for the tools whose name hides characters or looks like
-    another tool's name (plain or namespaced) without being it; the others are absent."""
+    another tool's name (plain or namespaced) without being the one kept of them (module
+    docstring); the others are absent."""
     listed = list(tools)
-    if all(t.name.isascii() and not invisible(t.name) for t in listed):
-        return {}  # only such a name is ever flagged: the confusables table is not needed
     forms: dict[str, set[str]] = {}
     for t in listed:
         for form in (t.name, qualified_name(t.server, t.name)):
@@ -370,12 +371,17 @@ def look_alikes(tools: Iterable[Tool]) -> dict[str, list[str]]:
         flags = []
         if hidden := invisible(t.name):
             flags.append(f"name has invisible characters ({', '.join(hidden)})")
-        if hidden or not t.name.isascii():
-            for form in (t.name, qualified):
-                others = sorted(forms.get(skeleton(form), set()) - {t.name, qualified})
-                if others:
-                    flags.append(f"name looks like {others[0]}")
-                    break
+        for form in (t.name, qualified):
+            group = forms[skeleton(form)]
+            kept = min(group, key=_plainest)
+            if kept not in (t.name, qualified):
+                flags.append(f"name looks like {kept}")
+                break
         if flags:
             out[qualified] = flags
     return out
+
+
+def _plainest(name: str) -> tuple[bool, bool, bool, str]:
+    """Of look-alike names, the one kept sorts first: its own skeleton, ASCII, no space."""
+    return (not is_plain(name), not name.isascii(), " " in name, name)

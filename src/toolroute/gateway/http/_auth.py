@@ -22,6 +22,11 @@ Every HTTP request, whatever its route (``/mcp`` and any page added beside it), 
    is refused at once); else ``413``. What is behind the guard parses each body once with a
    depth-limited parser (the SDK's), so a hostile body is a JSON-RPC error, never a crash.
 
+A request that passes with a token (or any that passes, without ``[auth]`` tokens) marks its
+connection trusted (:data:`~toolroute.gateway.http._connection_limits.TRUST_SCOPE_KEY`): a
+share of the connections is kept for such clients, so unauthenticated peers cannot take them
+all.
+
 A request with no ``Authorization`` header at all may instead be admitted by the status page's
 :class:`~toolroute.gateway.http.login.LoginBook`: a browser's session cookie, on the status page's
 own routes only (never ``/mcp``), and the login form itself, which shows no data.
@@ -43,11 +48,13 @@ from typing import Any
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 from starlette.datastructures import Headers
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from toolroute.gateway.calls.access import CLIENT_SCOPE_KEY, ClientAccess
+from toolroute.gateway.http._connection_limits import TRUST_SCOPE_KEY
 from toolroute.gateway.http.login import LOGIN_SCOPE_KEY, LoginBook
 
 __all__ = [
@@ -59,7 +66,9 @@ __all__ = [
     "principal",
 ]
 
-MAX_BODY_BYTES = 16 * 1024 * 1024
+MAX_BODY_BYTES = DEFAULT_MAX_REQUEST_BODY_SIZE
+"""The MCP SDK's own limit on a streamable HTTP body (4 MiB), so the guard and the SDK behind
+it refuse the same bodies."""
 """Largest request body passed on (bytes); a larger one is answered ``413``."""
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
@@ -176,6 +185,10 @@ class HttpGuard:
             else:
                 await denied(scope, receive, send)
             return
+        if client is not None or not self._tokens:  # its connection is trusted from now on
+            trust = scope.get(TRUST_SCOPE_KEY)  # (the status page's own login form is not)
+            if trust is not None:
+                trust()
         scope = {  # the token stops here, with or without [auth]
             **scope,
             "headers": [(k, v) for k, v in scope["headers"] if k.lower() != b"authorization"],

@@ -10,15 +10,23 @@ descriptors before the guard (:mod:`toolroute.gateway.http._auth`) ever sees a r
   the connection opening or the request starting (slowloris; a connection that never sends a
   byte); else the connection is closed (``408`` when part of a head had come).
 - **Idle keep-alive**: uvicorn's ``timeout_keep_alive`` between requests.
-- **Idle connections per address**: a connection is idle while it has no request under way
-  (opened and silent, or kept alive between requests). One address keeps at most
-  :attr:`HttpLimits.max_idle_per_address` idle (by default a quarter of the open connections,
-  8 at least: clients behind one proxy share an address); one more idle closes that address's
-  longest idle one. So a peer that keeps re-opening idle connections holds a bounded share,
-  never the whole cap.
+- **Waiting connections per address**: a connection is *waiting* while no request head has
+  completed on it: opened and silent, part of a head sent (one byte is enough to be in a
+  request, and is not enough to be spared), or kept alive between requests. One address keeps
+  at most :attr:`HttpLimits.max_idle_per_address` waiting (by default a quarter of the open
+  connections, 8 at least: clients behind one proxy share an address); one more closes that
+  address's longest waiting one. So a peer that keeps re-opening connections, silent or
+  trickling a head, holds a bounded share, never the whole cap.
+- **A share for authenticated clients**: a connection is *trusted* once a request on it has
+  passed the guard (:mod:`toolroute.gateway.http._auth`: a valid bearer token where ``[auth]``
+  gives tokens). Connections not trusted hold at most ``max_connections`` less
+  :attr:`HttpLimits.reserved_for_trusted` (by default a quarter); the rest is kept for trusted
+  ones, and a trusted connection waiting between requests is closed to make room only when no
+  untrusted one is waiting.
 - **Open connections**: at most :attr:`HttpLimits.max_connections` (by default half the
-  process's descriptor limit); at the cap, a new connection closes the longest idle one of the
-  address with the most idle ones, and only when none is idle is it answered ``503`` and
+  process's descriptor limit); at the cap (or at the untrusted share), a new connection closes
+  the longest waiting untrusted one of the address with the most, then (at the cap only) the
+  longest waiting trusted one, and only when none is waiting is it answered ``503`` and
   closed at once, with a warning logged at most every 10 s saying how many were refused.
 """
 
@@ -33,9 +41,13 @@ from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-__all__ = ["HttpLimits", "limited_protocol"]
+__all__ = ["TRUST_SCOPE_KEY", "HttpLimits", "limited_protocol"]
 
 log = logging.getLogger(__name__)
+
+TRUST_SCOPE_KEY = "toolroute.trust"
+"""In an HTTP request's ASGI scope: a callable the guard calls once the request has passed it,
+marking its connection trusted (module docstring)."""
 
 
 def _default_connections() -> int:
@@ -51,11 +63,14 @@ class HttpLimits:
 
     max_head_bytes: int = 64 * 1024
     max_headers: int = 100
-    head_timeout_s: float = 10.0
+    head_timeout_s: float = 5.0
     keep_alive_s: int = 5
     max_connections: int = field(default_factory=_default_connections)
     max_idle_per_address: int | None = None
-    """None: a quarter of ``max_connections``, 8 at least."""
+    """Waiting connections of one address. None: a quarter of ``max_connections``, 8 at
+    least."""
+    reserved_for_trusted: int | None = None
+    """Connections untrusted ones may never hold. None: a quarter of ``max_connections``."""
 
 
 class _TooManyHeaders(Exception):
@@ -81,8 +96,9 @@ class _Refusals:
             self.count, self.logged_at = 0, now
 
 
-class _Idle:
-    """The idle connections of one server, by peer address, longest idle first."""
+class _Waiting:
+    """The waiting connections of one server (silent, mid-head or kept alive), by peer
+    address, longest waiting first."""
 
     def __init__(self) -> None:
         self.by_address: dict[str, dict[Any, None]] = {}
@@ -90,20 +106,20 @@ class _Idle:
         self.logged_at = 0.0
 
     def add(self, address: str, conn: Any, cap: int) -> None:
-        idle = self.by_address.setdefault(address, {})
-        idle[conn] = None
-        while len(idle) > cap:
-            self._close(address, next(iter(idle)))
+        waiting = self.by_address.setdefault(address, {})
+        waiting[conn] = None
+        while len(waiting) > cap:
+            self._close(address, next(iter(waiting)))
 
     def discard(self, address: str, conn: Any) -> None:
-        idle = self.by_address.get(address)
-        if idle is not None:
-            idle.pop(conn, None)
-            if not idle:
+        waiting = self.by_address.get(address)
+        if waiting is not None:
+            waiting.pop(conn, None)
+            if not waiting:
                 del self.by_address[address]
 
     def evict_one(self) -> bool:
-        """Close the longest idle connection of the address with the most idle ones."""
+        """Close the longest waiting connection of the address with the most waiting."""
         if not self.by_address:
             return False
         address = max(self.by_address, key=lambda a: len(self.by_address[a]))
@@ -117,7 +133,8 @@ class _Idle:
         now = time.monotonic()
         if now - self.logged_at >= 10:
             log.warning(
-                "closed %d idle connection(s) to make room for new ones (the last from %s)",
+                "closed %d waiting connection(s) (idle, or a request head not finished) to "
+                "make room for new ones (the last from %s)",
                 self.evicted,
                 address,
             )
@@ -135,8 +152,13 @@ def _response(status: int, reason: str) -> bytes:
 def limited_protocol(limits: HttpLimits) -> type[asyncio.Protocol]:
     """uvicorn's httptools protocol with ``limits`` (pass it as ``uvicorn.Config(http=...)``)."""
     refusals = _Refusals()
-    idle = _Idle()
+    untrusted, trusted = _Waiting(), _Waiting()
+    untrusted_open: set[Any] = set()
     idle_cap = limits.max_idle_per_address or max(8, limits.max_connections // 4)
+    reserved = limits.reserved_for_trusted
+    untrusted_cap = limits.max_connections - (
+        limits.max_connections // 4 if reserved is None else reserved
+    )
 
     class LimitedHttpTools(HttpToolsProtocol):
         _head_bytes = 0
@@ -144,21 +166,37 @@ def limited_protocol(limits: HttpLimits) -> type[asyncio.Protocol]:
         _reading_head = True
         _head_timer: asyncio.TimerHandle | None = None
         _address = ""
+        _trusted = False
 
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
             self._address = self.client[0] if self.client else ""
-            if len(self.connections) > limits.max_connections and not idle.evict_one():
+            untrusted_open.add(self)
+            full = len(self.connections) > limits.max_connections
+            over_share = len(untrusted_open) > untrusted_cap
+            if (full or over_share) and not (
+                untrusted.evict_one() or (full and not over_share and trusted.evict_one())
+            ):
                 refusals.note(limits.max_connections)
                 self._refuse(503, "Service Unavailable")
                 return
             self._start_timer()
-            idle.add(self._address, self, idle_cap)  # silent so far
+            untrusted.add(self._address, self, idle_cap)  # silent so far
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._stop_timer()
-            idle.discard(self._address, self)
+            self._not_waiting()
+            untrusted_open.discard(self)
             super().connection_lost(exc)
+
+        def _not_waiting(self) -> None:
+            untrusted.discard(self._address, self)
+            trusted.discard(self._address, self)
+
+        def _trust(self) -> None:
+            """A request on this connection passed the guard (TRUST_SCOPE_KEY)."""
+            self._trusted = True
+            untrusted_open.discard(self)
 
         def _start_timer(self) -> None:
             self._stop_timer()
@@ -191,10 +229,12 @@ def limited_protocol(limits: HttpLimits) -> type[asyncio.Protocol]:
                 self._refuse(431, "Request Header Fields Too Large")
 
         def on_message_begin(self) -> None:
-            idle.discard(self._address, self)  # a request is under way
+            # still waiting: part of a head is no request yet, and one byte must not make a
+            # connection unevictable
             if self._head_timer is None:  # a keep-alive connection's next request
                 self._start_timer()
             super().on_message_begin()
+            self.scope[TRUST_SCOPE_KEY] = self._trust  # type: ignore[literal-required]
 
         def on_header(self, name: bytes, value: bytes) -> None:
             self._header_count += 1
@@ -205,13 +245,14 @@ def limited_protocol(limits: HttpLimits) -> type[asyncio.Protocol]:
         def on_headers_complete(self) -> None:
             self._reading_head = False
             self._stop_timer()
+            self._not_waiting()  # a request is under way
             super().on_headers_complete()
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
             if not self.transport.is_closing():
                 self._reading_head, self._head_bytes, self._header_count = True, 0, 0
-                # idle until the next request: uvicorn's keep-alive timer closes it
-                idle.add(self._address, self, idle_cap)
+                # waiting until the next request: uvicorn's keep-alive timer closes it
+                (trusted if self._trusted else untrusted).add(self._address, self, idle_cap)
 
     return LimitedHttpTools

@@ -91,6 +91,7 @@ RESTART_FIELDS = (
     "value_usd",
     "values",
     "http_json_response",
+    "http_session_idle_s",
     "forwarded_allow_ips",
     "relist_interval_s",
     "scopes",

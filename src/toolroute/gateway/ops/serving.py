@@ -132,7 +132,10 @@ def http_app(config: GatewayConfig, gateway: Gateway, url: str | None = None) ->
     """The gateway's whole Starlette app (streamable HTTP at /mcp), inside the HTTP guard:
     Host, Origin and bearer-token checks on every route (:mod:`toolroute.gateway.http._auth`).
     ``url``: where it is served, for ``toolroute status --open``'s links."""
-    from mcp.server.transport_security import TransportSecuritySettings
+    from mcp.server.transport_security import (
+        DEFAULT_MAX_REQUEST_BODY_SIZE,
+        TransportSecuritySettings,
+    )
 
     from toolroute.gateway.http._auth import HttpGuard as Guard
     from toolroute.gateway.http._status_page import mount_status_page
@@ -143,6 +146,9 @@ def http_app(config: GatewayConfig, gateway: Gateway, url: str | None = None) ->
         # one JSON body per POST instead of an SSE stream: cheaper, but no progress, log or
         # sampling relay during a call (the request's back-channel); off by default
         json_response=config.http_json_response,
+        # an abandoned session is ended, not kept until the process exits
+        session_idle_timeout=config.http_session_idle_s,
+        max_request_body_size=DEFAULT_MAX_REQUEST_BODY_SIZE,  # the guard's limit, read first
         # the guard checks Host and Origin for every route, with the configured lists
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )

@@ -12,9 +12,10 @@ One name, one tool. The rule, applied on every listing and stated in the status
   is never handed to the other);
 - likewise a plain name once exposed for one server, or the server's own name of a tool
   the config renames (:mod:`toolroute.catalog.curation`), is never handed to another;
-- a name inside another server's namespace (server ``evil`` listing ``time__get_current_time``)
-  or equal to one of the gateway's own tools is never exposed as is: ``evil``'s tool is
-  ``evil__time__get_current_time``;
+- a name written inside another server's namespace (server ``evil`` listing
+  ``time__get_current_time``, ``time.get_current_time`` or ``time/get_current_time``, the
+  server in any case or look-alike form) or equal to one of the gateway's own tools is never
+  exposed as is: ``evil``'s tool is ``evil__time.get_current_time``, and a warning is logged;
 - a quarantined tool (:mod:`toolroute.gateway.calls.quarantine`: changed, poisoned, or with a name
   that looks like another's) is not listed, nor are the tools of a server not reviewed yet
   (still being listed or indexed at start, :mod:`toolroute.gateway.ops.startup`).
@@ -31,7 +32,7 @@ from collections.abc import Callable, Container
 import anyio
 import mcp.types as types
 
-from toolroute.catalog.name import SEPARATOR, qualified_name, server_of, split_name
+from toolroute.catalog.name import namespace_of, qualified_name, split_name
 from toolroute.downstream.servers import DownstreamError, DownstreamPool
 from toolroute.gateway.shell._relay import exposed_names
 
@@ -133,8 +134,8 @@ class PassThrough:
             namespaced = ", ".join(qualified_name(s, name) for s in servers)
             notes[name] = f"listed by {' and '.join(servers)}: only {namespaced}"
         for s, t in pairs:
-            owner = server_of(t.name)
-            if SEPARATOR in t.name and owner in self.pool.servers and owner != s:
+            owner = namespace_of(t.name, self.pool.servers)
+            if owner is not None and owner != s:
                 notes[t.name] = (
                     f"listed by {s} inside server {owner}'s namespace: "
                     f"only {qualified_name(s, t.name)}"
@@ -144,6 +145,10 @@ class PassThrough:
                     s, t.name
                 )
         if notes != self.pool.notes.get("names", {}):
+            before = self.pool.notes.get("names", {})
+            for name, why in notes.items():
+                if before.get(name) != why and "namespace" in why:
+                    log.warning("pass-through: %r %s", name, why)
             self.pool.notes["names"] = notes
             self.pool.note_change()
 

@@ -41,7 +41,7 @@ from mcp.shared.subscriptions import (
 )
 from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 
-from toolroute.catalog.name import SEPARATOR, qualified_name, server_of, split_name
+from toolroute.catalog.name import namespace_of, qualified_name, server_of, split_name
 from toolroute.downstream.servers import DownstreamPool
 from toolroute.gateway.calls.access import Request
 from toolroute.gateway.shell._caller import Caller, connection_key
@@ -90,9 +90,10 @@ def exposed_names(
     refused: Collection[str] = (),
 ) -> dict[str, tuple[str, str]]:
     """``{exposed: (server, name)}``: a name kept as is where one server has it, else
-    ``<server>__<name>`` for each server that has it. A name never kept as is: one inside a
-    server's namespace (``time__x``, with ``time`` in ``servers`` or listing), which would
-    shadow that server's own; and one in ``refused``. So every exposed name is one item's."""
+    ``<server>__<name>`` for each server that has it. A name never kept as is: one written
+    inside a server's namespace (``time__x``, ``time.x``, ``time/x``, with ``time`` in
+    ``servers`` or listing: :func:`~toolroute.catalog.name.namespace_of`), which would shadow
+    that server's own; and one in ``refused``. So every exposed name is one item's."""
     pairs = list(dict.fromkeys(owners))
     spaces = {*servers, *(s for s, _ in pairs)}
     count: dict[str, int] = {}
@@ -100,7 +101,7 @@ def exposed_names(
         count[name] = count.get(name, 0) + 1
 
     def plain(name: str) -> bool:
-        owned = SEPARATOR in name and server_of(name) in spaces
+        owned = namespace_of(name, spaces) is not None
         return count[name] == 1 and not owned and name not in refused
 
     return {
