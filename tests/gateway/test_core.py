@@ -476,7 +476,7 @@ def test_quarantined_tools_are_refused_before_any_call(tmp_path: Path) -> None:
 @pytest.mark.parametrize("era", ["2026-07-28", "2025-11-25"])
 def test_list_changed_from_a_server_resyncs_its_tools(tmp_path: Path, era: str) -> None:
     from toolroute.gateway.ops.reload import Live
-    from toolroute.gateway.ops.syncing import _watch_changes
+    from toolroute.gateway.ops.syncing import watch_changes
 
     servers = {"changing": _changing_server(), "time": create_server("UTC")}
     cfg = GatewayConfig(servers=memory_specs(servers, era), store=tmp_path / "store")
@@ -485,7 +485,7 @@ def test_list_changed_from_a_server_resyncs_its_tools(tmp_path: Path, era: str) 
     async def main() -> None:
         async with _gateway(cfg) as gw, anyio.create_task_group() as tg:
             assert "changing__fresh_tool" not in _names_of(gw.find(query, 3))
-            tg.start_soon(_watch_changes, Live(cfg), gw.pool, gw)
+            tg.start_soon(watch_changes, Live(cfg), gw.pool, gw)
             assert not (await gw.call("changing__add_tool", {})).is_error
             with anyio.fail_after(10):
                 while "changing__fresh_tool" not in _names_of(gw.find(query, 3)):
@@ -619,7 +619,7 @@ def test_a_server_relisted_after_its_calls_is_reviewed_again_only_when_its_listi
     the same as the last one is not reviewed again (no store write), a changed one is, and the
     new tool becomes routable."""
     from toolroute.gateway.ops.reload import Live
-    from toolroute.gateway.ops.syncing import _watch_changes
+    from toolroute.gateway.ops.syncing import watch_changes
     from toolroute.store.base import meta_writes
 
     cfg = GatewayConfig(
@@ -642,7 +642,7 @@ def test_a_server_relisted_after_its_calls_is_reviewed_again_only_when_its_listi
     async def main() -> None:
         async with _gateway(cfg) as gw, anyio.create_task_group() as tg:
             store_dir = gw.router.store.directory
-            tg.start_soon(_watch_changes, live, gw.pool, gw)
+            tg.start_soon(watch_changes, live, gw.pool, gw)
             await relisted(gw, {})  # the watcher's first re-list: reviewed
             writes = meta_writes(store_dir)
             await relisted(gw, {})  # listed as before: not reviewed

@@ -21,7 +21,7 @@ from toolroute.errors import ConfigError
 from toolroute.gateway.ops.app import build_router, gateway_embedder, make_gateway, make_pool
 from toolroute.gateway.ops.follow import StoreWatch, follow_store
 from toolroute.gateway.ops.status import snapshot, write_status
-from toolroute.gateway.ops.syncing import STATUS_RETRY_S, _watch_changes, live_of
+from toolroute.gateway.ops.syncing import STATUS_RETRY_S, live_of, watch_changes
 from toolroute.heap import freeze_heap, trim_heap
 from toolroute.router import Router
 
@@ -101,7 +101,7 @@ async def _index_then_watch(
         tg.cancel_scope.cancel()
     trim_heap()  # what indexing freed goes back to the OS
     freeze_heap()
-    await _watch_changes(live, pool, gateway, None, watch, connects)
+    await watch_changes(live, pool, gateway, None, watch, connects)
 
 
 async def _load_model(router: Router) -> None:

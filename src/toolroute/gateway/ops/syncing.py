@@ -4,7 +4,7 @@
 ``sync_once`` is ``toolroute sync``. A serving gateway re-lists the servers when one sends
 ``notifications/tools/list_changed``, when one (re)connects (so a gateway started with no
 server up picks them up as they come), when a quarantined tool is approved, and every
-``relist_interval_s`` (a tool changed without a notification) (:func:`_watch_changes`); the
+``relist_interval_s`` (a tool changed without a notification) (:func:`watch_changes`); the
 servers' state is written to ``status.json`` in the store (:mod:`toolroute.gateway.ops.status`)
 whenever it changes.
 """
@@ -52,6 +52,7 @@ __all__ = [
     "review",
     "sync_once",
     "sync_router",
+    "watch_changes",
 ]
 
 log = logging.getLogger(__name__)
@@ -240,7 +241,7 @@ async def sync_once(config: GatewayConfig, progress: Progress | None = None) -> 
     return result
 
 
-async def _watch_changes(
+async def watch_changes(
     source: Live | GatewayConfig,
     pool: DownstreamPool,
     gateway: Gateway,
