@@ -90,9 +90,13 @@ def main() -> int:
                     for s in strategies:
                         rates.setdefault(f.stem, {})[s + suffix] = _oos_rate(r, s, f)
         for stem, per in rates.items():
-            oos.append(f"| {name} | {stem} | " + " | ".join(
-                f"{per[n][0]:.3f} ({round(per[n][0] * per[n][1])}/{per[n][1]})" for n in names
-            ) + " |")
+            oos.append(
+                f"| {name} | {stem} | "
+                + " | ".join(
+                    f"{per[n][0]:.3f} ({round(per[n][0] * per[n][1])}/{per[n][1]})" for n in names
+                )
+                + " |"
+            )
         print(f"{name}: done at {time.perf_counter() - t_start:.0f} s", file=sys.stderr, flush=True)
     blocks = []
     summary: dict[str, Any] = {}
@@ -103,7 +107,8 @@ def main() -> int:
     oos_table = (
         "## out-of-scope requests answered with a tool (lower is better)\n\n"
         f"| set | requests | {' | '.join(names)} |\n|---|---|{'---:|' * len(names)}\n"
-        + "\n".join(oos) + "\n"
+        + "\n".join(oos)
+        + "\n"
     )
     summary["out_of_scope"] = oos
     took = time.perf_counter() - t_start

@@ -1,4 +1,4 @@
-"""Export a fine-tuned embedder (benchmarks/train_embedder.py) to int8 ONNX, as the runtime loads it.
+"""Export a fine-tuned embedder (benchmarks/train_embedder.py) to int8 ONNX, as routing loads it.
 
     python -m benchmarks.export_embedder --model .toolroute/embedder --out .toolroute/embedder-onnx
 
@@ -31,7 +31,8 @@ SAMPLE = [
 
 def weight_only_int8(src: Path, dst: Path) -> int:
     """Every MatMul's constant weight (and the embedding tables) stored as int8 (symmetric, one
-    scale per output column or table row), cast back to float at load, activations in float: the layout of the default model
+    scale per output column or table row), cast back to float at load, activations in float:
+    the layout of the default model
     (onnxruntime folds the weights back to float32 at load), whose cosine to fp32 is ~0.9994.
     Dynamic activation quantisation (``quantize_dynamic``) lost far more (cosine ~0.96)."""
     import numpy as np
@@ -53,18 +54,29 @@ def weight_only_int8(src: Path, dst: Path) -> int:
                 shaped = scale[None, :] if axis == 1 else scale[:, None]
                 q = np.clip(np.round(w / shaped), -127, 127).astype(np.int8)
                 m.graph.initializer.remove(inits.pop(base))
-                m.graph.initializer.extend([
-                    numpy_helper.from_array(q, base + "_q"),
-                    numpy_helper.from_array(shaped.astype(np.float32), base + "_scale"),
-                ])
+                m.graph.initializer.extend(
+                    [
+                        numpy_helper.from_array(q, base + "_q"),
+                        numpy_helper.from_array(shaped.astype(np.float32), base + "_scale"),
+                    ]
+                )
                 # Cast and Mul, not DequantizeLinear: onnxruntime constant-folds these at load
                 # (the weights become float32 once), while a DequantizeLinear is kept and re-run
                 # on every call (the whole embedding table per query: 6x slower)
-                new_nodes.append(helper.make_node(
-                    "Cast", [base + "_q"], [base + "_f"], to=onnx.TensorProto.FLOAT,
-                    name=base + "_cast"))
-                new_nodes.append(helper.make_node(
-                    "Mul", [base + "_f", base + "_scale"], [base + "_deq"], name=base + "_mul"))
+                new_nodes.append(
+                    helper.make_node(
+                        "Cast",
+                        [base + "_q"],
+                        [base + "_f"],
+                        to=onnx.TensorProto.FLOAT,
+                        name=base + "_cast",
+                    )
+                )
+                new_nodes.append(
+                    helper.make_node(
+                        "Mul", [base + "_f", base + "_scale"], [base + "_deq"], name=base + "_mul"
+                    )
+                )
                 node.input[slot] = base + "_deq"
                 done += 1
         new_nodes.append(node)
@@ -78,7 +90,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", type=Path, default=Path(".toolroute/embedder"))
     ap.add_argument("--out", type=Path, default=Path(".toolroute/embedder-onnx"))
-    ap.add_argument("--texts", type=Path, default=None, help="JSON lines with 'query' for the check")
+    ap.add_argument(
+        "--texts", type=Path, default=None, help="JSON lines with 'query' for the check"
+    )
     args = ap.parse_args()
 
     import numpy as np
@@ -97,8 +111,9 @@ def main() -> None:
             self.bert = model
 
         def forward(self, input_ids, attention_mask, token_type_ids):  # type: ignore[no-untyped-def]
-            return self.bert(input_ids=input_ids, attention_mask=attention_mask,
-                             token_type_ids=token_type_ids).last_hidden_state
+            return self.bert(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
 
     ids = torch.ones((2, 8), dtype=torch.long)
     fp32 = args.out / "model-fp32.onnx"
@@ -108,8 +123,10 @@ def main() -> None:
         str(fp32),
         input_names=["input_ids", "attention_mask", "token_type_ids"],
         output_names=["last_hidden_state"],
-        dynamic_axes={n: {0: "batch", 1: "sequence"} for n in
-                      ("input_ids", "attention_mask", "token_type_ids", "last_hidden_state")},
+        dynamic_axes={
+            n: {0: "batch", 1: "sequence"}
+            for n in ("input_ids", "attention_mask", "token_type_ids", "last_hidden_state")
+        },
         opset_version=17,
         dynamo=False,
     )
@@ -130,9 +147,18 @@ def main() -> None:
     ref = enc.embed(texts, "query").numpy()
     got = OnnxEmbedder(out, args.out / "tokenizer.json").embed(texts)
     cos = (ref * got).sum(axis=1)
-    print(json.dumps({"model": str(out), "bytes": out.stat().st_size, "sha256": digest,
-                      "texts": len(texts), "cosine_min": round(float(cos.min()), 5),
-                      "cosine_mean": round(float(np.mean(cos)), 5)}))
+    print(
+        json.dumps(
+            {
+                "model": str(out),
+                "bytes": out.stat().st_size,
+                "sha256": digest,
+                "texts": len(texts),
+                "cosine_min": round(float(cos.min()), 5),
+                "cosine_mean": round(float(np.mean(cos)), 5),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

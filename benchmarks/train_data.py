@@ -73,19 +73,36 @@ class Build:
     rows: dict[str, list[dict]] = field(default_factory=lambda: defaultdict(list))
     commits: dict[str, str] = field(default_factory=dict)
 
-    def tool(self, tid: str, server: str, name: str, description: str, group: str, key: str,
-             source: str, variants: list[str] | None = None) -> None:
+    def tool(
+        self,
+        tid: str,
+        server: str,
+        name: str,
+        description: str,
+        group: str,
+        key: str,
+        source: str,
+        variants: list[str] | None = None,
+    ) -> None:
         text = f"{server}: {_words(name)}: {description}"
         alts = [f"{server}: {_words(name)}: {v}" for v in (variants or [])]
-        self.tools[tid] = {"id": tid, "text": text, "variants": alts, "group": group,
-                           "key": key, "source": source}
+        self.tools[tid] = {
+            "id": tid,
+            "text": text,
+            "variants": alts,
+            "group": group,
+            "key": key,
+            "source": source,
+        }
 
 
 class _Repo:
     def __init__(self, root: Path, folder: str) -> None:
         self.git = root / folder / "repo"
         if not self.git.is_dir():
-            raise SystemExit(f"{self.git}: snapshot missing (fetch github:{folder.replace('+', '/')})")
+            raise SystemExit(
+                f"{self.git}: snapshot missing (fetch github:{folder.replace('+', '/')})"
+            )
 
     def commit(self) -> str:
         return self._run("rev-parse", "HEAD").strip()
@@ -97,8 +114,9 @@ class _Repo:
         return self._run("show", f"HEAD:{path}")
 
     def _run(self, *args: str) -> str:
-        return subprocess.run(["git", f"--git-dir={self.git}", *args], check=True,
-                              capture_output=True, text=True).stdout
+        return subprocess.run(
+            ["git", f"--git-dir={self.git}", *args], check=True, capture_output=True, text=True
+        ).stdout
 
 
 def _sgd(b: Build, repo: _Repo, rng: random.Random) -> None:
@@ -118,9 +136,16 @@ def _sgd(b: Build, repo: _Repo, rng: random.Random) -> None:
             domain = svc.split("_")[0]
             for i, intent in enumerate(s["intents"]):
                 tid = f"sgd/{svc}/{intent['name']}"
-                b.tool(tid, domain.lower(), intent["name"], intent["description"],
-                       group=f"sgd/{svc}", key=f"sgd/{domain}/{intent['name']}", source="sgd",
-                       variants=variants.get((svc, i)))
+                b.tool(
+                    tid,
+                    domain.lower(),
+                    intent["name"],
+                    intent["description"],
+                    group=f"sgd/{svc}",
+                    key=f"sgd/{domain}/{intent['name']}",
+                    source="sgd",
+                    variants=variants.get((svc, i)),
+                )
         pairs: dict[str, list[str]] = defaultdict(list)
         for path in repo.ls(f"{split}/"):
             if not path.split("/")[-1].startswith("dialogues_"):
@@ -148,19 +173,28 @@ def _sgd(b: Build, repo: _Repo, rng: random.Random) -> None:
 def _intent_set(b: Build, source: str, server_of: dict[str, str]) -> None:
     for intent, server in server_of.items():
         desc = f"{_words(intent).capitalize()}."
-        b.tool(f"{source}/{intent}", server, intent, desc, group=f"{source}/{server}",
-               key=f"{source}/{intent}", source=source)
+        b.tool(
+            f"{source}/{intent}",
+            server,
+            intent,
+            desc,
+            group=f"{source}/{server}",
+            key=f"{source}/{intent}",
+            source=source,
+        )
 
 
-def _take(b: Build, target: str, source: str, rows: list[tuple[str, str]], cap: int,
-          rng: random.Random) -> None:
+def _take(
+    b: Build, target: str, source: str, rows: list[tuple[str, str]], cap: int, rng: random.Random
+) -> None:
     by: dict[str, list[str]] = defaultdict(list)
     for q, intent in rows:
         by[intent].append(q)
     for intent, qs in sorted(by.items()):
         rng.shuffle(qs)
-        b.rows[target] += [{"query": q, "tool": f"{source}/{intent}", "source": source}
-                           for q in qs[:cap]]
+        b.rows[target] += [
+            {"query": q, "tool": f"{source}/{intent}", "source": source} for q in qs[:cap]
+        ]
 
 
 def _clinc(b: Build, repo: _Repo, rng: random.Random) -> None:
@@ -174,8 +208,13 @@ def _clinc(b: Build, repo: _Repo, rng: random.Random) -> None:
 
 
 def _banking(b: Build, repo: _Repo, rng: random.Random) -> None:
-    rows = {s: [(r["text"], r["category"]) for r in csv.DictReader(io.StringIO(repo.read(
-        f"banking_data/{s}.csv")))] for s in ("train", "test")}
+    rows = {
+        s: [
+            (r["text"], r["category"])
+            for r in csv.DictReader(io.StringIO(repo.read(f"banking_data/{s}.csv")))
+        ]
+        for s in ("train", "test")
+    }
     _intent_set(b, "banking77", {i: "banking" for _, i in rows["train"]})
     _take(b, "train", "banking77", rows["train"], PER_TOOL["banking77"], rng)
     _take(b, "dev", "banking77", rows["test"], DEV_PER_TOOL, rng)
@@ -192,8 +231,9 @@ def _hwu(b: Build, repo: _Repo, rng: random.Random) -> None:
             rows[target].append((r["text"], r["intent"]))
     chit = {"train": "oos_train", "dev": "oos_dev"}
     for target, rs in rows.items():
-        b.rows[chit[target]] += [{"query": q, "source": "hwu64"} for q, i in rs
-                                  if i.startswith("general_")]
+        b.rows[chit[target]] += [
+            {"query": q, "source": "hwu64"} for q, i in rs if i.startswith("general_")
+        ]
         rows[target] = [(q, i) for q, i in rs if not i.startswith("general_")]
     _intent_set(b, "hwu64", {i: i.split("_")[0] for _, i in rows["train"]})
     _take(b, "train", "hwu64", rows["train"], PER_TOOL["hwu64"], rng)
@@ -220,8 +260,7 @@ def _near_misses(b: Build, rng: random.Random) -> None:
 def build(sources: Path, seed: int = 13) -> Build:
     rng = random.Random(seed)
     b = Build()
-    for name, fn in (("sgd", _sgd), ("clinc", _clinc), ("banking77", _banking),
-                     ("hwu64", _hwu)):
+    for name, fn in (("sgd", _sgd), ("clinc", _clinc), ("banking77", _banking), ("hwu64", _hwu)):
         repo = _Repo(sources, SOURCES[name][0])
         b.commits[name] = repo.commit()
         fn(b, repo, rng)
@@ -232,19 +271,25 @@ def build(sources: Path, seed: int = 13) -> Build:
 
 
 def table(b: Build) -> str:
-    lines = ["| source | snapshot | licence | tools | train pairs | dev pairs | no-tool train / dev | read |",
-             "|---|---|---|---:|---:|---:|---:|---|"]
+    lines = [
+        "| source | snapshot | licence | tools | train pairs | dev pairs "
+        "| no-tool train / dev | read |",
+        "|---|---|---|---:|---:|---:|---:|---|",
+    ]
     for name, (folder, licence, what) in SOURCES.items():
         n_tools = sum(1 for t in b.tools.values() if t["source"] == name)
         cnt = {s: sum(1 for r in b.rows[s] if r["source"] == name) for s in b.rows}
         lines.append(
             f"| {name} | {folder.replace('+', '/')} @{b.commits[name][:7]} | {licence} | {n_tools} "
             f"| {cnt.get('train', 0)} | {cnt.get('dev', 0)} "
-            f"| {cnt.get('oos_train', 0)} / {cnt.get('oos_dev', 0)} | {what} |")
+            f"| {cnt.get('oos_train', 0)} / {cnt.get('oos_dev', 0)} | {what} |"
+        )
     total = {s: len(r) for s, r in b.rows.items()}
-    lines.append(f"| **all** | | | {len(b.tools)} | {total.get('train', 0)} | "
-                 f"{total.get('dev', 0)} | {total.get('oos_train', 0)} / "
-                 f"{total.get('oos_dev', 0)} | |")
+    lines.append(
+        f"| **all** | | | {len(b.tools)} | {total.get('train', 0)} | "
+        f"{total.get('dev', 0)} | {total.get('oos_train', 0)} / "
+        f"{total.get('oos_dev', 0)} | |"
+    )
     return "\n".join(lines) + "\n"
 
 

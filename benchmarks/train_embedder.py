@@ -62,8 +62,9 @@ class Encoder:
         for i, e in enumerate(enc):
             ids[i, : len(e.ids)] = torch.tensor(e.ids)
             mask[i, : len(e.ids)] = 1
-        out = self.model(input_ids=ids, attention_mask=mask,
-                         token_type_ids=torch.zeros_like(ids)).last_hidden_state
+        out = self.model(
+            input_ids=ids, attention_mask=mask, token_type_ids=torch.zeros_like(ids)
+        ).last_hidden_state
         m = mask.unsqueeze(-1).float()
         pooled = (out * m).sum(1) / m.sum(1).clamp(min=1e-9)
         return torch.nn.functional.normalize(pooled, dim=-1)
@@ -72,7 +73,7 @@ class Encoder:
         torch = self.torch
         self.model.eval()
         with torch.no_grad():
-            parts = [self.encode(texts[i: i + batch], kind) for i in range(0, len(texts), batch)]
+            parts = [self.encode(texts[i : i + batch], kind) for i in range(0, len(texts), batch)]
         self.model.train()
         return torch.cat(parts)
 
@@ -90,9 +91,12 @@ def dev_metrics(enc: Encoder, tools: dict, dev: list[dict]) -> dict[str, float]:
         top = (qv @ tv.T).topk(5, dim=1).indices.tolist()
         keys = [tools[t]["key"] for t in ids]
         gold = [tools[r["tool"]]["key"] for r in rows]
-        out[f"{source}_r1"] = round(sum(keys[t[0]] == g for t, g in zip(top, gold)) / len(rows), 4)
+        out[f"{source}_r1"] = round(
+            sum(keys[t[0]] == g for t, g in zip(top, gold, strict=True)) / len(rows), 4
+        )
         out[f"{source}_r5"] = round(
-            sum(g in {keys[i] for i in t} for t, g in zip(top, gold)) / len(rows), 4)
+            sum(g in {keys[i] for i in t} for t, g in zip(top, gold, strict=True)) / len(rows), 4
+        )
     out["mean_r1"] = round(sum(v for k, v in out.items() if k.endswith("_r1")) / len(by), 4)
     return out
 
@@ -173,8 +177,12 @@ def main() -> None:
         d = enc.encode(texts, "tool")
         logits = args.scale * q @ d.T
         keys = [tools[t]["key"] for t in pos_ids + neg_ids]
-        mask = torch.tensor([[keys[j] == tools[pos_ids[i]]["key"] and j != i
-                              for j in range(len(keys))] for i in range(len(batch))])
+        mask = torch.tensor(
+            [
+                [keys[j] == tools[pos_ids[i]]["key"] and j != i for j in range(len(keys))]
+                for i in range(len(batch))
+            ]
+        )
         logits = logits.masked_fill(mask, -1e4)
         loss = torch.nn.functional.cross_entropy(logits, torch.arange(len(batch)))
         # linear warm-up, then linear decay to 0 at the step or the time budget, whichever
@@ -191,12 +199,22 @@ def main() -> None:
         losses.append(loss.item())
         done = step >= args.steps or elapsed > args.minutes * 60
         if step % 10 == 0:
-            write({"step": step, "elapsed_s": round(elapsed, 1),
-                   "loss": round(sum(losses[-10:]) / len(losses[-10:]), 4),
-                   "lr": round(lr, 8)})
+            write(
+                {
+                    "step": step,
+                    "elapsed_s": round(elapsed, 1),
+                    "loss": round(sum(losses[-10:]) / len(losses[-10:]), 4),
+                    "lr": round(lr, 8),
+                }
+            )
         if step % args.eval_every == 0 or done:
-            write({"step": step, "elapsed_s": round(elapsed, 1),
-                   **dev_metrics(enc, tools, rows["dev"])})
+            write(
+                {
+                    "step": step,
+                    "elapsed_s": round(elapsed, 1),
+                    **dev_metrics(enc, tools, rows["dev"]),
+                }
+            )
             enc.model.save_pretrained(str(args.out))
         if done:
             break
