@@ -57,12 +57,14 @@ def main() -> int:
         return 2
 
     from toolroute.catalog import load_queries
-    from toolroute.embed.onnx import OnnxEmbedder, model_dir_files
+    from toolroute.embed.onnx import OnnxEmbedder
     from toolroute.route.strategy import RouteParams
     from toolroute.router import Router
 
     base = OnnxEmbedder()
-    tuned = OnnxEmbedder(*model_dir_files(args.model))
+    from benchmarks.train_adapter import fast_model
+
+    tuned = fast_model(args.model, args.store)
     strategies = args.strategy or ["default", "dense"]
     names = [n for s in strategies for n in (s, f"{s}@tuned")]
     for s in strategies:

@@ -259,16 +259,20 @@ def evaluate(name: str, embedder: Any, store: Path, fit: Any | None) -> dict[str
             fails.append(f"answered {ranked[0][1]!r}: {r['query']!r} ({r['kind']})")
     out: dict[str, Any] = {k: dict(v) for k, v in stats.items()}
     out["p50_ms"] = sorted(lat)[len(lat) // 2]
+    if fit is not None and fit.head_ms:
+        out["head_p50_ms"] = sorted(fit.head_ms)[len(fit.head_ms) // 2]
     out["examples"] = fails
     return out
 
 
 def run(args: argparse.Namespace) -> int:
-    from toolroute.embed.onnx import OnnxEmbedder, model_dir_files
+    from toolroute.embed.onnx import OnnxEmbedder
 
     models: list[tuple[str, Any, Any]] = [("default", OnnxEmbedder(), None)]
     if args.model is not None:
-        tuned = OnnxEmbedder(*model_dir_files(args.model))
+        from benchmarks.train_adapter import fast_model
+
+        tuned = fast_model(args.model, args.store)
         models.append(("default@tuned", tuned, None))
     if args.fit is not None:
         from benchmarks.train_fit import FitModel
@@ -279,8 +283,8 @@ def run(args: argparse.Namespace) -> int:
         f"`python -m benchmarks.small_toolbox {' '.join(sys.argv[1:])}`",
         "",
         "| set | model | servable refused | servable R@1 | removed answered | oos answered "
-        "| p50 ms |",
-        "|---|---|---:|---:|---:|---:|---:|",
+        "| p50 ms | fit head p50 ms |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     examples = []
     for name in args.sets.split(","):
@@ -301,7 +305,7 @@ def run(args: argparse.Namespace) -> int:
             lines.append(
                 f"| {name} | {label} | {share(refused, 'answered')} | {share(sv, 'r1')} "
                 f"| {share(rm, 'answered') if rm else '—'} | {share(oo, 'answered')} "
-                f"| {got['p50_ms']:.1f} |"
+                f"| {got['p50_ms']:.1f} | {got.get('head_p50_ms', float('nan')):.3f} |"
             )
             examples += [f"- {name}, {label}: {e}" for e in got["examples"]]
             print(f"{name} {label}: {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)

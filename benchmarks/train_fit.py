@@ -46,6 +46,7 @@ class FitModel:
         self.w = weights
         self.theta = float(weights["theta"])
         self.embedder = embedder
+        self.head_ms: list[float] = []  # the head alone, per call (the vectors are inputs)
 
     @classmethod
     def load(cls, path: Path, embedder: Any) -> FitModel:
@@ -74,18 +75,20 @@ def main() -> int:
     ap.add_argument("--data", type=Path, default=Path(".toolroute/train-data"))
     ap.add_argument("--out", type=Path, default=Path(".toolroute/fit.npz"))
     ap.add_argument("--rows", type=int, default=3000)
+    ap.add_argument("--store", type=Path, default=Path(".toolroute/bench-store"))
     ap.add_argument("--epochs", type=int, default=30)
     ap.add_argument("--log", type=Path, default=Path("benchmarks/results/train_fit.json"))
     args = ap.parse_args()
 
     import torch
 
-    from toolroute.embed.onnx import OnnxEmbedder, model_dir_files
+    from benchmarks.train_adapter import base_embedder, fast_model
 
     torch.set_num_threads(2)
     torch.manual_seed(5)
     rng = random.Random(5)
-    emb = OnnxEmbedder(*model_dir_files(args.model)) if args.model else OnnxEmbedder()
+    # vectors of the texts come from the store's cache when they were embedded before
+    emb = fast_model(args.model, args.store) if args.model else base_embedder(args.store)
     tools = {
         json.loads(x)["id"]: json.loads(x)
         for x in (args.data / "tools.jsonl").read_text().splitlines()
