@@ -246,7 +246,7 @@ def main() -> int:
             {
                 "epoch": epoch,
                 "loss": round(float(np.mean(losses)), 4),
-                "drift": round(float(((w - eye) ** 2).sum().sqrt()), 4),
+                "drift": round(float(((w.detach() - eye) ** 2).sum().sqrt()), 4),
                 **m,
             }
         )

@@ -74,7 +74,7 @@ def main() -> int:
     ap.add_argument("--model", type=Path, default=None, help="TOOLROUTE_EMBED_MODEL folder")
     ap.add_argument("--data", type=Path, default=Path(".toolroute/train-data"))
     ap.add_argument("--out", type=Path, default=Path(".toolroute/fit.npz"))
-    ap.add_argument("--rows", type=int, default=3000)
+    ap.add_argument("--rows", type=int, default=6000)
     ap.add_argument("--store", type=Path, default=Path(".toolroute/bench-store"))
     ap.add_argument("--epochs", type=int, default=30)
     ap.add_argument("--log", type=Path, default=Path("benchmarks/results/train_fit.json"))
@@ -99,8 +99,9 @@ def main() -> int:
     tv = emb.embed([tools[t]["text"] for t in ids])
 
     def load(name: str, n: int) -> list[dict]:
+        # the rows benchmarks/train_adapter.py sampled (same seed): their vectors are cached
         rows = [json.loads(x) for x in (args.data / name).read_text().splitlines()]
-        return rng.sample(rows, min(n, len(rows)))
+        return random.Random(0).sample(rows, min(n, len(rows)))
 
     def pairs(rows: list[dict], oos: list[dict]) -> tuple[np.ndarray, np.ndarray]:
         qv = emb.embed([r["query"] for r in rows])
