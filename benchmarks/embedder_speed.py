@@ -23,6 +23,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", type=Path, required=True)
     ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--fit", type=Path, default=None, help="also time the fit head (train_fit)")
     args = ap.parse_args()
     from toolroute.embed.onnx import OnnxEmbedder, model_dir_files
 
@@ -52,6 +53,17 @@ def main() -> int:
         for k, v in lat.items()
     }
     out["rss"] = {k: round(v, 1) for k, v in rss.items()}
+    if args.fit is not None:  # the head over 10 candidates: its vectors are the router's own
+        from benchmarks.train_fit import FitModel
+
+        fit = FitModel.load(args.fit, tuned)
+        vecs = tuned.embed(texts[:11])
+        head = []
+        for _ in range(args.queries):
+            t0 = time.perf_counter()
+            fit.prob(vecs[0:1], vecs[1:])
+            head.append((time.perf_counter() - t0) * 1000)
+        out["fit_head_10_candidates"] = {"p50_ms": round(float(np.percentile(head, 50)), 3)}
     print(json.dumps(out))
     return 0
 

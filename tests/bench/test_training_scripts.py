@@ -111,23 +111,27 @@ class _Embedder:
         )
 
 
-def _head(theta: float) -> FitModel:
+def _head(theta: float, rerank: bool = False) -> FitModel:
     # one hidden unit reading the cosine: p = sigmoid(10 * cos - 5)
     w1 = np.zeros((5, 1))
     w1[0, 0] = 10.0
-    return FitModel(
-        {
-            "w1": w1,
-            "b1": np.array([0.0]),
-            "w2": np.array([[1.0]]),
-            "b2": np.array([-5.0]),
-            "theta": np.array(theta),
-        },
-        _Embedder(),
-    )
+    weights = {
+        "w1": w1,
+        "b1": np.array([0.0]),
+        "w2": np.array([[1.0]]),
+        "b2": np.array([-5.0]),
+        "theta": np.array(theta),
+    }
+    return FitModel(weights, _Embedder(), rerank=rerank)
 
 
-def test_the_fit_model_reorders_by_its_probability_and_refuses_below_its_threshold() -> None:
+def test_the_fit_model_keeps_the_order_or_reorders_by_its_probability() -> None:
     tools = [_Tool(("s", "other"), "other", "x"), _Tool(("s", "fit"), "fit", "x")]
-    assert _head(0.5).keep("q", tools, [7, 9]) == [9, 7]
+    assert _head(0.5).keep("q", tools, [7, 9]) == [7, 9]
+    assert _head(0.5, rerank=True).keep("q", tools, [7, 9]) == [9, 7]
+
+
+def test_the_fit_model_refuses_when_no_candidate_reaches_its_threshold() -> None:
+    tools = [_Tool(("s", "other"), "other", "x"), _Tool(("s", "fit"), "fit", "x")]
     assert _head(0.999).keep("q", tools, [7, 9]) == []
+    assert _head(0.5).keep("q", tools[:1], [7]) == []
