@@ -101,3 +101,23 @@ def test_a_batch_of_texts_embeds_under_bulk_heap_settings_and_a_query_under_rout
     assert sizes == []  # a query and its parts: routing's heap settings (toolroute.heap)
     onnx.embed([f"tool {i}" for i in range(33)])  # more than one batch (32 texts)
     assert sizes == [0]
+
+
+def test_a_model_folder_named_by_the_setting_is_loaded_in_place_of_the_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, onnx: OnnxEmbedder
+) -> None:
+    import hashlib
+    import shutil
+
+    from toolroute.embed.onnx import MODEL_ENV, default_model_files
+
+    model, tokenizer = default_model_files()
+    shutil.copy(model, tmp_path / "model.onnx")
+    shutil.copy(tokenizer, tmp_path / "tokenizer.json")
+    digest = hashlib.sha256(model.read_bytes()).hexdigest()
+    (tmp_path / "model.onnx.sha256").write_text(digest + "\n")
+    monkeypatch.setenv(MODEL_ENV, str(tmp_path))
+    chosen = OnnxEmbedder()
+    assert chosen.model_id == f"onnx:model.onnx:{digest[:12]}"  # its own cache key
+    texts = ["merge the pull request", "what's the weather in Paris?"]
+    assert np.allclose(chosen.embed(texts), onnx.embed(texts), atol=1e-5)

