@@ -191,8 +191,14 @@ def test_killed_downstream_errors_cleanly_then_works_after_restart(
                 subprocess.run(["pkill", "-9", "-f", marker], check=True)
                 with anyio.fail_after(10):
                     r = await c.call_tool("call_tool", call)
-                assert r.is_error and r.structured_content["error"] in ("crashed", "unavailable")
-                assert "hint" in r.structured_content
+                # a clean error names the failure and what to do; on a loaded machine the
+                # owner task may restart the server before the call arrives, and then the
+                # restarted server answers it
+                if r.is_error:
+                    assert r.structured_content["error"] in ("crashed", "unavailable")
+                    assert "hint" in r.structured_content
+                else:
+                    assert pool["time"].restarts >= 1 and "Europe/Paris" in _text(r)
                 with anyio.fail_after(30):  # the owner task restarts it with backoff
                     while (r := await c.call_tool("call_tool", call)).is_error:
                         await anyio.sleep(0.2)
