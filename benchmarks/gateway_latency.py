@@ -457,7 +457,8 @@ async def _breakdown(args: argparse.Namespace, tmp: Path) -> dict[str, list[floa
 
     from toolroute.config import load_config
     from toolroute.gateway.calls import argument_errors
-    from toolroute.gateway.ops.app import make_gateway, running_pool, sync_router
+    from toolroute.gateway.ops.app import make_gateway, running_pool
+    from toolroute.gateway.ops.syncing import sync_router
     from toolroute.sdk import OpenTelemetryMiddleware
     from toolroute.stats import Outcome
 

@@ -30,7 +30,8 @@ from mcp import Client
 
 from toolroute.config import load_config
 from toolroute.embed.onnx import OnnxEmbedder
-from toolroute.gateway.ops.app import running_pool, sync_router
+from toolroute.gateway.ops.app import running_pool
+from toolroute.gateway.ops.syncing import sync_router
 from toolroute.gateway.shell.server import Gateway
 
 REPO = Path(__file__).resolve().parents[1]

@@ -30,7 +30,8 @@ import anyio
 from mcp import Client, types
 
 from toolroute.config import load_config
-from toolroute.gateway.ops.app import make_gateway, running_pool, sync_router
+from toolroute.gateway.ops.app import make_gateway, running_pool
+from toolroute.gateway.ops.syncing import sync_router
 
 PY = sys.executable
 TIME = {"command": PY, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]}

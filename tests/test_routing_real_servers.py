@@ -15,7 +15,8 @@ import pytest
 from tests.conftest import MEMORY_JS, TIME_MAIN
 from toolroute.config import load_config
 from toolroute.embed.onnx import OnnxEmbedder
-from toolroute.gateway.ops.app import running_pool, sync_router
+from toolroute.gateway.ops.app import running_pool
+from toolroute.gateway.ops.syncing import sync_router
 from toolroute.router import Router
 
 pytestmark = pytest.mark.integration

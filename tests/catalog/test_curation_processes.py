@@ -22,7 +22,7 @@ from tests.helpers.gateways import http_gateway
 from toolroute.config import load_config
 from toolroute.downstream.servers import DownstreamPool
 from toolroute.embed.onnx import OnnxEmbedder
-from toolroute.gateway.ops.app import _watch_changes, resync
+from toolroute.gateway.ops.syncing import resync, watch_changes
 from toolroute.gateway.shell.server import Gateway
 
 pytestmark = pytest.mark.integration
@@ -137,7 +137,7 @@ def test_a_rug_pull_on_a_curated_tool_is_caught_against_the_original(tmp_path: P
         await resync(cfg, pool, gw)  # the override alone is no change of the server's tool
         assert not gw.quarantined
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_watch_changes, cfg, pool, gw)
+            tg.start_soon(watch_changes, cfg, pool, gw)
             state.write_text(json.dumps({**forecast, "description": "Forecast, now better."}))
             with anyio.fail_after(60):
                 while "rug__outlook" not in gw.quarantined:

@@ -5,18 +5,22 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
+import mcp.types as types
 import pytest
 
 from toolroute.codemode import CodeModeLimits
+from toolroute.codemode.execute import CodeMode
 from toolroute.codemode.pages import Owner, Pages
 from toolroute.codemode.sandbox import Sandbox
 from toolroute.codemode.stubs import signature, type_of
 from toolroute.config import load_config
 from toolroute.errors import ConfigError
+from toolroute.gateway.core import NoMetrics
 from toolroute.present.tokens import TokenCounter, tool_json
+from toolroute.route.preconditions import SessionState
 
 DIRECTORY = {
     "type": "object",
@@ -161,3 +165,40 @@ def test_a_script_that_calls_with_a_wrong_argument_type_gets_a_type_error() -> N
         assert "arguments must be a dict" in end.error and end.calls == 0
 
     anyio.run(main)
+
+
+def test_a_scripts_tool_calls_carry_the_requests_caller_and_identity() -> None:
+    seen: list[dict[str, Any]] = []
+
+    class Core:
+        metrics = NoMetrics()
+
+        async def gated_call(self, name: str, arguments: dict[str, Any], *a: Any, **k: Any) -> Any:
+            seen.append({"name": name, "args": a, **k})
+            return types.CallToolResult(content=[types.TextContent(type="text", text="ok")])
+
+    caller = object()
+    state = SessionState()
+    mode = CodeMode(cast(Any, Core()))
+
+    async def main() -> None:
+        with anyio.fail_after(30):
+            result = await mode.execute(
+                {"code": 'await call_tool("s__t", {})'},
+                state,
+                None,
+                "ci",
+                caller=cast(Any, caller),
+                identity="token:ci",
+            )
+        assert not result.is_error
+
+    anyio.run(main)
+    assert seen == [
+        {
+            "name": "s__t",
+            "args": (state, None, "ci"),
+            "caller": caller,
+            "identity": "token:ci",
+        }
+    ]

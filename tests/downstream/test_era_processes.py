@@ -20,8 +20,9 @@ from mcp.shared.exceptions import MCPError
 from tests.conftest import REPO, HashingEmbedder
 from toolroute.config import GatewayConfig, load_config
 from toolroute.downstream.era import NO_BACK_CHANNEL
-from toolroute.gateway.ops.app import _watch_changes, make_gateway, running_pool, sync_router
+from toolroute.gateway.ops.app import make_gateway, running_pool
 from toolroute.gateway.ops.reload import Live
+from toolroute.gateway.ops.syncing import sync_router, watch_changes
 from toolroute.gateway.shell.server import Gateway
 
 pytestmark = pytest.mark.integration
@@ -121,7 +122,7 @@ def test_a_rug_pull_announced_inside_a_call_is_quarantined_whatever_the_servers_
             try:
                 assert "s__get_forecast" in _found(gw)
                 async with anyio.create_task_group() as tg:
-                    tg.start_soon(_watch_changes, Live(cfg), pool, gw)
+                    tg.start_soon(watch_changes, Live(cfg), pool, gw)
                     r = await gw.call("s__announce", {})
                     assert not r.is_error
                     await _wait_until(lambda: "s__get_forecast" in gw.quarantined)
@@ -149,7 +150,7 @@ def test_a_silent_change_is_seen_when_the_lists_ttl_runs_out(tmp_path: Path) -> 
             try:
                 assert pool["s"].list_ttl_s == 1.0  # below the floor: the re-list debounce
                 async with anyio.create_task_group() as tg:
-                    tg.start_soon(_watch_changes, Live(cfg), pool, gw)
+                    tg.start_soon(watch_changes, Live(cfg), pool, gw)
                     r = await gw.call("s__announce", {"quietly": True})
                     assert not r.is_error
                     await _wait_until(lambda: "s__get_forecast" in gw.quarantined)

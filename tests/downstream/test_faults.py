@@ -32,7 +32,8 @@ from tests.helpers.faults import (
 from toolroute.downstream.servers import DownstreamPool, ListedServer
 from toolroute.downstream.stdio_client import ProcessInfo, bounded_stdio_client
 from toolroute.downstream.sync import list_all
-from toolroute.gateway.ops.app import running_pool, sync_router
+from toolroute.gateway.ops.app import running_pool
+from toolroute.gateway.ops.syncing import sync_router
 from toolroute.gateway.shell.server import Gateway
 
 pytestmark = pytest.mark.integration

@@ -1,5 +1,5 @@
 """The pool's change event (downstream/servers.py) and the change watcher that sleeps on it
-(gateway/ops/app.py ``_watch_changes``) instead of looking at the servers on a timer."""
+(gateway/ops/syncing.py ``watch_changes``) instead of looking at the servers on a timer."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from tests.conftest import HashingEmbedder
 from toolroute.config import GatewayConfig
 from toolroute.downstream.inprocess import MemorySpec, memory_specs
 from toolroute.downstream.servers import Downstream, DownstreamPool
-from toolroute.gateway.ops.app import _watch_changes, make_gateway, running_pool, sync_router
+from toolroute.gateway.ops.app import make_gateway, running_pool
 from toolroute.gateway.ops.reload import Live
+from toolroute.gateway.ops.syncing import sync_router, watch_changes
 
 
 def test_a_server_connecting_joining_or_leaving_wakes_the_pools_change_wait() -> None:
@@ -67,7 +68,7 @@ def test_the_change_watcher_sleeps_on_the_pool_and_writes_a_servers_change(
             pool.wait_change = spy  # type: ignore[method-assign]
             try:
                 async with anyio.create_task_group() as tg:
-                    tg.start_soon(_watch_changes, Live(cfg), pool, gw)
+                    tg.start_soon(watch_changes, Live(cfg), pool, gw)
                     with anyio.fail_after(10):
                         while not waits or servers_in_file() != {"time", "utc"}:
                             await anyio.sleep(0.05)

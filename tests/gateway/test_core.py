@@ -26,11 +26,15 @@ from toolroute.catalog.name import SEPARATOR, qualified_name, split_name
 from toolroute.config import GatewayConfig
 from toolroute.downstream.inprocess import MemorySpec, memory_specs
 from toolroute.errors import ErrorCode, error_payload
+from toolroute.gateway.calls._limits import Limits
 from toolroute.gateway.core import MAX_CAPABILITY_REQUESTS, GatewayCore, route_depth
-from toolroute.gateway.ops.app import make_gateway, running_pool, sync_router
+from toolroute.gateway.ops._metrics import GatewayMetrics
+from toolroute.gateway.ops.app import make_gateway, running_pool
+from toolroute.gateway.ops.syncing import sync_router
 from toolroute.gateway.shell.server import Gateway
 from toolroute.learn.estimate import PRIOR_SUCCESS
 from toolroute.papers.tool_attention.agent_loop import ToolAttention
+from toolroute.policy import Limit, LimitSettings
 from toolroute.present.presenter import PresentConfig
 from toolroute.route.preconditions import Preconditions, SessionState
 from toolroute.router import Router
@@ -171,6 +175,24 @@ def test_find_then_call_runs_an_in_memory_server_and_records_the_outcome(
             assert r.structured_content["error"] == "invalid_arguments"
             assert gw.router.store.outcome_count() == 1  # executed calls, not refused ones
             assert gw.router.stats.tool(("time", "get_current_time")).calls == 1
+
+    anyio.run(main)
+
+
+def test_a_gateway_holds_calls_to_its_limits_and_counts_them_from_construction(
+    tmp_path: Path,
+) -> None:
+    limits = LimitSettings(Limit(calls_per_minute=1, burst=1))
+    cfg = _config(tmp_path, call_gate="off", limits=limits, metrics=True)
+
+    async def main() -> None:
+        async with _gateway(cfg) as gw, Client(gw.server, raise_exceptions=True) as c:
+            assert isinstance(gw.limits, Limits) and isinstance(gw.metrics, GatewayMetrics)
+            with anyio.fail_after(5):
+                assert not (await c.call_tool("call_tool", TOKYO)).is_error
+                r = await c.call_tool("call_tool", TOKYO)
+            assert r.structured_content["error"] == "limit_exceeded"
+            assert b'toolroute_limit_refusals_total{limit="rate"} 1.0' in gw.metrics.exposition()
 
     anyio.run(main)
 
@@ -453,8 +475,8 @@ def test_quarantined_tools_are_refused_before_any_call(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("era", ["2026-07-28", "2025-11-25"])
 def test_list_changed_from_a_server_resyncs_its_tools(tmp_path: Path, era: str) -> None:
-    from toolroute.gateway.ops.app import _watch_changes
     from toolroute.gateway.ops.reload import Live
+    from toolroute.gateway.ops.syncing import watch_changes
 
     servers = {"changing": _changing_server(), "time": create_server("UTC")}
     cfg = GatewayConfig(servers=memory_specs(servers, era), store=tmp_path / "store")
@@ -463,7 +485,7 @@ def test_list_changed_from_a_server_resyncs_its_tools(tmp_path: Path, era: str) 
     async def main() -> None:
         async with _gateway(cfg) as gw, anyio.create_task_group() as tg:
             assert "changing__fresh_tool" not in _names_of(gw.find(query, 3))
-            tg.start_soon(_watch_changes, Live(cfg), gw.pool, gw)
+            tg.start_soon(watch_changes, Live(cfg), gw.pool, gw)
             assert not (await gw.call("changing__add_tool", {})).is_error
             with anyio.fail_after(10):
                 while "changing__fresh_tool" not in _names_of(gw.find(query, 3)):
@@ -596,8 +618,8 @@ def test_a_server_relisted_after_its_calls_is_reviewed_again_only_when_its_listi
     """A server that promised no tools/list_changed is re-listed after its calls; a listing
     the same as the last one is not reviewed again (no store write), a changed one is, and the
     new tool becomes routable."""
-    from toolroute.gateway.ops.app import _watch_changes
     from toolroute.gateway.ops.reload import Live
+    from toolroute.gateway.ops.syncing import watch_changes
     from toolroute.store.base import meta_writes
 
     cfg = GatewayConfig(
@@ -620,7 +642,7 @@ def test_a_server_relisted_after_its_calls_is_reviewed_again_only_when_its_listi
     async def main() -> None:
         async with _gateway(cfg) as gw, anyio.create_task_group() as tg:
             store_dir = gw.router.store.directory
-            tg.start_soon(_watch_changes, live, gw.pool, gw)
+            tg.start_soon(watch_changes, live, gw.pool, gw)
             await relisted(gw, {})  # the watcher's first re-list: reviewed
             writes = meta_writes(store_dir)
             await relisted(gw, {})  # listed as before: not reviewed

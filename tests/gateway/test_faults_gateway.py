@@ -32,8 +32,9 @@ from toolroute.cli import main
 from toolroute.config import load_config
 from toolroute.downstream.servers import DownstreamPool
 from toolroute.embed.base import Matrix
-from toolroute.gateway.ops.app import _watch_changes, make_gateway, running_pool, sync_router
+from toolroute.gateway.ops.app import make_gateway, running_pool
 from toolroute.gateway.ops.reload import Live
+from toolroute.gateway.ops.syncing import sync_router, watch_changes
 from toolroute.gateway.shell.server import Gateway
 
 pytestmark = pytest.mark.integration
@@ -77,7 +78,7 @@ def test_a_rug_pull_is_quarantined_until_approved(
     async def body(gw: Gateway, pool: DownstreamPool) -> None:
         assert "rug__get_forecast" in found_names(gw, query)
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_watch_changes, Live(cfg), pool, gw)
+            tg.start_soon(watch_changes, Live(cfg), pool, gw)
             state.write_text(json.dumps(changed))
             if list_changed:
                 await gw.call("rug__announce", {})
@@ -172,7 +173,7 @@ def test_the_gateway_starts_with_no_server_up_and_picks_them_up(tmp_path: Path) 
             assert router.catalog.tool_count == 0 and result.index.added == 0
             gw = make_gateway(cfg, router, pool)
             async with anyio.create_task_group() as tg:
-                tg.start_soon(_watch_changes, Live(cfg), pool, gw)
+                tg.start_soon(watch_changes, Live(cfg), pool, gw)
                 async with Client(gw.server, raise_exceptions=True) as c:
                     r = await c.call_tool("find_tools", {"query": "current time"})
                     assert not r.is_error and r.structured_content["candidates"] == []

@@ -22,8 +22,9 @@ from mcp import Client
 
 from tests.conftest import TIME_MAIN, HashingEmbedder
 from toolroute.config import GatewayConfig, load_config
-from toolroute.gateway.ops.app import _watch_changes, make_gateway, running_pool, sync_router
+from toolroute.gateway.ops.app import make_gateway, running_pool
 from toolroute.gateway.ops.reload import Live
+from toolroute.gateway.ops.syncing import sync_router, watch_changes
 from toolroute.gateway.shell.server import Gateway
 
 pytestmark = pytest.mark.integration
@@ -159,7 +160,7 @@ def test_an_unwritable_status_file_leaves_the_gateway_serving_and_says_so(
         (store / "status.json").unlink(missing_ok=True)
         (store / "status.json" / "blocked").mkdir(parents=True)  # replace() onto it fails
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_watch_changes, Live(cfg), gw.pool, gw)
+            tg.start_soon(watch_changes, Live(cfg), gw.pool, gw)
             async with Client(gw.server) as c:
                 while "status file" not in gw.faults.now():
                     await anyio.sleep(0.05)

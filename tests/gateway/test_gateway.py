@@ -33,7 +33,8 @@ from tests.conftest import (
 )
 from toolroute.config import load_config
 from toolroute.embed.onnx import OnnxEmbedder
-from toolroute.gateway.ops.app import running_pool, sync_once, sync_router
+from toolroute.gateway.ops.app import running_pool
+from toolroute.gateway.ops.syncing import sync_once, sync_router
 from toolroute.gateway.shell.server import Gateway
 
 pytestmark = pytest.mark.integration

@@ -16,7 +16,8 @@ import anyio
 from tests.conftest import MEMORY_JS, REPO, TIME_MAIN, HashingEmbedder
 from toolroute.config import GatewayConfig, load_config
 from toolroute.downstream.servers import DownstreamPool
-from toolroute.gateway.ops.app import running_pool, sync_router
+from toolroute.gateway.ops.app import running_pool
+from toolroute.gateway.ops.syncing import sync_router
 from toolroute.gateway.shell.server import Gateway
 
 FAULTS = REPO / "tests" / "fixtures" / "faults"

@@ -24,7 +24,9 @@ from mcp.types import Implementation
 from tests.conftest import REPO, TIME_MAIN, TOOLROUTE
 from tests.helpers.net import free_port, stop, wait_for_port
 from toolroute.embed.base import Embedder
-from toolroute.gateway.ops.app import http_app, make_gateway, running_pool, sync_router
+from toolroute.gateway.ops.app import make_gateway, running_pool
+from toolroute.gateway.ops.serving import http_app
+from toolroute.gateway.ops.syncing import sync_router
 
 
 def write_config(directory: Path, store: str, *, changing: bool = False, **settings: Any) -> Path:

@@ -24,7 +24,8 @@ from mcp import Client
 from tests.conftest import REPO, TIME_MAIN
 from toolroute.config import load_config
 from toolroute.embed.onnx import OnnxEmbedder
-from toolroute.gateway.ops.app import running_pool, sync_router
+from toolroute.gateway.ops.app import running_pool
+from toolroute.gateway.ops.syncing import sync_router
 from toolroute.gateway.shell.server import Gateway
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("research_variants")]

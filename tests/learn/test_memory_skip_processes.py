@@ -15,7 +15,8 @@ import pytest
 
 from tests.conftest import TIME_MAIN
 from toolroute.config import load_config
-from toolroute.gateway.ops.app import running_pool, sync_router
+from toolroute.gateway.ops.app import running_pool
+from toolroute.gateway.ops.syncing import sync_router
 from toolroute.gateway.shell.server import Gateway
 
 pytestmark = pytest.mark.integration

@@ -27,7 +27,8 @@ from toolroute.catalog.models import Catalog, Server, Tool
 from toolroute.config import load_config
 from toolroute.embed.onnx import OnnxEmbedder
 from toolroute.gateway.calls.quarantine import Quarantine, approve
-from toolroute.gateway.ops.app import make_gateway, running_pool, store_dir_of, sync_router
+from toolroute.gateway.ops.app import make_gateway, running_pool, store_dir_of
+from toolroute.gateway.ops.syncing import sync_router
 from toolroute.store import open_store
 
 pytestmark = pytest.mark.integration

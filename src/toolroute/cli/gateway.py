@@ -74,7 +74,7 @@ def sync(
     """
     import anyio
 
-    from toolroute.gateway.ops.app import sync_once
+    from toolroute.gateway.ops.syncing import sync_once
 
     cfg = _config(config_path, settings, store)
     with _progress(not as_json) as update:
@@ -150,7 +150,7 @@ def serve(
 
     import anyio
 
-    from toolroute.gateway.ops.app import serve as run_serve
+    from toolroute.gateway.ops.serving import serve as run_serve
 
     if config_file is not None and config_path is not None and config_file != config_path:
         raise click.UsageError(

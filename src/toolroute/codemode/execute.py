@@ -37,7 +37,9 @@ from toolroute.codemode.limits import CodeModeLimits
 from toolroute.codemode.pages import Owner, Pages
 from toolroute.codemode.sandbox import Sandbox, ScriptEnd, limit_message
 from toolroute.codemode.stubs import signature
+from toolroute.downstream.servers import CallContext
 from toolroute.errors import ErrorCode
+from toolroute.gateway.calls.access import ANONYMOUS
 from toolroute.gateway.core import Allowed, CallResult, GatewayCore, error_result, json_result
 from toolroute.route.preconditions import SessionState
 
@@ -122,12 +124,17 @@ class CodeMode:
         allowed: Allowed = None,
         client: str = "",
         connection: object | None = None,
-        identity: str = "",
+        identity: str = ANONYMOUS,
+        *,
+        caller: CallContext | None = None,
     ) -> types.CallToolResult:
         """Run ``args["code"]``, or read page ``args["page"]`` of ``args["handle"]``.
         ``client`` is the bearer token's client ("" without one), ``connection`` the request's
         connection (None for a 2026-07-28 request, which has none), ``identity`` who the
-        request says it is (a token, a header, a client name; "" when it says nothing)."""
+        request says it is (a token, a header, a client name;
+        :data:`~toolroute.gateway.calls.access.ANONYMOUS` when it says nothing). The script's
+        tool calls are the request's own: its state, allow-list, client, ``caller`` and
+        identity (:class:`~toolroute.gateway.calls.pipeline.Call`)."""
         owner = Owner.of(client, connection)
         code, handle = args.get("code"), args.get("handle")
         if handle is not None:
@@ -144,7 +151,16 @@ class CodeMode:
             )
             try:
                 result = await self.core.metrics.observed(
-                    params, self.core.gated_call(name, arguments, state, allowed, client)
+                    params,
+                    self.core.gated_call(
+                        name,
+                        arguments,
+                        state,
+                        allowed,
+                        client,
+                        caller=caller,
+                        identity=identity,
+                    ),
                 )
             except MCPError as e:  # a 2026-07-28 downstream's own error
                 raise RuntimeError(f"{name}: {e.error.message}") from None
@@ -159,7 +175,7 @@ class CodeMode:
 
         # a slot per client: its token, else the name it gives (a claim, which is enough to
         # share slots fairly), else its connection
-        who = owner.key if client or not identity else identity
+        who = owner.key if client or identity == ANONYMOUS else identity
         end = await self.sandbox.run(code, call, who)
         return self._answer(end, owner)
 

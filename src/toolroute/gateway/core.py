@@ -11,15 +11,16 @@ both protocol eras, stdio and HTTP) and the Python
   caller (:class:`toolroute.gateway.calls.access.SessionStates`); the routing is audited as a
   :class:`~toolroute.present.events.RoutingEvent`.
 - :meth:`GatewayCore.gated_call` runs a tool call through the call path,
-  :mod:`toolroute.gateway.calls.pipeline` (allow-list, arguments, call gate, preconditions, learn,
-  limits, quarantine, known tool, schema, forward and record); the core supplies what its
-  steps read (:class:`toolroute.gateway.calls.pipeline.Host`).
+  :mod:`toolroute.gateway.calls.pipeline` (allow-list, arguments, call gate, preconditions,
+  limits, learn, quarantine, known tool, schema, forward and record), the call as data
+  (:class:`~toolroute.gateway.calls.pipeline.Call`); the core supplies what its steps read
+  (:class:`toolroute.gateway.calls.pipeline.Host`: data, and :meth:`GatewayCore.record`).
 - Every refusal is an ``isError`` result whose JSON names one
   :class:`~toolroute.errors.ErrorCode` and says what to do next.
 
-A shell supplies the transport's part through two hooks: :meth:`GatewayCore.caller` (where a
-server's progress, logs and requests during the call go) and :meth:`GatewayCore.bridged` (a
-call that must run through another path, e.g. a 2026-07-28 client calling a 2025 server).
+A shell supplies the transport's part as data: each call's caller (where a server's progress,
+logs and requests during the call go: ``Call.caller``), and at construction a ``bridge`` for
+calls that must run through another path (a 2026-07-28 client calling a 2025 server).
 """
 
 from __future__ import annotations
@@ -33,24 +34,30 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 import anyio
 import mcp.types as types
-from mcp.shared.exceptions import MCPError
 
 from toolroute.catalog.candidate import Candidate
-from toolroute.catalog.name import SEPARATOR, qualified_name, split_name
-from toolroute.downstream.servers import CallContext, DownstreamError, DownstreamPool
-from toolroute.errors import ErrorCode, log_failure
+from toolroute.catalog.name import SEPARATOR, qualified_name
+from toolroute.downstream.servers import CallContext, DownstreamPool
+from toolroute.errors import ErrorCode
 from toolroute.gateway.calls import pipeline
 from toolroute.gateway.calls._checks import MAX_NAME_CHARS
-from toolroute.gateway.calls._limits import NoLimits
-from toolroute.gateway.calls.access import CallGateScope, SessionStates, gate_scope
+from toolroute.gateway.calls._limits import Limits, NoLimits
+from toolroute.gateway.calls.access import (
+    ANONYMOUS,
+    CallGate,
+    CallGateScope,
+    SessionStates,
+    gate_scope,
+)
 from toolroute.gateway.calls.pipeline import Call, json_result, refusal
 from toolroute.gateway.calls.quarantine import Held
 from toolroute.gateway.ops.status import Faults
 from toolroute.learn.memory import shown_keys
+from toolroute.policy import LimitSettings
 from toolroute.present.events import EventSink, RoutingEvent, query_hash
 from toolroute.present.presenter import Presentation, PresentConfig, Presenter
 from toolroute.route.preconditions import Preconditions, SessionState, blocked_by, preconditions_for
@@ -64,6 +71,8 @@ __all__ = [
     "Allowed",
     "CallResult",
     "GatewayCore",
+    "Metrics",
+    "NoMetrics",
     "Shortlist",
     "error_result",
     "json_result",
@@ -96,31 +105,18 @@ def error_result(
     return refusal(code, message, tool=tool, **extra)
 
 
-_HINTS = {
-    "timeout": "the server did not answer in time; try again or pick another tool",
-    "crashed": "the server crashed and is being restarted; try again shortly",
-    "unavailable": "the server is not connected; try another tool from find_tools",
-    "protocol": "the server returned an invalid response",
-    "too_large": "ask for less (a narrower query, a page, a smaller range)",
-    "auth_required": "the server needs the operator to sign in again (the message "
-    "says how); tell the user, or try another tool from find_tools",
-}
-"""What to do next after a downstream failure, by :attr:`DownstreamError.code`."""
-
-_GATE_HINT = {
-    "client": "the call gate admits the tools find_tools returned to the same client. A "
-    "client that opens a new connection per call keeps them when it names itself "
-    '(clientInfo.name, an X-Toolroute-Client header or a token); call_gate = "off" in '
-    "toolroute.toml turns the gate off",
-    "connection": "the call gate admits only the tools find_tools returned on this "
-    'connection (call_gate = "connection"); call_gate = "client" keeps them for every '
-    'connection of the same client, call_gate = "off" turns the gate off',
-    "off": "",
-}
-"""The call gate's refusal hint, by scope."""
-
-
 T = TypeVar("T")
+
+
+class Metrics(Protocol):
+    """What counts the gateway's calls and times its store
+    (:class:`toolroute.gateway.ops._metrics.GatewayMetrics`)."""
+
+    enabled: bool
+
+    async def observed(self, params: types.CallToolRequestParams, call: Awaitable[T]) -> T: ...
+
+    def store(self, operation: str) -> AbstractContextManager[None]: ...
 
 
 class NoMetrics:
@@ -185,7 +181,12 @@ class GatewayCore:
         events: Sequence[EventSink] = (),
         on_outcome: Callable[[Outcome], None] | None = None,
         audit: bool = True,
+        bridge: pipeline.Bridge | None = None,
+        metrics: Metrics | None = None,
+        limits: LimitSettings | None = None,
     ) -> None:
+        """``metrics``: what counts calls and times the store (None: nothing counted);
+        ``limits``: the ``[limits]`` each client's calls are held to (None: none)."""
         self.router = router
         self.pool = pool if pool is not None else DownstreamPool({})
         self.k = k
@@ -208,13 +209,19 @@ class GatewayCore:
         """What the gateway cannot write now (store, events log, status file): in status()."""
         self._on_outcome = on_outcome
         self._route_limiter = anyio.CapacityLimiter(ROUTE_THREADS)
-        self.metrics = NoMetrics()  # /metrics and [limits]: make_gateway sets them (app.py)
-        self.limits = NoLimits()
+        self.metrics: Metrics = metrics if metrics is not None else NoMetrics()
+        self.limits = (
+            Limits(limits, self) if limits is not None and not limits.empty else NoLimits()
+        )
+        self.bridge = bridge
+        """Another way downstream for some calls (the shell's, between protocol eras)."""
         self.sessions = SessionStates(
             self.gate_scope,
             lambda: SessionState(scopes=set(self.scopes), milestones=set(self.milestones)),
             store=lambda: self.router.store,
         )
+        # pass-through lists every tool, so its calls are not gated
+        self.gate = CallGate(self.gate_scope, self.call_gate and expose != "all", self.sessions)
         self._gated_path = pipeline.bind(self, pipeline.STEPS)  # once: steps read self per call
         self._execute_path = pipeline.bind(self, pipeline.EXECUTE)
 
@@ -365,11 +372,9 @@ class GatewayCore:
                 sink.emit(event)
 
     def admits(self, state: SessionState, name: str) -> bool:
-        """The call gate (Tool Attention, Alg. 1 line 8): ``name`` is pinned or was
-        promoted to this caller (or the gate is off)."""
-        gated = self.call_gate and self.expose != "all"  # pass-through lists every tool
-        pinned = name in self.presenter.config.pinned
-        return not gated or pinned or self.sessions.is_promoted(state, name)
+        """Whether the call gate lets ``state``'s caller call ``name`` now
+        (:meth:`~toolroute.gateway.calls.access.CallGate.admits`)."""
+        return self.gate.admits(state, name, self.presenter.config.pinned)
 
     def _named_inventory(
         self, query: str, k: int, state: SessionState | None, may_use: Allowed
@@ -508,40 +513,17 @@ class GatewayCore:
         state: SessionState,
         allowed: Allowed = None,
         client: str = "",
+        *,
+        caller: CallContext | None = None,
+        identity: str = ANONYMOUS,
     ) -> CallResult:
         """One tool call of a client through every step of the call path
-        (:data:`toolroute.gateway.calls.pipeline.STEPS`); ``client`` names whose usage memory a
-        completed call feeds."""
-        return await self._gated_path(Call(name, arguments, state, allowed, client))
-
-    def remember(self, query: str, server: str, tool: str, ok: bool, client: str) -> None:
-        try:  # the usage memory must never break a call
-            self.router.remember_use(query, server, tool, ok, client=client)
-        except Exception:
-            log_failure(log, "cannot remember the use of %s/%s", server, tool)
-
-    def not_promoted(
-        self, name: str, state: SessionState, allowed: Allowed
-    ) -> types.CallToolResult:
-        """The call gate's refusal: what the client did, what to do next, and the setting."""
-        where = self.sessions.describe(state)
-        if state.last_query or state.promoted:
-            told = (
-                f"{name!r} is not among the tools find_tools returned to {where}: call "
-                "find_tools with a need this tool serves, or call one of `available`"
-            )
-        else:
-            told = (
-                f"find_tools has not returned {name!r} to {where} yet: call find_tools with "
-                "what you need, then call_tool with a name it returns"
-            )
-        pinned = set(self.presenter.config.pinned)
-        return error_result(
-            ErrorCode.TOOL_NOT_AVAILABLE,
-            told,
-            available=sorted(n for n in state.promoted | pinned if allowed is None or allowed(n)),
-            call_gate=self.gate_scope,
-            hint=_GATE_HINT[self.gate_scope],
+        (:data:`toolroute.gateway.calls.pipeline.STEPS`), as data
+        (:class:`~toolroute.gateway.calls.pipeline.Call`): ``client`` names whose usage memory
+        a completed call feeds, ``caller`` where the server's messages during it go,
+        ``identity`` whom the limits count it against."""
+        return await self._gated_path(
+            Call(name, arguments, state, allowed, client, caller, identity)
         )
 
     def _names(self) -> list[str]:
@@ -552,36 +534,6 @@ class GatewayCore:
         forward): for a caller already checked, e.g. a test or the Python API."""
         state = self.state()
         return await self._execute_path(Call(name, arguments, state))
-
-    def caller(self) -> CallContext | None:
-        """Where the downstream server's messages about the current call go (the shell's
-        client connection); the core alone has none."""
-        return None
-
-    async def bridged(
-        self, server: str, tool: str, arguments: dict[str, Any], caller: CallContext | None
-    ) -> CallResult | None:
-        """The result of a call the shell runs through another path (None: a direct call)."""
-        return None
-
-    def failed(self, e: DownstreamError, name: str, stateless: bool) -> types.CallToolResult:
-        """A failed downstream call: recorded, and answered with what to do next."""
-        server, tool = e.server, e.tool or split_name(name)[1]
-        if e.error is not None and stateless:
-            # a 2026-07-28 client reads the server's own error (a missing capability, a
-            # tampered requestState) as the server sent it
-            self.record(Outcome(server, tool, success=False, latency_s=0.0))
-            raise MCPError.from_error_data(e.error) from None
-        self.record(
-            Outcome(
-                server,
-                tool,
-                success=False,
-                latency_s=self.call_timeout_s if e.code == "timeout" else 0.0,
-                server_failed=e.code in ("crashed", "timeout", "unavailable"),
-            )
-        )
-        return error_result(ErrorCode(e.code), e.detail, tool=name, hint=_HINTS[e.code])
 
     def record(self, outcome: Outcome) -> None:
         """One executed call into the statistics (EHRR eq. 8)."""

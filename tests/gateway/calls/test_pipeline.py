@@ -4,6 +4,7 @@ bound once, run down and back in that order; a check's refusal ends the path the
 from __future__ import annotations
 
 from collections.abc import Awaitable
+from types import SimpleNamespace
 from typing import Any, cast
 
 import anyio
@@ -58,8 +59,8 @@ def test_the_call_path_lists_its_steps_in_the_documented_order() -> None:
         "arguments",
         "call_gate",
         "preconditions",
-        "learn",
         "limits",
+        "learn",
         "quarantine",
         "known_tool",
         "schema",
@@ -105,3 +106,90 @@ def test_a_path_whose_last_step_hands_the_call_on_fails_loudly() -> None:
     check, _, _ = _recording([])
     with pytest.raises(RuntimeError, match="no step answered"):
         anyio.run(run, cast(Host, None), _call("time__now"), (check,))
+
+
+def test_a_calls_caller_and_identity_reach_the_limits_and_the_server_as_data() -> None:
+    seen: dict[str, Any] = {}
+    caller = SimpleNamespace(stateless=False)
+
+    class Limits:
+        async def call(self, run: Any, name: str, arguments: dict[str, Any], client: str) -> Any:
+            seen["limited as"] = client
+            return await run(name, arguments)
+
+    async def call_tool(tool: str, arguments: Any, timeout: float, caller: Any) -> Any:
+        seen["caller"] = caller
+        return _result("done"), 0.1
+
+    host = SimpleNamespace(
+        limits=Limits(),
+        pool={"time": SimpleNamespace(call_tool=call_tool)},
+        bridge=None,
+        call_timeout_s=5.0,
+        record=lambda outcome: seen.setdefault("recorded", outcome),
+    )
+    call = Call("time__now", {}, SessionState(), caller=caller, identity="token:ci")
+    result = anyio.run(run, cast(Host, host), call, (pipeline.limits, pipeline.forward))
+    assert _text(result) == "done"
+    assert seen["limited as"] == "token:ci" and seen["caller"] is caller
+    assert seen["recorded"].success
+
+
+def test_forward_takes_the_bridge_when_it_answers_and_records_only_a_result() -> None:
+    recorded: list[Any] = []
+    asked = types.InputRequiredResult(input_requests={}, request_state="s")
+
+    class Bridge:
+        async def call(self, server: str, tool: str, *rest: Any) -> Any:
+            if tool == "direct":
+                return None  # not a call it takes: the pool's
+            return (asked, 0.0) if tool == "asks" else (_result("bridged"), 0.2)
+
+    async def call_tool(tool: str, *rest: Any, caller: Any) -> Any:
+        return _result("pool"), 0.1
+
+    host = SimpleNamespace(
+        pool={"s": SimpleNamespace(call_tool=call_tool)},
+        bridge=Bridge(),
+        call_timeout_s=5.0,
+        record=recorded.append,
+    )
+
+    async def main() -> list[Any]:
+        path = bind(cast(Host, host), (pipeline.forward,))
+        return [await path(_call(f"s__{tool}")) for tool in ("bridged", "direct", "asks")]
+
+    bridged, direct, asks = anyio.run(main)
+    assert (_text(bridged), _text(direct), asks) == ("bridged", "pool", asked)
+    assert [(o.tool, o.latency_s) for o in recorded] == [("bridged", 0.2), ("direct", 0.1)]
+
+
+def test_a_call_the_limits_refuse_never_reaches_the_usage_memory() -> None:
+    refusal = types.CallToolResult(content=[], is_error=True)
+
+    class Limits:
+        async def call(self, run: Any, name: str, arguments: Any, client: str) -> Any:
+            return refusal if name == "s__refused" else await run(name, arguments)
+
+    remembered: list[str] = []
+    host = SimpleNamespace(
+        limits=Limits(),
+        presenter=SimpleNamespace(tools_by_name={"s__refused": None, "s__ok": None}),
+        router=SimpleNamespace(
+            remember_use=lambda q, server, tool, ok, **k: remembered.append(tool)
+        ),
+    )
+
+    async def answer(host: Host, call: Call, next: Next) -> CallResult:
+        return _result("done")
+
+    steps = [s for s in pipeline.STEPS if s in (pipeline.limits, pipeline.learn)]
+    path = bind(cast(Host, host), (*steps, answer))
+    state = SessionState(last_query="what time is it")
+
+    async def main() -> None:
+        assert await path(Call("s__refused", {}, state)) is refusal
+        assert _text(await path(Call("s__ok", {}, state))) == "done"
+
+    anyio.run(main)
+    assert remembered == ["ok"]  # a refusal of the client's limit says nothing about the tool

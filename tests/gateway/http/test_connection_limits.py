@@ -22,7 +22,9 @@ from tests.helpers.gateways import write_config
 from tests.helpers.net import free_port
 from toolroute.config import load_config
 from toolroute.gateway.http._connection_limits import HttpLimits
-from toolroute.gateway.ops.app import make_gateway, running_pool, serve_http, sync_router
+from toolroute.gateway.ops.app import make_gateway, running_pool
+from toolroute.gateway.ops.serving import serve_http
+from toolroute.gateway.ops.syncing import sync_router
 
 pytestmark = pytest.mark.integration
 

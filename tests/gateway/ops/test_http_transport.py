@@ -1,6 +1,6 @@
-"""The gateway's HTTP transport options (gateway/ops/app.py) with the real time server behind it:
-SSE replies by default, one JSON body per reply with ``[http] json_response``, and the SDK's
-per-request OpenTelemetry span only when ``otel`` is on."""
+"""The gateway's HTTP transport options (gateway/ops/serving.py) with the real time server
+behind it: SSE replies by default, one JSON body per reply with ``[http] json_response``, and
+the SDK's per-request OpenTelemetry span only when ``otel`` is on."""
 
 from __future__ import annotations
 
@@ -21,10 +21,7 @@ from tests.helpers.gateways import http_gateway
 from tests.helpers.stdio import HELLO
 from toolroute.config import load_config
 from toolroute.embed.onnx import OnnxEmbedder
-from toolroute.gateway.ops.app import (
-    gateway_embedder,
-    make_gateway,
-)
+from toolroute.gateway.ops.app import gateway_embedder, make_gateway
 
 pytestmark = pytest.mark.integration
 

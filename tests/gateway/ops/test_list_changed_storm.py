@@ -17,14 +17,9 @@ from mcp import Client
 
 from tests.conftest import REPO, HashingEmbedder
 from toolroute.config import load_config
-from toolroute.gateway.ops.app import (
-    RELIST_DEBOUNCE_S,
-    _watch_changes,
-    make_gateway,
-    running_pool,
-    sync_router,
-)
+from toolroute.gateway.ops.app import make_gateway, running_pool
 from toolroute.gateway.ops.reload import Live
+from toolroute.gateway.ops.syncing import RELIST_DEBOUNCE_S, sync_router, watch_changes
 
 pytestmark = pytest.mark.integration
 
@@ -61,7 +56,7 @@ def test_a_server_announcing_a_change_on_every_listing_is_relisted_alone_and_deb
             start = anyio.current_time()
             with anyio.fail_after(WINDOW_S + 30):
                 async with anyio.create_task_group() as tg:
-                    tg.start_soon(_watch_changes, Live(cfg, listings=result.listings), pool, gw)
+                    tg.start_soon(watch_changes, Live(cfg, listings=result.listings), pool, gw)
                     await anyio.sleep(WINDOW_S)
                     tg.cancel_scope.cancel()
             elapsed = anyio.current_time() - start

@@ -25,8 +25,8 @@ from tests.helpers.gateways import TOOLROUTE, GatewayProcess
 from tests.helpers.net import post_initialize
 from toolroute.config import load_config
 from toolroute.downstream.servers import DownstreamPool
-from toolroute.gateway.ops.app import live_of
 from toolroute.gateway.ops.reload import apply
+from toolroute.gateway.ops.syncing import live_of
 from toolroute.gateway.shell.server import Gateway
 
 pytestmark = pytest.mark.integration

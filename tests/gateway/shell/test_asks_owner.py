@@ -18,7 +18,8 @@ from mcp.server import Server
 from tests.conftest import HashingEmbedder
 from toolroute.config import GatewayConfig
 from toolroute.downstream.inprocess import memory_specs
-from toolroute.gateway.ops.app import make_gateway, running_pool, sync_router
+from toolroute.gateway.ops.app import make_gateway, running_pool
+from toolroute.gateway.ops.syncing import sync_router
 
 SCHEMA: dict[str, Any] = {"type": "object", "properties": {"name": {"type": "string"}}}
 

@@ -22,7 +22,8 @@ from tests.conftest import REPO, TIME_MAIN, TOOLROUTE, HashingEmbedder
 from tests.helpers.gateways import GatewayProcess
 from toolroute.config import load_config
 from toolroute.embed.onnx import OnnxEmbedder
-from toolroute.gateway.ops.app import make_gateway, running_pool, sync_router
+from toolroute.gateway.ops.app import make_gateway, running_pool
+from toolroute.gateway.ops.syncing import sync_router
 
 pytestmark = pytest.mark.integration
 

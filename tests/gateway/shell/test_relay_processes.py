@@ -27,7 +27,8 @@ from tests.fixtures import conformance_server as fixture
 from tests.helpers.relay import conformance_servers as _conformance
 from tests.helpers.relay import relay_config as _config
 from toolroute.config import load_config
-from toolroute.gateway.ops.app import running_pool, sync_router
+from toolroute.gateway.ops.app import running_pool
+from toolroute.gateway.ops.syncing import sync_router
 from toolroute.gateway.shell._relay import STATUS_URI
 from toolroute.gateway.shell.server import Gateway
 from toolroute.route.preconditions import Preconditions

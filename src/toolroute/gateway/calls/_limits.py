@@ -38,8 +38,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from mcp import types
 
-from toolroute.gateway.calls.access import client_identity
-from toolroute.gateway.shell._relay import current_caller
+from toolroute.gateway.calls.access import ANONYMOUS
 from toolroute.policy import Limit, LimitSettings, TokenBucket, refill, wait_for_token
 
 if TYPE_CHECKING:
@@ -115,23 +114,19 @@ def utc_day(now: float) -> str:
 
 # -- the gateway's limits --------------------------------------------------------------------
 class LimitRefusal(types.CallToolResult):
-    """A call refused by a limit: the client's doing, not the tool's failure (the gateway
-    does not feed it to the usage memory)."""
+    """A call refused by a limit: the client's doing, not the tool's failure (it never
+    reaches the usage memory, whose step comes after the limits')."""
 
 
 class NoLimits:
     """No ``[limits]``: every call runs."""
-
-    @staticmethod
-    def refused(result: object) -> bool:
-        """Whether ``result`` is a limit's refusal (the call was not made)."""
-        return isinstance(result, LimitRefusal)
 
     async def call(
         self,
         run: Callable[[str, dict[str, Any]], Awaitable[T]],
         name: str,
         arguments: dict[str, Any],
+        client: str = ANONYMOUS,
     ) -> T:
         return await run(name, arguments)
 
@@ -160,10 +155,11 @@ class Limits(NoLimits):
         run: Callable[[str, dict[str, Any]], Awaitable[T]],
         name: str,
         arguments: dict[str, Any],
+        client: str = ANONYMOUS,
     ) -> T:
-        """``run(name, arguments)`` if ``name``'s caller is within its limits, else the
-        refusal (an ``isError`` result)."""
-        client = _client_of_request()
+        """``run(name, arguments)`` if ``client`` (who made the call:
+        :func:`~toolroute.gateway.calls.access.client_identity`) is within its limits, else
+        the refusal (an ``isError`` result)."""
         mine = self.settings.for_client(client.partition(":")[2] or client)
         per_tool = self.settings.tools.get(name)
         refused = self._check_concurrency(client, name, mine, per_tool) or self._check_rate(
@@ -283,11 +279,6 @@ class Limits(NoLimits):
         tool = self.gateway.presenter.tools_by_name.get(name)
         price = getattr(tool, "price", None)
         return float(price) if price else 0.0
-
-
-def _client_of_request() -> str:
-    caller = current_caller()
-    return client_identity(caller.ctx) if caller is not None else "anonymous"
 
 
 def _whose(scope: str, name: str) -> str:

@@ -31,7 +31,8 @@ import logging
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from mcp.server import ServerRequestContext
@@ -50,6 +51,7 @@ __all__ = [
     "ANONYMOUS",
     "CLIENT_HEADER",
     "CLIENT_SCOPE_KEY",
+    "CallGate",
     "PROMOTION_TTL_S",
     "CallGateScope",
     "ClientAccess",
@@ -223,3 +225,18 @@ class SessionStates:
         if state is None:
             state = self._by_connection[connection] = self._new()
         return state
+
+
+@dataclass(frozen=True, slots=True)
+class CallGate:
+    """The call gate's data: its scope, whether it applies, and the promotions it checks."""
+
+    scope: CallGateScope
+    applies: bool
+    """On, and the tools not passed through (pass-through lists every tool to every client)."""
+    sessions: SessionStates
+
+    def admits(self, state: SessionState, name: str, pinned: Collection[str]) -> bool:
+        """The call gate (Tool Attention, Alg. 1 line 8): ``name`` is pinned or was promoted
+        to this caller (or the gate does not apply)."""
+        return not self.applies or name in pinned or self.sessions.is_promoted(state, name)

@@ -5,21 +5,27 @@
 step has one job: it answers the call itself (a refusal, an error) or hands it to the next
 step, and may look at the answer on its way back::
 
-    allow-list → arguments → call gate → preconditions → learn → limits
+    allow-list → arguments → call gate → preconditions → limits → (learn)
         → quarantine → known tool → schema → forward (bridge or downstream, record)
+    ← learn (on the way back: the answer of every call the limits let through)
 
 The first six are about the caller (who may call what, and what it learns from); the last four
 (:data:`EXECUTE`) about the call itself, and are also what
 :meth:`~toolroute.gateway.core.GatewayCore.call` runs for a caller that was already checked.
 Request metrics wrap the whole request one level up, in the MCP shell
 (:meth:`toolroute.gateway.ops._metrics.GatewayMetrics.observed`), because they count the meta-tools
-too. A step reads what it needs from the gateway through :class:`Host`, so this module depends
-on no gateway class.
+too.
+
+A call is data (:class:`Call`: the tool, its arguments, the caller's state and allow-list,
+whose usage memory it feeds, where the server's messages go, whom the limits count): no step
+reads a context variable. A step reads the rest from the gateway through :class:`Host` — data
+read at call time, and ``record`` — and each step's rule sits beside it here, so this module
+depends on no gateway class.
 
 A gateway binds the steps to itself once (:func:`bind`): a call then allocates nothing per
 step. A step that only looks at the call on its way down (a check) is a plain function that
 returns the next step's awaitable, or its refusal (:class:`Answer`), without awaiting it, so
-a call in flight holds a frame only for the steps that wait for the answer (learn, limits,
+a call in flight holds a frame only for the steps that wait for the answer (limits, learn,
 schema, forward).
 """
 
@@ -27,19 +33,27 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
-from dataclasses import dataclass, field
+import logging
+from collections.abc import Awaitable, Callable, Collection, Generator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 import mcp.types as types
+from mcp.shared.exceptions import MCPError
 
 from toolroute.catalog.name import split_name
 from toolroute.downstream.servers import CallContext, DownstreamError, DownstreamPool
-from toolroute.errors import ErrorCode, error_payload
+from toolroute.errors import ErrorCode, error_payload, log_failure
 from toolroute.gateway.calls._checks import MAX_NAME_CHARS, check_arguments
 from toolroute.gateway.calls._schema import check_call
+from toolroute.gateway.calls.access import ANONYMOUS, CallGate
 from toolroute.learn.memory import learn_from_call
-from toolroute.route.preconditions import SessionState
+from toolroute.route.preconditions import (
+    Preconditions,
+    SessionState,
+    blocked_by,
+    preconditions_for,
+)
 from toolroute.stats import Outcome
 
 if TYPE_CHECKING:
@@ -51,6 +65,7 @@ __all__ = [
     "EXECUTE",
     "Answer",
     "STEPS",
+    "Bridge",
     "Call",
     "CallResult",
     "Host",
@@ -58,10 +73,14 @@ __all__ = [
     "Step",
     "bind",
     "closest",
+    "failed",
     "json_result",
+    "not_promoted",
     "refusal",
     "run",
 ]
+
+log = logging.getLogger(__name__)
 
 CallResult = types.CallToolResult | types.InputRequiredResult
 Allowed = Callable[[str], bool] | None
@@ -80,6 +99,12 @@ class Call:
     """The caller's allow-list (None: every tool)."""
     client: str = ""
     """Whose usage memory the call feeds (the token's client id; "" without tokens)."""
+    caller: CallContext | None = None
+    """Where the server's progress, logs and requests during the call go (the shell's client
+    request; None: nowhere, e.g. the Python API)."""
+    identity: str = ANONYMOUS
+    """Whom ``[limits]`` count the call against
+    (:func:`~toolroute.gateway.calls.access.client_identity`)."""
     server: str = field(init=False, repr=False, compare=False)
     """The server part of :attr:`name`."""
     tool: str = field(init=False, repr=False, compare=False)
@@ -91,29 +116,59 @@ class Call:
         object.__setattr__(self, "tool", tool)
 
 
+class _Pinned(Protocol):
+    @property
+    def pinned(self) -> Collection[str]: ...
+
+
 class _Tools(Protocol):
     @property
     def tools_by_name(self) -> Mapping[str, Tool]: ...
+    @property
+    def config(self) -> _Pinned: ...
 
 
 class _Limits(Protocol):
-    def refused(self, result: object) -> bool: ...
-
     async def call(
         self,
         run: Callable[[str, dict[str, Any]], Awaitable[CallResult]],
         name: str,
         arguments: dict[str, Any],
+        client: str = ...,
     ) -> CallResult: ...
 
 
+class Bridge(Protocol):
+    """Another way downstream for some calls (the shell's, between protocol eras: a
+    2026-07-28 client calling a 2025 server)."""
+
+    async def call(
+        self,
+        server: str,
+        tool: str,
+        arguments: dict[str, Any],
+        caller: CallContext | None,
+        timeout_s: float,
+    ) -> tuple[CallResult, float] | None:
+        """The answer and its latency as the pool's ``call_tool`` gives them (raising
+        :class:`DownstreamError` the same way); None: not a call this bridge takes."""
+        ...
+
+
 class Host(Protocol):
-    """What the steps read from the gateway (:class:`~toolroute.gateway.core.GatewayCore`)."""
+    """What the steps read from the gateway (:class:`~toolroute.gateway.core.GatewayCore`):
+    data read at call time (a reload swaps some of it), and where an outcome is recorded."""
 
     @property
     def presenter(self) -> _Tools: ...
     @property
     def pool(self) -> DownstreamPool: ...
+    @property
+    def gate(self) -> CallGate: ...
+    @property
+    def tool_gates(self) -> Mapping[str, Preconditions]: ...
+    @property
+    def server_gates(self) -> Mapping[str, Preconditions]: ...
     @property
     def limits(self) -> _Limits: ...
     @property
@@ -122,18 +177,9 @@ class Host(Protocol):
     def router(self) -> Router: ...
     @property
     def call_timeout_s(self) -> float: ...
+    @property
+    def bridge(self) -> Bridge | None: ...
 
-    def admits(self, state: SessionState, name: str) -> bool: ...
-    def not_promoted(
-        self, name: str, state: SessionState, allowed: Allowed
-    ) -> types.CallToolResult: ...
-    def blocked(self, name: str, server: str, state: SessionState) -> str | None: ...
-    def remember(self, query: str, server: str, tool: str, ok: bool, client: str) -> None: ...
-    def caller(self) -> CallContext | None: ...
-    async def bridged(
-        self, server: str, tool: str, arguments: dict[str, Any], caller: CallContext | None
-    ) -> CallResult | None: ...
-    def failed(self, e: DownstreamError, name: str, stateless: bool) -> types.CallToolResult: ...
     def record(self, outcome: Outcome) -> None: ...
 
 
@@ -206,45 +252,91 @@ def arguments(host: Host, call: Call, next: Next) -> Awaitable[CallResult]:
 
 def call_gate(host: Host, call: Call, next: Next) -> Awaitable[CallResult]:
     """Only a tool find_tools returned to this caller (or a pinned one) may be called."""
-    if call.name in host.presenter.tools_by_name and not host.admits(call.state, call.name):
-        return Answer(host.not_promoted(call.name, call.state, call.allowed))
+    presented = host.presenter
+    if call.name in presented.tools_by_name and not host.gate.admits(
+        call.state, call.name, presented.config.pinned
+    ):
+        return Answer(not_promoted(host.gate, call, presented.config.pinned))
     return next(call)
+
+
+_GATE_HINT = {
+    "client": "the call gate admits the tools find_tools returned to the same client. A "
+    "client that opens a new connection per call keeps them when it names itself "
+    '(clientInfo.name, an X-Toolroute-Client header or a token); call_gate = "off" in '
+    "toolroute.toml turns the gate off",
+    "connection": "the call gate admits only the tools find_tools returned on this "
+    'connection (call_gate = "connection"); call_gate = "client" keeps them for every '
+    'connection of the same client, call_gate = "off" turns the gate off',
+    "off": "",
+}
+"""The call gate's refusal hint, by scope."""
+
+
+def not_promoted(gate: CallGate, call: Call, pinned: Collection[str]) -> types.CallToolResult:
+    """The call gate's refusal: what the client did, what to do next, and the setting."""
+    name, state, allowed = call.name, call.state, call.allowed
+    where = gate.sessions.describe(state)
+    if state.last_query or state.promoted:
+        told = (
+            f"{name!r} is not among the tools find_tools returned to {where}: call "
+            "find_tools with a need this tool serves, or call one of `available`"
+        )
+    else:
+        told = (
+            f"find_tools has not returned {name!r} to {where} yet: call find_tools with "
+            "what you need, then call_tool with a name it returns"
+        )
+    return refusal(
+        ErrorCode.TOOL_NOT_AVAILABLE,
+        told,
+        available=sorted(n for n in state.promoted | set(pinned) if allowed is None or allowed(n)),
+        call_gate=gate.scope,
+        hint=_GATE_HINT[gate.scope],
+    )
 
 
 def preconditions(host: Host, call: Call, next: Next) -> Awaitable[CallResult]:
     """A tool's scopes, required earlier calls and milestones hold in the caller's state."""
     if call.name in host.presenter.tools_by_name:
-        reason = host.blocked(call.name, call.server, call.state)
+        needs = preconditions_for(call.name, call.server, host.tool_gates, host.server_gates)
+        reason = blocked_by(needs, call.state)
         if reason:
             return Answer(refusal(ErrorCode.PRECONDITION_FAILED, reason, tool=call.name))
     return next(call)
 
 
+async def limits(host: Host, call: Call, next: Next) -> CallResult:
+    """The client's ``[limits]``: concurrency, rate and USD budget (a refusal is no call)."""
+    return await host.limits.call(
+        lambda name, args: next(replace(call, name=name, arguments=args)),
+        call.name,
+        call.arguments,
+        call.identity,
+    )
+
+
 async def learn(host: Host, call: Call, next: Next) -> CallResult:
     """A completed call of a known tool feeds the caller's state and usage memory: what it
     called after which find_tools request, whether it worked, what it passed over."""
-    result = await next(call)
-    if host.limits.refused(result) or call.name not in host.presenter.tools_by_name:
-        return result  # the client's limit, not the tool's failure; or no such tool
+    result = await next(call)  # after the limits: a refusal of theirs never comes here
+    if call.name not in host.presenter.tools_by_name:
+        return result  # no such tool
     if isinstance(result, types.CallToolResult):
         state = call.state
         if not result.is_error:
             state.succeeded.append(call.name)
         if state.last_query:
             ok = not result.is_error
-            host.remember(state.last_query, call.server, call.tool, ok, call.client)
+            try:  # the usage memory must never break a call
+                host.router.remember_use(
+                    state.last_query, call.server, call.tool, ok, client=call.client
+                )
+            except Exception:
+                log_failure(log, "cannot remember the use of %s/%s", call.server, call.tool)
         promoted = call.name in state.promoted
         learn_from_call(host.router, state, (call.server, call.tool), promoted, call.client)
     return result
-
-
-async def limits(host: Host, call: Call, next: Next) -> CallResult:
-    """The client's ``[limits]``: concurrency, rate and USD budget (a refusal is no call)."""
-    return await host.limits.call(
-        lambda name, args: next(Call(name, args, call.state, call.allowed, call.client)),
-        call.name,
-        call.arguments,
-    )
 
 
 # -- the call's steps --------------------------------------------------------------------------
@@ -291,24 +383,59 @@ async def schema(host: Host, call: Call, next: Next) -> CallResult:
 
 
 async def forward(host: Host, call: Call, next: Next) -> CallResult:
-    """The call downstream with a deadline — or through the shell's bridge — and its
-    outcome recorded before the answer goes out. An input-required answer (the server needs
-    the caller's answers first) goes back as it is and is not an outcome yet."""
-    server, tool = call.server, call.tool
-    caller = host.caller()
-    bridged = await host.bridged(server, tool, call.arguments, caller)
-    if bridged is not None:
-        return bridged
+    """The call downstream with a deadline — or through the host's bridge, when it takes
+    the call — and its outcome recorded before the answer goes out. An input-required answer
+    (the server needs the caller's answers first) goes back as it is and is not an outcome
+    yet."""
+    server, tool, caller = call.server, call.tool, call.caller
+    timeout_s = host.call_timeout_s
     try:
-        result, latency = await host.pool[server].call_tool(
-            tool, call.arguments, host.call_timeout_s, caller=caller
-        )
+        answer = None
+        if host.bridge is not None:
+            answer = await host.bridge.call(server, tool, call.arguments, caller, timeout_s)
+        if answer is None:
+            answer = await host.pool[server].call_tool(
+                tool, call.arguments, timeout_s, caller=caller
+            )
     except DownstreamError as e:
-        return host.failed(e, call.name, caller is not None and caller.stateless)
+        return failed(host, e, call.name, caller is not None and caller.stateless)
+    result, latency = answer
     if isinstance(result, types.InputRequiredResult):
         return result
     host.record(Outcome(server, tool, success=not result.is_error, latency_s=latency))
     return result
+
+
+_HINTS = {
+    "timeout": "the server did not answer in time; try again or pick another tool",
+    "crashed": "the server crashed and is being restarted; try again shortly",
+    "unavailable": "the server is not connected; try another tool from find_tools",
+    "protocol": "the server returned an invalid response",
+    "too_large": "ask for less (a narrower query, a page, a smaller range)",
+    "auth_required": "the server needs the operator to sign in again (the message "
+    "says how); tell the user, or try another tool from find_tools",
+}
+"""What to do next after a downstream failure, by :attr:`DownstreamError.code`."""
+
+
+def failed(host: Host, e: DownstreamError, name: str, stateless: bool) -> types.CallToolResult:
+    """A failed downstream call: recorded, and answered with what to do next."""
+    server, tool = e.server, e.tool or split_name(name)[1]
+    if e.error is not None and stateless:
+        # a 2026-07-28 client reads the server's own error (a missing capability, a
+        # tampered requestState) as the server sent it
+        host.record(Outcome(server, tool, success=False, latency_s=0.0))
+        raise MCPError.from_error_data(e.error) from None
+    host.record(
+        Outcome(
+            server,
+            tool,
+            success=False,
+            latency_s=host.call_timeout_s if e.code == "timeout" else 0.0,
+            server_failed=e.code in ("crashed", "timeout", "unavailable"),
+        )
+    )
+    return refusal(ErrorCode(e.code), e.detail, tool=name, hint=_HINTS[e.code])
 
 
 EXECUTE: tuple[Step, ...] = (quarantine, known_tool, schema, forward)
@@ -318,8 +445,8 @@ STEPS: tuple[Step, ...] = (
     arguments,
     call_gate,
     preconditions,
-    learn,
     limits,
+    learn,
     *EXECUTE,
 )
 """Every step of a tool call, in order."""

@@ -43,7 +43,6 @@ from toolroute.gateway.core import NoMetrics
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
-    from toolroute.config import GatewayConfig
     from toolroute.gateway.shell.server import Gateway
 
 __all__ = [
@@ -268,17 +267,7 @@ class _GatewayState(Collector):
         )
 
 
-# -- wiring (app.py) ---------------------------------------------------------------------------
-def attach_metrics_and_limits(gateway: Gateway, config: GatewayConfig) -> None:
-    """Give ``gateway`` its metrics (``[metrics] enabled``) and limits (``[limits]``)."""
-    from toolroute.gateway.calls._limits import Limits
-
-    if config.metrics:
-        gateway.metrics = GatewayMetrics(gateway)
-    if config.limits is not None and not config.limits.empty:
-        gateway.limits = Limits(config.limits, gateway)
-
-
+# -- serving (serving.py) -------------------------------------------------------------------
 def mount_metrics(app: Starlette, gateway: Gateway) -> None:
     """``GET /metrics`` on the gateway's Starlette ``app`` (when its metrics are on). The
     guard has checked the bearer token; a client with an allow-list is refused (403): the

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 
 
 class Resync(Protocol):
-    """Re-lists and re-indexes the named servers (``gateway.ops.app.resync``)."""
+    """Re-lists and re-indexes the named servers (``gateway.ops.syncing.resync``)."""
 
     async def __call__(
         self,

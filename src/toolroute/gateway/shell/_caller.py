@@ -2,15 +2,14 @@
 progress against the caller's own token, log messages at the levels its session asked for,
 ``sampling/createMessage``, ``elicitation/create`` and ``roots/list`` sent to it and its answer
 returned to the server (:class:`Caller`, the :class:`~toolroute.downstream.servers.CallContext` of a
-relayed call). :class:`~toolroute.gateway.shell._relay.Relay` sets one around each request it
-serves.
+relayed call). :meth:`~toolroute.gateway.shell._relay.Relay.caller` makes one for each request
+it serves, and the request hands it on as data (``Call.caller``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
-from contextvars import ContextVar
 from typing import Any, Protocol, TypeVar
 
 import mcp.types as types
@@ -32,16 +31,9 @@ class Relay(Protocol):
     def ask_slot(self, key: int, what: str) -> AbstractContextManager[bool]: ...
 
 
-__all__ = ["Caller", "caller_var", "connection_key", "current_caller"]
+__all__ = ["Caller", "connection_key"]
 
 T = TypeVar("T", bound=BaseModel)
-
-caller_var: ContextVar[Caller | None] = ContextVar("toolroute_caller", default=None)
-
-
-def current_caller() -> Caller | None:
-    """The client request the current task serves (set around each relayed request)."""
-    return caller_var.get()
 
 
 def connection_key(ctx: Request) -> int:
@@ -62,7 +54,8 @@ class Caller:
         self.relay = relay
         self.ctx = ctx
         self.stateless = is_stateless(ctx)
-        identity = client_identity(ctx)
+        self.identity = identity = client_identity(ctx)
+        """Who sent the request (:func:`~toolroute.gateway.calls.access.client_identity`)."""
         # one token is one client, whatever its sessions; without one, a name or header
         # anyone can claim never joins two connections
         self.owner: object = (

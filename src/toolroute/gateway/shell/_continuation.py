@@ -15,7 +15,8 @@ with the answers. The gateway bridges the two:
    the retry.
 
 A call nobody resumes ends at the gateway's call deadline (the server's request is answered
-with an error) and is forgotten.
+with an error) and is forgotten. :class:`EraBridge` is the call path's way into this (its
+``forward`` step asks it first: :class:`toolroute.gateway.calls.pipeline.Bridge`).
 """
 
 from __future__ import annotations
@@ -33,8 +34,12 @@ import anyio
 import anyio.abc
 import mcp.types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.shared.exceptions import MCPError
 
-__all__ = ["STATE_PREFIX", "Bridge", "Continuations", "Finished", "InvalidState"]
+from toolroute.downstream.servers import CallContext, DownstreamError, DownstreamPool
+from toolroute.gateway.shell._caller import Caller
+
+__all__ = ["STATE_PREFIX", "Bridge", "Continuations", "EraBridge", "Finished", "InvalidState"]
 
 log = logging.getLogger(__name__)
 
@@ -286,3 +291,57 @@ class Continuations:
             input_requests={k: a.request for k, a in call.waiting.items()},
             request_state=self._state(call_id, call.client),
         )
+
+
+class EraBridge:
+    """The call path's bridge (:class:`toolroute.gateway.calls.pipeline.Bridge`): a 2026-07-28
+    client's call of a 2025 server, or the retry of one, run through ``continuations``."""
+
+    def __init__(self, continuations: Continuations, pool: DownstreamPool) -> None:
+        self.continuations = continuations
+        self.pool = pool
+
+    async def call(
+        self,
+        server: str,
+        tool: str,
+        arguments: dict[str, Any],
+        caller: CallContext | None,
+        timeout_s: float,
+    ) -> tuple[Any, float] | None:
+        """The answer (an input-required round, or the result) and its latency, as the pool's
+        ``call_tool`` gives them; None for a call that is not bridged."""
+        if not isinstance(caller, Caller) or not caller.stateless:
+            return None
+        resuming = (caller.request_state or "").startswith(STATE_PREFIX)
+        if not (resuming or self._bridges(server)):
+            return None
+        client = caller.identity
+        try:
+            if resuming:
+                out = await self.continuations.resume(
+                    client, caller.request_state or "", caller.input_responses
+                )
+            else:
+                out = await self.continuations.start(
+                    client,
+                    caller.capabilities,
+                    lambda bridge: self.pool[server].call_tool(
+                        tool, arguments, timeout_s, caller=bridge
+                    ),
+                )
+        except InvalidState as e:
+            raise MCPError(code=types.INVALID_PARAMS, message=str(e)) from None
+        if isinstance(out, types.InputRequiredResult):
+            return out, 0.0  # a round, not an outcome: never recorded
+        if isinstance(out.error, DownstreamError):
+            raise out.error
+        if out.error is not None:
+            raise DownstreamError(server, tool, "timeout", str(out.error))
+        result, latency = out.result
+        return result, latency
+
+    def _bridges(self, server: str) -> bool:
+        """Whether a 2026-07-28 caller's call to ``server`` runs bridged: the server speaks
+        2025-11-25, so it asks for input by request, and the bridge can run."""
+        return self.continuations.running and not self.pool[server].stateless

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import anyio
@@ -44,7 +44,7 @@ from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 from toolroute.catalog.name import namespace_of, qualified_name, server_of, split_name
 from toolroute.downstream.servers import DownstreamPool
 from toolroute.gateway.calls.access import Request
-from toolroute.gateway.shell._caller import Caller, caller_var, connection_key, current_caller
+from toolroute.gateway.shell._caller import Caller, connection_key
 from toolroute.sdk import connection_of
 
 __all__ = [
@@ -52,7 +52,6 @@ __all__ = [
     "STATUS_URI",
     "Caller",
     "Relay",
-    "current_caller",
     "exposed_names",
 ]
 
@@ -174,17 +173,11 @@ class Relay:
         for method, params_type, handler in handlers:
             server.add_request_handler(method, params_type, handler)
 
-    @asynccontextmanager
-    async def serving(self, ctx: Request, params: Any = None) -> AsyncIterator[Caller]:
-        """Within: downstream messages of calls made by this task go back to ``ctx``'s client
+    def caller(self, ctx: Request, params: Any = None) -> Caller:
+        """Where downstream messages of the calls ``ctx`` makes go: back to its client
         (``params``: the request's, for a 2026-07-28 retry's answers and state)."""
         self.seen(ctx)
-        caller = Caller(self, ctx, params)
-        token = caller_var.set(caller)
-        try:
-            yield caller
-        finally:
-            caller_var.reset(token)
+        return Caller(self, ctx, params)
 
     def seen(self, ctx: Request | None) -> None:
         """Remember the client of ``ctx`` (to notify it later) until its connection closes."""
@@ -402,19 +395,19 @@ class Relay:
             return self._read_status(ctx)
         uri = str(params.uri)
         server, uri = await self._check(ctx, await self.resource_owner(uri), _no_resource(uri))
-        async with self.serving(ctx, params) as caller:
+        caller = self.caller(ctx, params)
 
-            async def send(c: Client) -> types.ReadResourceResult | types.InputRequiredResult:
-                if caller.stateless:  # an input-required result goes back as it is
-                    return await c.session.read_resource(
-                        uri,
-                        input_responses=caller.input_responses,
-                        request_state=caller.request_state,
-                        allow_input_required=True,
-                    )
-                return await c.read_resource(uri)  # the SDK answers input-required itself
+        async def send(c: Client) -> types.ReadResourceResult | types.InputRequiredResult:
+            if caller.stateless:  # an input-required result goes back as it is
+                return await c.session.read_resource(
+                    uri,
+                    input_responses=caller.input_responses,
+                    request_state=caller.request_state,
+                    allow_input_required=True,
+                )
+            return await c.read_resource(uri)  # the SDK answers input-required itself
 
-            return await self.pool[server].request(send, caller)
+        return await self.pool[server].request(send, caller)
 
     def _read_status(self, ctx: Request) -> types.ReadResourceResult:
         """The status snapshot, cut to the servers this client may use."""
@@ -472,20 +465,20 @@ class Relay:
         server, name = await self._check(
             ctx, await self.prompt_owner(params.name), _no_prompt(params.name)
         )
-        async with self.serving(ctx, params) as caller:
+        caller = self.caller(ctx, params)
 
-            async def send(c: Client) -> types.GetPromptResult | types.InputRequiredResult:
-                if caller.stateless:  # an input-required result goes back as it is
-                    return await c.session.get_prompt(
-                        name,
-                        params.arguments,
-                        input_responses=caller.input_responses,
-                        request_state=caller.request_state,
-                        allow_input_required=True,
-                    )
-                return await c.get_prompt(name, params.arguments)
+        async def send(c: Client) -> types.GetPromptResult | types.InputRequiredResult:
+            if caller.stateless:  # an input-required result goes back as it is
+                return await c.session.get_prompt(
+                    name,
+                    params.arguments,
+                    input_responses=caller.input_responses,
+                    request_state=caller.request_state,
+                    allow_input_required=True,
+                )
+            return await c.get_prompt(name, params.arguments)
 
-            return await self.pool[server].request(send, caller)
+        return await self.pool[server].request(send, caller)
 
     async def complete(
         self, ctx: Request, params: types.CompleteRequestParams

@@ -46,16 +46,14 @@ from mcp.server.subscriptions import (
 from mcp.shared.exceptions import MCPError
 
 from toolroute.catalog.name import qualified_name, server_of
-from toolroute.downstream.servers import CallContext, DownstreamError, DownstreamPool
+from toolroute.downstream.servers import CallContext, DownstreamPool
 from toolroute.errors import ErrorCode, StoreError
 from toolroute.gateway.calls._checks import check_find_args, coerce_arguments, coerce_k
 from toolroute.gateway.calls.access import (
-    ANONYMOUS,
     CallGateScope,
     ClientAccess,
     Request,
     authenticated_client,
-    client_identity,
     is_stateless,
 )
 from toolroute.gateway.core import (
@@ -63,13 +61,21 @@ from toolroute.gateway.core import (
     Allowed,
     CallResult,
     GatewayCore,
+    Metrics,
     error_result,
     json_result,
 )
 from toolroute.gateway.ops.status import snapshot, store_failed
-from toolroute.gateway.shell._continuation import STATE_PREFIX, Continuations, InvalidState
+from toolroute.gateway.shell._continuation import Continuations, EraBridge
 from toolroute.gateway.shell._passthrough import PassThrough
-from toolroute.gateway.shell._relay import Caller, Relay, current_caller
+from toolroute.gateway.shell._relay import Caller, Relay
+from toolroute.gateway.shell.meta_tools import (
+    CALL_TOOL,
+    FIND_TOOLS,
+    REQUEST_CAPABILITY,
+    SET_MILESTONE,
+)
+from toolroute.policy import LimitSettings
 from toolroute.present.events import EventSink
 from toolroute.present.presenter import Presenter
 from toolroute.route.llm_stages import subtask_text
@@ -91,143 +97,6 @@ __all__ = [
     "Gateway",
 ]
 
-_READ_ONLY = types.ToolAnnotations(
-    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-)
-FOUND_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "candidates": {
-            "type": "array",
-            "description": "The tools found, best first (empty when none fits).",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "name": {"type": "string", "description": "Pass this to call_tool."},
-                    "server": {"type": "string"},
-                    "tool": {"type": "string"},
-                    "description": {"type": "string"},
-                    "input_schema": {"type": "object"},
-                    "score": {"type": "number"},
-                },
-                "required": ["name"],
-            },
-        },
-        "no_tool_fits": {
-            "type": "boolean",
-            "description": "True when no connected tool serves the need: see hint and "
-            "nearest_servers.",
-        },
-        "doubtful_fit": {
-            "type": "boolean",
-            "description": "True when the tools share the need's topic but may not do it: "
-            "read a candidate's description before calling it.",
-        },
-        "hint": {"type": "string", "description": "What to do next."},
-        "suggested_servers": {
-            "type": "array",
-            "description": "Servers of the operator's MCP registry that would serve the need "
-            "(not connected: only the operator can add one).",
-            "items": {"type": "object", "properties": {"name": {"type": "string"}}},
-        },
-        "request_server": {
-            "type": "object",
-            "description": "A request to pass on to the user: which server to add, and how.",
-            "properties": {"message": {"type": "string"}},
-        },
-        "gated_out": {
-            "type": "array",
-            "description": "Tools that match but cannot be called yet, and why.",
-            "items": {
-                "type": "object",
-                "properties": {"name": {"type": "string"}, "reason": {"type": "string"}},
-            },
-        },
-    },
-    "required": ["candidates"],
-}
-"""find_tools' (and request_capability's) structured result."""
-
-FIND_TOOLS = types.Tool(
-    name="find_tools",
-    description=(
-        "Find the tools that can do what you need, among every connected MCP server. Describe "
-        "the need in plain words; you get the best few tools with their input schemas. Then "
-        "run one with call_tool."
-    ),
-    input_schema={
-        "type": "object",
-        "properties": {
-            "query": {"type": "string", "description": "What you need to get done."},
-            "k": {
-                "type": ["integer", "null"],
-                "minimum": 1,
-                "maximum": 50,
-                "description": "How many tools to return (null: 5).",
-            },
-            "server": {
-                "type": ["string", "null"],
-                "description": "A server's name, to list its tools in order (its inventory) "
-                "instead of searching; query may then be empty.",
-            },
-            "cursor": {
-                "type": ["string", "null"],
-                "description": "next_cursor of the previous inventory page.",
-            },
-        },
-        "required": ["query"],
-    },
-    output_schema=FOUND_SCHEMA,
-    annotations=_READ_ONLY,
-)
-CALL_TOOL = types.Tool(
-    name="call_tool",
-    description=(
-        "Run a tool returned by find_tools: pass its `name` exactly and `arguments` matching "
-        "its input_schema ({} when it takes none)."
-    ),
-    input_schema={
-        "type": "object",
-        "properties": {
-            "name": {"type": "string", "description": "The `name` field from find_tools."},
-            "arguments": {"type": "object", "description": "Arguments for the tool."},
-        },
-        "required": ["name"],
-    },
-)
-
-
-SET_MILESTONE = types.Tool(
-    name="set_milestone",
-    description=(
-        "Record that the session reached a milestone (e.g. 'plan_confirmed'); tools gated on "
-        "it become available to find_tools."
-    ),
-    input_schema={
-        "type": "object",
-        "properties": {"name": {"type": "string", "description": "The milestone reached."}},
-        "required": ["name"],
-    },
-)
-
-
-REQUEST_CAPABILITY = types.Tool(
-    name="request_capability",
-    description=(
-        "Say what capability the tools you were given lack (e.g. 'convert the PDF to text'); "
-        "toolroute re-routes with that need and your original request and returns new tools."
-    ),
-    input_schema={
-        "type": "object",
-        "properties": {
-            "need": {"type": "string", "description": "The missing capability."},
-            "k": {"type": ["integer", "null"], "minimum": 1, "maximum": 20},
-        },
-        "required": ["need"],
-    },
-    output_schema=FOUND_SCHEMA,
-    annotations=_READ_ONLY,
-)
 try:
     VERSION = version("toolroute")
 except PackageNotFoundError:  # run from a source tree that was never installed
@@ -243,6 +112,11 @@ class _Request:
     state: SessionState
     allowed: Allowed
     client: str
+    """The token's client id ("" without tokens): whose usage memory its calls feed."""
+    caller: Caller
+    """Where the servers' messages during its calls go: back to this request's client."""
+    identity: str
+    """Whom ``[limits]`` count its calls against (:func:`client_identity`)."""
 
 
 def _invalid(message: str) -> types.CallToolResult:
@@ -271,6 +145,8 @@ class CodeModeHook(Protocol):
         client: str,
         connection: object | None,
         identity: str,
+        *,
+        caller: CallContext | None,
     ) -> types.CallToolResult: ...
 
     def paged(
@@ -356,7 +232,12 @@ class Gateway(GatewayCore):
         events: Sequence[EventSink] = (),
         on_outcome: Callable[[Outcome], None] | None = None,
         request_spans: bool = True,
+        metrics: Callable[[Gateway], Metrics] | None = None,
+        limits: LimitSettings | None = None,
     ) -> None:
+        """``metrics``: makes what counts this gateway's calls (it keeps the gateway, to read
+        at scrape time; None: nothing counted); ``limits``: ``[limits]`` (None: none)."""
+        continuations = Continuations(wait_s=call_timeout_s)
         super().__init__(
             router,
             pool,
@@ -372,7 +253,13 @@ class Gateway(GatewayCore):
             milestones=milestones,
             events=events,
             on_outcome=on_outcome,
+            # 2025 servers' requests during a call, bridged to 2026-07-28 clients (runs while
+            # ``continuations.serving()`` is entered: ``toolroute serve`` enters it)
+            bridge=EraBridge(continuations, pool),
+            metrics=metrics(self) if metrics is not None else None,
+            limits=limits,
         )
+        self.continuations = continuations
         self.clients = dict(clients or {})
         """Authenticated HTTP clients by id, with their allow-lists (:mod:`.access`)."""
         self.bound: dict[str, types.Tool] = {}
@@ -412,11 +299,8 @@ class Gateway(GatewayCore):
             self.server.middleware = [
                 m for m in self.server.middleware if not isinstance(m, OpenTelemetryMiddleware)
             ]
-        self.continuations = Continuations(wait_s=call_timeout_s)
         self.http_guard: HttpGuard | None = None
         """The HTTP front door when served over HTTP: a reload swaps its tokens and lists."""
-        """2025 servers' requests during a call, bridged to 2026-07-28 clients (runs while
-        ``continuations.serving()`` is entered: ``toolroute serve`` enters it)."""
         self.passthrough = PassThrough(pool, lambda: self.quarantined)  # held: not listed
         relisted = self.passthrough.invalidate if expose == "all" else None
         self.relay = Relay(  # resources, prompts, ... and the toolroute://status resource
@@ -496,22 +380,24 @@ class Gateway(GatewayCore):
     async def _call_tool(self, ctx: Request, params: types.CallToolRequestParams) -> CallResult:
         if self.warmup is not None:  # at start: a call of an indexed server's tool goes on
             await self.warmup.wait(self._waits_for(params))
-        # the call's progress, logs and sampling come back to this client; a 2026-07-28
-        # retry's answers and requestState go down with it
-        async with self.relay.serving(ctx, params):
-            try:
-                return await self.metrics.observed(params, self._dispatch(ctx, params))
-            except (sqlite3.Error, StoreError, OSError) as e:  # the gateway's own disk/store
-                return json_result(store_failed(self.faults, e), error=True)
+        try:
+            return await self.metrics.observed(params, self._dispatch(ctx, params))
+        except (sqlite3.Error, StoreError, OSError) as e:  # the gateway's own disk/store
+            return json_result(store_failed(self.faults, e), error=True)
 
     async def _dispatch(self, ctx: Request, params: types.CallToolRequestParams) -> CallResult:
         """A passed-through tool, a meta-tool, or a bound tool, in that order."""
+        # the call's progress, logs and sampling come back to this client; a 2026-07-28
+        # retry's answers and requestState go down with it
+        caller = self.relay.caller(ctx, params)
         request = _Request(
             ctx,
             params.arguments or {},
             self.sessions.for_request(ctx),
             self.allowed_for(ctx),
             authenticated_client(ctx) or "",
+            caller,
+            caller.identity,
         )
         if self.expose == "all":
             name = await self.passthrough.resolve(params.name)
@@ -529,7 +415,15 @@ class Gateway(GatewayCore):
         )
 
     async def _gated(self, r: _Request, name: str, arguments: dict[str, Any]) -> CallResult:
-        return await self.gated_call(name, arguments, r.state, r.allowed, client=r.client)
+        return await self.gated_call(
+            name,
+            arguments,
+            r.state,
+            r.allowed,
+            client=r.client,
+            caller=r.caller,
+            identity=r.identity,
+        )
 
     async def _find_tools(self, r: _Request) -> CallResult:
         problem = check_find_args(r.args)
@@ -592,14 +486,14 @@ class Gateway(GatewayCore):
     async def _execute(self, r: _Request) -> CallResult:
         if self.code_mode is None:  # [toolroute] code_mode is off
             return error_result(ErrorCode.UNKNOWN_TOOL, "execute needs code_mode = true")
-        identity = client_identity(r.ctx)
         return await self.code_mode.execute(
             r.args,
             r.state,
             r.allowed,
             r.client,
             _connection(r.ctx),
-            "" if identity == ANONYMOUS else identity,
+            r.identity,
+            caller=r.caller,
         )
 
     async def _set_milestone(self, r: _Request) -> CallResult:
@@ -680,53 +574,3 @@ class Gateway(GatewayCore):
             return await ListenHandler(_Buses(self.bus, bus))(ctx, params)
         finally:
             self._listeners -= 1
-
-    # -- the transport's part of the call path (GatewayCore's hooks) -------------------------
-
-    def caller(self) -> CallContext | None:
-        """The client connection the current call came on (set by ``relay.serving``)."""
-        return current_caller()
-
-    async def bridged(
-        self, server: str, tool: str, arguments: dict[str, Any], caller: CallContext | None
-    ) -> CallResult | None:
-        """A 2026-07-28 client's call to a 2025 server, or the retry of one
-        (:mod:`.continuation`); None for any other call."""
-        if not isinstance(caller, Caller) or not caller.stateless:
-            return None
-        resuming = (caller.request_state or "").startswith(STATE_PREFIX)
-        if not (resuming or self._bridges(server)):
-            return None
-        client = client_identity(caller.ctx)
-        try:
-            if resuming:
-                out = await self.continuations.resume(
-                    client, caller.request_state or "", caller.input_responses
-                )
-            else:
-                out = await self.continuations.start(
-                    client,
-                    caller.capabilities,
-                    lambda bridge: self.pool[server].call_tool(
-                        tool, arguments, self.call_timeout_s, caller=bridge
-                    ),
-                )
-        except InvalidState as e:
-            raise MCPError(code=types.INVALID_PARAMS, message=str(e)) from None
-        if isinstance(out, types.InputRequiredResult):
-            return out
-        name = qualified_name(server, tool)
-        if isinstance(out.error, DownstreamError):
-            return self.failed(out.error, name, stateless=True)
-        if out.error is not None:
-            return self.failed(
-                DownstreamError(server, tool, "timeout", str(out.error)), name, stateless=True
-            )
-        result, latency = out.result
-        self.record(Outcome(server, tool, success=not result.is_error, latency_s=latency))
-        return result  # type: ignore[no-any-return]
-
-    def _bridges(self, server: str) -> bool:
-        """Whether a 2026-07-28 caller's call to ``server`` runs bridged: the server speaks
-        2025-11-25, so it asks for input by request, and the bridge can run."""
-        return self.continuations.running and not self.pool[server].stateless
