@@ -159,10 +159,11 @@ class Router:
                 index = build_index(self._catalog, cached, self.documents, self.questions, progress)
                 save_snapshot(index, directory, key, DERIVATIONS)
             sync = self.store.sync_catalog(self._catalog, digest=digest)
+            if self.params.abstain != "off":
+                # the abstention check's vectors of the tool names' verbs, through the cache
+                # and under the same lock: a replica that waited reads them, never embeds them
+                name_verbs(index, cached.embed)
         self._index = index
-        if self.params.abstain != "off":
-            # the abstention check's vectors of the tool names' verbs, through the cache
-            name_verbs(index, cached.embed)
         self.store.set_meta(
             {
                 "embedder": self.embedder.model_id,
