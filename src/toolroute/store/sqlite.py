@@ -39,7 +39,9 @@ class SqliteStore(Store):
             db = self.directory / DB_NAME
             if not db.exists():  # 0600: SQLite gives its -wal and -shm files the same mode
                 os.close(os.open(db, os.O_WRONLY | os.O_CREAT, 0o600))
-            self._db = sqlite3.connect(db, isolation_level=None)
+            # a gateway builds a new router's index in a worker thread and then serves it
+            # on the event loop: one thread at a time, never both at once
+            self._db = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA busy_timeout=10000")

@@ -421,8 +421,13 @@ async def resync(
         routes = bool(catalog.tool_count) and config.expose != "all"
         if routes and not after <= before:
             await _embed_new(config, router, catalog, progress)
-        # nothing to route (pass-through) or no tools: the catalog alone, no model
-        report = router.index() if routes else index_for(config, router, catalog)
+        # nothing to route (pass-through) or no tools: the catalog alone, no model; the
+        # build (BM25, the matrix, the snapshot: seconds at 20,000 tools) runs in a worker
+        # thread, so the gateway goes on answering from the router it has until the swap
+        if routes:
+            report = await anyio.to_thread.run_sync(router.index)
+        else:
+            report = index_for(config, router, catalog)
     except BaseException:
         router.close()
         raise
