@@ -100,6 +100,26 @@ if want retrieval; then
             --out "$R/recall_suite_s4.md" --json "$R/recall_suite_s4.json"
     fi
     run $PY -m benchmarks.models cost --queries 150 --out "$R/models_cost.md"
+    # Issue 45: the training data, the adapter on today's model, the fit head and their
+    # comparisons (docs/training-data.md); SOURCES holds bare snapshots of the repositories
+    # that page lists (owner+name/repo)
+    if full; then
+        SRC="${SOURCES:-.toolroute/sources}" AD=.toolroute/adapter-onnx FIT=.toolroute/fit.npz
+        run $PY -m benchmarks.train_data --sources "$SRC" --table --table-out "$R/train_data.md"
+        run $PY -m benchmarks.train_adapter --rows 6000 --l2 0.1 --epochs 10 \
+            --out "$AD" --log "$R/train_adapter.jsonl"
+        run $PY -m benchmarks.train_fit --model "$AD"
+        for group in union,livemcpbench:union_live mcpbench,metatool,tool_attention:rest \
+            sealtools:sealtools; do
+            run $PY -m benchmarks.embedder_compare --model "$AD" --sets "${group%%:*}" \
+                --steps 100 --exact 100 --out "$R/embedder_compare_${group#*:}.md" \
+                --json "$R/embedder_compare_${group#*:}.json"
+        done
+        for box in sgd clinc; do
+            run $PY -m benchmarks.small_toolbox run --sets $box --model "$AD" --fit "$FIT" \
+                --out "$R/small_toolbox_$box.md"
+        done
+    fi
     # registry servers suggested where no tool fits (docs/registry.md)
     run $PY -m benchmarks.registry_suggest --out "$R/registry_suggest.md"
     # Issue 38: the abstention model held out per set (and the shipped one, fitted on every

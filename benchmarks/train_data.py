@@ -298,6 +298,7 @@ def main() -> None:
     ap.add_argument("--sources", type=Path, required=True)
     ap.add_argument("--out", type=Path, default=Path(".toolroute/train-data"))
     ap.add_argument("--table", action="store_true", help="print the sources table (markdown)")
+    ap.add_argument("--table-out", type=Path, default=None, help="also write the table here")
     args = ap.parse_args()
     b = build(args.sources)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -310,6 +311,12 @@ def main() -> None:
                 f.write(json.dumps(r) + "\n")
     (args.out / "commits.json").write_text(json.dumps(b.commits, indent=1))
     print(table(b) if args.table else json.dumps({s: len(r) for s, r in b.rows.items()}))
+    if args.table_out is not None:
+        head = "# Training data sources\n\n`python -m benchmarks.train_data --sources DIR --table`"
+        args.table_out.write_text(
+            f"{head} (DIR: bare snapshots of the repositories below):\n\n" + table(b),
+            encoding="utf-8",
+        )
 
 
 if __name__ == "__main__":

@@ -419,14 +419,15 @@ async def resync(
         # only new or changed tools have texts to embed; without them (tools removed or
         # held) nothing awaits between the quarantine above and the swap below
         routes = bool(catalog.tool_count) and config.expose != "all"
-        if routes and not after <= before:
+        grown = routes and not after <= before
+        if grown:
             await _embed_new(config, router, catalog, progress)
-        # nothing to route (pass-through) or no tools: the catalog alone, no model; the
-        # build (BM25, the matrix, the snapshot: seconds at 20,000 tools) runs in a worker
-        # thread, so the gateway goes on answering from the router it has until the swap
-        if routes:
+            # the build (BM25, the matrix, the snapshot: seconds at 20,000 tools) in a
+            # worker thread too: the gateway answers from the router it has until the swap
             report = await anyio.to_thread.run_sync(router.index)
-        else:
+        elif routes:
+            report = router.index()
+        else:  # nothing to route (pass-through) or no tools: the catalog alone, no model
             report = index_for(config, router, catalog)
     except BaseException:
         router.close()
