@@ -267,6 +267,9 @@ if want faults; then
     if full; then T=20000; else T=2000; fi
     run $PY -m benchmarks.startup --tools $T --timeout 180 --connect-timeout 120 \
         --out "$R/startup.md"
+    # another client's call_tool latency while that server indexes (issue 44)
+    run $PY -m benchmarks.startup_latency --tools $T --timeout 400 --after-calls 300 \
+        --out "$R/startup_latency.md"
 fi
 
 if want load; then
