@@ -34,6 +34,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from benchmarks.train_data import sgd_intent_turns
+
 REPO = Path(__file__).resolve().parents[1]
 HERE = REPO / "benchmarks" / "small_toolbox"
 SIZES = (1, 2, 3, 5, 8, 12, 20)
@@ -94,16 +96,8 @@ def _sgd_tools(root: Path) -> tuple[list[dict], dict[str, list[str]]]:
             dialogues = json.loads(_git(root, folder, path))
         except (subprocess.CalledProcessError, json.JSONDecodeError):
             continue
-        for d in dialogues:
-            active: dict[str, str] = {}
-            for turn in d["turns"]:
-                if turn["speaker"] != "USER":
-                    continue
-                for fr in turn["frames"]:
-                    intent = fr["state"]["active_intent"]
-                    if intent != "NONE" and active.get(fr["service"]) != intent:
-                        turns[f"{fr['service']}/{intent}"].append(turn["utterance"])
-                    active[fr["service"]] = intent
+        for service, intent, utterance in sgd_intent_turns(dialogues):
+            turns[f"{service}/{intent}"].append(utterance)
     return servers, turns
 
 
@@ -198,7 +192,7 @@ def _rows(
     return rows
 
 
-def build(root: Path, per_kind: int = 200, seed: int = 7) -> None:
+def build(root: Path, per_kind: int = 150, seed: int = 7) -> None:
     rng = random.Random(seed)
     clinc_servers, clinc_turns, oos = _clinc_tools(root)
     sgd_servers, sgd_turns = _sgd_tools(root)
@@ -321,7 +315,7 @@ def main() -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("build")
     b.add_argument("--sources", type=Path, required=True)
-    b.add_argument("--per-kind", type=int, default=200)
+    b.add_argument("--per-kind", type=int, default=150)
     r = sub.add_parser("run")
     r.add_argument("--sets", default="clinc,sgd")
     r.add_argument("--model", type=Path, default=None)

@@ -33,10 +33,12 @@ import random
 import re
 import subprocess
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-__all__ = ["SOURCES", "Build", "build"]
+__all__ = ["SOURCES", "Build", "build", "sgd_intent_turns"]
 
 # (snapshot folder, licence, what is read)
 SOURCES: dict[str, tuple[str, str, str]] = {
@@ -154,16 +156,8 @@ def _sgd(b: Build, repo: _Repo, rng: random.Random) -> None:
                 dialogues = json.loads(repo.read(path))
             except (subprocess.CalledProcessError, json.JSONDecodeError):
                 continue  # files of 4 MiB or more are not in the snapshot
-            for d in dialogues:
-                active: dict[str, str] = {}
-                for turn in d["turns"]:
-                    if turn["speaker"] != "USER":
-                        continue
-                    for fr in turn["frames"]:
-                        intent = fr["state"]["active_intent"]
-                        if intent != "NONE" and active.get(fr["service"]) != intent:
-                            pairs[f"sgd/{fr['service']}/{intent}"].append(turn["utterance"])
-                        active[fr["service"]] = intent
+            for service, intent, utterance in sgd_intent_turns(dialogues):
+                pairs[f"sgd/{service}/{intent}"].append(utterance)
         cap = PER_TOOL["sgd"] if target == "train" else DEV_PER_TOOL
         for tid, qs in sorted(pairs.items()):
             rng.shuffle(qs)
@@ -291,6 +285,21 @@ def table(b: Build) -> str:
         f"{total.get('oos_dev', 0)} | |"
     )
     return "\n".join(lines) + "\n"
+
+
+def sgd_intent_turns(dialogues: list[dict[str, Any]]) -> Iterator[tuple[str, str, str]]:
+    """(service, intent, utterance) of each SGD user turn that opens a new active intent of
+    its service: the request that asks for the intent, not the slot-filling turns after it."""
+    for d in dialogues:
+        active: dict[str, str] = {}
+        for turn in d["turns"]:
+            if turn["speaker"] != "USER":
+                continue
+            for fr in turn["frames"]:
+                intent = fr["state"]["active_intent"]
+                if intent != "NONE" and active.get(fr["service"]) != intent:
+                    yield fr["service"], intent, turn["utterance"]
+                active[fr["service"]] = intent
 
 
 def main() -> None:
