@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import anyio
+from tests.helpers.net import stop
 
 REPO = Path(__file__).resolve().parents[1]
 TOOLROUTE = Path(sys.executable).with_name("toolroute")
@@ -122,12 +123,7 @@ async def _measure(
                 while proc.poll() is None and any(_mark(directory, n) is None for n in names):
                     await anyio.sleep(0.05)
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=20)
+            stop(proc)
         got.update((n, at) for n in ("time", "many") if (at := _mark(directory, n)) is not None)
     out["from_spawn"] = {k: round(v - start, 2) for k, v in got.items()}
     listed = got.get("time")

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from tests.helpers.net import stop
 
 from benchmarks.startup import REPO, TIME_TOOL, TOOLROUTE, _config, _port
 
@@ -91,12 +92,7 @@ async def _measure(src: Path, tools: int, timeout_s: float, after_calls: int) ->
                         await anyio.sleep(0.05)
             out["timed_out"] = scope.cancelled_caught
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=20)
+            stop(proc)
     for name, sample in (("during", during), ("after", after)):
         if sample:
             out[name] = {
