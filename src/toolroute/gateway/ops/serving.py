@@ -57,7 +57,7 @@ async def serve(
         empty = build_router(config, Catalog(servers=()), gateway_embedder(config, transport))
         gateway = make_gateway(config, empty, pool)
         # what a call at start waits for: its server, or the quick ones, indexed (bounded)
-        warmup = Warmup(config.connect_timeout_s, pool.servers)
+        warmup = Warmup(config.settings.connect_timeout_s, pool.servers)
         gateway.warmup = warmup
         # `toolroute status` shows this gateway from its first second, not a previous one
         write_status(gateway.router.store.directory, gateway.status(), gateway.faults)
@@ -66,7 +66,7 @@ async def serve(
             async with gateway.continuations.serving(), anyio.create_task_group() as tg:
                 watch = StoreWatch(lambda: gateway.router.store)  # approvals, other replicas
                 fresh = config.servers and not empty.store.tool_hashes()
-                if fresh and config.expose != "all":
+                if fresh and config.settings.expose != "all":
                     tg.start_soon(_load_model, empty)  # a fresh store: every tool is embedded
                 tg.start_soon(_index_then_watch, live, pool, gateway, watch, warmup)
                 tg.start_soon(follow_store, gateway, watch)  # replicas of a shared store
@@ -77,7 +77,7 @@ async def serve(
 
                     # after EOF, requests under way may finish: a downstream call ends by
                     # call_timeout_s, the margin is for the gateway's own work around it
-                    await serve_stdio(gateway.server, drain_s=config.call_timeout_s + 10)
+                    await serve_stdio(gateway.server, drain_s=config.settings.call_timeout_s + 10)
                 else:
                     await serve_http(config, gateway, host, port)
                 tg.cancel_scope.cancel()
