@@ -5,7 +5,8 @@ The settings travel as one object: the config holds it (``GatewayConfig.settings
 ``make_gateway`` hands it on, the gateway's two constructors take it whole and a reload applies
 a new one in one step (``GatewayCore.apply``). A layer that declares a setting's name again (a
 field of the config, a parameter of a constructor) fails here; the layers' own names that are
-no setting (``servers``, ``router``, ``clients``, …) are not counted."""
+no setting (``servers``, ``router``, ``clients``, …) are not counted. The library's defaults
+(the Router's, its route parameters', the presenter's) are the settings' own objects."""
 
 from __future__ import annotations
 
@@ -22,6 +23,11 @@ from toolroute.downstream.servers import DownstreamPool
 from toolroute.gateway.core import GatewayCore
 from toolroute.gateway.ops.app import build_router, make_gateway
 from toolroute.gateway.shell.server import Gateway
+from toolroute.papers.tool_attention.agent_loop import ToolAttention
+from toolroute.present.presenter import PresentConfig
+from toolroute.route.adaptive import AdaptiveParams
+from toolroute.route.stage import RouteParams
+from toolroute.router import Router
 from toolroute.settings import DEFAULTS, ToolrouteSettings
 
 SETTINGS = frozenset(ToolrouteSettings.model_fields)
@@ -76,3 +82,16 @@ def test_the_settings_object_cannot_be_changed_in_place() -> None:
 def test_call_gate_true_and_false_are_the_scopes_they_mean() -> None:
     assert ToolrouteSettings(call_gate=True) == ToolrouteSettings(call_gate="client")
     assert ToolrouteSettings(call_gate=False).call_gate == "off"
+
+
+def test_the_librarys_defaults_are_the_settings_defaults() -> None:
+    for method in (Router.route, Router.explain):
+        parameters = inspect.signature(method).parameters
+        assert parameters["k"].default == DEFAULTS.k, method
+        assert parameters["strategy"].default == DEFAULTS.strategy, method
+    assert inspect.signature(Router.scores).parameters["strategy"].default == DEFAULTS.strategy
+    assert RouteParams().abstain == DEFAULTS.abstain
+    assert AdaptiveParams().value_usd == DEFAULTS.value_usd
+    assert PresentConfig().top_k == DEFAULTS.k
+    strategy = inspect.signature(ToolAttention.__init__).parameters["strategy"]
+    assert strategy.default == DEFAULTS.strategy
