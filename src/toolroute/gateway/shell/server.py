@@ -33,7 +33,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import mcp.types as types
 from mcp.server import NotificationOptions, Server
@@ -83,9 +83,6 @@ from toolroute.router import Router
 from toolroute.sdk import OpenTelemetryMiddleware, connection_of
 from toolroute.settings import DEFAULTS, ToolrouteSettings
 from toolroute.stats import Outcome
-
-if TYPE_CHECKING:
-    from toolroute.gateway.http._auth import HttpGuard
 
 __all__ = [
     "CALL_TOOL",
@@ -162,6 +159,18 @@ class SuggestHook(Protocol):
     the servers that would serve a need no connected tool serves (``[registry]``)."""
 
     async def answer(self, query: str) -> dict[str, Any]: ...
+
+
+class TokenGuard(Protocol):
+    """What a reload swaps in the HTTP front door (:class:`toolroute.gateway.http.auth.HttpGuard`):
+    the clients' tokens and allow-lists, and the Host and Origin lists."""
+
+    def reconfigure(
+        self,
+        clients: Sequence[ClientAccess],
+        allowed_hosts: Sequence[str],
+        allowed_origins: Sequence[str],
+    ) -> None: ...
 
 
 class Warmup(Protocol):
@@ -287,7 +296,7 @@ class Gateway(GatewayCore):
             self.server.middleware = [
                 m for m in self.server.middleware if not isinstance(m, OpenTelemetryMiddleware)
             ]
-        self.http_guard: HttpGuard | None = None
+        self.http_guard: TokenGuard | None = None
         """The HTTP front door when served over HTTP: a reload swaps its tokens and lists."""
         self.passthrough = PassThrough(pool, lambda: self.quarantined)  # held: not listed
         relisted = self.passthrough.invalidate if settings.expose == "all" else None
