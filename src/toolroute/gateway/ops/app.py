@@ -157,7 +157,6 @@ def make_gateway(config: GatewayConfig, router: Router, pool: DownstreamPool) ->
             *([EventLog(Path(s.events_log).expanduser())] if s.events_log else []),
             *([OtelExporter()] if s.otel else []),
         ],
-        request_spans=s.otel,
         metrics=GatewayMetrics if config.metrics else None,  # gateway/ops/_metrics.py
         limits=config.limits,  # gateway/calls/_limits.py
     )

@@ -9,8 +9,9 @@ nothing else is touched:
   configuration"); a server whose entry changed is restarted: new calls go to the new process,
   the old one's calls in flight have ``call_timeout_s`` to finish;
 - a server whose curation or ``[tools]``/``[servers]`` metadata changed is re-listed;
-- tokens and allow-lists (``[auth]``), Host/Origin lists, pins, gates, ``k`` and
-  ``threshold`` are swapped in place;
+- tokens and allow-lists (``[auth]``), Host/Origin lists and gates are swapped in place, and
+  the new ``[toolroute]`` settings object is applied in one step (``GatewayCore.apply``: pins,
+  ``k``, ``threshold``, "no tool fits", the call timeout);
 - only the servers above are listed again, and only their changed tools re-embedded.
 
 Each change is one log line (``added X``, ``removed Y``, ``restarted Z``, ``tokens

@@ -233,7 +233,6 @@ class Gateway(GatewayCore):
         server_gates: Mapping[str, Preconditions] | None = None,
         events: Sequence[EventSink] = (),
         on_outcome: Callable[[Outcome], None] | None = None,
-        request_spans: bool = True,
         metrics: Callable[[Gateway], Metrics] | None = None,
         limits: LimitSettings | None = None,
     ) -> None:
@@ -292,7 +291,7 @@ class Gateway(GatewayCore):
             on_call_tool=self._call_tool,
             on_subscriptions_listen=self._listen,
         )
-        if not request_spans:  # the SDK's per-request OpenTelemetry span, off unless `otel`
+        if not settings.otel:  # the SDK's per-request OpenTelemetry span, off unless `otel`
             self.server.middleware = [
                 m for m in self.server.middleware if not isinstance(m, OpenTelemetryMiddleware)
             ]
