@@ -487,7 +487,7 @@ def table(b: Build) -> str:
         tools_gone = sum(n for why, n in gone.items() if why != "request")
         snap = f"{src.folder.replace('+', '/')} @{b.commits[name][:7]}"
         if src.pinned:
-            snap += f" (read @{b.commits[name + '@pinned'][:7]})"
+            snap += f" (pinned @{b.commits[name + '@pinned'][:7]})"
         lines.append(
             f"| {name} | {snap} | {src.licence} | {n_tools} "
             f"| {cnt.get('train', 0)} | {cnt.get('dev', 0)} "
