@@ -436,7 +436,8 @@ def build(
     pins: dict[str, str] | None = None,
 ) -> Build:
     """The data of the ``only`` sources. The intent sources share one random stream (their
-    rows are those of the first build, byte for byte); each tool-style source has its own,
+    rows are those of the first build, byte for byte, less what the evaluation check takes
+    out after the draws); each tool-style source has its own,
     so that selecting sources changes no other tool-style source's rows. ``evals`` takes out
     what the evaluation sets hold; ``pins`` overrides the pinned commits (tests' fixture
     snapshots)."""
@@ -457,7 +458,7 @@ def build(
         own = random.Random(f"{seed}:{name}")
         part = Build()
         repo = _Repo(sources, SOURCES[name].folder)
-        pin = (pins or {}).get(name, SOURCES[name].pinned)
+        pin = (pins or {}).get(name, SOURCES[name].pinned) or "HEAD"
         b.commits[name] = repo.commit()
         b.commits[f"{name}@pinned"] = repo.commit(pin)
         fn(part, repo, own, pin)
