@@ -189,7 +189,7 @@ async def index_at_start(
             ready(name)
 
     async def slow_after_connect(name: str) -> None:
-        with anyio.move_on_after(config.connect_timeout_s):
+        with anyio.move_on_after(config.settings.connect_timeout_s):
             with contextlib.suppress(Exception):  # its error is the listing's to report
                 await pool[name].client()
             await anyio.sleep(SLOW_LISTING_S)
@@ -201,7 +201,9 @@ async def index_at_start(
     async def one(name: str) -> None:
         async with anyio.create_task_group() as watch:
             watch.start_soon(slow_after_connect, name)
-            listings.last.update(await list_all(pool, config.connect_timeout_s, [name], paged))
+            listings.last.update(
+                await list_all(pool, config.settings.connect_timeout_s, [name], paged)
+            )
             listed.add(name)
             watch.cancel_scope.cancel()
         if name in pool.servers:

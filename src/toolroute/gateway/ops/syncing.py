@@ -118,9 +118,9 @@ async def review(
     imitates lists. The review itself (hashes, pins, poisoned descriptions: seconds for
     tens of thousands of tools) runs in a worker thread, so the gateway answers meanwhile."""
     if listings is None:
-        listing = await list_all(pool, config.connect_timeout_s)
+        listing = await list_all(pool, config.settings.connect_timeout_s)
     else:
-        listing = await listings.refresh(pool, config.connect_timeout_s, only, among)
+        listing = await listings.refresh(pool, config.settings.connect_timeout_s, only, among)
     others: list[Tool] = []
     waiting: list[str] = []
     # only a name not plain (not its own skeleton) is ever flagged a look-alike
@@ -183,7 +183,7 @@ def _review(
             if isinstance(x, ListedServer)
         }
         original, _ = catalog_from_listing(config, listed, None)
-        _, held, _ = Quarantine(store, config.approved).review(original, others, waiting)
+        _, held, _ = Quarantine(store, config.settings.approved).review(original, others, waiting)
     return catalog, statuses, held
 
 
@@ -243,7 +243,7 @@ def index_for(
     """Index ``catalog`` for routing; a gateway that does not route (pass-through,
     ``expose = "all"``) and a catalog with no tools only store the catalog, so no embedding
     model is loaded (a stray ``find_tools`` would index on its first query)."""
-    if catalog.tool_count and config.expose != "all":
+    if catalog.tool_count and config.settings.expose != "all":
         return router.index(progress)
     sync = router.store.sync_catalog(catalog)
     return IndexReport(sync.added, sync.updated, sync.removed, sync.unchanged, 0)
@@ -291,7 +291,7 @@ async def watch_changes(
     connects = {d.name: d.connects for d in pool.servers.values()} | dict(connects or {})
     listed_at: dict[str, float] = {}
     rev = revision(gateway.router.store)
-    next_relist = anyio.current_time() + config.relist_interval_s
+    next_relist = anyio.current_time() + config.settings.relist_interval_s
     written: dict[str, Any] | None = None
     reviewed: GatewayConfig | None = None  # the config of this loop's last review
     watch.on_notify = pool.note_change
@@ -337,12 +337,14 @@ async def watch_changes(
             listed_at[d.name] = now
         rev = new_rev
         if due:
-            next_relist = now + config.relist_interval_s
+            next_relist = now + config.settings.relist_interval_s
         only = None if due else {d.name for d in changed}
         try:
             async with live.lock:
                 if maybe and only:
-                    if await _lists_as_before(pool, listings, only, config.connect_timeout_s):
+                    if await _lists_as_before(
+                        pool, listings, only, config.settings.connect_timeout_s
+                    ):
                         continue
                     only = set()  # listed just now: the review reuses that listing
                 await resync(config, pool, gateway, listings, only)
@@ -407,7 +409,7 @@ async def resync(
     embedding holds back no other's swap), in slices of :data:`SLICE_TOOLS` tools, awaiting
     ``between()`` before each (start-up lets a small server's step go first there)."""
     if embed_only:
-        if listings is not None and config.expose != "all":
+        if listings is not None and config.settings.expose != "all":
             listed = {n: x for n, x in listings.last.items() if among is None or n in among}
             whole, _ = await anyio.to_thread.run_sync(catalog_from_listing, config, listed, None)
             done, total = 0, whole.tool_count
@@ -433,7 +435,7 @@ async def resync(
     try:
         # only new or changed tools have texts to embed; without them (tools removed or
         # held) nothing awaits between the quarantine above and the swap below
-        routes = bool(catalog.tool_count) and config.expose != "all"
+        routes = bool(catalog.tool_count) and config.settings.expose != "all"
         grown = routes and not after <= before
         if grown:
             await _embed_new(config, router, catalog, progress)
