@@ -50,7 +50,7 @@ def measure(commands: list[str], trees: dict[str, Path], runs: int) -> list[dict
     rows: list[dict[str, object]] = []
     for command in commands:
         times: dict[str, list[float]] = {name: [] for name in trees}
-        for name, src in trees.items():  # a warm-up run each: the page cache, .pyc files
+        for src in trees.values():  # a warm-up run each: the page cache, .pyc files
             _once(command, src)
         for _ in range(runs):
             for name, src in trees.items():
