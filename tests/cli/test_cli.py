@@ -14,9 +14,9 @@ from toolroute import cli
 @pytest.fixture(autouse=True)
 def fast_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
     """CLI unit tests use the hashing embedder; the real model runs in test_cli_real.py."""
-    import toolroute.embed.onnx
+    import toolroute.router
 
-    monkeypatch.setattr(toolroute.embed.onnx, "OnnxEmbedder", lambda: HashingEmbedder())
+    monkeypatch.setattr(toolroute.router, "OnnxEmbedder", lambda: HashingEmbedder())
 
 
 def _run(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
