@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from toolroute.catalog.models import Catalog, Tool
+from toolroute.catalog.name import is_plain, qualified_name
 from toolroute.config import SEPARATOR, GatewayConfig
 from toolroute.downstream.servers import DownstreamError, DownstreamPool, ListedServer
 from toolroute.downstream.sync import Listings, ServerStatus, catalog_from_listing, list_all
@@ -111,15 +112,20 @@ async def review(
     last listing is reused. With ``among`` (and ``listings``), the catalog of those servers
     alone (the ones indexed so far at start), whose names are checked against every server
     listed so far: a look-alike of a tool a server still being indexed lists is held before
-    it is ever routable. The review itself (hashes, pins, poisoned descriptions: seconds for
+    it is ever routable; while a server has not listed at all (at start, within its
+    ``connect_timeout_s``), a name that could imitate one of its tools (one not plain) is held
+    until it has, so a quick server's look-alike is never routable before the server it
+    imitates lists. The review itself (hashes, pins, poisoned descriptions: seconds for
     tens of thousands of tools) runs in a worker thread, so the gateway answers meanwhile."""
     if listings is None:
         listing = await list_all(pool, config.connect_timeout_s)
     else:
         listing = await listings.refresh(pool, config.connect_timeout_s, only, among)
     others: list[Tool] = []
-    # only a name not plain ASCII is ever flagged a look-alike (gateway/calls/_poison.py):
-    # with none among the reviewed servers, the others' names are not needed
+    waiting: list[str] = []
+    # only a name not plain (not its own skeleton) is ever flagged a look-alike
+    # (gateway/calls/_poison.py): with none among the reviewed servers, the others' names
+    # are not needed, and no server still listing can be imitated
     if listings is not None and among is not None and not _plain(listing):
         others = [
             Tool(server=n, name=t.name, description="", input_schema={})
@@ -127,8 +133,9 @@ async def review(
             if n not in among and n in pool.servers and isinstance(x, ListedServer)
             for t in x.listed
         ]
+        waiting = [n for n in pool.servers if n not in listings.last]
     catalog, statuses, held = await anyio.to_thread.run_sync(
-        _review, config, listing, among, others
+        _review, config, listing, among, others, waiting
     )
     catalog = _without(catalog, held, pool)
     for s in statuses:
@@ -138,13 +145,20 @@ async def review(
 
 
 def _plain(listing: Mapping[str, ListedServer | DownstreamError]) -> bool:
-    """Whether every tool name listed is printable ASCII."""
-    return all(
-        t.name.isascii() and t.name.isprintable()
-        for x in listing.values()
-        if isinstance(x, ListedServer)
-        for t in x.listed
-    )
+    """Whether every tool name listed is plain, bare and namespaced (its own skeleton: no
+    invisible character, no look-alike such as ``probe_aII`` for ``probe_all``). On the
+    event loop, so an ASCII name's namespaced form is not built: the skeleton of ASCII goes
+    character by character, so it is plain when its server's name and its own are."""
+    for n, x in listing.items():
+        if not isinstance(x, ListedServer):
+            continue
+        server = is_plain(n) and n.isascii()
+        for t in x.listed:
+            if not is_plain(t.name):
+                return False
+            if not (server and t.name.isascii()) and not is_plain(qualified_name(n, t.name)):
+                return False
+    return True
 
 
 def _review(
@@ -152,6 +166,7 @@ def _review(
     listing: Mapping[str, ListedServer | DownstreamError],
     among: Collection[str] | None,
     others: Sequence[Tool],
+    waiting: Sequence[str] = (),
 ) -> tuple[Catalog, list[ServerStatus], list[Held]]:
     """:func:`review`'s part in the store, on a connection of its own (a worker thread)."""
     with open_store(store_dir_of(config)) as store:
@@ -168,7 +183,7 @@ def _review(
             if isinstance(x, ListedServer)
         }
         original, _ = catalog_from_listing(config, listed, None)
-        _, held, _ = Quarantine(store, config.approved).review(original, others)
+        _, held, _ = Quarantine(store, config.approved).review(original, others, waiting)
     return catalog, statuses, held
 
 
