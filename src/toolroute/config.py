@@ -74,6 +74,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import json5
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -86,6 +87,7 @@ from toolroute.errors import ConfigError
 from toolroute.llm.client import LLMConfig
 from toolroute.policy import ClientAccess, LimitSettings
 from toolroute.route.preconditions import Preconditions
+from toolroute.route.strategy import STRATEGIES
 from toolroute.settings import (
     CURATION_FIELDS,
     DEFAULTS,
@@ -298,7 +300,6 @@ def read_json(path: Path) -> Any:
             raise ConfigError(f"{path}: {TOO_DEEP_JSON}") from None
         what, at, where = str(e).rpartition(" at ")
         reason = f"at {where}: {what}" if at else str(e)
-    import json5
 
     try:  # JSON with comments: read as JSON5 (its superset); its errors are JSON's
         return json5.loads(text)
@@ -472,7 +473,6 @@ def load_config(
     except ValidationError as err:
         raise _where(str(toml_path), err) from None
     s = t.toolroute
-    from toolroute.route.strategy import STRATEGIES
 
     if s.strategy not in STRATEGIES:
         raise ConfigError(

@@ -25,6 +25,7 @@ from toolroute.catalog.loader import load_catalog
 from toolroute.catalog.models import Catalog, Server, Tool
 from toolroute.embed.base import Embedder, SpanEmbedder
 from toolroute.embed.cache import CachedEmbedder
+from toolroute.embed.onnx import OnnxEmbedder
 from toolroute.embed.recent import VectorLru
 from toolroute.errors import ConfigError
 from toolroute.index.build import ToolIndex, build_index, economics_arrays
@@ -96,8 +97,6 @@ class Router:
         self._store_target = store if store is not None else default_store_target()
         self.store = open_store(self._store_target)
         if embedder is None:
-            from toolroute.embed.onnx import OnnxEmbedder
-
             embedder = OnnxEmbedder()
         self.embedder = embedder
         # the whole-query vectors of the last routes: the usage memory keys a call by its

@@ -24,7 +24,8 @@ OTHER_MEANINGS = {
 
 
 def _option(command: str, name: str) -> click.Option:
-    cmd = main.commands[command]  # type: ignore[attr-defined]
+    cmd = main.get_command(click.Context(main), command)
+    assert cmd is not None
     (found,) = [p for p in cmd.params if p.name == name]
     assert isinstance(found, click.Option)
     return found

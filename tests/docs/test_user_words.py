@@ -30,7 +30,9 @@ def _notes(text: str) -> list[str]:
 def _commands(group: click.Group = main, above: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
     """Every command and sub-command, as the words that call it."""
     out = [above]
-    for name, cmd in sorted(group.commands.items()):
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        cmd = group.get_command(ctx, name)
         if isinstance(cmd, click.Group):
             out += _commands(cmd, (*above, name))
         else:

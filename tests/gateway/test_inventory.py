@@ -140,9 +140,9 @@ def test_router_server_tools_by_id_or_name_and_a_clear_error_otherwise(router: R
 def test_route_server_lists_the_inventory_and_refuses_a_request_beside_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import toolroute.embed.onnx
+    import toolroute.router
 
-    monkeypatch.setattr(toolroute.embed.onnx, "OnnxEmbedder", HashingEmbedder)
+    monkeypatch.setattr(toolroute.router, "OnnxEmbedder", HashingEmbedder)
     catalog = tmp_path / "c.json"
     catalog.write_text(json.dumps(CATALOG))
     base = ["route", "--catalog", str(catalog), "--store", str(tmp_path / "s")]

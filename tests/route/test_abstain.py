@@ -123,9 +123,9 @@ def test_an_answer_strict_would_refuse_goes_out_with_a_caution(
         notes = {}
         assert r.route(NEAR, k=2, notes=notes) and not notes["abstain"].doubtful
     # the CLI says it on stderr and keeps the table; --explain names it
-    import toolroute.embed.onnx
+    import toolroute.router
 
-    monkeypatch.setattr(toolroute.embed.onnx, "OnnxEmbedder", HashingEmbedder)
+    monkeypatch.setattr(toolroute.router, "OnnxEmbedder", HashingEmbedder)
     monkeypatch.setattr(abstain, "default_model", lambda: model)
     base = ["route", "--catalog", str(catalog_file), "--store", str(tmp_path / "s")]
     res = CliRunner().invoke(cli.main, [*base, FAR])
@@ -276,9 +276,9 @@ def test_an_unusable_model_file_is_one_config_error(tmp_path: Path) -> None:
 def test_route_says_no_tool_fits_and_explain_shows_the_check(
     tmp_path: Path, catalog_file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import toolroute.embed.onnx
+    import toolroute.router
 
-    monkeypatch.setattr(toolroute.embed.onnx, "OnnxEmbedder", HashingEmbedder)
+    monkeypatch.setattr(toolroute.router, "OnnxEmbedder", HashingEmbedder)
     monkeypatch.setattr(abstain, "default_model", lambda: _model())
     store = str(tmp_path / "s")
     base = ["route", "--catalog", str(catalog_file), "--store", store]
