@@ -37,7 +37,7 @@ RANKERS = ("default", "before", "adaptive")
 def run_set(name: str, store: Path, embedder: Any, before: Any) -> dict[str, Any]:
     from toolroute.bench.paired import per_query_metrics
     from toolroute.catalog import load_queries
-    from toolroute.route.abstain import default_model
+    from toolroute.route.abstain_model import default_model
     from toolroute.router import Router, top_k
 
     files = [OOS / f"{name}.jsonl"] + ([OOS / f"{TEST}.jsonl"] if name == "union" else [])
@@ -145,7 +145,7 @@ def main() -> int:
         return 2
 
     from toolroute.embed.onnx import OnnxEmbedder
-    from toolroute.route.abstain import load_model
+    from toolroute.route.abstain_model import load_model
 
     before = load_model(args.before)
     embedder = OnnxEmbedder()
