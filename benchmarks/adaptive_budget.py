@@ -33,7 +33,9 @@ from typing import Any
 
 import numpy as np
 
-from toolroute.bench.simulate import AgentRun, Simulation, ci95, run_simulation
+from toolroute.bench.agent import AgentRun
+from toolroute.bench.simulate import run_simulation
+from toolroute.bench.simulation import Simulation, ci95
 from toolroute.catalog.loader import load_queries
 from toolroute.router import Router
 

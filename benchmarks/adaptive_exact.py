@@ -22,7 +22,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import toolroute.router as router_module
-from toolroute.bench.simulate import Simulation, ci95, run_simulation
+from toolroute.bench.simulate import run_simulation
+from toolroute.bench.simulation import Simulation, ci95
 from toolroute.catalog.loader import load_queries
 from toolroute.route.exact import prerank_index
 from toolroute.router import Router

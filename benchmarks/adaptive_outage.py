@@ -21,11 +21,10 @@ import time
 from pathlib import Path
 
 from toolroute.bench.agent import ORACLE_ROUTER
-from toolroute.bench.simulate import (
-    Simulation,
-    ci95,
+from toolroute.bench.simulate import run_simulation
+from toolroute.bench.simulation import Simulation, ci95
+from toolroute.bench.simulation_report import (
     markdown_table,
-    run_simulation,
     write_learning_outputs,
     write_simulation_outputs,
 )

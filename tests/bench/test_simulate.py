@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -14,19 +13,10 @@ import pytest
 
 from tests.conftest import SMALL_CATALOG, HashingEmbedder
 from toolroute import Router, load_queries
-from toolroute.bench import simulate as sim
-from toolroute.bench.agent import ORACLE_ROUTER
-from toolroute.bench.simulate import (
-    METRICS,
-    REGRET,
-    SchemaTokenCounter,
-    ci95,
-    markdown_table,
-    run_agent,
-    run_simulation,
-    simulate,
-    write_simulation_outputs,
-)
+from toolroute.bench.agent import ORACLE_ROUTER, QueryResult, SchemaTokenCounter, run_agent
+from toolroute.bench.simulate import run_simulation, simulate
+from toolroute.bench.simulation import METRICS, REGRET, ci95
+from toolroute.bench.simulation_report import markdown_table, write_simulation_outputs
 from toolroute.bench.world import World, WorldParams, call_outcome, price_tier
 from toolroute.catalog import Catalog, Query, Server, Tool, catalog_from_dict
 from toolroute.errors import ConfigError, ToolrouteError
@@ -158,25 +148,6 @@ def test_call_success_rate_is_one_minus_fail_times_success() -> None:
     assert all(c.price == w.price[j] and c.latency_s > w.connect_s[i] for c in calls)
 
 
-# -- CI ----------------------------------------------------------------------------------------
-
-
-def test_ci95_is_the_student_t_half_width() -> None:
-    s = ci95([1.0, 2.0, 3.0, 4.0, 5.0])
-    assert s["mean"] == 3.0
-    assert s["ci95"] == pytest.approx(2.776 * math.sqrt(2.5) / math.sqrt(5), rel=1e-9)
-    ten = ci95([float(x) for x in range(10)])
-    assert ten["ci95"] == pytest.approx(2.262 * np.std(range(10), ddof=1) / math.sqrt(10))
-    assert ci95([4.0])["ci95"] is None
-    many = [float(x % 7) for x in range(45)]  # df = 44: the df = 40 quantile, a bit wider
-    assert many and ci95(many)["ci95"] == pytest.approx(
-        2.021 * np.std(many, ddof=1) / math.sqrt(45)
-    )
-    assert ci95([2.0] * 50)["ci95"] == 0.0
-    with pytest.raises(ConfigError):
-        ci95([])
-
-
 # -- the agent's counting rules, on a hand-made world ------------------------------------------
 
 KEYS = [("a", "x"), ("a", "y"), ("b", "z"), ("b", "w")]
@@ -233,7 +204,7 @@ class Scripted:
 TEN = SchemaTokenCounter(count=lambda texts: [10] * len(texts))
 
 
-def _run(router: Scripted, world: World, *groups: set[tuple[str, str]]) -> sim.QueryResult:
+def _run(router: Scripted, world: World, *groups: set[tuple[str, str]]) -> QueryResult:
     q = Query("q", "do it", tuple(frozenset(g) for g in groups), "complex")
     run = run_agent(router, world, _catalog(), [q], "ehrr", n=3, tokens=TEN)
     return run.queries[0]

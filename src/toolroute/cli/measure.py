@@ -276,7 +276,12 @@ def simulate(
     tokens per query. The world and agent are documented in the docs' "Economics and the
     simulation" page.
     """
-    from toolroute.bench.simulate import markdown_table, run_simulation, write_simulation_outputs
+    from toolroute.bench.simulate import run_simulation
+    from toolroute.bench.simulation_report import (
+        markdown_table,
+        write_learning_outputs,
+        write_simulation_outputs,
+    )
     from toolroute.catalog.loader import load_queries
     from toolroute.route.strategy import resolve_strategy
 
@@ -315,8 +320,6 @@ def simulate(
         for p in write_simulation_outputs(sim.summary, sim.series, out, setting=sim.setting):
             click.echo(f"wrote {p}", err=True)
         if stream != "once":
-            from toolroute.bench.simulate import write_learning_outputs
-
             for p in write_learning_outputs(sim, out):
                 click.echo(f"wrote {p}", err=True)
         if paired:
