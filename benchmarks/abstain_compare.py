@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks._report import write_report
 from benchmarks.abstain_train import OOS, REPO, SETS, SHARED, TEST, queries_file
 
 RANKERS = ("default", "before", "adaptive")
@@ -160,12 +161,7 @@ def main() -> int:
         "to back)"
     )
     text, summary = render(results, head)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text, encoding="utf-8")
-    if args.json:
-        args.json.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
-    print(text)
+    write_report(text, args.out, args.json, summary)
     return 0
 
 

@@ -56,6 +56,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from benchmarks._report import missing
 from toolroute.route.abstain_signals import FEATURES
 
 REPO = Path(__file__).resolve().parents[1]
@@ -585,8 +586,7 @@ def main() -> int:
         "--learner", choices=sorted(LEARNERS), default="logistic", help="the model's kind"
     )
     args = ap.parse_args()
-    if not SHARED.is_dir():
-        print(f"error: {SHARED} not found (../shared missing)", file=sys.stderr)
+    if missing(SHARED):
         return 2
     names = args.sets.split(",")
     unknown = [n for n in names if n not in SETS]

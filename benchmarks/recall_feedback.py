@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks import recall_suite as rs
+from benchmarks._report import write_report
 
 # the sets each variant's knobs were chosen on (filled by --developed-on; see the results file)
 DEVELOPED: tuple[str, ...] = ()
@@ -270,7 +271,7 @@ def main() -> int:
         f"`python -m benchmarks.recall_feedback {' '.join(sys.argv[1:])}` "
         f"({time.perf_counter() - t0:.0f} s, MiniLM int8, no LLM)\n\n"
     )
-    rs.write_report(head + table, summary, args.out, args.json)
+    write_report(head + table, args.out, args.json, summary)
     return 0
 
 

@@ -22,7 +22,6 @@ Strategies built for one experiment register themselves here through
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -32,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from benchmarks._report import missing, write_report
 
 REPO = Path(__file__).resolve().parents[1]
 # ../shared beside the repo; TOOLROUTE_SHARED names it from a checkout elsewhere
@@ -316,16 +317,6 @@ def render(
     return "\n".join(lines) + "\n", summary
 
 
-def write_report(text: str, summary: Any, out: Path | None, json_out: Path | None) -> None:
-    """Print a suite report, and write it (and its summary as JSON) where asked."""
-    if out:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text, encoding="utf-8")
-    if json_out:
-        json_out.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
-    print(text)
-
-
 def main() -> int:
     from benchmarks.variants import register_strategies
 
@@ -348,8 +339,7 @@ def main() -> int:
         help="the no-tool-fits check (off: the rankings alone, as before the check existed)",
     )
     args = ap.parse_args()
-    if not SHARED.is_dir():
-        print(f"error: {SHARED} not found (../shared missing)", file=sys.stderr)
+    if missing(SHARED):
         return 2
 
     from toolroute.catalog import load_queries
@@ -382,7 +372,7 @@ def main() -> int:
         f"`python -m benchmarks.recall_suite {' '.join(sys.argv[1:])}` "
         f"({took:.0f} s, MiniLM int8, no LLM)\n\n"
     )
-    write_report(head + table, summary, args.out, args.json)
+    write_report(head + table, args.out, args.json, summary)
     return 0
 
 

@@ -13,6 +13,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from benchmarks._report import missing, write_report
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "benchmarks"
 DATASETS = {
@@ -54,8 +56,7 @@ def main() -> int:
     ap.add_argument("--store", type=Path, default=None)
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
-    if not SHARED.is_dir():
-        print(f"error: {SHARED} not found (../shared missing)", file=sys.stderr)
+    if missing(SHARED):
         return 2
 
     from toolroute.bench.runner import bench
@@ -87,10 +88,7 @@ def main() -> int:
             )
             print(lines[-1], file=sys.stderr)
     table = "\n".join(lines) + "\n"
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(table, encoding="utf-8")
-    print(table)
+    write_report(table, args.out)
     return 0
 
 

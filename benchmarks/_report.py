@@ -1,0 +1,32 @@
+"""What the benchmark scripts share around their measurements: a check that the ../shared data
+they read is there, made before any work, and the report they print and write where asked."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["missing", "write_report"]
+
+
+def missing(path: Path) -> bool:
+    """Whether ``path`` (benchmark data under ../shared) is absent; if so, says it on stderr."""
+    if path.exists():
+        return False
+    print(f"error: {path} not found (../shared missing)", file=sys.stderr)
+    return True
+
+
+def write_report(
+    text: str, out: Path | None, json_out: Path | None = None, summary: Any = None
+) -> None:
+    """Print a report, and write it to ``out`` (and ``summary`` as JSON to ``json_out``) where
+    asked."""
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text, encoding="utf-8")
+    if json_out:
+        json_out.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    print(text)
