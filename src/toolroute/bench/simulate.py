@@ -40,7 +40,7 @@ from toolroute.bench.simulation import Simulation, Stat
 from toolroute.bench.task_stream import Stream, task_stream
 from toolroute.bench.world import Market, PriceQuality, World, WorldParams
 from toolroute.catalog.loader import Query
-from toolroute.embed.base import Embedder, Matrix, SpanEmbedder
+from toolroute.embed.base import Embedder, Matrix, SpanEmbedder, Wrapper
 from toolroute.errors import ConfigError
 from toolroute.route.strategy import CascadeParams, resolve_strategy
 from toolroute.router import Router
@@ -50,20 +50,12 @@ __all__ = ["run_simulation", "simulate"]
 Progress = Callable[[str, int, int], None]
 
 
-class _MemoEmbedder:
+class _MemoEmbedder(Wrapper):
     """Remembers each call's vectors: every (seed, strategy) routes the same query texts."""
 
     def __init__(self, inner: Embedder) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self._memo: dict[tuple[str, ...], Matrix] = {}
-
-    @property
-    def model_id(self) -> str:
-        return self.inner.model_id
-
-    @property
-    def dim(self) -> int:
-        return self.inner.dim
 
     def embed(self, texts: Sequence[str]) -> Matrix:
         key = tuple(texts)
