@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.helpers.net import free_port, wait_port
+from tests.helpers.net import free_port, stop, wait_port
 
 from benchmarks.interop_clients.era_farm import launch_command
 from benchmarks.interop_clients.flow import CITY, EXPECTED, QUERY, candidates, refusal
@@ -167,12 +167,7 @@ def era_farm(socket_path: Path, log: Path) -> Iterator[Path]:
                 time.sleep(0.05)
             yield socket_path
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()  # stopped even when it ignores the terminate
-                proc.wait()
+            stop(proc, 10)  # killed when it ignores the terminate
 
 
 @contextmanager
@@ -187,12 +182,7 @@ def http_gateway(config: Path, log: Path) -> Iterator[str]:
             wait_port(port, proc, 180)
             yield f"http://127.0.0.1:{port}/mcp"
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
+            stop(proc, 10)
 
 
 def _short(text: str, n: int = 160) -> str:
