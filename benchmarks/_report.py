@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["missing", "write_report"]
+__all__ = ["missing", "write_report", "write_results"]
 
 
 def missing(path: Path) -> bool:
@@ -30,3 +30,13 @@ def write_report(
     if json_out:
         json_out.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     print(text)
+
+
+def write_results(text: str, out: Path, data: Any, json_out: Path | None = None) -> None:
+    """Write a results table to ``out`` and its figures as JSON to ``json_out`` (default: beside
+    it, ``.json``), making their folders."""
+    json_out = json_out if json_out is not None else out.with_suffix(".json")
+    for path in (out, json_out):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    json_out.write_text(json.dumps(data, indent=2) + "\n")

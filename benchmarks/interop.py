@@ -43,6 +43,7 @@ from typing import Any
 
 from tests.helpers.net import free_port, stop, wait_port
 
+from benchmarks._report import write_results
 from benchmarks.interop_clients.era_farm import launch_command
 from benchmarks.interop_clients.flow import CITY, EXPECTED, QUERY, candidates, refusal
 
@@ -389,10 +390,7 @@ def main() -> int:
          *(f"--transport {t}" for t in args.transport or []),
          *(f"--expose {e}" for e in args.expose or [])]
     )  # fmt: skip
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(markdown(report, command.strip()))
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(report, indent=2) + "\n")
+    write_results(markdown(report, command.strip()), args.out, report, args.json)
     print(f"wrote {args.out}")
     if args.check:
         cells = [c for r in report["rows"] for c in r["cells"].values()]
