@@ -26,20 +26,10 @@ from typing import Any
 import numpy as np
 
 from benchmarks._report import missing, write_report
+from benchmarks.recall_suite import REPO, SETS, SHARED
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared" / "benchmarks"
-DATASETS = {
-    "livemcpbench": (
-        SHARED / "livemcpbench" / "catalog.json",
-        SHARED / "livemcpbench" / "queries.jsonl",
-    ),
-    "mcpbench": (SHARED / "mcpbench" / "catalog.json", SHARED / "mcpbench" / "queries.jsonl"),
-    "union (ours)": (
-        SHARED / "union" / "catalog.json",
-        REPO / "benchmarks" / "union_queries.jsonl",
-    ),
-}
+DATASETS = {name: SETS[name] for name in ("livemcpbench", "mcpbench")}
+DATASETS["union (ours)"] = SETS["union"]
 METRICS = ("recall@5", "recall@1", "recall@10", "mrr", "ndcg@10")
 
 

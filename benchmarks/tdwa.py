@@ -14,20 +14,10 @@ import sys
 from pathlib import Path
 
 from benchmarks._report import missing, write_report
+from benchmarks.recall_suite import REPO, SETS, SHARED
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared" / "benchmarks"
-DATASETS = {
-    "livemcpbench": (
-        SHARED / "livemcpbench" / "catalog.json",
-        SHARED / "livemcpbench" / "queries.jsonl",
-    ),
-    "mcpbench": (SHARED / "mcpbench" / "catalog.json", SHARED / "mcpbench" / "queries.jsonl"),
-    "union (ours)": (
-        SHARED / "union" / "catalog.json",
-        REPO / "benchmarks" / "union_queries.jsonl",
-    ),
-}
+DATASETS = {name: SETS[name] for name in ("livemcpbench", "mcpbench")}
+DATASETS["union (ours)"] = SETS["union"]
 
 
 def configs() -> dict[str, object]:
