@@ -35,7 +35,7 @@ import numpy as np
 
 from toolroute.bench.agent import AgentRun
 from toolroute.bench.simulate import run_simulation
-from toolroute.bench.simulation import Simulation, ci95
+from toolroute.bench.simulation import Simulation, ci95, stat_text
 from toolroute.catalog.loader import load_queries
 from toolroute.router import Router
 
@@ -79,11 +79,6 @@ def _bootstrap(a: np.ndarray, b: np.ndarray, draws: int = 10_000) -> tuple[float
         ratios = a[idx].mean(axis=1) / b[idx].mean(axis=1)
     lo, hi = np.nanpercentile(ratios, [2.5, 97.5])
     return float(lo), float(hi)
-
-
-def _pm(stat: dict[str, float | None], digits: int) -> str:
-    mean, half = stat["mean"] or 0.0, stat["ci95"]
-    return f"{mean:+.{digits}f}" + ("" if half is None else f" ± {half:.{digits}f}")
 
 
 def main() -> int:
@@ -170,7 +165,8 @@ def main() -> int:
             lines.append(
                 f"| {rule} | {name} | {ok.mean() / e_ok.mean():.2f} [{s_lo:.2f}, {s_hi:.2f}] | "
                 f"{cost.mean() / e_cost.mean():.2f} [{c_lo:.2f}, {c_hi:.2f}] | "
-                f"{_pm(s_margin, 3)} | {_pm(c_margin, 4)} | {met} |"
+                f"{stat_text(s_margin, 3, sign=True)} | "
+                f"{stat_text(c_margin, 4, sign=True)} | {met} |"
             )
     out_md, out_js = args.out.with_suffix(".md"), args.out.with_suffix(".json")
     out_md.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import toolroute.router as router_module
 from toolroute.bench.simulate import run_simulation
-from toolroute.bench.simulation import Simulation, ci95
+from toolroute.bench.simulation import Simulation, Stat, ci95, stat_text
 from toolroute.catalog.loader import load_queries
 from toolroute.route.exact import prerank_index
 from toolroute.router import Router
@@ -32,9 +32,9 @@ SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "benchmarks" / 
 METRICS = ("success_rate", "cost_usd", "invalid_calls", "tokens")
 
 
-def _cell(stat: dict[str, float | None], digits: int = 3) -> str:
-    mean, half = stat["mean"] or 0.0, stat["ci95"]
-    return f"{mean:+.{digits}f}" + ("" if half is None else f" ± {half:.{digits}f}")
+def _cell(stat: Stat) -> str:
+    """A success difference, mean ± 95 % over seeds."""
+    return stat_text(stat, 3, sign=True)
 
 
 MODES = ("need", "every", "off")

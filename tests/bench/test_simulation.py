@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from toolroute.bench.simulation import ci95
+from toolroute.bench.simulation import ci95, stat_text
 from toolroute.errors import ConfigError
 
 
@@ -25,3 +25,10 @@ def test_ci95_is_the_student_t_half_width() -> None:
     assert ci95([2.0] * 50)["ci95"] == 0.0
     with pytest.raises(ConfigError):
         ci95([])
+
+
+def test_a_stat_reads_as_its_mean_and_half_width_signed_for_a_difference() -> None:
+    assert stat_text({"mean": 0.5, "ci95": 0.0123}, 3) == "0.500 ± 0.012"
+    assert stat_text({"mean": 0.5, "ci95": None}, 2) == "0.50"  # one seed: no interval
+    assert stat_text({"mean": 0.25, "ci95": 0.1}, 2, sign=True) == "+0.25 ± 0.10"
+    assert stat_text({"mean": -0.25, "ci95": None}, 2, sign=True) == "-0.25"

@@ -28,7 +28,7 @@ import numpy as np
 from toolroute.bench.agent import ORACLE_ROUTER, AgentRun
 from toolroute.errors import ConfigError
 
-__all__ = ["METRICS", "REGRET", "Simulation", "Stat", "ci95"]
+__all__ = ["METRICS", "REGRET", "Simulation", "Stat", "ci95", "stat_text"]
 
 Stat = dict[str, float | None]
 """``{"mean": float, "ci95": float | None}``; ci95 is None with a single seed."""
@@ -73,6 +73,24 @@ def ci95(values: Sequence[float]) -> Stat:
         return {"mean": mean, "ci95": None}
     half = _t975(arr.size - 1) * float(arr.std(ddof=1)) / math.sqrt(arr.size)
     return {"mean": mean, "ci95": half}
+
+
+def stat_text(stat: Stat, digits: int, *, sign: bool = False) -> str:
+    """``mean ± half-width`` with ``digits`` decimals (the mean alone from one seed); ``sign``
+    writes a positive mean's ``+`` (a difference)."""
+    mean, half = stat["mean"] or 0.0, stat["ci95"]
+    text = f"{mean:+.{digits}f}" if sign else f"{mean:.{digits}f}"
+    return text + ("" if half is None else f" ± {half:.{digits}f}")
+
+
+def _head(title: str, columns: Sequence[str]) -> list[str]:
+    """A markdown table's title and header, a row per strategy to follow."""
+    return [
+        title,
+        "",
+        "| strategy | " + " | ".join(columns) + " |",
+        "|---|" + "---:|" * len(columns),
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,28 +142,18 @@ class Simulation:
     def paired_table(self, baseline: str) -> str:
         """Markdown: every other strategy minus ``baseline``, per metric, paired over seeds."""
         names = [n for n in self.by_strategy() if n != baseline]
-        lines = [
-            f"Paired difference vs `{baseline}` (mean ± 95 % half-width over seeds)",
-            "",
-            "| strategy | " + " | ".join(METRICS) + " |",
-            "|---|" + "---:|" * len(METRICS),
-        ]
+        lines = _head(
+            f"Paired difference vs `{baseline}` (mean ± 95 % half-width over seeds)", METRICS
+        )
         for name in names:
-            cells = []
-            for m in METRICS:
-                d = self.paired(m, name, baseline)
-                mean, half = d["mean"] or 0.0, d["ci95"]
-                cells.append(f"{mean:+.4f}" + ("" if half is None else f" ± {half:.4f}"))
+            cells = [stat_text(self.paired(m, name, baseline), 4, sign=True) for m in METRICS]
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
         summary = self.summary
         ratio = ("success_rate", "cost_usd", "cost_posted_usd", "invalid_calls", "latency_s",
                  "tokens")  # fmt: skip
         lines += [
             "",
-            f"Ratio of means vs `{baseline}` (strategy mean / baseline mean)",
-            "",
-            "| strategy | " + " | ".join(ratio) + " |",
-            "|---|" + "---:|" * len(ratio),
+            *_head(f"Ratio of means vs `{baseline}` (strategy mean / baseline mean)", ratio),
         ]
         for name in names:
             cells = []

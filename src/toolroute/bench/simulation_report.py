@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from toolroute.bench.simulation import REGRET, Simulation, Stat
+from toolroute.bench.simulation import REGRET, Simulation, Stat, stat_text
 from toolroute.extra import require
 
 __all__ = ["markdown_table", "write_learning_outputs", "write_simulation_outputs"]
@@ -35,11 +35,6 @@ def markdown_table(result: Mapping[str, Mapping[str, Stat]], title: str = "") ->
     """One row per strategy: mean ± 95 % half-width of the five summary metrics; with the
     per-step agent (regret known) also the cost under Theorem 1's payment rule."""
 
-    def cell(s: Stat, digits: int) -> str:
-        mean, half = s["mean"], s["ci95"]
-        assert mean is not None
-        return f"{mean:.{digits}f}" + ("" if half is None else f" ± {half:.{digits}f}")
-
     lines = [f"### {title}", ""] if title else []
     columns: tuple[tuple[str, str, int], ...] = _COLUMNS
     if result and all(m in r for r in result.values() for m in REGRET):
@@ -47,7 +42,7 @@ def markdown_table(result: Mapping[str, Mapping[str, Stat]], title: str = "") ->
     lines.append("| strategy | " + " | ".join(h for _, h, _ in columns) + " |")
     lines.append("|---|" + "---:|" * len(columns))
     for name, r in result.items():
-        lines.append(f"| {name} | " + " | ".join(cell(r[m], d) for m, _, d in columns) + " |")
+        lines.append(f"| {name} | " + " | ".join(stat_text(r[m], d) for m, _, d in columns) + " |")
     return "\n".join(lines) + "\n"
 
 
