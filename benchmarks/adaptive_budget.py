@@ -49,22 +49,31 @@ def _run(args: argparse.Namespace, strategies: list[str], **adaptive: Any) -> Si
         if adaptive:
             params = router.params
             router.params = replace(params, adaptive=replace(params.adaptive, **adaptive))
-        queries = load_queries(SHARED / "queries.jsonl", router.catalog)
-        zipf = args.stream == "zipf"
-        return run_simulation(
-            router,
-            queries,
-            strategies,
-            args.seeds,
-            3,
-            providers=3,
-            planner="oracle",
-            attempts=2,
-            stream=args.stream,
-            tasks=2000 if zipf else None,
-            window=(1500, 2000) if zipf else None,
-            servers_k=args.servers_k,
-        )
+        return simulate_stream(router, strategies, args, servers_k=args.servers_k)
+
+
+def simulate_stream(
+    router: Router, strategies: list[str], args: argparse.Namespace, **options: Any
+) -> Simulation:
+    """The adaptive benchmarks' simulation: LiveMCPBench's queries, 3 vendors a server, the
+    per-step agent with the oracle planner and 2 attempts, ``args.seeds`` worlds, the stream
+    ``args.stream`` (zipf: 2,000 tasks, the last 500 counted); ``options`` as run_simulation's."""
+    queries = load_queries(SHARED / "queries.jsonl", router.catalog)
+    zipf = args.stream == "zipf"
+    return run_simulation(
+        router,
+        queries,
+        strategies,
+        args.seeds,
+        3,
+        providers=3,
+        planner="oracle",
+        attempts=2,
+        stream=args.stream,
+        tasks=2000 if zipf else None,
+        window=(1500, 2000) if zipf else None,
+        **options,
+    )
 
 
 def _renamed(runs: list[AgentRun], suffix: str) -> list[AgentRun]:

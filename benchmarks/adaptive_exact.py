@@ -22,13 +22,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import toolroute.router as router_module
-from toolroute.bench.simulate import run_simulation
+from benchmarks.adaptive_budget import SHARED, simulate_stream
 from toolroute.bench.simulation import Simulation, Stat, ci95, stat_text
-from toolroute.catalog.loader import load_queries
 from toolroute.route.exact import prerank_index
 from toolroute.router import Router
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "benchmarks" / "livemcpbench"
 METRICS = ("success_rate", "cost_usd", "invalid_calls", "tokens")
 
 
@@ -52,21 +50,7 @@ def _run(store: Path, mode: str, args: argparse.Namespace) -> Simulation:
 def _simulate(store: Path, exact: bool, args: argparse.Namespace) -> Simulation:
     with Router(SHARED / "catalog.json", store=store) as router:
         router.params = replace(router.params, exact_names=exact)
-        queries = load_queries(SHARED / "queries.jsonl", router.catalog)
-        zipf = args.stream == "zipf"
-        return run_simulation(
-            router,
-            queries,
-            args.strategy,
-            args.seeds,
-            3,
-            providers=3,
-            planner="oracle",
-            attempts=2,
-            stream=args.stream,
-            tasks=2000 if zipf else None,
-            window=(1500, 2000) if zipf else None,
-        )
+        return simulate_stream(router, args.strategy, args)
 
 
 def main() -> int:
