@@ -25,18 +25,18 @@ def _run(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
     return res.exit_code, res.stdout, res.stderr
 
 
-def _simulate(store: Path, catalog: Path, queries: Path, *args: str) -> tuple[int, str, str]:
-    """`toolroute simulate` over ``catalog`` and ``queries`` with its store in ``store``."""
+def _measure(
+    command: str, store: Path, catalog: Path, queries: Path, *args: str
+) -> tuple[int, str, str]:
+    """``toolroute COMMAND`` (bench, simulate) over ``catalog`` and ``queries`` with its store in
+    ``store``."""
     return _run(
-        "simulate",
-        "--catalog",
-        str(catalog),
-        "--queries",
-        str(queries),
-        "--store",
-        str(store),
-        *args,
+        command, "--catalog", str(catalog), "--queries", str(queries), "--store", str(store), *args
     )
+
+
+def _simulate(store: Path, catalog: Path, queries: Path, *args: str) -> tuple[int, str, str]:
+    return _measure("simulate", store, catalog, queries, *args)
 
 
 def _simulate_json(store: Path, catalog: Path, queries: Path, *args: str) -> dict[str, Any]:
@@ -104,22 +104,8 @@ def test_route_json_is_a_ranked_list(tmp_path: Path, catalog_file: Path) -> None
 def test_bench_json_has_the_stable_keys(
     tmp_path: Path, catalog_file: Path, queries_file: Path
 ) -> None:
-    code, out, _ = _run(
-        "bench",
-        "--catalog",
-        str(catalog_file),
-        "--queries",
-        str(queries_file),
-        "--store",
-        str(tmp_path),
-        "-s",
-        "bm25",
-        "-s",
-        "default",
-        "--json",
-        "--out",
-        str(tmp_path / "out"),
-    )
+    args = ["-s", "bm25", "-s", "default", "--json", "--out", str(tmp_path / "out")]
+    code, out, _ = _measure("bench", tmp_path, catalog_file, queries_file, *args)
     assert code == 0
     res = json.loads(out)
     assert list(res) == ["bm25", "default"]
@@ -145,16 +131,7 @@ def test_bench_json_has_the_stable_keys(
 def test_bench_without_strategy_runs_default_only(
     tmp_path: Path, catalog_file: Path, queries_file: Path
 ) -> None:
-    code, out, _ = _run(
-        "bench",
-        "--catalog",
-        str(catalog_file),
-        "--queries",
-        str(queries_file),
-        "--store",
-        str(tmp_path),
-        "--json",
-    )
+    code, out, _ = _measure("bench", tmp_path, catalog_file, queries_file, "--json")
     assert code == 0 and list(json.loads(out)) == ["default"]
 
 
