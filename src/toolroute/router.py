@@ -40,6 +40,7 @@ from toolroute.route.exact import names_a_tool, prerank_index, server_key
 from toolroute.route.intent import intent_spans
 from toolroute.route.precompute import DERIVATIONS
 from toolroute.route.strategy import Embeds, QueryContext, RouteParams, Scores, resolve_strategy
+from toolroute.settings import DEFAULTS
 from toolroute.stats import Outcome, StatsBook
 from toolroute.store import StoreTarget, catalog_digest, default_store_target, open_store
 
@@ -316,7 +317,7 @@ class Router:
     def scores(
         self,
         query: str,
-        strategy: str = "default",
+        strategy: str = DEFAULTS.strategy,
         *,
         stats: StatsBook | None = None,
         trace: EhrrTrace | None = None,
@@ -358,8 +359,8 @@ class Router:
     def route(
         self,
         query: str,
-        k: int = 5,
-        strategy: str = "default",
+        k: int = DEFAULTS.k,
+        strategy: str = DEFAULTS.strategy,
         *,
         stats: StatsBook | None = None,
         client: str = "",
@@ -374,8 +375,8 @@ class Router:
     def explain(
         self,
         query: str,
-        k: int = 5,
-        strategy: str = "default",
+        k: int = DEFAULTS.k,
+        strategy: str = DEFAULTS.strategy,
         *,
         stats: StatsBook | None = None,
         client: str = "",

@@ -512,13 +512,14 @@ def test_the_command_and_a_gateway_without_code_mode_import_no_tables_and_no_san
 
     script = (
         "import sys\n"
-        "from pathlib import Path\n"
         "import toolroute.cli\n"
         "from toolroute.catalog.models import Catalog\n"
         "from toolroute.config import GatewayConfig\n"
         "from toolroute.downstream.servers import DownstreamPool\n"
         "from toolroute.gateway.ops.app import build_router, make_gateway\n"
-        "config = GatewayConfig(servers={}, store=Path(sys.argv[1]), expose='all')\n"
+        "from toolroute.settings import ToolrouteSettings\n"
+        "settings = ToolrouteSettings(store=sys.argv[1], expose='all')\n"
+        "config = GatewayConfig(servers={}, settings=settings)\n"
         "router = build_router(config, Catalog(servers=()))\n"
         "make_gateway(config, router, DownstreamPool({}))\n"
         "router.close()\n"

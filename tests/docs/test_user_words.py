@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from toolroute.cli import main
-from toolroute.gateway.http._status_page import SERVER_COLUMNS, TOOL_COLUMNS, render_html
+from toolroute.gateway.http.status_page import SERVER_COLUMNS, TOOL_COLUMNS, render_html
 
 NOTEBOOK = {
     "a paper's section": re.compile(r"§\s*[\dIVX]"),

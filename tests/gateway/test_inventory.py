@@ -17,6 +17,7 @@ from toolroute.errors import ConfigError
 from toolroute.gateway.core import GatewayCore
 from toolroute.route.preconditions import Preconditions, SessionState
 from toolroute.router import Router
+from toolroute.settings import ToolrouteSettings
 
 CATALOG: dict[str, Any] = {
     "servers": [
@@ -44,7 +45,7 @@ def router(tmp_path: Path) -> Any:
 
 
 def test_an_inventory_pages_a_servers_tools_in_catalog_order(router: Router) -> None:
-    core = GatewayCore(router, k=5)
+    core = GatewayCore(router, settings=ToolrouteSettings(k=5))
     state = core.state()
     names, cursor, pages = [], None, 0
     while True:
@@ -158,7 +159,7 @@ def test_route_server_lists_the_inventory_and_refuses_a_request_beside_it(
 
 
 def test_a_query_that_is_only_a_server_name_lists_that_servers_tools(router: Router) -> None:
-    core = GatewayCore(router, k=3)
+    core = GatewayCore(router, settings=ToolrouteSettings(k=3))
     for query in ("git", "Git Tools", "the git server", "git tools?"):
         found = core.find(query, 3, SessionState())
         assert found["server"] == "git" and found["total"] == 7, query

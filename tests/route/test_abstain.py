@@ -17,6 +17,7 @@ from toolroute.bench.runner import bench
 from toolroute.catalog.loader import Query
 from toolroute.gateway.core import GatewayCore
 from toolroute.route import abstain
+from toolroute.settings import ToolrouteSettings
 
 
 def test_a_request_no_tool_serves_gets_no_tools_and_a_verdict_naming_the_nearest_servers(
@@ -70,14 +71,14 @@ def test_an_answer_strict_would_refuse_goes_out_with_a_caution(
         assert r.route(FAR, k=2, notes=notes)
         verdict = notes["abstain"]
         assert verdict.fits and verdict.doubtful and verdict.explain()["doubtful"]
-        found = GatewayCore(r, k=3).find(FAR, 3)
+        found = GatewayCore(r, settings=ToolrouteSettings(k=3)).find(FAR, 3)
         assert found["candidates"] and found["doubtful_fit"] is True
         assert "request_capability" in found["hint"] and found["p_fits"] < 0.2
         assert "no_tool_fits" not in found
         # a request the top tools' words cover is answered plainly
         notes = {}
         assert r.route(NEAR, k=2, notes=notes) and not notes["abstain"].doubtful
-        assert "doubtful_fit" not in GatewayCore(r, k=3).find(NEAR, 3)
+        assert "doubtful_fit" not in GatewayCore(r, settings=ToolrouteSettings(k=3)).find(NEAR, 3)
     with small_router(tmp_path, abstain_model=model, abstain="strict") as r:
         notes = {}
         assert r.route(NEAR, k=2, notes=notes) and not notes["abstain"].doubtful
@@ -116,7 +117,7 @@ def test_bench_reports_the_false_positive_rate_beside_recall(tmp_path: Path) -> 
 
 def test_find_tools_answers_no_tool_fits_with_the_nearest_servers(tmp_path: Path) -> None:
     with small_router(tmp_path, abstain_model=hand_model()) as r:
-        core = GatewayCore(r, k=3)
+        core = GatewayCore(r, settings=ToolrouteSettings(k=3))
         found = core.find(FAR, 3)
         assert found["candidates"] == [] and found["no_tool_fits"] is True
         assert found["nearest_servers"] and "rephrase" in found["hint"]

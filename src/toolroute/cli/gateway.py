@@ -49,7 +49,8 @@ def _config(
     from toolroute.config import load_config
 
     cfg = load_config(config_path, settings, secrets=secrets)
-    return replace(cfg, store=config_store(cfg, store, config_path))  # this config's own
+    own = str(config_store(cfg, store, config_path))  # this config's own store
+    return replace(cfg, settings=cfg.settings.model_copy(update={"store": own}))
 
 
 @main.command()

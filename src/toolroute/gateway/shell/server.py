@@ -33,7 +33,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Protocol
 
 import mcp.types as types
 from mcp.server import NotificationOptions, Server
@@ -50,7 +50,6 @@ from toolroute.downstream.servers import CallContext, DownstreamPool
 from toolroute.errors import ErrorCode, StoreError
 from toolroute.gateway.calls._checks import check_find_args, coerce_arguments, coerce_k
 from toolroute.gateway.calls.access import (
-    CallGateScope,
     ClientAccess,
     Request,
     authenticated_client,
@@ -82,11 +81,8 @@ from toolroute.route.llm_stages import subtask_text
 from toolroute.route.preconditions import Preconditions, SessionState
 from toolroute.router import Router
 from toolroute.sdk import OpenTelemetryMiddleware, connection_of
-from toolroute.settings import DEFAULTS
+from toolroute.settings import DEFAULTS, ToolrouteSettings
 from toolroute.stats import Outcome
-
-if TYPE_CHECKING:
-    from toolroute.gateway.http._auth import HttpGuard
 
 __all__ = [
     "CALL_TOOL",
@@ -165,6 +161,18 @@ class SuggestHook(Protocol):
     async def answer(self, query: str) -> dict[str, Any]: ...
 
 
+class TokenGuard(Protocol):
+    """What a reload swaps in the HTTP front door (:class:`toolroute.gateway.http.auth.HttpGuard`):
+    the clients' tokens and allow-lists, and the Host and Origin lists."""
+
+    def reconfigure(
+        self,
+        clients: Sequence[ClientAccess],
+        allowed_hosts: Sequence[str],
+        allowed_origins: Sequence[str],
+    ) -> None: ...
+
+
 class Warmup(Protocol):
     """What a request waits for at start (:class:`toolroute.gateway.ops.startup.Warmup`):
     one server ready, or every server (None)."""
@@ -217,40 +225,28 @@ class Gateway(GatewayCore):
         self,
         router: Router,
         pool: DownstreamPool,
+        settings: ToolrouteSettings = DEFAULTS,
         *,
-        k: int = DEFAULTS.k,
-        strategy: str = DEFAULTS.strategy,
-        call_timeout_s: float = DEFAULTS.call_timeout_s,
-        expose: Literal["meta", "bind", "all"] = DEFAULTS.expose,
-        call_gate: bool | CallGateScope = DEFAULTS.call_gate,
         clients: Mapping[str, ClientAccess] | None = None,
         presenter: Presenter | None = None,
         tool_gates: Mapping[str, Preconditions] | None = None,
         server_gates: Mapping[str, Preconditions] | None = None,
-        scopes: Sequence[str] = (),
-        milestones: Sequence[str] = (),
         events: Sequence[EventSink] = (),
         on_outcome: Callable[[Outcome], None] | None = None,
-        request_spans: bool = True,
         metrics: Callable[[Gateway], Metrics] | None = None,
         limits: LimitSettings | None = None,
     ) -> None:
-        """``metrics``: makes what counts this gateway's calls (it keeps the gateway, to read
-        at scrape time; None: nothing counted); ``limits``: ``[limits]`` (None: none)."""
-        continuations = Continuations(wait_s=call_timeout_s)
+        """``settings``: the ``[toolroute]`` settings (:class:`GatewayCore`); ``metrics``: makes
+        what counts this gateway's calls (it keeps the gateway, to read at scrape time; None:
+        nothing counted); ``limits``: ``[limits]`` (None: none)."""
+        continuations = Continuations(wait_s=settings.call_timeout_s)
         super().__init__(
             router,
             pool,
-            k=k,
-            strategy=strategy,
-            call_timeout_s=call_timeout_s,
-            expose=expose,
-            call_gate=call_gate,
+            settings,
             presenter=presenter,
             tool_gates=tool_gates,
             server_gates=server_gates,
-            scopes=scopes,
-            milestones=milestones,
             events=events,
             on_outcome=on_outcome,
             # 2025 servers' requests during a call, bridged to 2026-07-28 clients (runs while
@@ -295,18 +291,18 @@ class Gateway(GatewayCore):
             on_call_tool=self._call_tool,
             on_subscriptions_listen=self._listen,
         )
-        if not request_spans:  # the SDK's per-request OpenTelemetry span, off unless `otel`
+        if not settings.otel:  # the SDK's per-request OpenTelemetry span, off unless `otel`
             self.server.middleware = [
                 m for m in self.server.middleware if not isinstance(m, OpenTelemetryMiddleware)
             ]
-        self.http_guard: HttpGuard | None = None
+        self.http_guard: TokenGuard | None = None
         """The HTTP front door when served over HTTP: a reload swaps its tokens and lists."""
         self.passthrough = PassThrough(pool, lambda: self.quarantined)  # held: not listed
-        relisted = self.passthrough.invalidate if expose == "all" else None
+        relisted = self.passthrough.invalidate if settings.expose == "all" else None
         self.relay = Relay(  # resources, prompts, ... and the toolroute://status resource
             pool, self.bus, relisted, self._may_use, status=self.status
         )
-        self.relay.ask_timeout_s = call_timeout_s  # the call it belongs to ends by then too
+        self.relay.ask_timeout_s = settings.call_timeout_s  # its call ends by then too
         self.relay.ready = self._warmed
         self.relay.install(self.server)
 
