@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["missing", "write_report", "write_results"]
+__all__ = ["missing", "unknown", "write_report", "write_results"]
 
 
 def missing(path: Path) -> bool:
@@ -17,6 +18,15 @@ def missing(path: Path) -> bool:
         return False
     print(f"error: {path} not found (../shared missing)", file=sys.stderr)
     return True
+
+
+def unknown(names: Sequence[str], known: Collection[str], what: str) -> bool:
+    """Whether a name of ``names`` (a comma-separated option's) is not one of ``known``; if so,
+    says the first on stderr with the choices."""
+    bad = [n for n in names if n not in known]
+    if bad:
+        print(f"error: unknown {what} {bad[0]!r}; choose from {', '.join(known)}", file=sys.stderr)
+    return bool(bad)
 
 
 def write_report(

@@ -56,7 +56,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from benchmarks._report import missing
+from benchmarks._report import missing, unknown
 from toolroute.route.abstain_signals import FEATURES
 
 REPO = Path(__file__).resolve().parents[1]
@@ -589,9 +589,7 @@ def main() -> int:
     if missing(SHARED):
         return 2
     names = args.sets.split(",")
-    unknown = [n for n in names if n not in SETS]
-    if unknown:
-        print(f"error: unknown set {unknown[0]!r}; choose from {', '.join(SETS)}", file=sys.stderr)
+    if unknown(names, SETS, "set"):
         return 2
     use = args.features.split(",")
     if set(use) - set(FEATURES):

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks._report import missing, write_report
+from benchmarks._report import missing, unknown, write_report
 
 REPO = Path(__file__).resolve().parents[1]
 # ../shared beside the repo; TOOLROUTE_SHARED names it from a checkout elsewhere
@@ -145,13 +145,10 @@ def main() -> int:
     if missing(SHARED):
         return 2
     names = args.sets.split(",")
-    unknown = [n for n in names if n not in SETS]
-    if unknown:
-        print(f"error: unknown set {unknown[0]!r}; choose from {', '.join(SETS)}", file=sys.stderr)
+    if unknown(names, SETS, "set"):
         return 2
     forms = tuple(args.forms.split(","))
-    if bad := [f for f in forms if f not in FORMS]:
-        print(f"error: unknown form {bad[0]!r}; choose from {', '.join(FORMS)}", file=sys.stderr)
+    if unknown(forms, FORMS, "form"):
         return 2
 
     from toolroute.embed.onnx import OnnxEmbedder
