@@ -231,6 +231,35 @@ def run_set(
     return out
 
 
+def run_sets(
+    names: Sequence[str],
+    strategies: Sequence[str],
+    args: argparse.Namespace,
+    embedder: Any,
+    params: Any,
+    before: Any = None,
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """:func:`run_set` on each set of ``names``, indexed with ``params`` in ``args.store``, its
+    cases :func:`suite_cases`' with ``args.steps`` and ``args.exact``; ``before(name)`` first
+    when given. Says on stderr when each set is done."""
+    from toolroute.catalog import load_queries
+    from toolroute.router import Router
+
+    results: dict[str, dict[str, dict[str, Any]]] = {}
+    t_start = time.perf_counter()
+    for name in names:
+        cat, qf = SETS[name]
+        if before is not None:
+            before(name)
+        with Router(cat, store=args.store, embedder=embedder, params=params) as r:
+            r.index()
+            queries = load_queries(qf, r.catalog)
+            cases = suite_cases(r.catalog, queries, embedder.embed, args.steps, args.exact)
+            results[name] = run_set(r, cases, strategies)
+        print(f"{name}: done at {time.perf_counter() - t_start:.0f} s", file=sys.stderr)
+    return results
+
+
 def render(
     results: dict[str, dict[str, dict[str, Any]]], strategies: Sequence[str], baseline: str
 ) -> tuple[str, dict[str, Any]]:
@@ -342,30 +371,22 @@ def main() -> int:
     if missing(SHARED):
         return 2
 
-    from toolroute.catalog import load_queries
     from toolroute.embed.onnx import OnnxEmbedder
     from toolroute.route.strategy import RouteParams
-    from toolroute.router import Router
 
     register_experiments()
     strategies = args.strategy or ["default", "steps", "hybrid"]
     if args.baseline not in strategies:
         strategies.insert(0, args.baseline)
-    embedder = OnnxEmbedder()
-    results: dict[str, dict[str, dict[str, Any]]] = {}
-    t_start = time.perf_counter()
-    for name in args.sets.split(","):
-        cat, qf = SETS[name]
+
+    def lodo(name: str) -> None:  # the fusion models trained without this set
         register_lodo(name)
         register_lodo(name, "3", "fusion-v3")
-        with Router(
-            cat, store=args.store, embedder=embedder, params=RouteParams(abstain=args.abstain)
-        ) as r:
-            r.index()
-            queries = load_queries(qf, r.catalog)
-            cases = suite_cases(r.catalog, queries, embedder.embed, args.steps, args.exact)
-            results[name] = run_set(r, cases, strategies)
-        print(f"{name}: done at {time.perf_counter() - t_start:.0f} s", file=sys.stderr)
+
+    embedder = OnnxEmbedder()
+    t_start = time.perf_counter()
+    params = RouteParams(abstain=args.abstain)
+    results = run_sets(args.sets.split(","), strategies, args, embedder, params, lodo)
     table, summary = render(results, strategies, args.baseline)
     took = time.perf_counter() - t_start
     head = (
