@@ -36,7 +36,6 @@ from typing import Any
 import numpy as np
 
 from benchmarks import recall_suite as rs
-from benchmarks._report import write_report
 
 # the sets each variant's knobs were chosen on (filled by --developed-on; see the results file)
 DEVELOPED: tuple[str, ...] = ()
@@ -256,12 +255,7 @@ def main() -> int:
     embedder = OnnxEmbedder()
     t0 = time.perf_counter()
     results = rs.run_sets(args.sets.split(","), strategies, args, embedder, RouteParams())
-    table, summary = rs.render(results, strategies, args.baseline)
-    head = (
-        f"`python -m benchmarks.recall_feedback {' '.join(sys.argv[1:])}` "
-        f"({time.perf_counter() - t0:.0f} s, MiniLM int8, no LLM)\n\n"
-    )
-    write_report(head + table, args.out, args.json, summary)
+    rs.write_suite_report(results, strategies, args, "recall_feedback", time.perf_counter() - t0)
     return 0
 
 

@@ -260,6 +260,23 @@ def run_sets(
     return results
 
 
+def write_suite_report(
+    results: dict[str, dict[str, dict[str, Any]]],
+    strategies: Sequence[str],
+    args: argparse.Namespace,
+    script: str,
+    seconds: float,
+) -> None:
+    """The suite's report (:func:`render` against ``args.baseline``) under the command that made
+    it, printed and written where ``args`` says."""
+    table, summary = render(results, strategies, args.baseline)
+    head = (
+        f"`python -m benchmarks.{script} {' '.join(sys.argv[1:])}` "
+        f"({seconds:.0f} s, MiniLM int8, no LLM)\n\n"
+    )
+    write_report(head + table, args.out, args.json, summary)
+
+
 def render(
     results: dict[str, dict[str, dict[str, Any]]], strategies: Sequence[str], baseline: str
 ) -> tuple[str, dict[str, Any]]:
@@ -387,13 +404,7 @@ def main() -> int:
     t_start = time.perf_counter()
     params = RouteParams(abstain=args.abstain)
     results = run_sets(args.sets.split(","), strategies, args, embedder, params, lodo)
-    table, summary = render(results, strategies, args.baseline)
-    took = time.perf_counter() - t_start
-    head = (
-        f"`python -m benchmarks.recall_suite {' '.join(sys.argv[1:])}` "
-        f"({took:.0f} s, MiniLM int8, no LLM)\n\n"
-    )
-    write_report(head + table, args.out, args.json, summary)
+    write_suite_report(results, strategies, args, "recall_suite", time.perf_counter() - t_start)
     return 0
 
 
