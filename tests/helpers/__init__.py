@@ -6,6 +6,7 @@
 - :mod:`tests.helpers.conformance` and :mod:`tests.helpers.conformance_2026`: the MCP
   conformance suites against the gateway (tests/conformance; benchmarks/ writes their tables);
 - :mod:`tests.helpers.abstain`: the small catalog's router and a hand-set abstention model.
+- :mod:`tests.helpers.configs`: a gateway's ``servers.json`` and ``toolroute.toml``.
 
 Constants (paths, the time server's entry, npm servers) are in ``tests/conftest.py``.
 """
