@@ -169,6 +169,7 @@ if want retrieval; then
         # --compare-src: a worktree of the tree before the change (results file's first line)
         run $PY -m benchmarks.abstain_cost --sets union,sealtools --store "$STORE" \
             --out "$R/abstain_cost.md"
+        run $PY -m benchmarks.abstain_pool --store "$STORE" --out "$R/abstain_pool.md"
         run $PY -m benchmarks.recall_suite --sets union,mcpbench,livemcpbench \
             --strategy default --strategy adaptive --baseline adaptive --steps 100 --exact 0 \
             --store "$STORE" --out "$R/abstain_steps.md" --json "$R/abstain_steps.json"

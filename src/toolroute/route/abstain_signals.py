@@ -318,10 +318,12 @@ def _op_any(e: Evidence, does: Any) -> float:
 
 def _flat1(e: Evidence) -> float:
     """The best cosine to a tool's plain text (server, name, description), beside ``cos1``'s
-    weighted document: short requests meet short texts."""
-    if not e.q.vector.size or not e.ix.size:
+    weighted document: short requests meet short texts. Taken over the strategy's pool (its
+    best tools), not the catalog: a cost that does not grow with the catalog, for the same
+    value as the catalog's maximum on every request measured (benchmarks/abstain_pool.py)."""
+    if not e.q.vector.size or not e.pool.size:
         return 0.0
-    return float((e.ix.flat_vectors @ e.q.vector).max())
+    return float((e.ix.flat_vectors[e.pool] @ e.q.vector).max())
 
 
 def name_verbs(ix: ToolIndex, embed: Any) -> tuple[list[list[int]], Matrix, dict[str, int]]:
