@@ -329,7 +329,18 @@ def argument_errors(
     problem = schema_problem(schema)
     if problem:
         raise ValueError(problem)
-    validator: Any = _compiled(_key(schema)).validator
+    return _errors(_key(schema), arguments, deadline_s)
+
+
+def _errors(schema_json: str, arguments: Any, deadline_s: float) -> list[dict[str, str]]:
+    """:func:`argument_errors` of a schema given as JSON text (a catalogued tool's own)."""
+    try:
+        compiled = _compiled(schema_json)
+    except (ValueError, RecursionError):
+        raise ValueError("it is not plain JSON") from None
+    if compiled.problem:
+        raise ValueError(compiled.problem)
+    validator: Any = compiled.validator
     _clock.deadline = time.thread_time() + deadline_s
     try:
         found = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
@@ -351,10 +362,12 @@ def argument_errors(
 
 
 async def check_call(
-    name: str, schema: Mapping[str, Any], arguments: dict[str, Any]
+    name: str, schema_json: str, arguments: dict[str, Any]
 ) -> dict[str, Any] | None:
-    """None when ``arguments`` fit ``name``'s input schema; else the ``isError`` payload
-    (``invalid_arguments`` with the errors, or ``invalid_schema`` naming the tool)."""
+    """None when ``arguments`` fit ``name``'s input schema, given as the JSON text the catalog
+    keeps (compiled once per distinct text: a call parses and writes no schema); else the
+    ``isError`` payload (``invalid_arguments`` with the errors, or ``invalid_schema`` naming
+    the tool)."""
     try:
         limiter = _limiter.get()
     except LookupError:
@@ -363,7 +376,12 @@ async def check_call(
     try:
         with anyio.fail_after(VALIDATE_WALL_S):  # a keyword that overruns on its own
             errors = await anyio.to_thread.run_sync(
-                argument_errors, schema, arguments, limiter=limiter, abandon_on_cancel=True
+                _errors,
+                schema_json,
+                arguments,
+                VALIDATE_DEADLINE_S,
+                limiter=limiter,
+                abandon_on_cancel=True,
             )
     except (ValueError, TimeoutError) as e:
         reason = str(e) or f"checking the arguments took longer than {VALIDATE_WALL_S:g} s"
@@ -378,6 +396,7 @@ async def check_call(
         )
     if not errors:
         return None
+    schema = json.loads(schema_json)  # the client reads what to send instead
     return error_payload(
-        ErrorCode.INVALID_ARGUMENTS, None, tool=name, errors=errors, input_schema=dict(schema)
+        ErrorCode.INVALID_ARGUMENTS, None, tool=name, errors=errors, input_schema=schema
     )

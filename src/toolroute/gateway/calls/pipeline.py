@@ -376,7 +376,7 @@ def known_tool(host: Host, call: Call, next: Next) -> Awaitable[CallResult]:
 async def schema(host: Host, call: Call, next: Next) -> CallResult:
     """The arguments fit the tool's input schema (validated off the event loop)."""
     definition = host.presenter.tools_by_name[call.name]
-    problem = await check_call(call.name, dict(definition.input_schema), call.arguments)
+    problem = await check_call(call.name, definition.schema_json, call.arguments)
     if problem:
         return json_result(problem, error=True)
     return await next(call)
