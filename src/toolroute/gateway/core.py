@@ -44,7 +44,6 @@ from toolroute.catalog.name import SEPARATOR, qualified_name
 from toolroute.downstream.servers import CallContext, DownstreamPool
 from toolroute.errors import ErrorCode
 from toolroute.gateway.calls import pipeline
-from toolroute.gateway.calls._checks import MAX_NAME_CHARS
 from toolroute.gateway.calls._limits import Limits, NoLimits
 from toolroute.gateway.calls.access import (
     ANONYMOUS,
@@ -53,6 +52,7 @@ from toolroute.gateway.calls.access import (
     SessionStates,
     gate_scope,
 )
+from toolroute.gateway.calls.arguments import MAX_NAME_CHARS
 from toolroute.gateway.calls.pipeline import Call, json_result, refusal
 from toolroute.gateway.calls.quarantine import Held
 from toolroute.gateway.ops.status import Faults

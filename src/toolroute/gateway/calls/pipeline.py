@@ -44,9 +44,8 @@ from mcp.shared.exceptions import MCPError
 from toolroute.catalog.name import split_name
 from toolroute.downstream.servers import CallContext, DownstreamError, DownstreamPool
 from toolroute.errors import ErrorCode, error_payload, log_failure
-from toolroute.gateway.calls._checks import MAX_NAME_CHARS, check_arguments
-from toolroute.gateway.calls._schema import check_call
 from toolroute.gateway.calls.access import ANONYMOUS, CallGate
+from toolroute.gateway.calls.arguments import MAX_NAME_CHARS, check_arguments, check_call
 from toolroute.learn.memory import learn_from_call
 from toolroute.route.preconditions import (
     Preconditions,

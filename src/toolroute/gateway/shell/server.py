@@ -48,7 +48,6 @@ from mcp.shared.exceptions import MCPError
 from toolroute.catalog.name import qualified_name, server_of
 from toolroute.downstream.servers import CallContext, DownstreamPool
 from toolroute.errors import ErrorCode, StoreError
-from toolroute.gateway.calls._checks import check_find_args, coerce_arguments, coerce_k
 from toolroute.gateway.calls.access import (
     CallGateScope,
     ClientAccess,
@@ -56,6 +55,7 @@ from toolroute.gateway.calls.access import (
     authenticated_client,
     is_stateless,
 )
+from toolroute.gateway.calls.arguments import coerce_arguments
 from toolroute.gateway.core import (
     MAX_CAPABILITY_REQUESTS,
     Allowed,
@@ -74,6 +74,8 @@ from toolroute.gateway.shell.meta_tools import (
     FIND_TOOLS,
     REQUEST_CAPABILITY,
     SET_MILESTONE,
+    check_find_args,
+    coerce_k,
 )
 from toolroute.policy import LimitSettings
 from toolroute.present.events import EventSink
