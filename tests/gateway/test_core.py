@@ -187,7 +187,7 @@ def test_a_gateway_holds_calls_to_its_limits_and_counts_them_from_construction(
 
     async def main() -> None:
         async with _gateway(cfg) as gw, Client(gw.server, raise_exceptions=True) as c:
-            assert isinstance(gw.limits, Limits) and isinstance(gw.metrics, GatewayMetrics)
+            assert isinstance(gw.calls.limits, Limits) and isinstance(gw.metrics, GatewayMetrics)
             with anyio.fail_after(5):
                 assert not (await c.call_tool("call_tool", TOKYO)).is_error
                 r = await c.call_tool("call_tool", TOKYO)

@@ -27,11 +27,14 @@ bridge between a 2026-07-28 client and a 2025-11-25 server.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import functools
+import logging
 import sqlite3
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -56,6 +59,8 @@ from toolroute.gateway.calls.access import (
     is_stateless,
 )
 from toolroute.gateway.calls.arguments import coerce_arguments
+from toolroute.gateway.calls.pipeline import Call
+from toolroute.gateway.calls.record import Record
 from toolroute.gateway.core import (
     MAX_CAPABILITY_REQUESTS,
     Allowed,
@@ -83,7 +88,7 @@ from toolroute.present.presenter import Presenter
 from toolroute.route.llm_stages import subtask_text
 from toolroute.route.preconditions import Preconditions, SessionState
 from toolroute.router import Router
-from toolroute.sdk import OpenTelemetryMiddleware, connection_of
+from toolroute.sdk import OpenTelemetryMiddleware, connection_of, in_process
 from toolroute.settings import DEFAULTS
 from toolroute.stats import Outcome
 
@@ -99,6 +104,8 @@ __all__ = [
     "Gateway",
 ]
 
+log = logging.getLogger(__name__)
+
 try:
     VERSION = version("toolroute")
 except PackageNotFoundError:  # run from a source tree that was never installed
@@ -107,9 +114,11 @@ except PackageNotFoundError:  # run from a source tree that was never installed
 
 @dataclass(frozen=True, slots=True)
 class _Request:
-    """One call of a meta-tool, with who made it."""
+    """One ``tools/call`` request (a meta-tool, a bound or a passed-through tool), with who
+    made it."""
 
     ctx: Request
+    params: types.CallToolRequestParams
     args: dict[str, Any]
     state: SessionState
     allowed: Allowed
@@ -119,6 +128,8 @@ class _Request:
     """Where the servers' messages during its calls go: back to this request's client."""
     identity: str
     """Whom ``[limits]`` count its calls against (:func:`client_identity`)."""
+    records: list[Record] = field(default_factory=list)
+    """What its calls leave behind, recorded once it has answered (:data:`REQUEST_STEPS`)."""
 
 
 def _invalid(message: str) -> types.CallToolResult:
@@ -185,6 +196,95 @@ class _GatewayServer(Server):
 
 
 Handler = Callable[[_Request], Awaitable[CallResult]]
+
+
+# -- the request's steps around its handler ------------------------------------------------
+
+
+async def recorded_after_reply(gateway: Gateway, r: _Request, next: Handler) -> CallResult:
+    """What the request's tool calls leave behind (:mod:`toolroute.gateway.calls.record`) is
+    recorded once its reply is out: over a transport, the SDK writes the reply from the
+    request's own task, so when that task ends; held meanwhile, so a gateway that stops
+    records it (:meth:`~toolroute.gateway.calls.record.Recorder.flush`). An in-process client
+    has the answer as the handler returns: recorded then."""
+    try:
+        return await next(r)
+    finally:
+        if r.records:
+            recorder = gateway.calls.recorder
+            if in_process(r.ctx):
+                recorder.record(r.records)
+            else:
+                recorder.hold(r.records)
+                _when_answered(functools.partial(recorder.release, r.records))
+
+
+def _when_answered(release: Callable[[], None]) -> None:
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no asyncio loop running: nothing later to wait for
+        task = None
+    if task is None:
+        release()
+        return
+
+    def released(_: object) -> None:
+        try:
+            release()
+        except Exception:  # a loop callback: nobody above it to report to
+            log.exception("recording what a call left behind failed")
+
+    task.add_done_callback(released)
+
+
+async def warm_up(gateway: Gateway, r: _Request, next: Handler) -> CallResult:
+    """At start, a call of an indexed server's tool goes on; one of a server still being
+    indexed, and a meta-tool, wait for it (or every server), at most ``connect_timeout_s``
+    after the start (:class:`toolroute.gateway.ops.startup.Warmup`)."""
+    if gateway.warmup is not None:
+        await gateway.warmup.wait(gateway._waits_for(r.params))
+    return await next(r)
+
+
+async def store_failure(gateway: Gateway, r: _Request, next: Handler) -> CallResult:
+    """The gateway's own store or disk failing the request is an ``isError`` answer saying
+    what to do next, not a JSON-RPC error."""
+    try:
+        return await next(r)
+    except (sqlite3.Error, StoreError, OSError) as e:
+        return json_result(store_failed(gateway.faults, e), error=True)
+
+
+async def metered(gateway: Gateway, r: _Request, next: Handler) -> CallResult:
+    """The answer counted and timed (:attr:`GatewayCore.metrics`, given to the gateway when
+    it is made: ``/metrics``)."""
+    return await gateway.metrics.observed(r.params, next(r))
+
+
+RequestStep = Callable[["Gateway", _Request, Handler], Awaitable[CallResult]]
+REQUEST_STEPS: tuple[RequestStep, ...] = (recorded_after_reply, warm_up, store_failure, metered)
+"""What every ``tools/call`` request goes through around its handler (a meta-tool, a bound or
+a passed-through tool: :meth:`Gateway._dispatch`), outermost first."""
+
+
+class _Around:
+    """One request step bound to the gateway and to what it wraps (made once)."""
+
+    __slots__ = ("gateway", "next", "step")
+
+    def __init__(self, step: RequestStep, gateway: Gateway, next: Handler) -> None:
+        self.step, self.gateway, self.next = step, gateway, next
+
+    def __call__(self, r: _Request) -> Awaitable[CallResult]:
+        return self.step(self.gateway, r, self.next)
+
+
+def _bound(gateway: Gateway, steps: Sequence[RequestStep], handler: Handler) -> Handler:
+    """``steps`` around ``handler``, bound to ``gateway`` once."""
+    for step in reversed(steps):
+        handler = _Around(step, gateway, handler)
+    return handler
+
 
 MAX_LISTENERS = 1024
 """``subscriptions/listen`` streams open at once (2026-07-28 clients); more are refused."""
@@ -311,6 +411,7 @@ class Gateway(GatewayCore):
         self.relay.ask_timeout_s = call_timeout_s  # the call it belongs to ends by then too
         self.relay.ready = self._warmed
         self.relay.install(self.server)
+        self._request_path = _bound(self, REQUEST_STEPS, self._dispatch)
 
     def replace_router(self, router: Router) -> Router:
         """Swap in a router over a resynced catalog; returns the old one (to close)."""
@@ -380,20 +481,13 @@ class Gateway(GatewayCore):
         return server if server in self.pool.servers else None
 
     async def _call_tool(self, ctx: Request, params: types.CallToolRequestParams) -> CallResult:
-        if self.warmup is not None:  # at start: a call of an indexed server's tool goes on
-            await self.warmup.wait(self._waits_for(params))
-        try:
-            return await self.metrics.observed(params, self._dispatch(ctx, params))
-        except (sqlite3.Error, StoreError, OSError) as e:  # the gateway's own disk/store
-            return json_result(store_failed(self.faults, e), error=True)
-
-    async def _dispatch(self, ctx: Request, params: types.CallToolRequestParams) -> CallResult:
-        """A passed-through tool, a meta-tool, or a bound tool, in that order."""
+        """A ``tools/call`` request, as data, through :data:`REQUEST_STEPS`."""
         # the call's progress, logs and sampling come back to this client; a 2026-07-28
         # retry's answers and requestState go down with it
         caller = self.relay.caller(ctx, params)
         request = _Request(
             ctx,
+            params,
             params.arguments or {},
             self.sessions.for_request(ctx),
             self.allowed_for(ctx),
@@ -401,6 +495,11 @@ class Gateway(GatewayCore):
             caller,
             caller.identity,
         )
+        return await self._request_path(request)
+
+    async def _dispatch(self, request: _Request) -> CallResult:
+        """A passed-through tool, a meta-tool, or a bound tool, in that order."""
+        ctx, params = request.ctx, request.params
         if self.expose == "all":
             name = await self.passthrough.resolve(params.name)
             if name is not None:
@@ -417,15 +516,10 @@ class Gateway(GatewayCore):
         )
 
     async def _gated(self, r: _Request, name: str, arguments: dict[str, Any]) -> CallResult:
-        return await self.gated_call(
-            name,
-            arguments,
-            r.state,
-            r.allowed,
-            client=r.client,
-            caller=r.caller,
-            identity=r.identity,
-        )
+        """One tool call of the request through the call path; what it leaves behind joins
+        the request's records (recorded after the reply)."""
+        call = Call(name, arguments, r.state, r.allowed, r.client, r.caller, r.identity, r.records)
+        return await self.calls.run(call)
 
     async def _find_tools(self, r: _Request) -> CallResult:
         problem = check_find_args(r.args)
