@@ -589,6 +589,29 @@ def test_calls_to_a_server_that_announces_no_change_note_one_relist_until_it_is_
     anyio.run(main)
 
 
+def test_a_calls_possible_silent_change_is_told_to_the_pool_once_its_answer_is_out(
+    tmp_path: Path,
+) -> None:
+    """The re-list a call of a server that announces no changes needs wakes the change watcher
+    only once the gateway has answered the call (``answered``), not on the call's way back."""
+    cfg = _config(tmp_path, "2025-11-25", call_gate="off")
+
+    async def main() -> None:
+        async with _gateway(cfg) as gw:
+            time_server = gw.pool["time"]
+            notes: list[bool] = []
+            time_server.on_change = lambda: notes.append(time_server.tools_changed.is_set())
+            time_server.tools_changed = anyio.Event()
+            with anyio.fail_after(10):
+                await time_server.call_tool("get_current_time", {"timezone": "UTC"})
+            assert time_server.tools_changed.is_set() and notes == []  # pending, told nobody
+            time_server.answered()
+            time_server.answered()
+            assert notes == [True]  # once
+
+    anyio.run(main)
+
+
 def _quiet_server() -> Server[Any]:
     """A server that never announces a change of its tools: ``add_tool`` adds one silently."""
     tools = {

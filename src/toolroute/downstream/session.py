@@ -199,6 +199,7 @@ class Downstream:
         """Tools left out of the last listing (their schema is malformed), and why."""
         self._process = ProcessInfo()
         self.tools_changed = anyio.Event()
+        self._unnoted = False  # a call may have changed the tools: not told to the pool yet
         self.on_notification: NotificationHook | None = None
         self.on_change: Callable[[], None] | None = None
         """Called when what the gateway follows changes: the tools (list_changed), a
@@ -562,6 +563,14 @@ class Downstream:
         if self.on_change is not None:
             self.on_change()
 
+    def answered(self) -> None:
+        """The gateway has answered a call of this server: a change of its tools that a call
+        may have made unannounced (:meth:`call_tool`) is told to the pool now, after the
+        answer, not on the call's way back (it wakes the change watcher)."""
+        if self._unnoted:
+            self._unnoted = False
+            self._changed()
+
     def _exited(self) -> str | None:
         """``exited with code N: <its last stderr line>`` once the process has ended."""
         rc = self._process.returncode
@@ -769,11 +778,12 @@ class Downstream:
             not announces_tool_changes(c) or (modern(c) and not self._no_companion)
         ):
             # it may have changed a tool unannounced, or announced it on a session this one
-            # is not (downstream/era.py): re-listed soon. Once noted, the re-list is pending
-            # until the watcher takes it: another note per call would only wake it to
-            # recompute the status for nothing
+            # is not (downstream/era.py): re-listed soon, told to the pool once the call's
+            # answer is out (:meth:`answered`). Once noted, the re-list is pending until the
+            # watcher takes it: another note per call would only wake it to recompute the
+            # status for nothing
             self.tools_changed.set()
-            self._changed()
+            self._unnoted = True
         if isinstance(self.spec, HttpSpec):  # stdio replies are capped while they are read
             size = len(result.model_dump_json(by_alias=True, exclude_unset=True))
             if size > self.max_result_bytes:

@@ -33,6 +33,9 @@ def _recorder() -> tuple[Recorder, _Router]:
     router = _Router()
     gateway = SimpleNamespace(
         router=router,
+        pool=SimpleNamespace(
+            servers={"s": SimpleNamespace(answered=lambda: router.done.append(("answered",)))}
+        ),
         faults=SimpleNamespace(audit=lambda part: nullcontext()),
         metrics=SimpleNamespace(store=lambda operation: nullcontext()),
     )
@@ -47,7 +50,11 @@ def test_records_land_in_the_order_the_call_noted_them() -> None:
     recorder, router = _recorder()
     state = SessionState(last_query="what time is it")
     recorder.record([Outcome("s", "now", True, 0.1), _learnt(state, "now")])
-    assert router.done == [("outcome", "now", True), ("use", "what time is it", "now", True)]
+    assert router.done == [
+        ("outcome", "now", True),
+        ("answered",),  # the server hears its call was answered: a silent change is noted
+        ("use", "what time is it", "now", True),
+    ]
 
 
 def test_only_the_first_call_after_an_answer_teaches_what_it_passed_over() -> None:
@@ -81,10 +88,11 @@ def test_held_records_wait_for_their_release_and_a_flush_records_them_once_in_or
     recorder.hold([])  # a request that called nothing holds nothing
     assert router.done == []
     recorder.release(second)
-    assert router.done == [("outcome", "two", False)]
+    assert router.done == [("outcome", "two", False), ("answered",)]
     recorder.flush()  # a gateway that stops: what is still held
     recorder.release(first)  # its answer went out after all: recorded once only
-    assert router.done == [("outcome", "two", False), ("outcome", "one", True)]
+    outcomes = [d for d in router.done if d[0] == "outcome"]
+    assert outcomes == [("outcome", "two", False), ("outcome", "one", True)]
 
 
 def test_a_failing_store_is_noted_and_the_records_after_it_still_land() -> None:
@@ -100,6 +108,7 @@ def test_a_failing_store_is_noted_and_the_records_after_it_still_land() -> None:
         router=SimpleNamespace(
             record=broken, remember_use=router.remember_use, remember_skip=router.remember_skip
         ),
+        pool=SimpleNamespace(servers={}),
         faults=faults,
         metrics=SimpleNamespace(store=lambda operation: nullcontext()),
     )

@@ -21,6 +21,7 @@ def _shell() -> tuple[Any, list[str]]:
     written: list[str] = []
     gateway = SimpleNamespace(
         router=SimpleNamespace(record=lambda outcome: written.append(outcome.tool)),
+        pool=SimpleNamespace(servers={}),
         faults=SimpleNamespace(audit=lambda part: nullcontext()),
         metrics=SimpleNamespace(store=lambda operation: nullcontext()),
     )

@@ -1,6 +1,8 @@
 """What a tool call leaves behind, recorded once its answer has gone out: its outcome into the
-statistics and the store (EHRR eq. 8), and what it teaches the usage memory (what was called
-after which ``find_tools`` answer, whether it worked, what it passed over).
+statistics and the store (EHRR eq. 8), what it teaches the usage memory (what was called after
+which ``find_tools`` answer, whether it worked, what it passed over), and the re-list of a
+server whose tools the call may have changed unannounced
+(:meth:`~toolroute.downstream.session.Downstream.answered`).
 
 The call path's steps only note these as data, in the order they happen
 (:attr:`~toolroute.gateway.calls.pipeline.Call.records`); whoever runs the call hands them to
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from toolroute.catalog.models import ToolKey
+from toolroute.downstream.servers import DownstreamPool
 from toolroute.errors import log_failure
 from toolroute.learn.memory import learn_from_call
 from toolroute.route.preconditions import SessionState
@@ -72,6 +75,8 @@ class Gateway(Protocol):
     @property
     def router(self) -> Router: ...
     @property
+    def pool(self) -> DownstreamPool: ...
+    @property
     def faults(self) -> _Audit: ...
     @property
     def metrics(self) -> _StoreTimer: ...
@@ -120,6 +125,9 @@ class Recorder:
             g.router.record(outcome)
         if self.on_outcome is not None:
             self.on_outcome(outcome)
+        server = g.pool.servers.get(outcome.server)
+        if server is not None:
+            server.answered()
 
     def _learnt(self, r: Learnt) -> None:
         router = self.gateway.router
