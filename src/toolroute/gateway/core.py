@@ -56,13 +56,14 @@ from toolroute.gateway.calls.access import (
 from toolroute.gateway.calls.arguments import MAX_NAME_CHARS
 from toolroute.gateway.calls.path import CallPath
 from toolroute.gateway.calls.pipeline import Call, json_result, refusal
+from toolroute.gateway.calls.preconditions import blocked_by, preconditions_for
 from toolroute.gateway.calls.quarantine import Held
 from toolroute.gateway.ops.status import Faults
 from toolroute.learn.memory import shown_keys
 from toolroute.policy import LimitSettings
 from toolroute.present.events import EventSink, RoutingEvent, query_hash
 from toolroute.present.presenter import Presentation, PresentConfig, Presenter
-from toolroute.route.preconditions import Preconditions, SessionState, blocked_by, preconditions_for
+from toolroute.route.preconditions import Preconditions, SessionState
 from toolroute.router import Router, find_server
 from toolroute.settings import DEFAULTS
 from toolroute.stats import Outcome

@@ -47,13 +47,9 @@ from toolroute.downstream.servers import CallContext, DownstreamError, Downstrea
 from toolroute.errors import ErrorCode, error_payload
 from toolroute.gateway.calls.access import ANONYMOUS, CallGate
 from toolroute.gateway.calls.arguments import MAX_NAME_CHARS, check_arguments, check_call
+from toolroute.gateway.calls.preconditions import blocked_by, preconditions_for
 from toolroute.gateway.calls.record import Learnt, Record
-from toolroute.route.preconditions import (
-    Preconditions,
-    SessionState,
-    blocked_by,
-    preconditions_for,
-)
+from toolroute.route.preconditions import Preconditions, SessionState
 from toolroute.stats import Outcome
 
 if TYPE_CHECKING:
