@@ -484,7 +484,9 @@ class Gateway(GatewayCore):
         """A ``tools/call`` request, as data, through :data:`REQUEST_STEPS`."""
         # the call's progress, logs and sampling come back to this client; a 2026-07-28
         # retry's answers and requestState go down with it
-        caller = self.relay.caller(ctx, params)
+        caller = Caller(self.relay, ctx, params)
+        if not caller.stateless:  # a handshake-era session hears of list changes later
+            self.relay.seen(ctx)
         request = _Request(
             ctx,
             params,
