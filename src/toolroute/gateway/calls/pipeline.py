@@ -376,7 +376,7 @@ async def forward(host: Host, call: Call, next: Next) -> CallResult:
         if host.bridge is not None:
             answer = await host.bridge.call(server, tool, call.arguments, caller, timeout_s)
         if answer is None:
-            answer = await host.pool[server].call_tool(
+            answer = await host.pool.servers[server].call_tool(
                 tool, call.arguments, timeout_s, caller=caller
             )
     except DownstreamError as e:
