@@ -1,6 +1,5 @@
-"""What calls leave behind, recorded in order once their answers are out
-(gateway/calls/record.py): outcomes into the statistics, what a call teaches the usage memory,
-held records flushed by a stopping gateway."""
+"""What calls leave behind, recorded in order (gateway/calls/record.py): outcomes into the
+statistics, a server's possible silent change, what a call teaches the usage memory."""
 
 from __future__ import annotations
 
@@ -77,22 +76,6 @@ def test_an_answer_replaced_before_the_record_is_left_to_the_calls_after_it() ->
     recorder.record([learnt])
     assert [d[0] for d in router.done] == ["use"]  # the use is the call's own; no skip
     assert state.last_shown == [("w", "x")]  # the newer answer waits for its own first call
-
-
-def test_held_records_wait_for_their_release_and_a_flush_records_them_once_in_order() -> None:
-    recorder, router = _recorder()
-    first = [Outcome("s", "one", True, 0.1)]
-    second: list[Any] = [Outcome("s", "two", False, 0.2)]
-    recorder.hold(first)
-    recorder.hold(second)
-    recorder.hold([])  # a request that called nothing holds nothing
-    assert router.done == []
-    recorder.release(second)
-    assert router.done == [("outcome", "two", False), ("answered",)]
-    recorder.flush()  # a gateway that stops: what is still held
-    recorder.release(first)  # its answer went out after all: recorded once only
-    outcomes = [d for d in router.done if d[0] == "outcome"]
-    assert outcomes == [("outcome", "two", False), ("outcome", "one", True)]
 
 
 def test_a_failing_store_is_noted_and_the_records_after_it_still_land() -> None:

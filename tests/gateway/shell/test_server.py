@@ -11,9 +11,20 @@ import anyio
 import mcp.types as types
 
 from toolroute.gateway.calls.record import Recorder
-from toolroute.gateway.shell.server import _Request, recorded_after_reply
+from toolroute.gateway.shell.server import Gateway, _Request, recorded_after_reply
 from toolroute.route.preconditions import SessionState
 from toolroute.stats import Outcome
+
+
+class _Shell:
+    """The part of :class:`Gateway` the step reads (what is answering, its recorder)."""
+
+    answered = Gateway.answered
+    record_answering = Gateway.record_answering
+
+    def __init__(self, recorder: Recorder) -> None:
+        self.calls = SimpleNamespace(recorder=recorder)
+        self.answering: dict[int, list[Any]] = {}
 
 
 def _shell() -> tuple[Any, list[str]]:
@@ -25,7 +36,7 @@ def _shell() -> tuple[Any, list[str]]:
         faults=SimpleNamespace(audit=lambda part: nullcontext()),
         metrics=SimpleNamespace(store=lambda operation: nullcontext()),
     )
-    return SimpleNamespace(calls=SimpleNamespace(recorder=Recorder(cast(Any, gateway)))), written
+    return _Shell(Recorder(cast(Any, gateway))), written
 
 
 def _request(transport: str) -> _Request:
@@ -56,6 +67,7 @@ def test_a_requests_records_wait_until_its_task_has_written_the_reply() -> None:
     anyio.run(main)
     assert seen["as the handler returns"] == []
     assert written == ["now"]  # once the task that answered has ended
+    assert shell.answering == {}
 
 
 def test_an_in_process_clients_records_land_as_its_handler_returns() -> None:
@@ -74,8 +86,8 @@ def test_a_stopping_gateway_records_what_requests_still_answering_left_behind() 
     async def main() -> None:
         await recorded_after_reply(shell, _request("stdio"), _handler)
         assert written == []  # this task (the request's) has not ended
-        shell.calls.recorder.flush()  # what `toolroute serve` does as it stops
-        assert written == ["now"]
+        shell.record_answering()  # what `toolroute serve` does as it stops
+        assert written == ["now"] and shell.answering == {}
 
     anyio.run(main)
     assert written == ["now"]  # the task's end records nothing twice

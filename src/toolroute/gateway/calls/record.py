@@ -6,12 +6,11 @@ server whose tools the call may have changed unannounced
 
 The call path's steps only note these as data, in the order they happen
 (:attr:`~toolroute.gateway.calls.pipeline.Call.records`); whoever runs the call hands them to
-the gateway's :class:`Recorder`:
-the MCP shell once the request has answered (its task has handed the reply to the transport),
-the Python API as the call returns. So a client never waits for the store, the statistics or
-the usage memory, and each call's records land in order, synchronously, before the next reply's:
-nothing queues beyond the requests still answering, and a gateway that stops records what they
-held (:meth:`Recorder.flush`).
+the gateway's :class:`Recorder`: the MCP shell once the request has answered (its task has
+handed the reply to the transport), the Python API as the call returns. So a client never
+waits for the store, the statistics or the usage memory, and each call's records land in
+order, synchronously: nothing queues beyond the requests still answering, which a gateway that
+stops records first.
 """
 
 from __future__ import annotations
@@ -83,8 +82,7 @@ class Gateway(Protocol):
 
 
 class Recorder:
-    """Records what the calls of ``gateway`` leave behind: now (:meth:`record`), or once the
-    answer is out (:meth:`hold`, then :meth:`release`); ``on_outcome`` sees each outcome
+    """Records what the calls of ``gateway`` leave behind; ``on_outcome`` sees each outcome
     recorded."""
 
     def __init__(
@@ -92,7 +90,6 @@ class Recorder:
     ) -> None:
         self.gateway = gateway
         self.on_outcome = on_outcome
-        self._held: dict[int, list[Record]] = {}  # by id, in the order they were held
 
     def record(self, records: Iterable[Record]) -> None:
         """Record ``records`` now, in order. A failed store write is noted in the gateway's
@@ -102,22 +99,6 @@ class Recorder:
                 self._outcome(r)
             else:
                 self._learnt(r)
-
-    def hold(self, records: list[Record]) -> None:
-        """Keep ``records`` until :meth:`release` (their call's answer is still going out)."""
-        if records:
-            self._held[id(records)] = records
-
-    def release(self, records: list[Record]) -> None:
-        """Record ``records`` held by :meth:`hold` (nothing when :meth:`flush` already has)."""
-        if self._held.pop(id(records), None) is not None:
-            self.record(records)
-
-    def flush(self) -> None:
-        """Record everything held, in order: a gateway that stops, or a test that reads the
-        statistics before the answers it waited for were all recorded."""
-        while self._held:
-            self.record(self._held.pop(next(iter(self._held))))
 
     def _outcome(self, outcome: Outcome) -> None:
         g = self.gateway

@@ -82,7 +82,7 @@ async def serve(
                     await serve_http(config, gateway, host, port)
                 tg.cancel_scope.cancel()
         finally:
-            gateway.calls.recorder.flush()  # what calls still answering left behind
+            gateway.record_answering()  # what the requests still answering left behind
             local_dir = gateway.router.store.directory
             gateway.router.close()
             pool.stop()

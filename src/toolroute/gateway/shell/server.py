@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+import anyio
 import mcp.types as types
 from mcp.server import NotificationOptions, Server
 from mcp.server.subscriptions import (
@@ -180,7 +181,10 @@ class SuggestHook(Protocol):
 
 class Warmup(Protocol):
     """What a request waits for at start (:class:`toolroute.gateway.ops.startup.Warmup`):
-    one server ready, or every server (None)."""
+    one server ready, or every server (None); ``settled`` once every server is."""
+
+    @property
+    def settled(self) -> anyio.Event: ...
 
     async def wait(self, server: str | None = None) -> None: ...
 
@@ -204,19 +208,19 @@ Handler = Callable[[_Request], Awaitable[CallResult]]
 async def recorded_after_reply(gateway: Gateway, r: _Request, next: Handler) -> CallResult:
     """What the request's tool calls leave behind (:mod:`toolroute.gateway.calls.record`) is
     recorded once its reply is out: over a transport, the SDK writes the reply from the
-    request's own task, so when that task ends; held meanwhile, so a gateway that stops
-    records it (:meth:`~toolroute.gateway.calls.record.Recorder.flush`). An in-process client
-    has the answer as the handler returns: recorded then."""
+    request's own task, so when that task ends; held meanwhile
+    (:attr:`Gateway.answering`), so a gateway that stops records it
+    (:meth:`Gateway.record_answering`). An in-process client has the answer as the handler
+    returns: recorded then."""
     try:
         return await next(r)
     finally:
         if r.records:
-            recorder = gateway.calls.recorder
             if in_process(r.ctx):
-                recorder.record(r.records)
+                gateway.calls.recorder.record(r.records)
             else:
-                recorder.hold(r.records)
-                _when_answered(functools.partial(recorder.release, r.records))
+                gateway.answering[id(r.records)] = r.records
+                _when_answered(functools.partial(gateway.answered, r.records))
 
 
 def _when_answered(release: Callable[[], None]) -> None:
@@ -240,9 +244,11 @@ def _when_answered(release: Callable[[], None]) -> None:
 async def warm_up(gateway: Gateway, r: _Request, next: Handler) -> CallResult:
     """At start, a call of an indexed server's tool goes on; one of a server still being
     indexed, and a meta-tool, wait for it (or every server), at most ``connect_timeout_s``
-    after the start (:class:`toolroute.gateway.ops.startup.Warmup`)."""
-    if gateway.warmup is not None:
-        await gateway.warmup.wait(gateway._waits_for(r.params))
+    after the start (:class:`toolroute.gateway.ops.startup.Warmup`). Once every server is
+    ready, nothing waits."""
+    warmup = gateway.warmup
+    if warmup is not None and not warmup.settled.is_set():
+        await warmup.wait(gateway._waits_for(r.params))
     return await next(r)
 
 
@@ -412,6 +418,9 @@ class Gateway(GatewayCore):
         self.relay.ready = self._warmed
         self.relay.install(self.server)
         self._request_path = _bound(self, REQUEST_STEPS, self._dispatch)
+        self.answering: dict[int, list[Record]] = {}
+        """What the calls of requests whose reply is not out yet left behind, by id, in the
+        order they were answered (:func:`recorded_after_reply`)."""
 
     def replace_router(self, router: Router) -> Router:
         """Swap in a router over a resynced catalog; returns the old one (to close)."""
@@ -420,6 +429,18 @@ class Gateway(GatewayCore):
         self.passthrough.invalidate()
         self.relay.invalidate()
         return old
+
+    def answered(self, records: list[Record]) -> None:
+        """A request's reply is out: record what its calls left behind (nothing when
+        :meth:`record_answering` already has)."""
+        if self.answering.pop(id(records), None) is not None:
+            self.calls.recorder.record(records)
+
+    def record_answering(self) -> None:
+        """Record what the calls of requests still answering left behind, in order: a
+        gateway that stops."""
+        while self.answering:
+            self.calls.recorder.record(self.answering.pop(next(iter(self.answering))))
 
     def status(self) -> dict[str, Any]:
         """What ``toolroute status`` prints: each server's state and the quarantined tools."""
