@@ -58,7 +58,7 @@ from toolroute.gateway.calls.path import CallPath
 from toolroute.gateway.calls.pipeline import Call, json_result, refusal
 from toolroute.gateway.calls.preconditions import blocked_by, preconditions_for
 from toolroute.gateway.calls.quarantine import Held
-from toolroute.gateway.ops.status import Faults
+from toolroute.gateway.health import Faults
 from toolroute.learn.memory import shown_keys
 from toolroute.policy import LimitSettings
 from toolroute.present.events import EventSink, RoutingEvent, query_hash

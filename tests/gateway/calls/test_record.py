@@ -79,7 +79,7 @@ def test_an_answer_replaced_before_the_record_is_left_to_the_calls_after_it() ->
 
 
 def test_a_failing_store_is_noted_and_the_records_after_it_still_land() -> None:
-    from toolroute.gateway.ops.status import Faults
+    from toolroute.gateway.health import Faults
 
     router = _Router()
 

@@ -18,9 +18,10 @@ from toolroute.config import GatewayConfig
 from toolroute.downstream.servers import DownstreamPool
 from toolroute.downstream.sync import Listings
 from toolroute.errors import ConfigError
+from toolroute.gateway.health import snapshot
 from toolroute.gateway.ops.app import build_router, gateway_embedder, make_gateway, make_pool
 from toolroute.gateway.ops.follow import StoreWatch, follow_store
-from toolroute.gateway.ops.status import snapshot, write_status
+from toolroute.gateway.ops.status import write_status
 from toolroute.gateway.ops.syncing import STATUS_RETRY_S, live_of, watch_changes
 from toolroute.heap import freeze_heap, trim_heap
 from toolroute.router import Router

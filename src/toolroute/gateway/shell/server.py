@@ -71,7 +71,7 @@ from toolroute.gateway.core import (
     error_result,
     json_result,
 )
-from toolroute.gateway.ops.status import snapshot, store_failed
+from toolroute.gateway.health import snapshot, store_failed
 from toolroute.gateway.shell._continuation import Continuations, EraBridge
 from toolroute.gateway.shell._passthrough import PassThrough
 from toolroute.gateway.shell._relay import Caller, Relay
