@@ -36,7 +36,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal, Protocol
 
 import anyio
 import mcp.types as types
@@ -92,9 +92,6 @@ from toolroute.router import Router
 from toolroute.sdk import OpenTelemetryMiddleware, connection_of, in_process
 from toolroute.settings import DEFAULTS
 from toolroute.stats import Outcome
-
-if TYPE_CHECKING:
-    from toolroute.gateway.http._auth import HttpGuard
 
 __all__ = [
     "CALL_TOOL",
@@ -407,8 +404,6 @@ class Gateway(GatewayCore):
             self.server.middleware = [
                 m for m in self.server.middleware if not isinstance(m, OpenTelemetryMiddleware)
             ]
-        self.http_guard: HttpGuard | None = None
-        """The HTTP front door when served over HTTP: a reload swaps its tokens and lists."""
         self.passthrough = PassThrough(pool, lambda: self.quarantined)  # held: not listed
         relisted = self.passthrough.invalidate if expose == "all" else None
         self.relay = Relay(  # resources, prompts, ... and the toolroute://status resource
