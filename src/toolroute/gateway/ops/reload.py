@@ -270,9 +270,10 @@ async def _apply(
     for name in (*change.added, *change.restarted):  # bounded: a dead one is listed later
         await pool[name].settled(new.connect_timeout_s)
     report = await resync(new, pool, gateway, live.listings, change.servers)
-    for name in list(gateway.bound):  # bind mode: a removed or hidden tool leaves tools/list
+    bound = gateway.binding.bound  # bind mode: a removed or hidden tool leaves tools/list
+    for name in list(bound):
         if name not in gateway.presenter.tools_by_name:
-            del gateway.bound[name]
+            del bound[name]
     return report
 
 

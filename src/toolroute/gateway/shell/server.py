@@ -28,11 +28,9 @@ bridge between a 2026-07-28 client and a 2025-11-25 server.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 import sqlite3
-import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
@@ -43,11 +41,7 @@ import mcp.types as types
 from mcp.server import NotificationOptions, Server
 from mcp.server.subscriptions import (
     InMemorySubscriptionBus,
-    ListenHandler,
-    ServerEvent,
-    ToolsListChanged,
 )
-from mcp.shared.exceptions import MCPError
 
 from toolroute.catalog.name import qualified_name, server_of
 from toolroute.downstream.servers import CallContext, DownstreamPool
@@ -72,6 +66,7 @@ from toolroute.gateway.core import (
     json_result,
 )
 from toolroute.gateway.health import snapshot, store_failed
+from toolroute.gateway.shell._binding import Binding
 from toolroute.gateway.shell._continuation import Continuations, EraBridge
 from toolroute.gateway.shell._passthrough import PassThrough
 from toolroute.gateway.shell._relay import Caller, Relay
@@ -289,31 +284,6 @@ def _bound(gateway: Gateway, steps: Sequence[RequestStep], handler: Handler) -> 
     return handler
 
 
-MAX_LISTENERS = 1024
-"""``subscriptions/listen`` streams open at once (2026-07-28 clients); more are refused."""
-
-
-class _Buses:
-    """The events a listen stream receives: the gateway's own (resources, prompts, every
-    client's tool list) and its client's (the tools bound for that client alone)."""
-
-    def __init__(self, *buses: InMemorySubscriptionBus) -> None:
-        self.buses = buses
-
-    async def publish(self, event: ServerEvent) -> None:
-        for bus in self.buses:
-            await bus.publish(event)
-
-    def subscribe(self, listener: Callable[[ServerEvent], None]) -> Callable[[], None]:
-        undo = [bus.subscribe(listener) for bus in self.buses]
-
-        def unsubscribe() -> None:
-            for u in undo:
-                u()
-
-        return unsubscribe
-
-
 class Gateway(GatewayCore):
     """The gateway's MCP server: a shell over :class:`GatewayCore` that adds the meta-tools,
     bound and passed-through tools, the relay of everything else, and 2025 ↔ 2026 bridging."""
@@ -367,20 +337,14 @@ class Gateway(GatewayCore):
         self.continuations = continuations
         self.clients = dict(clients or {})
         """Authenticated HTTP clients by id, with their allow-lists (:mod:`.access`)."""
-        self.bound: dict[str, types.Tool] = {}
-        """bind mode: the definitions of tools bound so far, by gateway name. Which of them a
-        connection lists is its scope's promotions (:meth:`_bound_for`)."""
-        self._scope_buses: weakref.WeakKeyDictionary[SessionState, InMemorySubscriptionBus] = (
-            weakref.WeakKeyDictionary()
-        )
-        self._scope_of: weakref.WeakKeyDictionary[Any, SessionState] = weakref.WeakKeyDictionary()
-        """Handshake-era connections by the call gate scope they belong to (bind mode tells
-        every connection of a scope when its tools change)."""
-        self._listeners = 0
         self.code_mode: CodeModeHook | None = None  # make_gateway sets it (code_mode = true)
         self.suggester: SuggestHook | None = None  # make_gateway sets it ([registry] url)
         self.find_tools_tool = FIND_TOOLS  # app.describe_find_tools names the servers in it
         self.bus = InMemorySubscriptionBus()
+        self.passthrough = PassThrough(pool, lambda: self.quarantined)  # held: not listed
+        self.binding = Binding(  # bind mode, and every 2026-07-28 client's listen stream
+            self.sessions, self.bus, lambda: self.presenter.tools_by_name, self.passthrough.original
+        )
         self.handlers: dict[str, Handler] = {
             FIND_TOOLS.name: self._find_tools,
             CALL_TOOL.name: self._call_meta,
@@ -398,13 +362,12 @@ class Gateway(GatewayCore):
             ),
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
-            on_subscriptions_listen=self._listen,
+            on_subscriptions_listen=self.binding.listen,
         )
         if not request_spans:  # the SDK's per-request OpenTelemetry span, off unless `otel`
             self.server.middleware = [
                 m for m in self.server.middleware if not isinstance(m, OpenTelemetryMiddleware)
             ]
-        self.passthrough = PassThrough(pool, lambda: self.quarantined)  # held: not listed
         relisted = self.passthrough.invalidate if expose == "all" else None
         self.relay = Relay(  # resources, prompts, ... and the toolroute://status resource
             pool, self.bus, relisted, self._may_use, status=self.status
@@ -420,7 +383,7 @@ class Gateway(GatewayCore):
     def replace_router(self, router: Router) -> Router:
         """Swap in a router over a resynced catalog; returns the old one (to close)."""
         old = super().replace_router(router)
-        self.bound.clear()  # definitions are read again from the resynced servers
+        self.binding.bound.clear()  # definitions are read again from the resynced servers
         self.passthrough.invalidate()
         self.relay.invalidate()
         return old
@@ -472,10 +435,10 @@ class Gateway(GatewayCore):
         bound: list[types.Tool] = []
         if self.expose == "bind":
             state = self.sessions.for_request(ctx)
-            self._joined(ctx, state)
+            self.binding.joined(ctx, state)
             if self.warmup is not None:  # at start: a new process lists what the store holds
                 await self.warmup.wait()  # for this client once its servers are indexed
-            bound = await self._bound_for(state, allowed)
+            bound = await self.binding.bound_for(state, allowed)
         return types.ListToolsResult(tools=[*meta, *bound])
 
     warmup: Warmup | None = None
@@ -526,7 +489,7 @@ class Gateway(GatewayCore):
         if handler is not None:
             return await handler(request)
         if self.expose == "bind" and params.name in self.presenter.tools_by_name:
-            self._joined(ctx, request.state)
+            self.binding.joined(ctx, request.state)
             return await self._gated(request, params.name, request.args)
         return error_result(
             ErrorCode.UNKNOWN_TOOL,
@@ -551,7 +514,7 @@ class Gateway(GatewayCore):
             )
             if self.expose == "bind" and not listed.is_error:
                 found = (listed.structured_content or {})["candidates"]
-                await self._bind(r.ctx, r.state, found, before)
+                await self.binding.bind(r.ctx, r.state, found, before)
             return listed
         query = r.args.get("query")
         subtask = r.args.get("subtask")  # the Python API's functional subtask, still accepted
@@ -568,7 +531,7 @@ class Gateway(GatewayCore):
         if shown := {n: v for n, v in indexing.items() if self._may_use(r.ctx, n)}:
             found["indexing"] = shown
         if self.expose == "bind":
-            await self._bind(r.ctx, r.state, found["candidates"], before)
+            await self.binding.bind(r.ctx, r.state, found["candidates"], before)
         return json_result(found)
 
     async def _call_meta(self, r: _Request) -> CallResult:
@@ -594,7 +557,7 @@ class Gateway(GatewayCore):
         result = await self.request_capability(r.state, need, k, r.allowed)
         if self.expose == "bind" and not result.is_error:
             found = (result.structured_content or {})["candidates"]
-            await self._bind(r.ctx, r.state, found, before)
+            await self.binding.bind(r.ctx, r.state, found, before)
         return result
 
     async def _execute(self, r: _Request) -> CallResult:
@@ -616,75 +579,3 @@ class Gateway(GatewayCore):
             return _invalid("set_milestone needs `name`")
         r.state.milestones.add(milestone)
         return json_result({"milestones": sorted(r.state.milestones)})
-
-    # -- bind mode: found tools join the finder's own tools/list -------------------------
-
-    async def _bind(
-        self, ctx: Request, state: SessionState, candidates: list[dict[str, Any]], before: set[str]
-    ) -> None:
-        """Tell every connection of ``state``'s scope that its tools/list grew (both protocol
-        eras); nobody else's list changes."""
-        self._joined(ctx, state)
-        if all(c["name"] in before for c in candidates):
-            return
-        bus = self._scope_buses.get(state)
-        if bus is not None:  # its 2026-07-28 listen streams
-            await bus.publish(ToolsListChanged())
-        for connection, scope in list(self._scope_of.items()):  # its handshake-era sessions
-            if scope is state:
-                await connection.notify("notifications/tools/list_changed", None)
-
-    def _joined(self, ctx: Request, state: SessionState) -> None:
-        """Remember that ``ctx``'s connection (a handshake-era session) belongs to ``state``'s
-        scope, for as long as the connection lives."""
-        if str(getattr(ctx, "protocol_version", "")).startswith("2026"):
-            return  # no connection: its listen stream is subscribed to the scope instead
-        connection = connection_of(getattr(ctx, "session", None))
-        if connection is None or not hasattr(connection, "notify"):
-            return
-        with contextlib.suppress(TypeError):  # not weakly referable: not told, it re-lists
-            self._scope_of[connection] = state
-
-    async def _bound_for(self, state: SessionState, allowed: Allowed) -> list[types.Tool]:
-        """The tools bound for ``state``'s scope: what find_tools returned to it (in this
-        process or, for a client, in any process on the store), inside its allow-list."""
-        tools = []
-        for name in self.sessions.promotions(state):
-            if allowed is not None and not allowed(name):
-                continue
-            tool = await self._definition(name)
-            if tool is not None:
-                tools.append(tool)
-        return tools
-
-    async def _definition(self, name: str) -> types.Tool | None:
-        """A bound tool as its server defines it (title, annotations, output schema, icons,
-        ``_meta``: every field), under its gateway name; None when it is not routable (gone,
-        hidden or quarantined)."""
-        if name not in self.presenter.tools_by_name:
-            return None
-        tool = self.bound.get(name)
-        if tool is None:
-            original = await self.passthrough.original(name)
-            if original is None:  # the server is down: what the catalog knows
-                t = self.presenter.tools_by_name[name]
-                original = types.Tool(
-                    name=name, description=t.description, input_schema=t.input_schema
-                )
-            tool = self.bound[name] = original.model_copy(update={"name": name})
-        return tool
-
-    async def _listen(self, ctx: Request, params: types.SubscriptionsListenRequestParams) -> Any:
-        """``subscriptions/listen`` (2026-07-28): the gateway's events and those of the
-        client's own scope (its bound tools)."""
-        if self._listeners >= MAX_LISTENERS:
-            raise MCPError(code=types.INTERNAL_ERROR, message="Subscription limit reached")
-        state = self.sessions.for_request(ctx)
-        bus = self._scope_buses.get(state)
-        if bus is None:
-            bus = self._scope_buses[state] = InMemorySubscriptionBus()
-        self._listeners += 1
-        try:
-            return await ListenHandler(_Buses(self.bus, bus))(ctx, params)
-        finally:
-            self._listeners -= 1
