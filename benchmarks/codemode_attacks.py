@@ -11,7 +11,8 @@ again while mallory, another client, repeats each attack for the whole of her me
 - a value shared 22 times over (``x = [x, x]``), and a 1 MB string repeated 300 times;
 - ``10**5000`` and ``math.factorial(10**5)`` as the value;
 - the shared value, and shared tuples nested 150 deep, as a ``call_tool``'s arguments;
-- two scripts at once awaiting a slow tool (3 s), and twelve scripts spinning on the CPU.
+- two scripts at once awaiting a slow tool (3 s), and twelve scripts spinning on the CPU;
+- an error with a 30-million-character message.
 
 For each: alice's p50 and p99 beside her baseline of the same run, the latency the attack adds
 to her p99, the gateway's peak RSS growth during the attack (its ``VmHWM``, reset before each,
@@ -59,6 +60,7 @@ ATTACKS: dict[str, tuple[str, int]] = {
     ),
     "two scripts awaiting a slow tool": ('await call_tool("calc__wait", {"seconds": 3})', 2),
     "twelve spinning scripts": ("while True:\n    pass", 12),
+    "an error with a 30-million-character message": ("raise ValueError('a' * 30_000_000)", 1),
 }
 NOW = {"name": "time__get_current_time", "arguments": {"timezone": "UTC"}}
 

@@ -12,7 +12,8 @@ come from today's model for both). ``S@tuned`` is strategy ``S`` over the fine-t
 compared with ``S`` over today's. Then the out-of-scope requests of benchmarks/out_of_scope (the
 set's own file, and union_test for the union): the share each answers with a tool.
 
-No set here was trained on (benchmarks/train_data.py reads none of ../shared/benchmarks).
+No set here was trained on (benchmarks/train_data.py reads ../shared/benchmarks only to leave
+its tools and requests out).
 """
 
 from __future__ import annotations

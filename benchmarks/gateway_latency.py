@@ -464,7 +464,9 @@ async def _breakdown(args: argparse.Namespace, tmp: Path) -> dict[str, list[floa
 
     config = tmp / "breakdown.json"
     config.write_text(json.dumps({"mcpServers": {"time": {"command": PY, "args": TIME_ARGS}}}))
-    cfg = replace(load_config(config, None), store=tmp / "store-breakdown", call_gate=False)
+    cfg = load_config(config, None)
+    own = {"store": str(tmp / "store-breakdown"), "call_gate": "off"}
+    cfg = replace(cfg, settings=cfg.settings.model_copy(update=own))
     async with running_pool(cfg) as pool:
         router, _ = await sync_router(cfg, pool)
         gw = make_gateway(cfg, router, pool)  # as served: no SDK span unless otel is on

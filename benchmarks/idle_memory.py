@@ -138,7 +138,7 @@ async def _measure(tmp: Path) -> dict[str, Any]:
 def _import_time(runs: int) -> tuple[float, list[str]]:
     code = (
         "import sys, time; t = time.perf_counter(); import toolroute.gateway.ops.app, "
-        "toolroute.gateway.shell.server, toolroute.cli; print(time.perf_counter() - t); "
+        "toolroute.gateway.shell.server, toolroute.cli.serve; print(time.perf_counter() - t); "
         f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))"
     )
     times, mods = [], ""

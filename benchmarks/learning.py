@@ -33,6 +33,7 @@ from toolroute.embed.onnx import OnnxEmbedder
 from toolroute.gateway.ops.app import running_pool
 from toolroute.gateway.ops.syncing import sync_router
 from toolroute.gateway.shell.server import Gateway
+from toolroute.settings import ToolrouteSettings
 
 REPO = Path(__file__).resolve().parents[1]
 PROXY = REPO / "tests" / "fixtures" / "flaky_proxy.py"
@@ -70,7 +71,7 @@ async def run_once(
         cfg = load_config(_config(Path(tmp), fail_share, latency_s, seed))
         async with running_pool(cfg) as pool:
             router, _ = await sync_router(cfg, pool, embedder=embedder)
-            gw = Gateway(router, pool, k=4, strategy=strategy, call_timeout_s=20)
+            gw = Gateway(router, pool, ToolrouteSettings(k=4, strategy=strategy, call_timeout_s=20))
             firsts: list[str] = []
             failures = 0
             try:

@@ -54,7 +54,9 @@ async def _measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
 
     config = tmp / "servers.json"
     config.write_text(json.dumps({"mcpServers": {"time": TIME}}))
-    cfg = replace(load_config(config), store=tmp / "store", call_gate=False)
+    cfg = load_config(config)
+    own = {"store": str(tmp / "store"), "call_gate": "off"}
+    cfg = replace(cfg, settings=cfg.settings.model_copy(update=own))
     times: dict[str, list[float]] = {}
     async with running_pool(cfg) as pool:
         router, _ = await sync_router(cfg, pool)

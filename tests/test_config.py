@@ -37,7 +37,7 @@ def test_claude_desktop_config_is_accepted_as_is(tmp_path: Path) -> None:
     ]
     assert isinstance(cfg.servers["docs"], HttpSpec)
     assert "off" not in cfg.servers
-    assert (cfg.strategy, cfg.k, cfg.expose) == ("default", 5, "meta")
+    assert (cfg.settings.strategy, cfg.settings.k, cfg.settings.expose) == ("default", 5, "meta")
 
 
 def test_toolroute_toml_beside_the_config_is_read(tmp_path: Path) -> None:
@@ -51,7 +51,7 @@ def test_toolroute_toml_beside_the_config_is_read(tmp_path: Path) -> None:
             ),
         )
     )
-    assert (cfg.k, cfg.expose, cfg.call_timeout_s) == (3, "bind", 5.0)
+    assert (cfg.settings.k, cfg.settings.expose, cfg.settings.call_timeout_s) == (3, "bind", 5.0)
     assert cfg.server_meta == {"time": {"ask_cost": 0.01}}
     assert cfg.tool_meta == {"time__now": {"price": 0.002}}
 
@@ -59,7 +59,7 @@ def test_toolroute_toml_beside_the_config_is_read(tmp_path: Path) -> None:
 def test_pass_through_exposure_is_a_setting_and_an_unknown_one_is_refused(tmp_path: Path) -> None:
     servers = {"time": {"command": "t"}}
     cfg = load_config(_write(tmp_path, servers, toml='[toolroute]\nexpose = "all"\n'))
-    assert cfg.expose == "all"
+    assert cfg.settings.expose == "all"
     with pytest.raises(ConfigError, match="expose"):
         load_config(_write(tmp_path, servers, toml='[toolroute]\nexpose = "everything"\n'))
 

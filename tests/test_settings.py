@@ -1,37 +1,36 @@
 """Each ``[toolroute]`` setting is declared once, in :class:`ToolrouteSettings`; every other
-layer between the file and the call path should take it from there, not spell it again.
+layer between the file and the call path takes it from there, not spelled again.
 
-Today five layers spell setting names (issue 47): :class:`GatewayConfig` repeats every one, and
-the gateway's two constructors repeat seven. ``DECLARED_AGAIN`` lists them so that a new
-repetition fails here, and so does a listed one that has gone (strike it: the list only
-shrinks). The layers' own names that are no setting (``servers``, ``router``, …) are not
-counted."""
+The settings travel as one object: the config holds it (``GatewayConfig.settings``),
+``make_gateway`` hands it on, the gateway's two constructors take it whole and a reload applies
+a new one in one step (``GatewayCore.apply``). A layer that declares a setting's name again (a
+field of the config, a parameter of a constructor) fails here; the layers' own names that are
+no setting (``servers``, ``router``, ``clients``, …) are not counted. The library's defaults
+(the Router's, its route parameters', the presenter's) are the settings' own objects."""
 
 from __future__ import annotations
 
 import dataclasses
 import inspect
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
+from toolroute.catalog.models import Catalog
 from toolroute.config import GatewayConfig
+from toolroute.downstream.servers import DownstreamPool
 from toolroute.gateway.core import GatewayCore
-from toolroute.gateway.ops.app import make_gateway
+from toolroute.gateway.ops.app import build_router, make_gateway
 from toolroute.gateway.shell.server import Gateway
-from toolroute.settings import ToolrouteSettings
+from toolroute.papers.tool_attention.agent_loop import ToolAttention
+from toolroute.present.presenter import PresentConfig
+from toolroute.route.adaptive import AdaptiveParams
+from toolroute.route.stage import RouteParams
+from toolroute.router import Router
+from toolroute.settings import DEFAULTS, ToolrouteSettings
 
 SETTINGS = frozenset(ToolrouteSettings.model_fields)
-_CONSTRUCTOR_REPEATS = frozenset(
-    {"call_gate", "call_timeout_s", "expose", "k", "milestones", "scopes", "strategy"}
-)
-DECLARED_AGAIN: dict[str, frozenset[str]] = {
-    "GatewayConfig": SETTINGS,
-    "make_gateway": frozenset(),
-    "Gateway.__init__": _CONSTRUCTOR_REPEATS,
-    "GatewayCore.__init__": _CONSTRUCTOR_REPEATS,
-}
-"""Setting names each layer declares again today (2026-11-28: 20 + 0 + 7 + 7 = 34)."""
 
 
 def _parameters(f: Callable[..., object]) -> set[str]:
@@ -44,17 +43,56 @@ LAYERS: dict[str, Callable[[], set[str]]] = {
     "Gateway.__init__": lambda: _parameters(Gateway.__init__),
     "GatewayCore.__init__": lambda: _parameters(GatewayCore.__init__),
 }
+"""The layers a setting passes from the file to the call path. Before issue 47, beside the 20
+of :class:`ToolrouteSettings`, GatewayConfig spelled all 20 again and the two constructors 7
+each (34 repeats); now none does."""
 
 
 @pytest.mark.parametrize("layer", sorted(LAYERS))
-def test_no_layer_declares_a_setting_again_beyond_todays_list(layer: str) -> None:
-    declared = LAYERS[layer]() & SETTINGS
-    new = sorted(declared - DECLARED_AGAIN[layer])
-    gone = sorted(DECLARED_AGAIN[layer] - declared)
-    assert new == [], f"{layer} declares {new} again: take them from ToolrouteSettings"
-    assert gone == [], f"{layer} no longer declares {gone}: strike them from DECLARED_AGAIN"
+def test_no_layer_declares_a_setting_again(layer: str) -> None:
+    again = sorted(LAYERS[layer]() & SETTINGS)
+    assert again == [], f"{layer} declares {again} again: read them from ToolrouteSettings"
 
 
-def test_the_list_names_every_layer_and_only_settings() -> None:
-    assert set(DECLARED_AGAIN) == set(LAYERS)
-    assert all(names <= SETTINGS for names in DECLARED_AGAIN.values())
+@pytest.mark.parametrize("layer", ["GatewayConfig", "Gateway.__init__", "GatewayCore.__init__"])
+def test_the_config_and_the_gateways_constructors_take_the_settings_as_one_object(
+    layer: str,
+) -> None:
+    assert "settings" in LAYERS[layer]()
+
+
+def test_the_gateway_runs_with_the_configs_settings_object_itself(tmp_path: Path) -> None:
+    settings = ToolrouteSettings(store=str(tmp_path / "store"), k=3, threshold=0.2)
+    config = GatewayConfig(servers={}, settings=settings)
+    router = build_router(config, Catalog(servers=()))
+    try:
+        gateway = make_gateway(config, router, DownstreamPool({}))
+        assert gateway.settings is settings
+        assert (gateway.k, gateway.presenter.config.top_k) == (3, 3)
+        assert gateway.presenter.config.threshold == 0.2
+    finally:
+        router.close()
+
+
+def test_the_settings_object_cannot_be_changed_in_place() -> None:
+    with pytest.raises(ValueError, match="frozen"):
+        DEFAULTS.k = 9  # type: ignore[misc]
+    assert DEFAULTS.model_copy(update={"k": 9}).k == 9 and DEFAULTS.k == 5
+
+
+def test_call_gate_true_and_false_are_the_scopes_they_mean() -> None:
+    assert ToolrouteSettings(call_gate=True) == ToolrouteSettings(call_gate="client")
+    assert ToolrouteSettings(call_gate=False).call_gate == "off"
+
+
+def test_the_librarys_defaults_are_the_settings_defaults() -> None:
+    for method in (Router.route, Router.explain):
+        parameters = inspect.signature(method).parameters
+        assert parameters["k"].default == DEFAULTS.k, method
+        assert parameters["strategy"].default == DEFAULTS.strategy, method
+    assert inspect.signature(Router.scores).parameters["strategy"].default == DEFAULTS.strategy
+    assert RouteParams().abstain == DEFAULTS.abstain
+    assert AdaptiveParams().value_usd == DEFAULTS.value_usd
+    assert PresentConfig().top_k == DEFAULTS.k
+    strategy = inspect.signature(ToolAttention.__init__).parameters["strategy"]
+    assert strategy.default == DEFAULTS.strategy

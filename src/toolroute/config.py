@@ -74,6 +74,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import json5
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -84,14 +85,16 @@ from toolroute.codemode.limits import CodeModeLimits
 from toolroute.downstream.inprocess import MemorySpec
 from toolroute.errors import ConfigError
 from toolroute.llm.client import LLMConfig
-from toolroute.policy import CallGateScope, ClientAccess, LimitSettings, gate_scope
+from toolroute.policy import ClientAccess, LimitSettings
 from toolroute.route.preconditions import Preconditions
+from toolroute.route.strategy import STRATEGIES
 from toolroute.settings import (
     CURATION_FIELDS,
     DEFAULTS,
     GATE_FIELDS,
     RegistrySettings,
     Toml,
+    ToolrouteSettings,
     client_access,
     code_mode_limits,
     curation_of,
@@ -155,55 +158,24 @@ class _ServerEntry(BaseModel):
 
 @dataclass(frozen=True, slots=True)
 class GatewayConfig:
-    """Downstream servers and toolroute's settings."""
+    """Downstream servers, toolroute's ``[toolroute]`` settings as one object, and the other
+    tables of its toolroute.toml. Every ``[toolroute]`` setting is read from :attr:`settings`;
+    no field here spells one again."""
 
     servers: dict[str, StdioSpec | HttpSpec | MemorySpec]
     """By name; a :class:`MemorySpec` (an SDK server object in this process) only from code."""
-    store: StoreTarget | None = None
-    """A directory (SQLite) or a ``postgresql://`` URL shared by gateway replicas."""
-    strategy: str = DEFAULTS.strategy
-    k: int = DEFAULTS.k
-    call_timeout_s: float = DEFAULTS.call_timeout_s
-    connect_timeout_s: float = DEFAULTS.connect_timeout_s
-    expose: Literal["meta", "bind", "all"] = DEFAULTS.expose
-    """``meta``: only find_tools/call_tool; ``bind``: found tools are added to tools/list too;
-    ``all``: pass-through, every server's tools in tools/list, no routing."""
-    call_gate: CallGateScope = gate_scope(DEFAULTS.call_gate)
-    """Refuse call_tool on a tool find_tools has not returned: to this ``client`` (any of its
-    sessions; the default), in this ``connection`` only, or ``off``."""
-    scopes: tuple[str, ...] = ()
-    """Scopes granted to the client (``requires_scope`` preconditions)."""
-    milestones: tuple[str, ...] = ()
-    """Milestones reached from the start (others are set with the ``set_milestone`` tool)."""
-    threshold: float | None = None
-    """θ of the similarity gate (``toolroute calibrate`` finds one); None: top-k only."""
-    pinned: tuple[str, ...] = ()
-    """``server__tool`` names always promoted and callable."""
-    events_log: Path | None = None
-    """JSON-lines file receiving one routing event per find_tools (Tool Attention §5.7)."""
-    otel: bool = DEFAULTS.otel
-    """Also emit each routing event as an OpenTelemetry span (``toolroute[otel]``)."""
+    settings: ToolrouteSettings = DEFAULTS
+    """The ``[toolroute]`` settings in effect: the file's, with ``pinned`` as the gateway
+    exposes the names (renames applied, ``[tools."…"] pin = true`` added) and ``store`` the
+    command's own (``--store``, else the file's)."""
     path: Path | None = None
     """The mcpServers file this came from (names the default store of its gateway)."""
     tool_gates: dict[str, Preconditions] = field(default_factory=dict)
     server_gates: dict[str, Preconditions] = field(default_factory=dict)
     server_meta: dict[str, dict[str, float]] = field(default_factory=dict)
     tool_meta: dict[str, dict[str, float]] = field(default_factory=dict)
-    max_result_bytes: int = DEFAULTS.max_result_bytes
-    """Largest downstream reply (bytes of JSON) passed on; larger ones become an isError."""
-    approved: tuple[str, ...] = ()
-    """``server__tool`` or ``server__tool@version``: released from quarantine by config."""
-    relist_interval_s: float = DEFAULTS.relist_interval_s
-    """Every server is re-listed this often, so a tool changed without list_changed is seen."""
-    value_usd: float = DEFAULTS.value_usd
-    """V of ``adaptive``: what one successful call is worth (USD), where :attr:`values`
-    sets nothing (route/adaptive.py)."""
     values: tuple[tuple[str, float], ...] = ()
     """``value_usd`` under ``[servers.X]`` (key ``X``) and ``[tools."X__t"]`` (``X__t``)."""
-    query_cache: int = DEFAULTS.query_cache
-    """find_tools query vectors kept in an in-memory LRU (0: off; :mod:`toolroute.embed.recent`)."""
-    abstain: Literal["off", "default", "strict"] = DEFAULTS.abstain
-    """When ``default`` answers "no tool fits" instead of ranking (route/abstain.py)."""
     llm: LLMConfig | None = None
     """Endpoint of the optional LLM stages: ``[llm]`` in toolroute.toml, else the
     ``TOOLROUTE_LLM_*`` environment, else None (offline fallbacks)."""
@@ -239,12 +211,18 @@ class GatewayConfig:
     auth_off: bool = False
     """``[auth] enabled = false``: HTTP without tokens, said explicitly. A reload may drop the
     tokens a running gateway requires only with it (:mod:`toolroute.gateway.ops.reload`)."""
-    code_mode: CodeModeLimits | None = None
-    """``[toolroute] code_mode = true``: the ``execute`` meta-tool under ``[code_mode]``'s
-    limits (:mod:`toolroute.codemode`); None: off."""
+    code_mode_limits: CodeModeLimits = field(default_factory=CodeModeLimits)
+    """``[code_mode]``: the limits of the ``execute`` meta-tool (:mod:`toolroute.codemode`),
+    listed where the ``code_mode`` setting is on."""
     registry: RegistrySettings = field(default_factory=RegistrySettings)
     """``[registry]``: servers suggested when no tool fits and what ``toolroute add`` may add
     (:mod:`toolroute.registry`); no ``url``: no registry is asked."""
+
+    @property
+    def store_target(self) -> StoreTarget | None:
+        """The ``store`` setting as a directory or a ``postgresql://`` URL (None: the
+        default store of this config, :func:`toolroute.gateway.ops.app.store_dir_of`)."""
+        return store_target(self.settings_path, self.settings.store)
 
 
 def _where(source: str, err: ValidationError, prefix: str = "") -> ConfigError:
@@ -322,7 +300,6 @@ def read_json(path: Path) -> Any:
             raise ConfigError(f"{path}: {TOO_DEEP_JSON}") from None
         what, at, where = str(e).rpartition(" at ")
         reason = f"at {where}: {what}" if at else str(e)
-    import json5
 
     try:  # JSON with comments: read as JSON5 (its superset); its errors are JSON's
         return json5.loads(text)
@@ -416,6 +393,16 @@ def _inputs_used(entry: Any) -> list[str]:
     return sorted(set(_INPUT.findall(json.dumps(entry))))
 
 
+def _gates(tables: dict[str, Any]) -> dict[str, Preconditions]:
+    """The preconditions (``requires_scope``, ``after``, ``milestone``) of each ``[tools."…"]``
+    or ``[servers.X]`` table that sets one."""
+    return {
+        name: Preconditions(tuple(m.requires_scope), tuple(m.after), m.milestone)
+        for name, m in tables.items()
+        if m.requires_scope or m.after or m.milestone
+    }
+
+
 def load_config(
     path: str | Path, settings: str | Path | None = None, *, secrets: bool = True
 ) -> GatewayConfig:
@@ -486,7 +473,6 @@ def load_config(
     except ValidationError as err:
         raise _where(str(toml_path), err) from None
     s = t.toolroute
-    from toolroute.route.strategy import STRATEGIES
 
     if s.strategy not in STRATEGIES:
         raise ConfigError(
@@ -514,17 +500,21 @@ def load_config(
             t.llm.base_url, t.llm.model, key, timeout_s=t.llm.timeout_s, retries=t.llm.retries
         )
     curation, tools = curation_of(t.tools)
+    pinned = (*exposed(s.pinned, curation), *curation.pinned(SEPARATOR))
+    clients = client_access(toml_path, t.auth, secrets)
+    store_target(toml_path, s.store)  # a bad URL scheme is refused here, naming the file
     return GatewayConfig(
+        settings=s.model_copy(update={"pinned": tuple(dict.fromkeys(pinned))}),
         settings_read=bool(settings_text.strip()),
         links=tuple(
             a for a in (p.absolute(), toml_path.absolute()) if a != a.resolve(strict=False)
         ),
         auth_off=t.auth is not None and not t.auth.enabled,
         curation=curation,
-        code_mode=code_mode_limits(t),
+        code_mode_limits=code_mode_limits(t),
         registry=t.registry,
         settings_path=toml_path.resolve(),
-        clients=client_access(toml_path, t.auth, secrets),
+        clients=clients,
         allowed_hosts=tuple(t.http.allowed_hosts),
         allowed_origins=tuple(t.http.allowed_origins),
         http_json_response=t.http.json_response,
@@ -534,28 +524,9 @@ def load_config(
         metrics=t.metrics.enabled,
         llm=llm,
         servers=servers,
-        store=store_target(toml_path, s.store),
-        strategy=s.strategy,
-        k=s.k,
-        call_timeout_s=s.call_timeout_s,
-        connect_timeout_s=s.connect_timeout_s,
-        expose=s.expose,
-        call_gate=gate_scope(s.call_gate),
-        scopes=tuple(s.scopes),
-        milestones=tuple(s.milestones),
-        threshold=s.threshold,
-        pinned=tuple(dict.fromkeys((*exposed(s.pinned, curation), *curation.pinned(SEPARATOR)))),
-        events_log=Path(s.events_log).expanduser() if s.events_log else None,
-        otel=s.otel,
-        max_result_bytes=s.max_result_bytes,
-        approved=tuple(s.approved),
-        relist_interval_s=s.relist_interval_s,
-        query_cache=s.query_cache,
-        value_usd=s.value_usd,
-        abstain=s.abstain,
         path=p.resolve(),
-        tool_gates={k: g for k, v in tools.items() if (g := v.preconditions())},
-        server_gates={k: g for k, v in t.servers.items() if (g := v.preconditions())},
+        tool_gates=_gates(tools),
+        server_gates=_gates(t.servers),
         server_meta={
             k: v.model_dump(exclude_none=True, exclude=GATE_FIELDS | {"value_usd"})
             for k, v in t.servers.items()

@@ -25,6 +25,7 @@ from toolroute.catalog.loader import load_catalog
 from toolroute.catalog.models import Catalog, Server, Tool
 from toolroute.embed.base import Embedder, SpanEmbedder
 from toolroute.embed.cache import CachedEmbedder
+from toolroute.embed.onnx import OnnxEmbedder
 from toolroute.embed.recent import VectorLru
 from toolroute.errors import ConfigError
 from toolroute.index.build import ToolIndex, build_index, economics_arrays
@@ -39,6 +40,7 @@ from toolroute.route.exact import names_a_tool, prerank_index, server_key
 from toolroute.route.intent import intent_spans
 from toolroute.route.precompute import DERIVATIONS
 from toolroute.route.strategy import Embeds, QueryContext, RouteParams, Scores, resolve_strategy
+from toolroute.settings import DEFAULTS
 from toolroute.stats import Outcome, StatsBook
 from toolroute.store import StoreTarget, catalog_digest, default_store_target, open_store
 
@@ -95,8 +97,6 @@ class Router:
         self._store_target = store if store is not None else default_store_target()
         self.store = open_store(self._store_target)
         if embedder is None:
-            from toolroute.embed.onnx import OnnxEmbedder
-
             embedder = OnnxEmbedder()
         self.embedder = embedder
         # the whole-query vectors of the last routes: the usage memory keys a call by its
@@ -315,7 +315,7 @@ class Router:
     def scores(
         self,
         query: str,
-        strategy: str = "default",
+        strategy: str = DEFAULTS.strategy,
         *,
         stats: StatsBook | None = None,
         trace: EhrrTrace | None = None,
@@ -357,8 +357,8 @@ class Router:
     def route(
         self,
         query: str,
-        k: int = 5,
-        strategy: str = "default",
+        k: int = DEFAULTS.k,
+        strategy: str = DEFAULTS.strategy,
         *,
         stats: StatsBook | None = None,
         client: str = "",
@@ -373,8 +373,8 @@ class Router:
     def explain(
         self,
         query: str,
-        k: int = 5,
-        strategy: str = "default",
+        k: int = DEFAULTS.k,
+        strategy: str = DEFAULTS.strategy,
         *,
         stats: StatsBook | None = None,
         client: str = "",

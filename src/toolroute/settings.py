@@ -11,14 +11,13 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from toolroute.catalog.curation import Curation, ToolOverride
 from toolroute.catalog.name import SEPARATOR
 from toolroute.codemode.limits import CodeModeLimits
 from toolroute.errors import ConfigError, StoreError
-from toolroute.policy import ClientAccess, Limit, LimitSettings
-from toolroute.route.preconditions import Preconditions
+from toolroute.policy import CallGateScope, ClientAccess, Limit, LimitSettings, gate_scope
 from toolroute.store.base import StoreTarget, parse_store_target
 
 __all__ = [
@@ -43,10 +42,12 @@ class ToolrouteSettings(BaseModel):
     """The ``[toolroute]`` table: every setting, its default and what it does, in one place.
 
     The config (:class:`toolroute.config.GatewayConfig`), the gateway's constructors and the
-    docs' settings table (:func:`settings_table`) all take their defaults from here.
+    docs' settings table (:func:`settings_table`) all take their defaults from here. One
+    object, never changed once made (``model_copy(update=…)`` makes another): the config holds
+    it, the gateway runs with it and a reload applies a new one whole.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
     store: str | None = Field(
         default=None,
         description="Store directory (SQLite) or a postgresql:// URL shared by gateway "
@@ -72,19 +73,19 @@ class ToolrouteSettings(BaseModel):
         description="Whose find_tools results a call may use: the same `client` (its "
         "sessions, processes, replicas), this `connection` only, or `off`.",
     )
-    scopes: list[str] = Field(
-        default_factory=list, description="Scopes granted to clients (`requires_scope`)."
+    scopes: tuple[str, ...] = Field(
+        default=(), description="Scopes granted to clients (`requires_scope`)."
     )
-    milestones: list[str] = Field(
-        default_factory=list, description="Milestones reached from the start (`set_milestone`)."
+    milestones: tuple[str, ...] = Field(
+        default=(), description="Milestones reached from the start (`set_milestone`)."
     )
     threshold: float | None = Field(
         default=None,
         description="The similarity threshold θ (`toolroute calibrate` finds one); unset: "
         "top-k only.",
     )
-    pinned: list[str] = Field(
-        default_factory=list, description="`server__tool` names always shown and callable."
+    pinned: tuple[str, ...] = Field(
+        default=(), description="`server__tool` names always shown and callable."
     )
     events_log: str | None = Field(
         default=None, description="A JSON-lines file receiving every routing decision."
@@ -99,8 +100,8 @@ class ToolrouteSettings(BaseModel):
         description="Largest downstream reply passed on (bytes of JSON); a larger one is "
         "discarded while it is read.",
     )
-    approved: list[str] = Field(
-        default_factory=list,
+    approved: tuple[str, ...] = Field(
+        default=(),
         description="`server__tool` or `server__tool@version` released from quarantine.",
     )
     relist_interval_s: float = Field(
@@ -129,6 +130,13 @@ class ToolrouteSettings(BaseModel):
         description='"No tool fits" answers when the evidence says none serves the need: '
         "`off`, `default`, or `strict` (refuses more, costs more recall).",
     )
+
+    @field_validator("call_gate")
+    @classmethod
+    def _gate_as_scope(cls, value: bool | str) -> CallGateScope:
+        """``true`` and ``false`` as the scopes they mean (``client``, ``off``): one value per
+        meaning, so that two settings objects compare equal when they act alike."""
+        return gate_scope(value)
 
 
 _Settings = ToolrouteSettings
@@ -275,11 +283,6 @@ class _Gate(BaseModel):
     after: list[str] = Field(default_factory=list)
     milestone: str | None = None
 
-    def preconditions(self) -> Preconditions | None:
-        if not (self.requires_scope or self.after or self.milestone):
-            return None
-        return Preconditions(tuple(self.requires_scope), tuple(self.after), self.milestone)
-
 
 class _ServerMeta(_Gate):
     model_config = ConfigDict(extra="forbid")
@@ -368,9 +371,9 @@ class _CodeMode(BaseModel):
     stubs: bool = True
 
 
-def code_mode_limits(t: Toml) -> CodeModeLimits | None:
-    """``[code_mode]`` when ``[toolroute] code_mode = true`` (None: code mode is off)."""
-    return CodeModeLimits(**t.code_mode.model_dump()) if t.toolroute.code_mode else None
+def code_mode_limits(t: Toml) -> CodeModeLimits:
+    """``[code_mode]``: the limits ``execute`` runs under where ``[toolroute] code_mode`` is on."""
+    return CodeModeLimits(**t.code_mode.model_dump())
 
 
 # -- the whole file ---------------------------------------------------------------------------

@@ -83,7 +83,7 @@ def test_a_renamed_tool_keeps_its_price_gates_and_pins_under_its_new_name(
             '[tools."time__now"]\npin = true\ndescription = "Now."\n',
         )
     )
-    assert cfg.pinned == ("gh__find", "time__now")
+    assert cfg.settings.pinned == ("gh__find", "time__now")
     assert cfg.tool_meta == {"gh__find": {"price": 0.01}, "time__now": {}}
     assert set(cfg.tool_gates) == {"gh__find"}
     assert cfg.curation.server("gh").overrides["search"].name == "find"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SMALL_CATALOG
-from toolroute.catalog import catalog_from_dict, load_catalog, load_queries, tool_hash
+from toolroute.catalog import catalog_from_dict, demo_catalog, load_catalog, load_queries, tool_hash
 from toolroute.catalog.models import Tool
 from toolroute.errors import CatalogError
 
@@ -128,3 +128,31 @@ def test_a_copied_tool_keeps_its_schema() -> None:
     copy = replace(tool, server="mirror")
     assert copy.input_schema == tool.input_schema and copy.price == 0.1
     assert copy.hash == tool.hash
+
+
+def test_a_toolbox_is_read_and_checked_against_the_catalog_and_the_relevant_tools(
+    tmp_path: Path,
+) -> None:
+    cat = demo_catalog()
+    p = tmp_path / "q.jsonl"
+
+    def rows(*r: dict) -> Path:
+        p.write_text(
+            "".join(json.dumps({"id": i, "query": "q", **x}) + "\n" for i, x in enumerate(r))
+        )
+        return p
+
+    time_ = {"server": "time", "tool": "get_current_time"}
+    git = {"server": "git", "tool": "git_log"}
+    (q,) = load_queries(rows({"relevant": [time_], "toolbox": [time_, git]}), cat)
+    assert q.toolbox == frozenset({("time", "get_current_time"), ("git", "git_log")})
+    (q,) = load_queries(rows({"relevant": [time_]}), cat)
+    assert q.toolbox is None
+    with pytest.raises(
+        CatalogError, match=r"\$.relevant: time/get_current_time is not in the toolbox"
+    ):
+        load_queries(rows({"relevant": [time_], "toolbox": [git]}), cat)
+    with pytest.raises(CatalogError, match=r"\$.toolbox: git/nope is not in the catalog"):
+        load_queries(rows({"relevant": [], "toolbox": [{"server": "git", "tool": "nope"}]}), cat)
+    with pytest.raises(CatalogError, match="toolbox: empty"):
+        load_queries(rows({"relevant": [], "toolbox": []}), cat)

@@ -14,9 +14,9 @@ from toolroute import cli
 @pytest.fixture(autouse=True)
 def fast_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
     """CLI unit tests use the hashing embedder; the real model runs in test_cli_real.py."""
-    import toolroute.embed.onnx
+    import toolroute.router
 
-    monkeypatch.setattr(toolroute.embed.onnx, "OnnxEmbedder", lambda: HashingEmbedder())
+    monkeypatch.setattr(toolroute.router, "OnnxEmbedder", lambda: HashingEmbedder())
 
 
 def _run(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
@@ -508,11 +508,11 @@ def test_sync_and_route_show_a_progress_bar_on_a_terminal_while_embedding(
 
     from rich.console import Console
 
-    import toolroute.cli.common
+    import toolroute.cli.render
 
     screen = io.StringIO()
     monkeypatch.setattr(
-        toolroute.cli.common, "stderr", Console(file=screen, force_terminal=True, width=100)
+        toolroute.cli.render, "stderr", Console(file=screen, force_terminal=True, width=100)
     )
     code, _, err = _run(
         "route", "weather", "--catalog", str(catalog_file), "--store", str(tmp_path)
@@ -526,7 +526,7 @@ def test_local_llm_hands_its_endpoint_to_the_router_without_touching_the_environ
 ) -> None:
     import os
 
-    import toolroute.llm.local
+    import toolroute.cli.common
     from toolroute.cli.common import _local_llm
 
     class FakeServer:
@@ -538,7 +538,7 @@ def test_local_llm_hands_its_endpoint_to_the_router_without_touching_the_environ
         def __exit__(self, *exc: object) -> None:
             pass
 
-    monkeypatch.setattr(toolroute.llm.local, "LocalLLMServer", FakeServer)
+    monkeypatch.setattr(toolroute.cli.common, "LocalLLMServer", FakeServer)
     monkeypatch.delenv("TOOLROUTE_LLM_BASE_URL", raising=False)
     before = dict(os.environ)
     with _local_llm(True, show=False) as config:
@@ -561,13 +561,14 @@ def test_the_command_and_a_gateway_without_code_mode_import_no_tables_and_no_san
 
     script = (
         "import sys\n"
-        "from pathlib import Path\n"
-        "import toolroute.cli\n"
+        "import toolroute.cli.serve\n"
         "from toolroute.catalog.models import Catalog\n"
         "from toolroute.config import GatewayConfig\n"
         "from toolroute.downstream.servers import DownstreamPool\n"
         "from toolroute.gateway.ops.app import build_router, make_gateway\n"
-        "config = GatewayConfig(servers={}, store=Path(sys.argv[1]), expose='all')\n"
+        "from toolroute.settings import ToolrouteSettings\n"
+        "settings = ToolrouteSettings(store=sys.argv[1], expose='all')\n"
+        "config = GatewayConfig(servers={}, settings=settings)\n"
         "router = build_router(config, Catalog(servers=()))\n"
         "make_gateway(config, router, DownstreamPool({}))\n"
         "router.close()\n"

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
-import toolroute.cli.common
+import toolroute.cli.render
 from tests.conftest import TIME_MAIN
 from toolroute import cli
 
@@ -66,7 +66,7 @@ def test_route_with_config_ranks_the_synced_servers_tools(
     )
     screen = io.StringIO()  # a terminal: the cold index shows its progress bar
     monkeypatch.setattr(
-        toolroute.cli.common, "stderr", Console(file=screen, force_terminal=True, width=100)
+        toolroute.cli.render, "stderr", Console(file=screen, force_terminal=True, width=100)
     )
     res = CliRunner().invoke(cli.main, ["sync", "--config", str(config)])
     assert res.exit_code == 0, res.output

@@ -15,10 +15,17 @@ from toolroute.settings import DEFAULTS, ToolrouteSettings
 
 SETTING_OPTIONS = {("route", "strategy"), ("route", "k"), ("route", "abstain")}
 SETTING_OPTIONS |= {("bench", "abstain"), ("calibrate", "strategy"), ("calibrate", "k")}
+OTHER_MEANINGS = {
+    "--store": "a data directory holding each config's store in a folder of its own "
+    "($TOOLROUTE_STORE), where the setting names one store",
+    "--strategy": "bench and simulate compare several strategies (repeatable)",
+}
+"""Options spelled like a setting that mean something else, and why."""
 
 
 def _option(command: str, name: str) -> click.Option:
-    cmd = main.commands[command]  # type: ignore[attr-defined]
+    cmd = main.get_command(click.Context(main), command)
+    assert cmd is not None
     (found,) = [p for p in cmd.params if p.name == name]
     assert isinstance(found, click.Option)
     return found
@@ -29,6 +36,30 @@ def test_a_setting_option_has_the_settings_default_and_description(command: str,
     option = _option(command, name)
     assert option.default == getattr(DEFAULTS, name)
     assert option.help == ToolrouteSettings.model_fields[name].description
+
+
+def _spelled_like_a_setting(
+    group: click.Group, path: tuple[str, ...] = ()
+) -> list[tuple[str, click.Option]]:
+    found = []
+    for name, cmd in group.commands.items():
+        if isinstance(cmd, click.Group):
+            found += _spelled_like_a_setting(cmd, (*path, name))
+            continue
+        for p in cmd.params:
+            spelled = {o.lstrip("-").replace("-", "_") for o in p.opts}
+            if isinstance(p, click.Option) and spelled & set(ToolrouteSettings.model_fields):
+                found.append((" ".join((*path, name)), p))
+    return found
+
+
+def test_every_option_spelled_like_a_setting_is_the_setting_or_says_why_not() -> None:
+    """A new ``--threshold`` (or ``-k``) elsewhere takes the setting's definition through
+    ``setting_option``, or names here what else it means."""
+    for command, option in _spelled_like_a_setting(main):  # type: ignore[arg-type]
+        if (command, option.name) in SETTING_OPTIONS:
+            continue
+        assert option.opts[0] in OTHER_MEANINGS, f"{command} {option.opts[0]}"
 
 
 def test_the_cli_refuses_what_the_settings_refuse() -> None:

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from toolroute.codemode import CodeModeLimits
 from toolroute.codemode._writer import bounded_writer
 from toolroute.codemode.pages import Owner, Pages
-from toolroute.codemode.sandbox import Sandbox, ScriptEnd
+from toolroute.codemode.sandbox import MESSAGE_CHARS, Sandbox, ScriptEnd, guarded
 from toolroute.codemode.slots import FairSlots
 from toolroute.gateway.calls import arguments as checks
 
@@ -105,9 +105,80 @@ def test_a_script_that_ends_on_a_statement_returns_null() -> None:
         assert (end.error, end.value) == (None, "null"), code
 
 
-def test_a_script_that_rebinds_the_gateways_names_gets_a_clear_error() -> None:
-    end = _run("def _toolroute_finish(v):\n    return 'a' * 100\n1")
-    assert end.kind == "runtime" and "writer" in (end.error or "")
+def test_a_script_can_neither_replace_the_gateways_writer_nor_call_its_host() -> None:
+    """The names the worker holds for the gateway end in a secret drawn per script, and the
+    function that made them is gone: rebinding the old names changes nothing, and the host
+    is reached only through call_tool, with arguments the writer bounded."""
+    end = _run("def _toolroute_finish(v):\n    return ('a' * 100, None, 0, False)\n1")
+    assert (end.error, end.value) == (None, "1")
+    calls: list[Any] = []
+    end = _run("await _toolroute_call('s__x', '{}')", calls=calls)
+    assert calls == [] and "NameError" in (end.error or "")
+    end = _run("_toolroute_seal(lambda *a: ('{}', None, 2))", calls=calls)
+    assert calls == [] and end.kind == "runtime"
+
+
+def test_a_tool_name_too_long_for_any_tool_never_leaves_the_worker() -> None:
+    calls: list[Any] = []
+    end = _run("await call_tool('s__' + 'x' * 10**6, {})", calls=calls)
+    assert calls == [] and "over 1000 characters" in (end.error or "")
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "raise ValueError('a' * 10**7)",
+        "d = {}\nd['k' * 10**6]",  # the sandbox's own error, quoting the script's data
+        "x = 1\nraise RecursionError('memory limit ' + 'a' * 10**6)",
+    ],
+)
+def test_an_error_with_a_huge_message_is_cut_in_the_worker_naming_message_chars(
+    code: str,
+) -> None:
+    """What crosses is the cut message, saying how long it was, the limit named, in a frame
+    of the script's own line."""
+    end = _run(code)
+    assert (end.kind, end.limit) == ("limit", "message_chars"), end
+    error = end.error or ""
+    assert len(error) < MESSAGE_CHARS + 600 and "characters; message_chars = 1000)" in error
+    assert f"line {code.count(chr(10)) + 1}, in <module>" in error, error
+
+
+def test_an_error_keeps_its_type_its_message_and_the_scripts_line_numbers() -> None:
+    end = _run("x = 1\n\nraise KeyError('missing')")
+    assert (end.kind, end.limit) == ("runtime", None)
+    assert "line 3, in <module>" in (end.error or "") and "KeyError: missing" in (end.error or "")
+    end = _run("x = (\n  1,\n  2 +\n)")
+    assert end.kind == "syntax" and "line 4" in (end.error or ""), end.error
+
+
+RUN_WHOLE = {
+    "s = '''a\nb\n  c'''\ns": '"a\\nb\\n  c"',  # a string spanning lines keeps its lines
+    "x = 1\r\ny = 2\rx + y": "3",  # lines as Python reads them
+    "if True:\n\f    x = 3\n\fy = x + 1\ny": "4",  # form feeds in the indentation
+    'd = {"k": 1}\nf"{d["k"]}"': '"1"',  # 3.12 syntax this Python cannot parse
+}
+
+
+@pytest.mark.parametrize("code", sorted(RUN_WHOLE))
+def test_a_script_runs_as_written_under_the_guard(code: str) -> None:
+    end = _run(code)
+    assert (end.error, end.value) == (None, RUN_WHOLE[code])
+
+
+def test_no_line_of_a_script_is_left_outside_the_guard() -> None:
+    """Where this Python's tokenizer and the sandbox's parser read strings differently (3.12
+    f-strings), the lines the tokenizer takes for a string's are indented all the same: the
+    error raised on one is cut in the worker, and a script built to leave the guard there
+    (its `raise` at the module's level, then a block taking the rest) does not run at all."""
+    code = "x = f\"{\"'''\"}\"\nraise ValueError('a' * 10**6)\ny = \"'''\""
+    assert all(line.startswith(" ") for line in guarded(code, "g").split("\n")[1:])
+    end = _run(code)
+    assert (end.kind, end.limit) == ("limit", "message_chars"), end
+    end = _run(code.replace("y = \"'''\"", "if \"'''\":\ny = 1"))
+    assert end.kind == "syntax", end
+    end = _run("x = 1\n\fraise ValueError('a' * 10**6)")  # a form feed resets the column
+    assert (end.kind, end.limit) == ("limit", "message_chars"), end
 
 
 # -- the writer: the same source the worker runs, here in CPython --------------------------

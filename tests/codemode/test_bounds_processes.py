@@ -96,10 +96,9 @@ ATTACKS = {
 }
 
 
-@pytest.mark.parametrize("attack", sorted(ATTACKS))
-def test_a_value_whose_json_would_be_huge_ends_at_result_bytes_costing_the_gateway_nothing(
-    gateway: GatewayProcess, attack: str
-) -> None:
+def _attacked(gateway: GatewayProcess, code: str) -> tuple[dict[str, Any], float]:
+    """What mallory's script ``code`` got, and how far the gateway's peak memory grew (MiB)
+    while it ran."""
     pid = gateway.proc.pid
     Path(f"/proc/{pid}/clear_refs").write_text("5")  # the peak resets to now
     before = _status_kib(pid, "VmRSS")
@@ -107,11 +106,31 @@ def test_a_value_whose_json_would_be_huge_ends_at_result_bytes_costing_the_gatew
     async def main() -> dict[str, Any]:
         with anyio.fail_after(60):
             async with client_as(gateway.url, {}, name="mallory") as c:
-                return await _execute(c, ATTACKS[attack])
+                return await _execute(c, code)
 
     out = anyio.run(main)
-    grown = (_status_kib(pid, "VmHWM") - before) / 1024
+    return out, (_status_kib(pid, "VmHWM") - before) / 1024
+
+
+@pytest.mark.parametrize("attack", sorted(ATTACKS))
+def test_a_value_whose_json_would_be_huge_ends_at_result_bytes_costing_the_gateway_nothing(
+    gateway: GatewayProcess, attack: str
+) -> None:
+    out, grown = _attacked(gateway, ATTACKS[attack])
     assert out["is_error"] and out["limit"] == "result_bytes", out
+    assert grown < GROWTH_MIB, f"the gateway's peak grew {grown:.0f} MiB"
+
+
+def test_an_error_with_a_huge_message_is_cut_in_the_worker_costing_the_gateway_nothing(
+    gateway: GatewayProcess,
+) -> None:
+    """A 30-million-character message (the issue's attack) crossed whole and cost the
+    gateway about 90 MiB; the worker cuts it, and the client gets one line naming the limit
+    and the message's start."""
+    out, grown = _attacked(gateway, "raise ValueError('a' * 30_000_000)")
+    assert out["is_error"] and out["limit"] == "message_chars", out
+    assert "message_chars = 1000" in out["message"] and "\n" not in out["message"]
+    assert "30000000 characters" in out["detail"] and len(out["detail"]) < 2000
     assert grown < GROWTH_MIB, f"the gateway's peak grew {grown:.0f} MiB"
 
 

@@ -112,9 +112,11 @@ def test_code_mode_is_off_unless_switched_on_and_its_limits_are_checked(tmp_path
     path = tmp_path / "servers.json"
     path.write_text(json.dumps({"mcpServers": {"t": {"command": "true"}}}))
     toml = tmp_path / "toolroute.toml"
-    assert load_config(path).code_mode is None
+    assert not load_config(path).settings.code_mode
     toml.write_text("[toolroute]\ncode_mode = true\n[code_mode]\nwall_s = 9\nmax_calls = 7\n")
-    assert load_config(path).code_mode == CodeModeLimits(wall_s=9, max_calls=7)
+    on = load_config(path)
+    assert on.settings.code_mode
+    assert on.code_mode_limits == CodeModeLimits(wall_s=9, max_calls=7)
     toml.write_text("[toolroute]\ncode_mode = true\n[code_mode]\nmemory_mb = 0\n")
     with pytest.raises(ConfigError, match=r"code_mode\.memory_mb"):
         load_config(path)

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from toolroute.cli import main
-from toolroute.gateway.http._status_page import SERVER_COLUMNS, TOOL_COLUMNS, render_html
+from toolroute.gateway.http.status_page import SERVER_COLUMNS, TOOL_COLUMNS, render_html
 
 NOTEBOOK = {
     "a paper's section": re.compile(r"§\s*[\dIVX]"),
@@ -30,7 +30,9 @@ def _notes(text: str) -> list[str]:
 def _commands(group: click.Group = main, above: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
     """Every command and sub-command, as the words that call it."""
     out = [above]
-    for name, cmd in sorted(group.commands.items()):
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        cmd = group.get_command(ctx, name)
         if isinstance(cmd, click.Group):
             out += _commands(cmd, (*above, name))
         else:

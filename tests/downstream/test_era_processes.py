@@ -24,6 +24,7 @@ from toolroute.gateway.ops.app import make_gateway, running_pool
 from toolroute.gateway.ops.reload import Live
 from toolroute.gateway.ops.syncing import sync_router, watch_changes
 from toolroute.gateway.shell.server import Gateway
+from toolroute.settings import ToolrouteSettings
 
 pytestmark = pytest.mark.integration
 
@@ -118,7 +119,7 @@ def test_a_rug_pull_announced_inside_a_call_is_quarantined_whatever_the_servers_
     async def main() -> None:
         async with running_pool(cfg) as pool:
             router, _ = await sync_router(cfg, pool, embedder=HashingEmbedder())
-            gw = Gateway(router, pool, call_timeout_s=20, call_gate=False)
+            gw = Gateway(router, pool, ToolrouteSettings(call_timeout_s=20, call_gate=False))
             try:
                 assert "s__get_forecast" in _found(gw)
                 async with anyio.create_task_group() as tg:
@@ -146,7 +147,7 @@ def test_a_silent_change_is_seen_when_the_lists_ttl_runs_out(tmp_path: Path) -> 
     async def main() -> None:
         async with running_pool(cfg) as pool:
             router, _ = await sync_router(cfg, pool, embedder=HashingEmbedder())
-            gw = Gateway(router, pool, call_timeout_s=20, call_gate=False)
+            gw = Gateway(router, pool, ToolrouteSettings(call_timeout_s=20, call_gate=False))
             try:
                 assert pool["s"].list_ttl_s == 1.0  # below the floor: the re-list debounce
                 async with anyio.create_task_group() as tg:

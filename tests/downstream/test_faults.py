@@ -35,6 +35,7 @@ from toolroute.downstream.sync import list_all
 from toolroute.gateway.ops.app import running_pool
 from toolroute.gateway.ops.syncing import sync_router
 from toolroute.gateway.shell.server import Gateway
+from toolroute.settings import ToolrouteSettings
 
 pytestmark = pytest.mark.integration
 
@@ -51,7 +52,7 @@ def test_a_crash_mid_call_costs_its_caller_one_error_and_leaks_nothing(
         async def call(name: str, args: dict[str, Any]) -> None:
             results[name] = await gw.call(name, args)
 
-        with anyio.fail_after(cfg.call_timeout_s + 1):  # bounded: timeout + 1 s at most
+        with anyio.fail_after(cfg.settings.call_timeout_s + 1):  # bounded: timeout + 1 s at most
             async with anyio.create_task_group() as tg:
                 tg.start_soon(call, "crash__crash", {})
                 tg.start_soon(call, "time__get_current_time", {"timezone": "UTC"})
@@ -86,7 +87,7 @@ def test_a_hung_call_is_cancelled_downstream_within_the_timeout(tmp_path: Path) 
         async def hang() -> None:
             results["hang"] = await gw.call("hang__hang", {})
 
-        with anyio.fail_after(cfg.call_timeout_s + 1):
+        with anyio.fail_after(cfg.settings.call_timeout_s + 1):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(hang)
                 await assert_others_fine(gw)  # while the hung call waits
@@ -107,14 +108,14 @@ def test_a_server_slow_to_initialize_is_reported_and_the_rest_sync(tmp_path: Pat
     cfg = config(tmp_path, {"slow": raw("slow-init")}, connect_timeout_s=10)
 
     async def main() -> None:
-        with anyio.fail_after(3 * cfg.connect_timeout_s + 5):
+        with anyio.fail_after(3 * cfg.settings.connect_timeout_s + 5):
             async with running_pool(cfg) as pool:
                 router, result = await sync_router(cfg, pool, embedder=HashingEmbedder())
                 status = {s.name: s for s in result.servers}
                 assert status["slow"].status == "error"
                 assert "timed out" in (status["slow"].error or "")
                 assert status["time"].status == "ok"
-                gw = Gateway(router, pool, call_timeout_s=5)
+                gw = Gateway(router, pool, ToolrouteSettings(call_timeout_s=5))
                 await assert_others_fine(gw)
                 router.close()
 
@@ -195,7 +196,7 @@ def test_thousands_of_tools_paged_or_not_and_a_cycling_cursor_are_listed(
 
     async def main() -> None:
         async with running_pool(cfg) as pool:
-            listed = await list_all(pool, cfg.connect_timeout_s)
+            listed = await list_all(pool, cfg.settings.connect_timeout_s)
             tools = {
                 name: len(got.tools)
                 for name, got in listed.items()

@@ -16,6 +16,7 @@ from toolroute.downstream.servers import Downstream, DownstreamPool
 from toolroute.gateway.ops.app import make_gateway, running_pool
 from toolroute.gateway.ops.reload import Live
 from toolroute.gateway.ops.syncing import sync_router, watch_changes
+from toolroute.settings import ToolrouteSettings
 
 
 def test_a_server_connecting_joining_or_leaving_wakes_the_pools_change_wait() -> None:
@@ -45,7 +46,8 @@ def test_the_change_watcher_sleeps_on_the_pool_and_writes_a_servers_change(
     tmp_path: Path,
 ) -> None:
     servers = {"time": create_server("UTC"), "utc": create_server("UTC")}
-    cfg = GatewayConfig(servers=memory_specs(servers), store=tmp_path / "store")
+    settings = ToolrouteSettings(store=str(tmp_path / "store"))
+    cfg = GatewayConfig(servers=memory_specs(servers), settings=settings)
     status_file = tmp_path / "store" / "status.json"
 
     def servers_in_file() -> set[str]:

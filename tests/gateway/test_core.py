@@ -38,6 +38,7 @@ from toolroute.policy import Limit, LimitSettings
 from toolroute.present.presenter import PresentConfig
 from toolroute.route.preconditions import Preconditions, SessionState
 from toolroute.router import Router
+from toolroute.settings import ToolrouteSettings
 
 TOKYO = {"name": "time__get_current_time", "arguments": {"timezone": "Asia/Tokyo"}}
 
@@ -110,9 +111,14 @@ def _changing_server() -> Server[Any]:
     )
 
 
-def _config(tmp_path: Path, era: Any = "2026-07-28", **settings: Any) -> GatewayConfig:
+def _config(
+    tmp_path: Path, era: Any = "2026-07-28", fields: dict[str, Any] | None = None, **settings: Any
+) -> GatewayConfig:
+    """The two servers' config: ``settings`` are ``[toolroute]`` ones, ``fields`` the config's
+    other tables."""
     servers = {"time": create_server("UTC"), "notes": _notes_server()}
-    return GatewayConfig(servers=memory_specs(servers, era), store=tmp_path / "store", **settings)
+    toolroute = ToolrouteSettings(store=str(tmp_path / "store"), **settings)
+    return GatewayConfig(servers=memory_specs(servers, era), settings=toolroute, **(fields or {}))
 
 
 @asynccontextmanager
@@ -183,7 +189,7 @@ def test_a_gateway_holds_calls_to_its_limits_and_counts_them_from_construction(
     tmp_path: Path,
 ) -> None:
     limits = LimitSettings(Limit(calls_per_minute=1, burst=1))
-    cfg = _config(tmp_path, call_gate="off", limits=limits, metrics=True)
+    cfg = _config(tmp_path, fields={"limits": limits, "metrics": True}, call_gate="off")
 
     async def main() -> None:
         async with _gateway(cfg) as gw, Client(gw.server, raise_exceptions=True) as c:
@@ -199,7 +205,7 @@ def test_a_gateway_holds_calls_to_its_limits_and_counts_them_from_construction(
 
 def test_call_gate_refuses_a_tool_until_find_tools_promotes_it(tmp_path: Path) -> None:
     events = tmp_path / "events.jsonl"
-    cfg = _config(tmp_path, events_log=events, call_gate="connection")
+    cfg = _config(tmp_path, events_log=str(events), call_gate="connection")
 
     async def main() -> None:
         async with (
@@ -229,7 +235,7 @@ def test_call_gate_refuses_a_tool_until_find_tools_promotes_it(tmp_path: Path) -
 
 def test_a_milestone_precondition_hides_a_tool_until_it_is_set(tmp_path: Path) -> None:
     gate = {"time__convert_time": Preconditions(milestone="plan_confirmed")}
-    cfg = _config(tmp_path, tool_gates=gate)
+    cfg = _config(tmp_path, fields={"tool_gates": gate})
     find = {"query": "convert 9:00 from Tokyo time to Paris time", "k": 2}
     convert = {
         "name": "time__convert_time",
@@ -479,7 +485,8 @@ def test_list_changed_from_a_server_resyncs_its_tools(tmp_path: Path, era: str) 
     from toolroute.gateway.ops.syncing import watch_changes
 
     servers = {"changing": _changing_server(), "time": create_server("UTC")}
-    cfg = GatewayConfig(servers=memory_specs(servers, era), store=tmp_path / "store")
+    settings = ToolrouteSettings(store=str(tmp_path / "store"))
+    cfg = GatewayConfig(servers=memory_specs(servers, era), settings=settings)
     query = "turn klingon poems into haiku"
 
     async def main() -> None:
@@ -528,7 +535,7 @@ def test_the_core_alone_routes_and_gates_without_a_transport(tmp_path: Path) -> 
         catalog_from_dict(SMALL_CATALOG), store=tmp_path, embedder=HashingEmbedder()
     ) as router:
         router.index()
-        core = GatewayCore(router, k=1)
+        core = GatewayCore(router, settings=ToolrouteSettings(k=1))
         state = core.state()
         found = core.find("what time is it", 1, state)
         name = found["candidates"][0]["name"]
@@ -646,9 +653,8 @@ def test_a_server_relisted_after_its_calls_is_reviewed_again_only_when_its_listi
     from toolroute.store.base import meta_writes
 
     cfg = GatewayConfig(
+        settings=ToolrouteSettings(store=str(tmp_path / "store"), call_gate="off"),
         servers=memory_specs({"quiet": _quiet_server()}, "2025-11-25"),
-        store=tmp_path / "store",
-        call_gate="off",
     )
     live = Live(cfg)
 

@@ -36,6 +36,7 @@ from toolroute.gateway.ops.app import make_gateway, running_pool
 from toolroute.gateway.ops.reload import Live
 from toolroute.gateway.ops.syncing import sync_router, watch_changes
 from toolroute.gateway.shell.server import Gateway
+from toolroute.settings import ToolrouteSettings
 
 pytestmark = pytest.mark.integration
 
@@ -225,7 +226,7 @@ def test_a_slow_routing_never_holds_up_another_clients_call(tmp_path: Path) -> N
     async def main_() -> None:
         async with running_pool(cfg) as pool:
             router, _ = await sync_router(cfg, pool, embedder=slow)
-            gw = Gateway(router, pool, call_gate=False)
+            gw = Gateway(router, pool, ToolrouteSettings(call_gate=False))
             found: dict[str, Any] = {}
             async with (
                 Client(gw.server) as a,

@@ -36,6 +36,7 @@ from toolroute.embed.onnx import OnnxEmbedder
 from toolroute.gateway.ops.app import running_pool
 from toolroute.gateway.ops.syncing import sync_once, sync_router
 from toolroute.gateway.shell.server import Gateway
+from toolroute.settings import ToolrouteSettings
 
 pytestmark = pytest.mark.integration
 
@@ -117,7 +118,7 @@ def test_gateway_finds_and_calls_through_a_real_client(
     async def main() -> None:
         async with running_pool(cfg) as pool:
             router, _ = await sync_router(cfg, pool, embedder=onnx)
-            gw = Gateway(router, pool, call_timeout_s=20, call_gate=False)
+            gw = Gateway(router, pool, ToolrouteSettings(call_timeout_s=20, call_gate=False))
             async with Client(gw.server, raise_exceptions=True) as c:
                 names = [t.name for t in (await c.list_tools()).tools]
                 assert names == ["find_tools", "call_tool", "request_capability"]
@@ -185,7 +186,7 @@ def test_killed_downstream_errors_cleanly_then_works_after_restart(
     async def main() -> None:
         async with running_pool(cfg) as pool:
             router, _ = await sync_router(cfg, pool, embedder=onnx)
-            gw = Gateway(router, pool, call_timeout_s=10, call_gate=False)
+            gw = Gateway(router, pool, ToolrouteSettings(call_timeout_s=10, call_gate=False))
             async with Client(gw.server, raise_exceptions=True) as c:
                 assert not (await c.call_tool("call_tool", call)).is_error
                 subprocess.run(["pkill", "-9", "-f", marker], check=True)
@@ -454,7 +455,7 @@ def test_malformed_replies_are_contained_to_their_server(
             # badlist's one tool has a non-object inputSchema: that tool is skipped (by name,
             # in the log), the server is not failed for it
             assert status == {"time": ("ok", 2), "badlist": ("ok", 0), "badcall": ("ok", 1)}
-            gw = Gateway(router, pool, call_gate=False)
+            gw = Gateway(router, pool, ToolrouteSettings(call_gate=False))
             r = await gw.call("badcall__oops", {})
             assert r.is_error and r.structured_content["error"] == "protocol"
             assert router.stats.tool(("badcall", "oops")).calls == 1  # recorded as a failure

@@ -17,6 +17,7 @@ from toolroute.errors import ConfigError
 from toolroute.gateway.core import GatewayCore
 from toolroute.route.preconditions import Preconditions, SessionState
 from toolroute.router import Router
+from toolroute.settings import ToolrouteSettings
 
 CATALOG: dict[str, Any] = {
     "servers": [
@@ -44,7 +45,7 @@ def router(tmp_path: Path) -> Any:
 
 
 def test_an_inventory_pages_a_servers_tools_in_catalog_order(router: Router) -> None:
-    core = GatewayCore(router, k=5)
+    core = GatewayCore(router, settings=ToolrouteSettings(k=5))
     state = core.state()
     names, cursor, pages = [], None, 0
     while True:
@@ -139,9 +140,9 @@ def test_router_server_tools_by_id_or_name_and_a_clear_error_otherwise(router: R
 def test_route_server_lists_the_inventory_and_refuses_a_request_beside_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import toolroute.embed.onnx
+    import toolroute.router
 
-    monkeypatch.setattr(toolroute.embed.onnx, "OnnxEmbedder", HashingEmbedder)
+    monkeypatch.setattr(toolroute.router, "OnnxEmbedder", HashingEmbedder)
     catalog = tmp_path / "c.json"
     catalog.write_text(json.dumps(CATALOG))
     base = ["route", "--catalog", str(catalog), "--store", str(tmp_path / "s")]
@@ -158,7 +159,7 @@ def test_route_server_lists_the_inventory_and_refuses_a_request_beside_it(
 
 
 def test_a_query_that_is_only_a_server_name_lists_that_servers_tools(router: Router) -> None:
-    core = GatewayCore(router, k=3)
+    core = GatewayCore(router, settings=ToolrouteSettings(k=3))
     for query in ("git", "Git Tools", "the git server", "git tools?"):
         found = core.find(query, 3, SessionState())
         assert found["server"] == "git" and found["total"] == 7, query

@@ -106,7 +106,7 @@ def run_gateway(
     async def main() -> None:
         async with running_pool(cfg) as pool:
             router, _ = await sync_router(cfg, pool, embedder=HashingEmbedder())
-            gw = Gateway(router, pool, call_timeout_s=cfg.call_timeout_s, **gateway)
+            gw = Gateway(router, pool, cfg.settings, **gateway)
             try:
                 await body(gw, pool)
             finally:

@@ -27,6 +27,7 @@ from toolroute.embed.onnx import OnnxEmbedder
 from toolroute.gateway.ops.app import running_pool
 from toolroute.gateway.ops.syncing import sync_router
 from toolroute.gateway.shell.server import Gateway
+from toolroute.settings import ToolrouteSettings
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("research_variants")]
 
@@ -75,7 +76,7 @@ async def _calls(
     Stops once the reliable provider has ranked first 5 times in a row."""
     async with running_pool(cfg) as pool:
         router, _ = await sync_router(cfg, pool, embedder=embedder)
-        gw = Gateway(router, pool, k=4, strategy=strategy, call_timeout_s=20)
+        gw = Gateway(router, pool, ToolrouteSettings(k=4, strategy=strategy, call_timeout_s=20))
         log["hybrid_before"] = router.route(QUERY, k=4, strategy="hybrid")
         calls: list[tuple[str, bool]] = []
         firsts: list[str] = []
@@ -106,7 +107,7 @@ async def _restart(cfg: Any, embedder: OnnxEmbedder, strategy: str, log: dict[st
         router, sync = await sync_router(cfg, pool, embedder=embedder)
         log["resync"] = sync.index
         log["stats_restart"] = {s: router.stats.server(s) for s in ("clock-a", "clock-b")}
-        gw = Gateway(router, pool, k=4, strategy=strategy, call_timeout_s=20)
+        gw = Gateway(router, pool, ToolrouteSettings(k=4, strategy=strategy, call_timeout_s=20))
         async with Client(gw.server, raise_exceptions=True) as c:
             with anyio.fail_after(30):
                 found = await c.call_tool("find_tools", {"query": QUERY, "k": 4})
@@ -193,7 +194,7 @@ def test_the_usage_memory_ranks_what_a_client_keeps_calling_first_for_it_alone(
     async def rounds() -> None:
         async with running_pool(cfg) as pool:
             router, _ = await sync_router(cfg, pool, embedder=embedder)
-            gw = Gateway(router, pool, call_timeout_s=20, call_gate=False)
+            gw = Gateway(router, pool, ToolrouteSettings(call_timeout_s=20, call_gate=False))
             assert first(await gw.find_async(paraphrase, 3, client="alice")) == TOOL
             state = gw.sessions.for_client("token:alice")
             for _ in range(4):
@@ -207,7 +208,7 @@ def test_the_usage_memory_ranks_what_a_client_keeps_calling_first_for_it_alone(
             router.close()
         async with running_pool(cfg) as pool:  # a restart: a new gateway over the same store
             router, _ = await sync_router(cfg, pool, embedder=embedder)
-            gw = Gateway(router, pool, call_timeout_s=20, call_gate=False)
+            gw = Gateway(router, pool, ToolrouteSettings(call_timeout_s=20, call_gate=False))
             assert first(await gw.find_async(paraphrase, 3, client="alice")) == "convert_time"
             assert first(await gw.find_async(paraphrase, 3, client="bob")) == TOOL
             router.close()

@@ -18,6 +18,7 @@ from toolroute.config import load_config
 from toolroute.gateway.ops.app import running_pool
 from toolroute.gateway.ops.syncing import sync_router
 from toolroute.gateway.shell.server import Gateway
+from toolroute.settings import ToolrouteSettings
 
 pytestmark = pytest.mark.integration
 
@@ -50,7 +51,7 @@ def test_a_call_past_the_answer_lowers_what_it_passed_over_for_that_client_only(
     async def rounds() -> None:
         async with running_pool(cfg) as pool:
             router, _ = await sync_router(cfg, pool, embedder=embedder)
-            gw = Gateway(router, pool, call_timeout_s=20, call_gate=False)
+            gw = Gateway(router, pool, ToolrouteSettings(call_timeout_s=20, call_gate=False))
             state = gw.sessions.for_client("token:alice")
             shown = (await gw.find_async(QUERY, 1, state, client="alice"))["candidates"]
             top = (shown[0]["server"], shown[0]["tool"])

@@ -25,6 +25,7 @@ from toolroute.route.abstain import FEATURES, AbstainModel, default_model, load_
 from toolroute.route.operation import request_verbs, server_does, server_names
 from toolroute.route.strategy import RouteParams
 from toolroute.router import Router
+from toolroute.settings import ToolrouteSettings
 
 FAR = "pay my electricity bill before friday"  # no word of it is in any tool's text
 NEAR = "what time is it in Tokyo"
@@ -110,21 +111,21 @@ def test_an_answer_strict_would_refuse_goes_out_with_a_caution(
         assert r.route(FAR, k=2, notes=notes)
         verdict = notes["abstain"]
         assert verdict.fits and verdict.doubtful and verdict.explain()["doubtful"]
-        found = GatewayCore(r, k=3).find(FAR, 3)
+        found = GatewayCore(r, settings=ToolrouteSettings(k=3)).find(FAR, 3)
         assert found["candidates"] and found["doubtful_fit"] is True
         assert "request_capability" in found["hint"] and found["p_fits"] < 0.2
         assert "no_tool_fits" not in found
         # a request the top tools' words cover is answered plainly
         notes = {}
         assert r.route(NEAR, k=2, notes=notes) and not notes["abstain"].doubtful
-        assert "doubtful_fit" not in GatewayCore(r, k=3).find(NEAR, 3)
+        assert "doubtful_fit" not in GatewayCore(r, settings=ToolrouteSettings(k=3)).find(NEAR, 3)
     with _router(tmp_path, abstain_model=model, abstain="strict") as r:
         notes = {}
         assert r.route(NEAR, k=2, notes=notes) and not notes["abstain"].doubtful
     # the CLI says it on stderr and keeps the table; --explain names it
-    import toolroute.embed.onnx
+    import toolroute.router
 
-    monkeypatch.setattr(toolroute.embed.onnx, "OnnxEmbedder", HashingEmbedder)
+    monkeypatch.setattr(toolroute.router, "OnnxEmbedder", HashingEmbedder)
     monkeypatch.setattr(abstain, "default_model", lambda: model)
     base = ["route", "--catalog", str(catalog_file), "--store", str(tmp_path / "s")]
     res = CliRunner().invoke(cli.main, [*base, FAR])
@@ -175,7 +176,7 @@ def test_bench_reports_the_false_positive_rate_beside_recall(tmp_path: Path) -> 
 
 def test_find_tools_answers_no_tool_fits_with_the_nearest_servers(tmp_path: Path) -> None:
     with _router(tmp_path, abstain_model=_model()) as r:
-        core = GatewayCore(r, k=3)
+        core = GatewayCore(r, settings=ToolrouteSettings(k=3))
         found = core.find(FAR, 3)
         assert found["candidates"] == [] and found["no_tool_fits"] is True
         assert found["nearest_servers"] and "rephrase" in found["hint"]
@@ -275,9 +276,9 @@ def test_an_unusable_model_file_is_one_config_error(tmp_path: Path) -> None:
 def test_route_says_no_tool_fits_and_explain_shows_the_check(
     tmp_path: Path, catalog_file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import toolroute.embed.onnx
+    import toolroute.router
 
-    monkeypatch.setattr(toolroute.embed.onnx, "OnnxEmbedder", HashingEmbedder)
+    monkeypatch.setattr(toolroute.router, "OnnxEmbedder", HashingEmbedder)
     monkeypatch.setattr(abstain, "default_model", lambda: _model())
     store = str(tmp_path / "s")
     base = ["route", "--catalog", str(catalog_file), "--store", store]

@@ -188,7 +188,7 @@ def test_value_usd_is_read_per_server_and_tool_from_toolroute_toml(tmp_path: Pat
         '[tools."t__get"]\nvalue_usd = 0.5\n'
     )
     cfg = load_config(tmp_path / "mcp.json")
-    assert cfg.value_usd == 0.02
+    assert cfg.settings.value_usd == 0.02
     assert dict(cfg.values) == {"t": 0.3, "t__get": 0.5}
     assert cfg.server_meta["t"] == {"ask_cost": 0.0}  # what becomes the catalog's Server
 

@@ -205,7 +205,7 @@ def test_config_store_url_stays_a_url_and_bad_scheme_names_the_file(tmp_path: Pa
     cfg.write_text(json.dumps({"mcpServers": {"t": {"command": "true"}}}))
     toml = tmp_path / "toolroute.toml"
     toml.write_text('[toolroute]\nstore = "postgresql://h:5432/db"\n')
-    assert load_config(cfg).store == "postgresql://h:5432/db"
+    assert load_config(cfg).store_target == "postgresql://h:5432/db"
     toml.write_text('[toolroute]\nstore = "ftp://h/db"\n')
     with pytest.raises(ConfigError, match="toolroute.toml.*unsupported URL scheme"):
         load_config(cfg)

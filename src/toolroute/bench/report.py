@@ -21,10 +21,15 @@ def markdown_table(results: Mapping[str, Mapping[str, Any]], title: str = "") ->
     with_tokens = any("tool_tokens_per_turn" in r for r in results.values())
     with_llm = any(r.get("llm", {}).get("calls_per_query") for r in results.values())
     with_fp = any("fp_rate" in r for r in results.values())
+    # "no tool fits" said to servable requests, and cautions: shown where abstention spoke
+    with_refused = with_fp or any(
+        r.get("refused", 0) or r.get("cautioned", 0) for r in results.values()
+    )
     head = [
         "strategy",
         *RANK_METRICS,
         *(["FP rate"] if with_fp else []),
+        *(["refused", "cautioned"] if with_refused else []),
         *SET_METRICS,
         "p50 ms",
         "p95 ms",
@@ -38,6 +43,8 @@ def markdown_table(results: Mapping[str, Mapping[str, Any]], title: str = "") ->
         cells = [f"{r[m]:.3f}" for m in RANK_METRICS]
         if with_fp:  # beside recall: what the strategy answers when no tool serves the need
             cells.append(f"{r['fp_rate']:.3f}" if "fp_rate" in r else "–")
+        if with_refused:
+            cells += [f"{r.get('refused', 0.0):.3f}", f"{r.get('cautioned', 0.0):.3f}"]
         cells += [f"{r[m]:.3f}" for m in SET_METRICS]
         cells += [f"{r['latency_ms']['p50']:.1f}", f"{r['latency_ms']['p95']:.1f}"]
         if with_tokens:

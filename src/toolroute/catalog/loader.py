@@ -253,6 +253,7 @@ class _QueryIn(BaseModel):
     relevant: list[_Ref] = Field(default_factory=list)
     relevant_groups: list[list[_Ref]] | None = None
     complexity: str | None = None
+    toolbox: list[_Ref] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,6 +264,8 @@ class Query:
     text: str
     groups: tuple[frozenset[ToolKey], ...]
     complexity: str
+    toolbox: frozenset[ToolKey] | None = None
+    """The only tools offered with this request (a small toolbox), or None: the whole catalog."""
 
     @property
     def relevant(self) -> frozenset[ToolKey]:
@@ -304,7 +307,25 @@ def load_queries(path: str | Path, catalog: Catalog | None = None) -> list[Query
                             f"{p}:{lineno}: $.relevant: {key[0]}/{key[1]} is not in the catalog"
                         )
         complexity = q.complexity or ("simple" if len(groups) == 1 else "complex")
-        out.append(Query(id=str(q.id), text=q.query, groups=groups, complexity=complexity))
+        box = None
+        if q.toolbox is not None:
+            box = frozenset((r.server, r.tool) for r in q.toolbox)
+            if not box:
+                raise CatalogError(f"{p}:{lineno}: $.toolbox: empty (leave it out for the catalog)")
+            for key in sorted(box):
+                if known is not None and key not in known:
+                    raise CatalogError(
+                        f"{p}:{lineno}: $.toolbox: {key[0]}/{key[1]} is not in the catalog"
+                    )
+            for g in groups:  # a servable request: one tool of each group is in its box
+                if not g & box:
+                    key = min(g)
+                    raise CatalogError(
+                        f"{p}:{lineno}: $.relevant: {key[0]}/{key[1]} is not in the toolbox"
+                    )
+        out.append(
+            Query(id=str(q.id), text=q.query, groups=groups, complexity=complexity, toolbox=box)
+        )
     if not out:
         raise CatalogError(f"{p}: no queries")
     return out

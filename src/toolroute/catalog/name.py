@@ -118,7 +118,17 @@ def skeleton(name: str) -> str:
 def is_plain(name: str) -> bool:
     """``name`` is its own skeleton: of names that look alike, the one a reader takes them
     all for (``probe_all``, not ``probe_aII`` nor ``probe_all`` with a trailing space)."""
+    if name.isascii():  # the skeleton's ASCII rule, without building it: a start-up review
+        # asks this of every name listed
+        return name.isprintable() and _ascii_folded().isdisjoint(name)
     return skeleton(name) == name
+
+
+@cache
+def _ascii_folded() -> frozenset[str]:
+    """The printable ASCII characters an ASCII skeleton changes: the space (dropped) and
+    those folded into another (``I``, ``0``, ``1``)."""
+    return frozenset(_ascii_prototypes()) | {" "}
 
 
 @cache

@@ -5,15 +5,24 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import anyio
 import click
 
-from toolroute.cli.app import main
-from toolroute.cli.common import _friendly, json_option, store_option
-from toolroute.cli.gateway import _config, _store_dir, config_option, settings_option
+from toolroute.cli.common import (
+    _config,
+    _friendly,
+    _store_dir,
+    config_option,
+    json_option,
+    settings_option,
+    store_option,
+)
+from toolroute.config import HttpSpec
+from toolroute.downstream.signin import sign_in
 from toolroute.errors import ConfigError
 
 
-@main.command()
+@click.command()
 @config_option
 @settings_option
 @store_option
@@ -51,11 +60,6 @@ def auth(
     are stored encrypted with TOOLROUTE_SECRET_KEY; a running gateway of this config picks
     them up within a second and refreshes them before they expire.
     """
-    import anyio
-
-    from toolroute.config import HttpSpec
-    from toolroute.downstream.signin import sign_in
-
     cfg = _config(config_path, settings, store)
     spec = cfg.servers.get(server)
     if spec is None:

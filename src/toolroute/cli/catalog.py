@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
 import click
 
-from toolroute.cli import common
-from toolroute.cli.app import main
+from toolroute.cli import render
 from toolroute.cli.common import (
     DEMO_QUERIES,
     _friendly,
-    _index,
     _local_llm,
     _router,
     catalog_option,
@@ -27,13 +26,21 @@ from toolroute.cli.common import (
     synced_option,
 )
 from toolroute.cli.options import abstain_option, k_option, strategy_option
-from toolroute.cli.render import abstain_text, explain_text, one_line, print_table
+from toolroute.cli.render import (
+    abstain_text,
+    explain_text,
+    index_with_progress,
+    one_line,
+    print_table,
+)
 from toolroute.errors import ConfigError
+from toolroute.route.explain import stage_scores
+from toolroute.route.strategy import resolve_strategy, strategies_in
 
 Rows = list[tuple[Any, dict[str, Any]]]
 
 
-@main.command()
+@click.command()
 @catalog_option
 @store_option
 @documents_option
@@ -59,7 +66,7 @@ def index(
         _local_llm(local_llm, not as_json) as llm,
         _router(catalog, store, documents, questions, llm=llm) as r,
     ):
-        report = _index(r, not as_json)
+        report = index_with_progress(r, not as_json)
         if as_json:
             click.echo(json.dumps(report.to_dict()))
         else:
@@ -67,7 +74,7 @@ def index(
             click.echo(" ".join(f"{k}={v}" for k, v in d.items()))
 
 
-@main.command()
+@click.command()
 @click.argument("query", required=False)
 @click.option(
     "--query-file",
@@ -133,10 +140,6 @@ def route(
 
     `--server NAME` (no QUERY) lists that server's tools instead, in catalog order.
     """
-    from dataclasses import replace
-
-    from toolroute.route.strategy import resolve_strategy
-
     if server is not None:
         if query is not None or query_file is not None:
             raise ConfigError("--server lists a server's tools; give it without a request")
@@ -149,8 +152,8 @@ def route(
         _local_llm(local_llm, not as_json) as llm,
         _router(catalog, store, documents, config=config_path, llm=llm) as router,
     ):
-        router.params = replace(router.params, abstain=abstain)
-        _index(router, not as_json)
+        router.params = replace(router.params, abstain=abstain)  # type: ignore[arg-type]  # a Choice
+        index_with_progress(router, not as_json)
         rows = router.explain(text, k=k, strategy=strategy, notes=notes)
         if explain:
             rows = _with_stage_scores(router, text, strategy, rows)
@@ -158,10 +161,10 @@ def route(
     if verdict is not None and not verdict.fits:
         d = verdict.to_dict()
         near = ", ".join(d["nearest_servers"]) or "none"
-        common.stderr.print(f"no tool fits: {d['message']} (nearest servers: {near}); {d['hint']}")
+        render.stderr.print(f"no tool fits: {d['message']} (nearest servers: {near}); {d['hint']}")
     elif verdict is not None and verdict.doubtful and rows:
         d = verdict.caution()
-        common.stderr.print(f"doubtful fit (p {d['p_fits']}): {d['message']}; {d['hint']}")
+        render.stderr.print(f"doubtful fit (p {d['p_fits']}): {d['message']}; {d['hint']}")
     if explain and verdict is not None and not as_json:
         click.echo(abstain_text(verdict.explain()))
     if as_json:
@@ -175,13 +178,13 @@ def route(
     elif explain:
         click.echo(explain_text(strategy, text, rows))
     elif rows or verdict is None or verdict.fits:  # "no tool fits" was said on stderr
-        width = max(20, min(common.stdout.width, 100) - 45) if common.stdout.is_terminal else 60
+        width = max(20, min(render.stdout.width, 100) - 45) if render.stdout.is_terminal else 60
         table = [
             [str(i), c.server, c.tool, f"{c.score:.3f}", one_line(c.description, width)]
             for i, (c, _) in enumerate(rows, 1)
         ]
         title = one_line(f"{strategy}: {text}", 100)
-        print_table(common.stdout, title, ("#", "server", "tool", "score", "description"), table)
+        print_table(render.stdout, title, ("#", "server", "tool", "score", "description"), table)
 
 
 def _inventory(
@@ -205,10 +208,10 @@ def _inventory(
             out.append(d)
         click.echo(json.dumps(out, ensure_ascii=False))
         return
-    width = max(20, min(common.stdout.width, 100) - 30) if common.stdout.is_terminal else 60
+    width = max(20, min(render.stdout.width, 100) - 30) if render.stdout.is_terminal else 60
     table = [[str(i), t.name, one_line(t.description, width)] for i, t in enumerate(tools, 1)]
     title = f"{tools[0].server if tools else server}: {len(tools)} tools"
-    print_table(common.stdout, title, ("#", "tool", "description"), table)
+    print_table(render.stdout, title, ("#", "tool", "description"), table)
 
 
 def _query_text(query: str | None, query_file: TextIO | None) -> str:
@@ -225,9 +228,6 @@ def _query_text(query: str | None, query_file: TextIO | None) -> str:
 
 def _with_stage_scores(router: Any, text: str, strategy: str, rows: Rows) -> Rows:
     """Non-EHRR rankings get their stages' own scores (EHRR's trace already explains it)."""
-    from toolroute.route.explain import stage_scores
-    from toolroute.route.strategy import resolve_strategy
-
     if not rows or all("server_sim" in d for _, d in rows):
         return rows
     ctx = router.query_context(text, resolve_strategy(strategy).embeds)
@@ -236,14 +236,12 @@ def _with_stage_scores(router: Any, text: str, strategy: str, rows: Rows) -> Row
     return [(c, {**s, **d}) for (c, d), s in zip(rows, stages, strict=True)]
 
 
-@main.command()
+@click.command()
 @plugin_option
 @json_option
 def strategies(as_json: bool) -> None:
     """List the routing strategies: the product's, then the papers' methods, then any a
     --plugin added."""
-    from toolroute.route.strategy import strategies_in
-
     groups = (
         ("product", "Strategies"),
         ("paper", "The papers' methods (toolroute.papers)"),
@@ -270,15 +268,15 @@ def strategies(as_json: bool) -> None:
             click.echo(f"  {s.name:16s} {s.summary}")
 
 
-@main.command()
+@click.command()
 @store_option
 @_friendly
 def demo(store: Path | None) -> None:
     """Index the shipped demo catalog and route a few example requests (offline)."""
     with _router(None, store, "toolroute") as router:
-        report = _index(router, True)
+        report = index_with_progress(router, True)
         n = router.catalog.tool_count
-        common.stderr.print(f"indexed {n} demo tools ({report.embedded} texts embedded)")
+        render.stderr.print(f"indexed {n} demo tools ({report.embedded} texts embedded)")
         for q in DEMO_QUERIES:
             rows = [[c.server, c.tool, f"{c.score:.3f}"] for c in router.route(q, k=4)]
-            print_table(common.stdout, f"» {q}", ("server", "tool", "score"), rows)
+            print_table(render.stdout, f"» {q}", ("server", "tool", "score"), rows)

@@ -1,47 +1,34 @@
-"""Shared options and helpers of the ``toolroute`` commands."""
+"""Shared options and helpers of the ``toolroute`` commands: the options, one line and exit
+code 2 for a user's mistake (:func:`_friendly`), the command's Router, and a config's gateway
+settings and store. What is printed on a terminal (rich) is in :mod:`~toolroute.cli.render`, so
+that ``serve`` never loads it."""
 
 from __future__ import annotations
 
 import functools
+import logging
+import sqlite3
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 import click
 
-from toolroute.errors import ConfigError, ToolrouteError
+from toolroute.config import GatewayConfig, load_config
+from toolroute.errors import ConfigError, StoreError, ToolrouteError
+from toolroute.index.document import LLMQuestions, TemplateQuestions
+from toolroute.llm.client import ChatLLM, LLMConfig, llm_cache_path
+from toolroute.llm.local import LocalLLMServer
 from toolroute.route.strategy import load_plugin
-from toolroute.store import parse_store_target
-
-if TYPE_CHECKING:
-    from rich.console import Console
-
-    from toolroute.llm.client import LLMConfig
-
-    stderr: Console
-    stdout: Console
+from toolroute.router import Router
+from toolroute.store import StoreTarget, is_store_url, open_store, parse_store_target, redact_url
+from toolroute.store.base import OWNER_KEY, config_key, config_store_dir
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-def __getattr__(name: str) -> Console:
-    """``stdout`` and ``stderr``: rich consoles made when first used, so a command that
-    prints no table (``serve``) never imports rich."""
-    if name in ("stdout", "stderr"):
-        return _console(name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def _console(name: str) -> Console:
-    console: Console | None = globals().get(name)
-    if console is None:
-        from rich.console import Console
-
-        console = globals()[name] = Console(stderr=name == "stderr")
-    return console
 
 
 DEMO_QUERIES = (
@@ -79,38 +66,6 @@ def _friendly(fn: F) -> F:
             sys.exit(130)
 
     return wrapper  # type: ignore[return-value]
-
-
-@contextmanager
-def _progress(enabled: bool) -> Iterator[Callable[[str, int, int], None]]:
-    """A rich progress bar on stderr; a no-op when disabled or stderr is not a terminal."""
-    if not enabled or not _console("stderr").is_terminal:
-        yield lambda label, done, total: None
-        return
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-    )
-
-    bars: dict[str, Any] = {}
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=_console("stderr"),
-        transient=True,
-    ) as prog:
-
-        def update(label: str, done: int, total: int) -> None:
-            if label not in bars:
-                bars[label] = prog.add_task(label, total=total)
-            prog.update(bars[label], completed=done, total=total)
-
-        yield update
 
 
 catalog_option = click.option(
@@ -212,15 +167,11 @@ def _local_llm(enabled: bool, show: bool = True) -> Iterator[LLMConfig | None]:
     """The chat endpoint of this command's LLM stages: with ``enabled``, the bundled model
     answering on loopback while the block runs; else the ``TOOLROUTE_LLM_*`` environment's
     (None: offline fallbacks). Handed to :func:`_router`; the environment is left as it is."""
-    from toolroute.llm.client import LLMConfig
-
     if not enabled:
         yield LLMConfig.from_env()
         return
-    from toolroute.llm.local import LocalLLMServer
-
     if show:
-        _console("stderr").print("starting the local model…")
+        click.echo("starting the local model…", err=True)
     with LocalLLMServer() as server:
         # a CPU model answers in seconds: a longer deadline than a hosted endpoint's
         yield LLMConfig(base_url=server.base_url, model=server.model, timeout_s=90.0)
@@ -233,19 +184,12 @@ def _router(
     questions: str | None = None,
     config: Path | None = None,
     llm: LLMConfig | None | Literal["env"] = "env",
-) -> Any:
+) -> Router:
     """The command's Router; ``llm``: its chat endpoint (``"env"``: ``TOOLROUTE_LLM_*``)."""
-    from dataclasses import replace
-
-    from toolroute.llm.client import ChatLLM, LLMConfig, llm_cache_path
-    from toolroute.router import Router
-
     if llm == "env":
         llm = LLMConfig.from_env()
     if config is not None:
         if catalog is not None:
-            from toolroute.errors import ConfigError
-
             raise ConfigError("give either --catalog or --config, not both")
         synced, store = synced_catalog(config, store)
         router = Router(synced, store=store, documents=documents)
@@ -255,13 +199,8 @@ def _router(
         chat = ChatLLM(llm, cache_path=llm_cache_path(router.store.directory))
         router.params = replace(router.params, llm=chat)
     if questions == "template":
-        from toolroute.index.document import TemplateQuestions
-
         router.questions = TemplateQuestions()
     if questions == "llm":
-        from toolroute.errors import ConfigError
-        from toolroute.index.document import LLMQuestions
-
         if router.params.llm is None:
             router.close()
             raise ConfigError(
@@ -272,12 +211,58 @@ def _router(
     return router
 
 
-def _index(router: Any, show: bool) -> Any:
-    with _progress(show) as update:
-        return router.index(progress=lambda d, t: update("embedding", d, t))
+# -- a config's gateway: its settings and its store (sync, serve, status, approve, auth, add;
+#    route, bench and the others with --config) ------------------------------------------------
+CONFIG_HELP = (
+    "Servers JSON as MCP clients write it: mcpServers (Claude Desktop, Cursor, Claude "
+    "Code's .mcp.json) or servers (VS Code's mcp.json). Default: $TOOLROUTE_CONFIG."
+)
+config_option = click.option(
+    "--config",
+    "config_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    required=True,
+    envvar="TOOLROUTE_CONFIG",
+    show_envvar=False,
+    help=CONFIG_HELP,
+)
+settings_option = click.option(
+    "--settings",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="toolroute.toml with toolroute's own settings. Default: toolroute.toml beside --config.",
+)
 
 
-def config_store(cfg: Any, store: Any, config_path: Path) -> Any:
+def _config(
+    config_path: Path, settings: Path | None, store: Path | None, *, secrets: bool = True
+) -> GatewayConfig:
+    """The config's gateway settings, with this config's own store (:func:`config_store`)."""
+    # downstream servers' stderr, a line each labelled with its server (downstream/stdio_client.py)
+    logging.getLogger("toolroute.downstream").setLevel(logging.INFO)
+    # indexing progress at start, "indexing docs: 3,200 of 20,000 tools" (gateway/ops/startup.py)
+    logging.getLogger("toolroute.gateway.ops.startup").setLevel(logging.INFO)
+    cfg = load_config(config_path, settings, secrets=secrets)
+    own = str(config_store(cfg, store, config_path))  # this config's own store
+    return replace(cfg, settings=cfg.settings.model_copy(update={"store": own}))
+
+
+def _store_dir(cfg: GatewayConfig) -> StoreTarget:
+    """The store of the config's gateway (a directory, or a PostgreSQL URL)."""
+    # the one import left here: the gateway's wiring decides where its store is, and importing
+    # it costs most of a second that route, bench and the others (without --config) never need
+    from toolroute.gateway.ops.app import store_dir_of
+
+    return store_dir_of(cfg)
+
+
+def _local_dir(cfg: GatewayConfig) -> Path:
+    """Where that gateway keeps its local files (status.json): the store's directory."""
+    with open_store(_store_dir(cfg)) as st:
+        return Path(st.directory)
+
+
+def config_store(cfg: GatewayConfig, store: Any, config_path: Path) -> StoreTarget:
     """The store a config's command uses, checked to be this config's own.
 
     ``store`` (``--store`` or ``$TOOLROUTE_STORE``) is where toolroute keeps its data, like the
@@ -290,13 +275,9 @@ def config_store(cfg: Any, store: Any, config_path: Path) -> Any:
     :func:`~toolroute.store.base.config_key`: one file reached from two working directories
     or through ``dir/../dir`` is one config with one store, and a config file that is a
     symlink swapped to a new target stays the same config."""
-    from toolroute.gateway.ops.app import store_dir_of
-    from toolroute.store import is_store_url
-    from toolroute.store.base import config_key, config_store_dir
-
     given = config_key(config_path)
     if store is None:
-        target = store_dir_of(cfg)
+        target = _store_dir(cfg)
     elif is_store_url(store):
         target = store
     else:
@@ -309,12 +290,6 @@ def claim_store(target: Any, config_path: Path) -> None:
     """Refuse ``target`` if it holds another config's catalog; else record ``config_path``
     as its owner when none is recorded (best effort: a full or read-only disk is left to the
     command itself to report)."""
-    import sqlite3
-
-    from toolroute.errors import ConfigError, StoreError
-    from toolroute.store import open_store, redact_url
-    from toolroute.store.base import OWNER_KEY, config_key
-
     with open_store(target) as st:
         owner = st.get_meta(OWNER_KEY)
         # an owner recorded in another spelling of the same file (before config_key) is it
@@ -336,10 +311,6 @@ def claim_store(target: Any, config_path: Path) -> None:
 def synced_catalog(config: Path, store: Any) -> tuple[Any, Any]:
     """The catalog the last ``toolroute sync --config CONFIG`` stored, and its store (the
     gateway's own, unless ``store`` names another: see :func:`config_store`)."""
-    from toolroute.config import load_config
-    from toolroute.errors import ConfigError
-    from toolroute.store import open_store
-
     cfg = load_config(config, secrets=False)
     target = config_store(cfg, store, config)
     with open_store(target) as st:

@@ -33,9 +33,10 @@ from pathlib import Path
 from typing import Any
 
 import click
+from platformdirs import user_config_dir
 
-from toolroute.cli.app import main
 from toolroute.cli.common import _friendly
+from toolroute.config import read_json
 from toolroute.errors import ConfigError
 
 CLIENTS = ("claude", "cursor", "vscode", "claude-code")
@@ -89,8 +90,6 @@ def _key(client: str, data: dict[str, Any]) -> str:
 def default_servers_file(client: str, config_file: Path) -> Path:
     """The toolroute servers file of one client config, in toolroute's per-user config dir
     (one per client file, so a workspace and the user profile never share one)."""
-    from platformdirs import user_config_dir
-
     digest = hashlib.sha256(str(config_file.resolve()).encode()).hexdigest()[:8]
     return (
         Path(user_config_dir("toolroute", appauthor=False)) / "servers" / f"{client}-{digest}.json"
@@ -133,8 +132,6 @@ def _served_file(entry: Any) -> Path | None:
 
 
 def _read(path: Path) -> tuple[str | None, dict[str, Any]]:
-    from toolroute.config import read_json
-
     if not path.exists():
         return None, {}
     data = read_json(path)
@@ -244,7 +241,7 @@ dry_run_option = click.option(
 )
 
 
-@main.command()
+@click.command()
 @client_argument
 @config_file_option
 @click.option(
@@ -295,7 +292,7 @@ def connect(
     click.echo(f"next: toolroute sync --config {target}, then restart the client", err=True)
 
 
-@main.command()
+@click.command()
 @client_argument
 @config_file_option
 @dry_run_option

@@ -1,58 +1,38 @@
-"""Commands of the MCP gateway over a config's servers: sync, serve, status, approve."""
+"""Commands over a config's gateway, beside serving it: sync, status, approve."""
 
 from __future__ import annotations
 
+import difflib
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
 import click
 
-from toolroute.cli.app import main
-from toolroute.cli.common import _friendly, _progress, json_option, store_option
+from toolroute.catalog.name import qualified_name
+from toolroute.cli import render
+from toolroute.cli.common import (
+    _config,
+    _friendly,
+    _local_dir,
+    _store_dir,
+    config_option,
+    json_option,
+    settings_option,
+    store_option,
+)
 from toolroute.errors import ConfigError
-
-CONFIG_HELP = (
-    "Servers JSON as MCP clients write it: mcpServers (Claude Desktop, Cursor, Claude "
-    "Code's .mcp.json) or servers (VS Code's mcp.json). Default: $TOOLROUTE_CONFIG."
-)
-config_option = click.option(
-    "--config",
-    "config_path",
-    type=click.Path(path_type=Path, dir_okay=False),
-    required=True,
-    envvar="TOOLROUTE_CONFIG",
-    show_envvar=False,
-    help=CONFIG_HELP,
-)
-settings_option = click.option(
-    "--settings",
-    type=click.Path(path_type=Path, dir_okay=False),
-    default=None,
-    help="toolroute.toml with toolroute's own settings. Default: toolroute.toml beside --config.",
-)
+from toolroute.gateway.calls.quarantine import approve as approve_tools
+from toolroute.gateway.calls.quarantine import held_tools
+from toolroute.gateway.http.login import CODE_TTL_S, mint_code, read_login_file
+from toolroute.gateway.ops.status import gateway_alive, read_status
+from toolroute.gateway.ops.syncing import sync_once
+from toolroute.store import open_store
 
 
-def _config(
-    config_path: Path, settings: Path | None, store: Path | None, *, secrets: bool = True
-) -> Any:
-    import logging
-    from dataclasses import replace
-
-    # downstream servers' stderr, a line each labelled with its server (downstream/stdio_client.py)
-    logging.getLogger("toolroute.downstream").setLevel(logging.INFO)
-    # indexing progress at start, "indexing docs: 3,200 of 20,000 tools" (gateway/ops/startup.py)
-    logging.getLogger("toolroute.gateway.ops.startup").setLevel(logging.INFO)
-
-    from toolroute.cli.common import config_store
-    from toolroute.config import load_config
-
-    cfg = load_config(config_path, settings, secrets=secrets)
-    return replace(cfg, store=config_store(cfg, store, config_path))  # this config's own
-
-
-@main.command()
+@click.command()
 @config_option
 @settings_option
 @store_option
@@ -72,12 +52,8 @@ def sync(
     changed are re-indexed. A server that fails is reported and keeps its last known tools;
     the command then exits 1 (naming the servers that are down) unless --allow-partial.
     """
-    import anyio
-
-    from toolroute.gateway.ops.syncing import sync_once
-
     cfg = _config(config_path, settings, store)
-    with _progress(not as_json) as update:
+    with render.progress(not as_json) as update:
         result = anyio.run(lambda: sync_once(cfg, progress=lambda d, t: update("embedding", d, t)))
     if as_json:
         click.echo(json.dumps(result.to_dict()))
@@ -99,103 +75,7 @@ def sync(
         sys.exit(1)
 
 
-@main.command()
-@click.argument("config_file", required=False, type=click.Path(path_type=Path, dir_okay=False))
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(path_type=Path, dir_okay=False),
-    default=None,
-    envvar="TOOLROUTE_CONFIG",
-    help=CONFIG_HELP,
-)
-@settings_option
-@store_option
-@click.option(
-    "--transport",
-    type=click.Choice(["stdio", "http"]),
-    default="stdio",
-    show_default=True,
-    help="How the agent talks to toolroute.",
-)
-@click.option("--host", default="127.0.0.1", show_default=True, help="HTTP bind address.")
-@click.option(
-    "--port",
-    type=click.IntRange(0, 65535),
-    default=8765,
-    show_default=True,
-    help="HTTP port (endpoint http://HOST:PORT/mcp; 0: any free port, printed on stderr).",
-)
-@_friendly
-def serve(
-    config_file: Path | None,
-    config_path: Path | None,
-    settings: Path | None,
-    store: Path | None,
-    transport: str,
-    host: str,
-    port: int,
-) -> None:
-    """Serve toolroute as one MCP server in front of every server of CONFIG_FILE.
-
-    Exposes find_tools(query, k) and call_tool(name, arguments). Over stdio, stdout carries
-    MCP messages only; logs go to stderr. Edits of the config files and SIGHUP are applied
-    live: only the servers that changed are started, stopped or restarted.
-
-    The servers file is the argument, --config, or $TOOLROUTE_CONFIG (for launchers that
-    own --config themselves, such as the MCP Inspector:
-    `npx @modelcontextprotocol/inspector --cli toolroute serve servers.json`).
-    """
-    import importlib.util
-
-    import anyio
-
-    from toolroute.gateway.ops.serving import serve as run_serve
-
-    if config_file is not None and config_path is not None and config_file != config_path:
-        raise click.UsageError(
-            f"two servers files: {config_file} (argument) and {config_path} (--config or "
-            "$TOOLROUTE_CONFIG); give one"
-        )
-    config_path = config_file or config_path
-    if config_path is None:
-        raise click.UsageError(
-            "which servers? toolroute serve SERVERS.json (or --config SERVERS.json, or "
-            "TOOLROUTE_CONFIG=SERVERS.json)"
-        )
-
-    cfg = _config(config_path, settings, store)
-    # uvloop where it installs (not Windows): less CPU per HTTP request (benchmarks/load.py);
-    # the stdlib loop otherwise
-    uvloop = importlib.util.find_spec("uvloop") is not None
-    anyio.run(
-        lambda: run_serve(
-            cfg,
-            transport,  # type: ignore[arg-type]
-            port,
-            host,
-            reload=lambda: _config(config_path, settings, store),  # edits and SIGHUP
-        ),
-        backend_options={"use_uvloop": uvloop},
-    )
-
-
-def _store_dir(cfg: Any) -> Any:
-    """The store of the config's gateway (a directory, or a PostgreSQL URL)."""
-    from toolroute.gateway.ops.app import store_dir_of
-
-    return store_dir_of(cfg)
-
-
-def _local_dir(cfg: Any) -> Path:
-    """Where that gateway keeps its local files (status.json): the store's directory."""
-    from toolroute.store import open_store
-
-    with open_store(_store_dir(cfg)) as st:
-        return Path(st.directory)
-
-
-@main.command()
+@click.command()
 @config_option
 @settings_option
 @store_option
@@ -217,8 +97,6 @@ def status(
     Reads status.json, which `toolroute serve` rewrites in its store whenever a state changes;
     with no gateway running it shows the last state one wrote.
     """
-    from toolroute.gateway.ops.status import gateway_alive, read_status
-
     cfg = _config(config_path, settings, store, secrets=False)  # reading needs no token
     if open_link:
         _open_link(_local_dir(cfg), as_json)
@@ -255,9 +133,6 @@ def status(
 def _open_link(local_dir: Path, as_json: bool) -> None:
     """A one-time login link signed with the key the running gateway wrote (mode 0600) in its
     store directory: only the user who runs the gateway can read it."""
-    from toolroute.gateway.http.login import CODE_TTL_S, mint_code, read_login_file
-    from toolroute.gateway.ops.status import gateway_alive
-
     found = read_login_file(local_dir)
     if found is None or not gateway_alive({"pid": found["pid"], "running": True}):
         raise ConfigError(
@@ -270,7 +145,7 @@ def _open_link(local_dir: Path, as_json: bool) -> None:
         click.echo(f"open within {CODE_TTL_S:.0f} s (works once): {link}")
 
 
-@main.command()
+@click.command()
 @config_option
 @settings_option
 @store_option
@@ -289,10 +164,6 @@ def approve(
 
     TOOLS are namespaced names (server__tool) as `toolroute sync` or `status` print them.
     """
-    from toolroute.gateway.calls.quarantine import approve as approve_tools
-    from toolroute.gateway.calls.quarantine import held_tools
-    from toolroute.store import open_store
-
     if not tools and not approve_all:
         raise ConfigError("name the tools to approve, or pass --all")
     cfg = _config(config_path, settings, store, secrets=False)
@@ -311,10 +182,6 @@ def approve(
 
 def _not_held(name: str, held: dict[str, Any], store: Any) -> str:
     """Why NAME cannot be approved, with the names it may have meant."""
-    import difflib
-
-    from toolroute.catalog.name import qualified_name
-
     served = {qualified_name(s, t) for s, t in store.tool_hashes()}
     if name in served:
         why = f"{name} is not in quarantine: it is served as it is"

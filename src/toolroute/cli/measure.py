@@ -8,12 +8,20 @@ from pathlib import Path
 
 import click
 
-from toolroute.cli.app import main
+from toolroute.bench.calibrate import calibrate as run_calibrate
+from toolroute.bench.calibrate import write_threshold
+from toolroute.bench.report import markdown_table, write_outputs
+from toolroute.bench.runner import bench as run_bench
+from toolroute.bench.simulate import markdown_table as simulation_table
+from toolroute.bench.simulate import (
+    run_simulation,
+    write_learning_outputs,
+    write_simulation_outputs,
+)
+from toolroute.catalog.loader import load_queries
 from toolroute.cli.common import (
     _friendly,
-    _index,
     _local_llm,
-    _progress,
     _router,
     catalog_option,
     demo_catalog_path,
@@ -26,11 +34,14 @@ from toolroute.cli.common import (
     synced_option,
 )
 from toolroute.cli.options import abstain_option, k_option, strategy_option
+from toolroute.cli.render import index_with_progress, progress
 from toolroute.errors import ConfigError
 from toolroute.extra import require
+from toolroute.present.presenter import Presenter
+from toolroute.route.strategy import STRATEGIES, resolve_strategy
 
 
-@main.command()
+@click.command()
 @catalog_option
 @synced_option
 @queries_option
@@ -90,11 +101,6 @@ def bench(
     latency is warm, per query, query embedding included. Research baselines and variants
     join the strategies measured with --plugin.
     """
-    from toolroute.bench.report import markdown_table, write_outputs
-    from toolroute.bench.runner import bench as run_bench
-    from toolroute.catalog.loader import load_queries
-    from toolroute.route.strategy import STRATEGIES, resolve_strategy
-
     if out is not None:  # fail before the run, not after it
         require("matplotlib", "plot", "bench --out (its plots)")
     names = list(strategies) or ["default"]
@@ -106,19 +112,17 @@ def bench(
         _local_llm(local_llm, not as_json) as llm,
         _router(catalog, store, documents, config=config_path, llm=llm) as router,
     ):
-        router.params = replace(router.params, abstain=abstain)
+        router.params = replace(router.params, abstain=abstain)  # type: ignore[arg-type]  # a Choice
         qs = load_queries(queries, router.catalog)
         if out_of_scope is not None:
             extra = load_queries(out_of_scope, router.catalog)
             if any(q.groups for q in extra):
                 raise ConfigError(f"{out_of_scope}: out-of-scope requests name no relevant tool")
             qs += extra
-        _index(router, not as_json)
-        with _progress(not as_json) as update:
+        index_with_progress(router, not as_json)
+        with progress(not as_json) as update:
             presenter = None
             if tokens:
-                from toolroute.present.presenter import Presenter
-
                 presenter = Presenter(router.catalog)
             results = run_bench(router, qs, names, progress=update, tokens=presenter)
     title = config_path.stem if config_path else (catalog or demo_catalog_path()).parent.name
@@ -145,7 +149,7 @@ def _window(text: str | None, option: str = "--window") -> tuple[int, int] | Non
     return span
 
 
-@main.command()
+@click.command()
 @catalog_option
 @synced_option
 @queries_option
@@ -276,10 +280,6 @@ def simulate(
     tokens per query. The world and agent are documented in the docs' "Economics and the
     simulation" page.
     """
-    from toolroute.bench.simulate import markdown_table, run_simulation, write_simulation_outputs
-    from toolroute.catalog.loader import load_queries
-    from toolroute.route.strategy import resolve_strategy
-
     if out is not None:  # fail before the run, not after it
         require("matplotlib", "plot", "simulate --out (its plots)")
     names = list(strategies) or ["cascade", "ehrr"]
@@ -289,8 +289,8 @@ def simulate(
         resolve_strategy(name)
     with _router(catalog, store, documents, config=config_path) as router:
         qs = load_queries(queries, router.catalog)
-        _index(router, not as_json)
-        with _progress(not as_json) as update:
+        index_with_progress(router, not as_json)
+        with progress(not as_json) as update:
             sim = run_simulation(
                 router,
                 qs,
@@ -315,8 +315,6 @@ def simulate(
         for p in write_simulation_outputs(sim.summary, sim.series, out, setting=sim.setting):
             click.echo(f"wrote {p}", err=True)
         if stream != "once":
-            from toolroute.bench.simulate import write_learning_outputs
-
             for p in write_learning_outputs(sim, out):
                 click.echo(f"wrote {p}", err=True)
         if paired:
@@ -325,11 +323,11 @@ def simulate(
     if as_json:
         click.echo(json.dumps(sim.summary))
     else:
-        click.echo(markdown_table(sim.summary))
+        click.echo(simulation_table(sim.summary))
         click.echo(paired)
 
 
-@main.command()
+@click.command()
 @catalog_option
 @synced_option
 @queries_option
@@ -363,16 +361,11 @@ def calibrate(
     For each θ, the gated set of a query is its top-k candidates scoring at least θ;
     precision is over that set, recall over the required tool groups.
     """
-    from toolroute.bench.calibrate import calibrate as run
-    from toolroute.bench.calibrate import write_threshold
-    from toolroute.catalog.loader import load_queries
-    from toolroute.route.strategy import resolve_strategy
-
     resolve_strategy(strategy)
     with _router(catalog, store, documents, config=config_path) as router:
         qs = load_queries(queries, router.catalog)
-        _index(router, not as_json)
-        result = run(router, qs, strategy=strategy, k=k)
+        index_with_progress(router, not as_json)
+        result = run_calibrate(router, qs, strategy=strategy, k=k)
     if write is not None:
         write_threshold(write, result.best)
         click.echo(f"wrote threshold = {result.best} to {write}", err=True)

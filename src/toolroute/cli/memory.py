@@ -10,17 +10,15 @@ from typing import Any
 
 import click
 
-from toolroute.cli.app import main
 from toolroute.cli.common import _friendly, json_option, store_option
+from toolroute.store import default_store_target, open_store
 
 
 def _open(store: Any) -> Any:
-    from toolroute.store import default_store_target, open_store
-
     return open_store(store if store is not None else default_store_target())
 
 
-@main.group()
+@click.group()
 def memory() -> None:
     """The usage memory: which tool each client called after which find_tools query."""
 

@@ -8,13 +8,20 @@ from typing import Any
 
 import click
 
-from toolroute.cli.app import main
-from toolroute.cli.common import _friendly, json_option, store_option
-from toolroute.cli.gateway import _config, _local_dir, config_option, settings_option
+from toolroute.cli.common import (
+    _config,
+    _friendly,
+    _local_dir,
+    config_option,
+    json_option,
+    settings_option,
+    store_option,
+)
 from toolroute.errors import RegistryError
+from toolroute.registry import command as r
 
 
-@main.command()
+@click.command()
 @config_option
 @settings_option
 @store_option
@@ -52,11 +59,8 @@ def add(
     Example:
       toolroute add io.github.modelcontextprotocol/time@2026.10.19 --config servers.json
     """
-    # one import, here: the registry's client, httpx and the config loader stay out of every
-    # other command's start (`toolroute --help` would take most of a second longer)
-    from toolroute.registry import command as r
-
     cfg = _config(config_path, settings, store, secrets=False)
+    servers_file = cfg.path or config_path  # loaded from config_path: its resolved path
     reg = cfg.registry
     if not reg.url:
         raise RegistryError(
@@ -86,21 +90,21 @@ def add(
         click.echo(json.dumps(shown, indent=2))
         return
     if not as_json:
-        _show(p.to_dict(), entry.description, cfg.path)
+        _show(p.to_dict(), entry.description, servers_file)
     if dry_run:
         return
     if not yes and not click.confirm("add it?", default=False, err=True):
         raise click.Abort
-    added = r.write(cfg.path, p, cfg.settings_path)
+    added = r.write(servers_file, p, cfg.settings_path)
     if as_json:
         click.echo(json.dumps({**shown, "added": added}, indent=2))
     elif added:
         click.echo(
-            f"added {p.server} to {cfg.path}: a running gateway starts it now (it follows the "
+            f"added {p.server} to {servers_file}: a running gateway starts it now (it follows the "
             "file), or at its next start"
         )
     else:
-        click.echo(f"{p.server} is in {cfg.path} already, as it would be written")
+        click.echo(f"{p.server} is in {servers_file} already, as it would be written")
 
 
 def _show(p: dict[str, Any], description: str, path: Path | None) -> None:

@@ -1,18 +1,34 @@
-"""Text output of ``route`` and ``demo``: tables that never fold names, and explanations
-that read at 80 columns (one block per candidate)."""
+"""What the commands print on a terminal: rich consoles for stdout and stderr, a progress bar
+while embedding, tables that never fold names, and explanations that read at 80 columns (one
+block per candidate). ``serve`` prints none of it, and never imports this module (nor rich)."""
 
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
 
 import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
 
-if TYPE_CHECKING:
-    from rich.console import Console
+from toolroute.router import IndexReport, Router
 
-__all__ = ["explain_text", "one_line", "print_table"]
+__all__ = [
+    "explain_text",
+    "index_with_progress",
+    "one_line",
+    "print_table",
+    "progress",
+    "stderr",
+    "stdout",
+]
+
+stdout = Console()
+stderr = Console(stderr=True)
+"""Read as ``render.stderr`` when used, so that a test can put another console in its place."""
 
 WIDTH = 80
 _INDENT = "   "
@@ -35,8 +51,6 @@ def print_table(
     """A rich table on a terminal (names never wrap, a last ``description`` column is cut with
     an ellipsis); plain aligned columns otherwise, at whatever width the names need."""
     if console.is_terminal:
-        from rich.table import Table
-
         table = Table(title=title, title_justify="left")
         for h in headers:
             if h == "description":
@@ -56,6 +70,36 @@ def print_table(
         ]
         lines.append("  ".join(padded).rstrip())
     click.echo("\n".join(lines))
+
+
+@contextmanager
+def progress(enabled: bool) -> Iterator[Callable[[str, int, int], None]]:
+    """A rich progress bar on stderr; a no-op when disabled or stderr is not a terminal."""
+    if not enabled or not stderr.is_terminal:
+        yield lambda label, done, total: None
+        return
+    bars: dict[str, Any] = {}
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=stderr,
+        transient=True,
+    ) as prog:
+
+        def update(label: str, done: int, total: int) -> None:
+            if label not in bars:
+                bars[label] = prog.add_task(label, total=total)
+            prog.update(bars[label], completed=done, total=total)
+
+        yield update
+
+
+def index_with_progress(router: Router, show: bool) -> IndexReport:
+    """``router.index()``, its embedding shown as a progress bar (with ``show``, on a terminal)."""
+    with progress(show) as update:
+        return router.index(progress=lambda d, t: update("embedding", d, t))
 
 
 def _wrap(text: str, width: int = WIDTH) -> list[str]:

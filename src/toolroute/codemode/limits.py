@@ -19,9 +19,11 @@ LimitName = Literal[
     "recursion",
     "queue_s",
     "handle_store_mb",
+    "message_chars",
 ]
-"""The names a limit error carries: the ``[code_mode]`` setting to raise, or ``int_digits``,
-the fixed length (4,300 digits) past which Python writes no integer as text."""
+"""The names a limit error carries: the ``[code_mode]`` setting to raise, or one of two fixed
+lengths: ``int_digits`` (4,300 digits), past which Python writes no integer as text, and
+``message_chars`` (1,000), past which a script's error message is cut in the worker."""
 
 
 @dataclass(frozen=True, slots=True)

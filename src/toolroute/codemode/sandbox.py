@@ -26,18 +26,28 @@ in its own ``monty`` process, which the limits below end without touching the ga
   (:mod:`toolroute.codemode.slots`); the time a script waits for one is not part of its
   ``wall_s``.
 - The worker runs at a lower CPU priority (nice 10) than the gateway.
+- ``message_chars``: the script runs as the body of a ``with`` whose guard, in the worker,
+  cuts an uncaught error's message to its first :data:`MESSAGE_CHARS` characters before it
+  crosses (the traceback then shows the script's failing top-level line, not the frames below
+  it), and ``call_tool`` refuses a name longer than :data:`NAME_CHARS` there.
+- The names the gateway gives the worker (the host call, the writer's finish, the guard) end in
+  a secret drawn per script, and the function that made them is gone before the script runs:
+  a script can neither call the host nor replace how its value is written.
 - ``print`` output is collected (its first :data:`PRINT_CHARS` characters), never written to
   the gateway's stdout, which carries MCP over stdio.
 """
 
 from __future__ import annotations
 
+import ast
 import atexit
 import contextlib
 import io
 import json
 import logging
 import os
+import re
+import secrets
 import time
 import tokenize
 from collections.abc import Awaitable, Callable, Hashable
@@ -53,7 +63,16 @@ from toolroute.codemode.limits import CodeModeLimits, LimitName
 from toolroute.codemode.slots import FairSlots
 from toolroute.gateway.calls import MAX_ARGUMENT_BYTES, MAX_ARGUMENT_DEPTH
 
-__all__ = ["PRINT_CHARS", "Sandbox", "ScriptEnd", "limit_message", "with_value_assigned"]
+__all__ = [
+    "MESSAGE_CHARS",
+    "NAME_CHARS",
+    "PRINT_CHARS",
+    "Sandbox",
+    "ScriptEnd",
+    "guarded",
+    "limit_message",
+    "with_value_assigned",
+]
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +82,12 @@ WORKER_NICE = 10
 """Niceness of a script's worker process (the gateway keeps its own)."""
 DISPLAY_CHARS = 2000
 """Longest error message (traceback) passed back to the agent."""
+MESSAGE_CHARS = 1000
+"""Longest message of a script's uncaught error that leaves the worker (the limit
+``message_chars``); a longer one is cut there, saying how long it was."""
+NAME_CHARS = 1000
+"""Longest tool name a script's ``call_tool`` hands the gateway (no tool's name is near it); a
+longer one raises in the worker."""
 
 CallTool = Callable[[str, dict[str, Any]], Awaitable[Any]]
 
@@ -85,7 +110,11 @@ class ScriptEnd:
 VALUE = "_toolroute_value"
 """The global a script's last expression is assigned to, for the worker to write."""
 HOST_CALL = "_toolroute_call"
-"""The host function ``call_tool`` in the worker calls with its arguments' JSON."""
+"""Prefix of the host function ``call_tool`` in the worker calls with its arguments' JSON."""
+FINISH = "_toolroute_finish"
+"""Prefix of the worker's function writing the script's value."""
+GUARD = "_toolroute_guard"
+"""Prefix of the ``with`` guard the script runs under."""
 _WRITER_SOURCE = Path(_writer.__file__).read_text(encoding="utf-8")
 _REFUSED_ARGUMENTS = {
     "bytes": f"`arguments` are larger than {MAX_ARGUMENT_BYTES} bytes of JSON",
@@ -93,16 +122,33 @@ _REFUSED_ARGUMENTS = {
     "digits": f"`arguments` hold an integer longer than {_writer.INT_DIGITS} digits",
     "type": "`arguments` must be plain JSON",
 }
+_ERRORS = [
+    "ArithmeticError", "AssertionError", "AttributeError", "FileExistsError",
+    "FileNotFoundError", "ImportError", "IndexError", "IsADirectoryError", "KeyError",
+    "LookupError", "ModuleNotFoundError", "NameError", "NotADirectoryError",
+    "NotImplementedError", "OSError", "OverflowError", "PermissionError", "RuntimeError",
+    "StopIteration", "TypeError", "UnboundLocalError", "UnicodeDecodeError",
+    "UnicodeEncodeError", "ValueError", "ZeroDivisionError",
+]  # fmt: skip
+"""The errors a cut message is raised again as (any other as RuntimeError, named)."""
+_MESSAGE_MARK = "; message_chars = "
+"""What the worker's cut message says, read back by the gateway as the limit."""
 _PRELUDE = """
 def _toolroute_seal(write):
     isinst = isinstance
+    length = len
     t_str = str
     t_dict = dict
+    kind_of = type
     refused_as = REFUSED
+    errors = ERRORS
+    t_runtime = RuntimeError
 
     async def call_tool(name=None, arguments=None):
         if not isinst(name, t_str):
             raise TypeError("call_tool(name, arguments): name is a string from find_tools")
+        if length(name) > NAME_CHARS:
+            raise ValueError("call_tool(name, ...): no tool has a name over NAME_CHARS characters")
         if arguments is None:
             arguments = {}
         if not isinst(arguments, t_dict):
@@ -116,10 +162,29 @@ def _toolroute_seal(write):
         text, refused, size = write(value, VALUE_BYTES, VALUE_DEPTH, False, True)
         return text, refused, size, isinst(value, t_str)
 
-    return call_tool, finish
+    class Guard:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, kind, error, trace):
+            if error is None:
+                return False
+            shown = t_str(error)
+            if length(shown) <= MESSAGE_CHARS:
+                return False
+            cut = shown[:MESSAGE_CHARS] + "… (truncated, " + t_str(length(shown))
+            cut = cut + " characters" + MARK + t_str(MESSAGE_CHARS) + ")"
+            name = kind_of(error).__name__
+            make = errors.get(name)
+            if make is None:
+                raise t_runtime(name + ": " + cut)
+            raise make(cut)
+
+    return call_tool, finish, Guard()
 
 
-call_tool, _toolroute_finish = _toolroute_seal(bounded_writer())
+call_tool, FINISH, GUARD = _toolroute_seal(bounded_writer())
+_toolroute_seal = None
 VALUE = None
 """
 _VALUE_LIMITS: dict[str, LimitName] = {
@@ -129,21 +194,30 @@ _VALUE_LIMITS: dict[str, LimitName] = {
 }
 
 
-def _prelude(lim: CodeModeLimits) -> str:
+def _prelude(lim: CodeModeLimits, secret: str) -> str:
     """What the worker runs before the script: the writer, ``call_tool`` writing its
-    arguments as JSON, and ``_toolroute_finish`` writing the value (both holding the writer
-    in a closure, so a script that rebinds names cannot change how its values are bounded)."""
+    arguments as JSON, ``FINISH`` writing the value and ``GUARD`` bounding an error's message
+    (all three holding the writer and the builtins in a closure, so a script that rebinds
+    names cannot change how its values are bounded), each named with ``secret``; the
+    function that made them is then dropped, so the script cannot make others."""
     refused = {
         k: json.dumps({"error": "invalid_arguments", "message": v})
         for k, v in _REFUSED_ARGUMENTS.items()
     }
+    errors = "{" + ", ".join(f"{name!r}: {name}" for name in _ERRORS) + "}"
     seal = (
         _PRELUDE.replace("REFUSED", repr(refused))
+        .replace("ERRORS", errors)
+        .replace("MARK", repr(_MESSAGE_MARK))
+        .replace("MESSAGE_CHARS", str(MESSAGE_CHARS))
+        .replace("NAME_CHARS", str(NAME_CHARS))
         .replace("ARGUMENT_BYTES", str(MAX_ARGUMENT_BYTES))
         .replace("ARGUMENT_DEPTH", str(MAX_ARGUMENT_DEPTH))
         .replace("VALUE_BYTES", str(lim.result_bytes))
         .replace("VALUE_DEPTH", str(lim.result_depth))
-        .replace("HOST_CALL", HOST_CALL)
+        .replace("HOST_CALL", f"{HOST_CALL}_{secret}")
+        .replace("FINISH", f"{FINISH}_{secret}")
+        .replace("GUARD", f"{GUARD}_{secret}")
         .replace("VALUE", VALUE)
     )
     return _WRITER_SOURCE + seal
@@ -190,7 +264,6 @@ class Sandbox:
     def __init__(self, limits: CodeModeLimits) -> None:
         self.limits = limits
         self._slots = FairSlots(limits.concurrent, limits.per_client)
-        self._prelude = _prelude(limits)
 
     async def run(self, code: str, call_tool: CallTool, client: Hashable = "") -> ScriptEnd:
         """Run ``code`` for ``client``; ``await call_tool(name, arguments)`` inside it calls
@@ -263,8 +336,8 @@ class Sandbox:
 
     def _ended(self, out: Any, calls: int, printed: str) -> ScriptEnd:
         """The script's end from what the worker's writer handed back: ``(text, refused,
-        size, is_text)``. Checked again here (a script can rebind the names the gateway put
-        in its globals), reading no more than ``result_bytes`` of it."""
+        size, is_text)``. Checked again here all the same (the writer is sealed in the worker,
+        out of the script's reach), reading no more than ``result_bytes`` of it."""
         lim = self.limits
         if not (isinstance(out, tuple | list) and len(out) == 4):
             message = f"the script replaced {VALUE} or the gateway's writer; return a value instead"
@@ -283,8 +356,8 @@ class Sandbox:
         return ScriptEnd(text, calls, printed, is_text=is_text is True)
 
     async def _feed(self, code: str, host_call: Any, printed: _Printed) -> Any:
-        """The prelude, the script with its last expression assigned to :data:`VALUE`, then
-        the value written as JSON: three feeds of one worker session."""
+        """The prelude, the script (under the guard) with its last expression assigned to
+        :data:`VALUE`, then the value written as JSON: three feeds of one worker session."""
         lim = self.limits
         limits: monty.ResourceLimits = {
             "max_feed_duration_secs": lim.cpu_s,
@@ -292,7 +365,10 @@ class Sandbox:
             "max_recursion_depth": lim.recursion,
             "max_suspensions": lim.max_calls + 20,
         }
-        lookup = {HOST_CALL: host_call}
+        secret = secrets.token_hex(16)  # the script cannot name what it cannot guess
+        lookup = {f"{HOST_CALL}_{secret}": host_call}
+        guard = f"{GUARD}_{secret}"
+        code = code.replace("\r\n", "\n").replace("\r", "\n")  # as Python reads source
         # one worker process per script: nothing of one script (or client) reaches the next
         async with (
             monty.AsyncMonty(
@@ -303,20 +379,24 @@ class Sandbox:
             ) as session,
         ):
             _lower_priority(session.worker_pid)
-            await session.feed_run(self._prelude, print_callback=printed)
+            await session.feed_run(_prelude(lim, secret), print_callback=printed)
             # a script ends on a statement, so no value of the script itself crosses
             plain = code + "\npass"
             assigned = with_value_assigned(code)
             try:
                 await session.feed_run(
-                    assigned or plain, external_lookup=lookup, print_callback=printed
+                    guarded(assigned or plain, guard),
+                    external_lookup=lookup,
+                    print_callback=printed,
                 )
             except monty.MontySyntaxError:
                 if assigned is None:
                     raise
                 # the last statement only looked like an expression: nothing ran, run as is
-                await session.feed_run(plain, external_lookup=lookup, print_callback=printed)
-            return await session.feed_run(f"_toolroute_finish({VALUE})", print_callback=printed)
+                await session.feed_run(
+                    guarded(plain, guard), external_lookup=lookup, print_callback=printed
+                )
+            return await session.feed_run(f"{FINISH}_{secret}({VALUE})", print_callback=printed)
 
 
 _COMPOUND = {"if", "for", "while", "with", "try", "def", "class", "async", "elif", "else",
@@ -373,6 +453,54 @@ def with_value_assigned(code: str) -> str | None:
     return f"{code[:begin]}{VALUE} = ({code[begin:end]}\n){code[end:]}"
 
 
+def guarded(code: str, guard: str) -> str:
+    """``code`` as the body of ``with guard:``: each line indented one space, except a line
+    that starts inside a string spanning lines (indenting it would change the string). Which
+    lines those are is read with the tokenizer, and the result is then checked with the
+    parser to be one ``with`` statement holding all of it; where either cannot read the code
+    (syntax newer than this Python's, or none at all), every line is indented, so no line of
+    a script ever runs outside the guard. Form feeds are dropped from indentation, where
+    they only reset the column. The ``with`` takes a line: :func:`_display` counts it back."""
+    lines = code.split("\n")
+    inside = _string_lines(code)
+    wrapped = _with(guard, lines, inside)
+    if inside and not _one_with(wrapped):
+        wrapped = _with(guard, lines, set())
+    return wrapped
+
+
+def _with(guard: str, lines: list[str], inside: set[int]) -> str:
+    body = (line if i in inside else " " + _unfed(line) for i, line in enumerate(lines))
+    return f"with {guard}:\n" + "\n".join(body)
+
+
+def _unfed(line: str) -> str:
+    """``line`` with its indentation's form feeds dropped (each resets the column to 0)."""
+    rest = line.lstrip(" \t\f")
+    lead = line[: len(line) - len(rest)]
+    return lead[lead.rfind("\f") + 1 :] + rest
+
+
+def _string_lines(code: str) -> set[int]:
+    """The lines (0-based) that start inside a token spanning lines (a string); none when
+    the tokenizer cannot read the code."""
+    inside: set[int] = set()
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(code).readline):
+            inside.update(range(tok.start[0], tok.end[0]))
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        return set()
+    return inside
+
+
+def _one_with(code: str) -> bool:
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return len(tree.body) == 1 and isinstance(tree.body[0], ast.With)
+
+
 def _lower_priority(pid: int | None) -> None:
     """A script's worker yields the CPU to the gateway and the downstream servers: a script
     spinning to its CPU limit must not slow another client's call."""
@@ -381,15 +509,22 @@ def _lower_priority(pid: int | None) -> None:
             os.setpriority(os.PRIO_PROCESS, pid, WORKER_NICE)
 
 
+_FRAME = re.compile(r'(File "<python-input-[1-9][0-9]*>", line )([0-9]+)')
+"""A frame of a feed after the prelude: the script's, one line below its own."""
+
+
 def _display(e: monty.MontyError) -> str:
     try:
         text = e.display() if hasattr(e, "display") else str(e)
     except Exception:  # display() of a worker that died mid-message
         text = str(e)
-    return text if len(text) <= DISPLAY_CHARS else text[: DISPLAY_CHARS - 20] + "\n[... cut]"
+    text = text if len(text) <= DISPLAY_CHARS else text[: DISPLAY_CHARS - 20] + "\n[... cut]"
+    # the script's lines as the agent wrote them: the guard's `with` took line 1
+    return _FRAME.sub(lambda m: m[1] + str(max(1, int(m[2]) - 1)), text)
 
 
 _LIMIT_MARKS: tuple[tuple[str, LimitName], ...] = (
+    (_MESSAGE_MARK, "message_chars"),
     ("time limit exceeded", "cpu_s"),
     ("memory limit", "memory_mb"),
     ("MemoryError", "memory_mb"),
@@ -422,6 +557,12 @@ def limit_message(limit: LimitName, lim: CodeModeLimits) -> str:
         "handle_store_mb": "found the result store full (handle_store_mb = "
         f"{lim.handle_store_mb} MiB across clients) of other clients' results",
         "recursion": f"recursed deeper than recursion = {lim.recursion}",
+        "message_chars": "raised an error whose message is longer than message_chars = "
+        f"{MESSAGE_CHARS} characters, cut there (its start is in `detail`)",
     }[limit]
-    then = {"queue_s": "it was not run", "handle_store_mb": "try again shortly"}
+    then = {
+        "queue_s": "it was not run",
+        "handle_store_mb": "try again shortly",
+        "message_chars": "raise a shorter one",
+    }
     return f"the script {what}; {then.get(limit, 'it was ended')}"

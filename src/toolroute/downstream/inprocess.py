@@ -15,10 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from mcp.server import Server
-from mcp.server.mcpserver import MCPServer
+# the SDK's server classes only annotate what a spec holds: toolroute.config imports this
+# module, and loading them would cost every command that reads a config most of a second
+if TYPE_CHECKING:
+    from mcp.server import Server
+    from mcp.server.mcpserver import MCPServer
 
 __all__ = ["MemorySpec", "memory_specs"]
 

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
 from mcp.shared.auth import (
     OAuthClientInformationFull,
@@ -120,8 +121,6 @@ def oauth_options(name: str, spec: HttpSpec) -> OAuthOptions:
 def secret_box() -> Any:
     """The Fernet keys of ``TOOLROUTE_SECRET_KEY`` (a MultiFernet); ConfigError if unset or
     malformed."""
-    from cryptography.fernet import Fernet, MultiFernet
-
     raw = [k.strip() for k in os.environ.get(SECRET_KEY_ENV, "").split(",") if k.strip()]
     if not raw:
         raise ConfigError(
@@ -176,8 +175,6 @@ class StoredCredentials:
             return st.get_oauth(self.server, self.url)
 
     def _open(self, blob: bytes) -> str:
-        from cryptography.fernet import InvalidToken
-
         try:
             return str(self.box.decrypt(blob).decode())
         except InvalidToken:

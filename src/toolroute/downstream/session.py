@@ -47,6 +47,8 @@ import anyio
 import anyio.abc
 import mcp.types as types
 from mcp import Client, StdioServerParameters
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import event_to_notification
 from pydantic import ValidationError
@@ -263,15 +265,12 @@ class Downstream:
                 self.name, params, max_line_bytes=self.max_result_bytes, info=info
             )
         if self.spec.type == "sse":  # the older HTTP+SSE transport (VS Code/Claude "sse")
-            from mcp.client.sse import sse_client
-
             return sse_client(
                 self.spec.url,
                 headers=self.spec.headers or None,
                 httpx_client_factory=self._http_client,
                 auth=await self.auth.connect_auth() if self.auth else None,
             )
-        from mcp.client.streamable_http import streamable_http_client
 
         # the SDK's MCP timeouts (30 s, 300 s read), not httpx's 5 s default
         oauth = await self.auth.connect_auth() if self.auth else None

@@ -25,8 +25,16 @@ from urllib.parse import parse_qs, urlparse, urlsplit
 
 import anyio
 import anyio.to_thread
+import uvicorn
+from mcp import Client
 from mcp.client.auth import AuthorizationCodeResult
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import OAuthClientInformationFull
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+from starlette.routing import Route
 
 from toolroute.config import HttpSpec
 from toolroute.downstream.oauth import (
@@ -39,6 +47,7 @@ from toolroute.downstream.oauth import (
     oauth_options,
     secret_box,
 )
+from toolroute.sdk import create_mcp_http_client
 from toolroute.store import StoreTarget, open_store
 
 __all__ = ["CALLBACK_PATH", "SignIn", "sign_in"]
@@ -70,10 +79,6 @@ async def sign_in(
 ) -> SignIn:
     """The whole MCP authorization flow for ``name``, with the operator; stores the tokens
     (and a dynamic registration) and returns once the server lists its tools with them."""
-    from mcp import Client
-
-    from toolroute.sdk import create_mcp_http_client
-
     options = oauth_options(name, spec)
     box = secret_box()
     storage = StoredCredentials(target, name, spec.url, box, fresh=True)
@@ -170,12 +175,9 @@ def _flow_failure(e: BaseException) -> str:
 
 async def _list_with(spec: HttpSpec, provider: Any, http_client: Any, client_cls: Any) -> int:
     if spec.type == "sse":
-        from mcp.client.sse import sse_client
-
         target: Any = sse_client(spec.url, headers=spec.headers or None, auth=provider)
         async with client_cls(target, mode="auto") as client:
             return len((await client.list_tools()).tools)
-    from mcp.client.streamable_http import streamable_http_client
 
     async with (
         http_client(spec.headers or None, auth=provider) as http,
@@ -223,11 +225,6 @@ def _callback_server(
     the ``state`` this flow sent (``expected``, once the authorize URL is out). Anything else
     on the port (a forged or stale GET from any local process or web page) is answered 400
     and ignored, so it cannot end the operator's sign-in."""
-    import uvicorn
-    from starlette.applications import Starlette
-    from starlette.requests import Request
-    from starlette.responses import HTMLResponse
-    from starlette.routing import Route
 
     async def done(request: Request) -> HTMLResponse:
         q = request.query_params

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from toolroute.embed.base import Embedder, Matrix
+from toolroute.embed.onnx import OnnxEmbedder
 from toolroute.errors import EmbedError
 
 __all__ = ["ProcessEmbedder", "default_factory"]
@@ -32,8 +33,6 @@ _worker: Any = None
 
 def default_factory() -> Embedder:
     """The bundled model on one intra-op thread (each worker is one core's worth)."""
-    from toolroute.embed.onnx import OnnxEmbedder
-
     return OnnxEmbedder(threads=1)
 
 

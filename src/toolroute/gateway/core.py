@@ -35,7 +35,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol, TypeVar
 
 import anyio
@@ -49,7 +49,6 @@ from toolroute.gateway.calls import pipeline
 from toolroute.gateway.calls.access import (
     ANONYMOUS,
     CallGate,
-    CallGateScope,
     SessionStates,
     gate_scope,
 )
@@ -65,7 +64,7 @@ from toolroute.present.events import EventSink, RoutingEvent, query_hash
 from toolroute.present.presenter import Presentation, PresentConfig, Presenter
 from toolroute.route.preconditions import Preconditions, SessionState
 from toolroute.router import Router, find_server
-from toolroute.settings import DEFAULTS
+from toolroute.settings import DEFAULTS, ToolrouteSettings
 from toolroute.stats import Outcome
 
 __all__ = [
@@ -99,6 +98,19 @@ def route_depth(k: int) -> int:
     """How many candidates to rank for a shortlist of ``k``: enough that gates, allow-lists
     and θ still leave k to present."""
     return max(4 * k, 20)
+
+
+def _present_config(
+    settings: ToolrouteSettings, config: PresentConfig | None = None
+) -> PresentConfig:
+    """``config`` (default: the presenter's defaults) as the settings say: ``k`` tools shown,
+    those under θ held back, the pinned first."""
+    return replace(
+        config or PresentConfig(),
+        top_k=settings.k,
+        threshold=settings.threshold,
+        pinned=settings.pinned,
+    )
 
 
 def error_result(
@@ -170,17 +182,11 @@ class GatewayCore:
         self,
         router: Router,
         pool: DownstreamPool | None = None,
+        settings: ToolrouteSettings = DEFAULTS,
         *,
-        k: int = DEFAULTS.k,
-        strategy: str = DEFAULTS.strategy,
-        call_timeout_s: float = DEFAULTS.call_timeout_s,
-        expose: Literal["meta", "bind", "all"] = DEFAULTS.expose,
-        call_gate: bool | CallGateScope = DEFAULTS.call_gate,
         presenter: Presenter | None = None,
         tool_gates: Mapping[str, Preconditions] | None = None,
         server_gates: Mapping[str, Preconditions] | None = None,
-        scopes: Sequence[str] = (),
-        milestones: Sequence[str] = (),
         events: Sequence[EventSink] = (),
         on_outcome: Callable[[Outcome], None] | None = None,
         audit: bool = True,
@@ -188,21 +194,20 @@ class GatewayCore:
         metrics: Metrics | None = None,
         limits: LimitSettings | None = None,
     ) -> None:
-        """``metrics``: what counts calls and times the store (None: nothing counted);
-        ``limits``: the ``[limits]`` each client's calls are held to (None: none)."""
+        """``settings``: the ``[toolroute]`` settings it runs with (:meth:`apply` takes new
+        ones); ``presenter``: how found tools are shown (default: the settings' ``k``,
+        ``threshold`` and ``pinned``); ``metrics``: what counts calls and times the store
+        (None: nothing counted); ``limits``: the ``[limits]`` each client's calls are held to
+        (None: none)."""
         self.router = router
         self.pool = pool if pool is not None else DownstreamPool({})
-        self.k = k
-        self.strategy = strategy
-        self.call_timeout_s = call_timeout_s
-        self.expose = expose
-        self.gate_scope = gate_scope(call_gate)
+        self.settings = settings
+        """The settings in effect (:meth:`apply` swaps them)."""
+        self.gate_scope = gate_scope(settings.call_gate)
         self.call_gate = self.gate_scope != "off"
-        self.presenter = presenter or Presenter(router.catalog, PresentConfig(top_k=k))
+        self.presenter = presenter or Presenter(router.catalog, _present_config(settings))
         self.tool_gates = dict(tool_gates or {})
         self.server_gates = dict(server_gates or {})
-        self.scopes = set(scopes)
-        self.milestones = set(milestones)
         self.events = tuple(events)
         self.audit = audit
         """Whether each routing is written to the store and the event sinks."""
@@ -216,13 +221,46 @@ class GatewayCore:
         """Another way downstream for some calls (the shell's, between protocol eras)."""
         self.sessions = SessionStates(
             self.gate_scope,
-            lambda: SessionState(scopes=set(self.scopes), milestones=set(self.milestones)),
+            lambda: SessionState(
+                scopes=set(self.settings.scopes), milestones=set(self.settings.milestones)
+            ),
             store=lambda: self.router.store,
         )
         # pass-through lists every tool, so its calls are not gated
-        self.gate = CallGate(self.gate_scope, self.call_gate and expose != "all", self.sessions)
+        gated = self.call_gate and settings.expose != "all"
+        self.gate = CallGate(self.gate_scope, gated, self.sessions)
         self.calls = CallPath(self, limits, on_outcome)
         """What calls: the call path, bound once (its steps read this core per call)."""
+
+    # -- the settings, read per request ---------------------------------------------------
+
+    @property
+    def k(self) -> int:
+        """find_tools' shortlist where the caller gives none."""
+        return self.settings.k
+
+    @property
+    def strategy(self) -> str:
+        return self.settings.strategy
+
+    @property
+    def call_timeout_s(self) -> float:
+        return self.settings.call_timeout_s
+
+    @property
+    def expose(self) -> Literal["meta", "bind", "all"]:
+        return self.settings.expose
+
+    def apply(self, settings: ToolrouteSettings) -> None:
+        """Run with ``settings`` from the next request on, in one step: ``k``, the call
+        timeout, θ, the pins and "no tool fits" take effect at once. What the gateway was
+        built with (``expose``, ``call_gate``, ``strategy``, scopes and milestones, the store)
+        stays as it started: a reload passes those as running
+        (:func:`toolroute.gateway.ops.reload.applied`)."""
+        p = self.presenter
+        self.settings = settings
+        self.presenter = Presenter(p.catalog, _present_config(settings, p.config), p.tokens)
+        self.router.params = replace(self.router.params, abstain=settings.abstain)
 
     def replace_router(self, router: Router) -> Router:
         """Swap in a router over a resynced catalog; returns the old one (to close)."""

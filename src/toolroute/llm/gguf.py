@@ -28,6 +28,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Literal, get_args
 
+from platformdirs import user_cache_dir
+
 from toolroute.errors import ToolrouteError
 
 __all__ = [
@@ -126,8 +128,6 @@ def local_model(size: str | None = None) -> LocalModel:
 
 def default_cache_dir() -> Path:
     """Where the assembled models live by default: ``<user cache dir>/toolroute/models``."""
-    from platformdirs import user_cache_dir
-
     return Path(user_cache_dir("toolroute", appauthor=False)) / "models"
 
 

@@ -30,6 +30,7 @@ from toolroute.catalog.models import Catalog
 from toolroute.catalog.name import qualified_name
 from toolroute.index.document import _first_sentence
 from toolroute.present.tokens import TokenCounter, tool_json
+from toolroute.settings import DEFAULTS
 
 __all__ = ["PresentConfig", "Presentation", "Presenter", "binding_name"]
 
@@ -50,7 +51,7 @@ def binding_name(server: str, tool: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class PresentConfig:
-    top_k: int = 5
+    top_k: int = DEFAULTS.k
     """Schemas promoted per turn (Tool Attention's top-k)."""
     threshold: float | None = None
     """θ of Tool Attention eq. 7: candidates scoring below it are not promoted (None: none)."""

@@ -283,8 +283,8 @@ def attach(gateway: Any, config: GatewayConfig, directory: Path, store: StoreTar
         settings,
         directory,
         gateway.router.embedder,
-        strategy=config.strategy,
-        abstain=config.abstain,
+        strategy=config.settings.strategy,
+        abstain=config.settings.abstain,
         known=known_packages(config),
     )
     if settings.auto_add and config.path is not None:

@@ -38,6 +38,7 @@ from toolroute.index.build import ToolIndex
 from toolroute.learn.memory import memory_boost
 from toolroute.route.capability import group_pool
 from toolroute.route.precompute import index_schema_keys
+from toolroute.settings import DEFAULTS
 from toolroute.stats import PRIOR_SUCCESS_MEAN, PSEUDO_CALLS, StatsBook
 
 __all__ = [
@@ -54,7 +55,7 @@ __all__ = [
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
 
-DEFAULT_VALUE_USD = 0.05
+DEFAULT_VALUE_USD = DEFAULTS.value_usd
 """V: what one successful call is worth to the agent (USD), where nothing else is set: about
 twice a high-tier price in EHRR's market (§V), so a vendor 10 points more reliable is worth
 0.005 USD more per call."""

@@ -28,6 +28,7 @@ from toolroute.route.feedback import intent_feedback
 from toolroute.route.intent import READ_FILE_INTENT, WRITE_FILE_INTENT, named_files
 from toolroute.route.precompute import index_actions, index_providers
 from toolroute.route.query import QueryContext, Scores
+from toolroute.settings import DEFAULTS
 
 __all__ = [
     "CascadeParams",
@@ -134,7 +135,7 @@ class RouteParams:
     exact_names: bool = True
     """Every strategy: a tool the query names ranks first, a named server's tools are first
     among equals (route/exact.py; off: the ablation without it)."""
-    abstain: AbstainMode = "default"
+    abstain: AbstainMode = DEFAULTS.abstain
     """Strategies that abstain (``default``): answer "no tool fits" when the abstention
     model's p falls below this mode's threshold (route/abstain.py); ``off``: always rank."""
     abstain_model: AbstainModel | None = field(default=None, compare=False)

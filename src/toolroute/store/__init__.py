@@ -36,6 +36,7 @@ from toolroute.store.base import (
 )
 from toolroute.store.common import Store
 from toolroute.store.sql import SCHEMA_VERSION
+from toolroute.store.sqlite import SqliteStore
 
 __all__ = [
     "FORMAT_VERSION",
@@ -66,7 +67,6 @@ def open_store(target: StoreTarget, **options: Any) -> Store:
                 "a postgresql:// store needs psycopg: pip install 'toolroute[postgres]'"
             ) from None
         return PostgresStore(str(target), **options)
-    from toolroute.store.sqlite import SqliteStore
 
     return SqliteStore(target, **options)
 

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from platformdirs import user_data_dir
+
 from toolroute.catalog.models import Catalog, Server, Tool, ToolKey
 from toolroute.embed.base import Matrix
 from toolroute.errors import StoreError
@@ -151,8 +153,6 @@ def open_private(path: Path, flags: int) -> int:
 def default_store_dir() -> Path:
     """Per-user data dir (e.g. ``~/.local/share/toolroute``); ``TOOLROUTE_STORE`` overrides it
     when it names a directory (a URL names no directory: the per-user dir is kept)."""
-    from platformdirs import user_data_dir
-
     env = os.environ.get("TOOLROUTE_STORE")
     if env and not is_store_url(env):
         return Path(env).expanduser()

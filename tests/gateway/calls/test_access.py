@@ -43,7 +43,7 @@ def test_call_gate_takes_a_scope_or_the_old_booleans(
     tmp_path: Path, value: str, scope: str
 ) -> None:
     cfg = load_config(_config(tmp_path, f"[toolroute]\ncall_gate = {value}\n"))
-    assert cfg.call_gate == scope
+    assert cfg.settings.call_gate == scope
 
 
 def test_an_unknown_call_gate_scope_is_one_line_naming_the_field(tmp_path: Path) -> None:
@@ -128,7 +128,7 @@ class _Conn:
 
 
 def test_the_default_call_gate_keeps_promotions_per_client(tmp_path: Path) -> None:
-    assert load_config(_config(tmp_path, "")).call_gate == "client"
+    assert load_config(_config(tmp_path, "")).settings.call_gate == "client"
 
 
 def test_client_scope_keeps_a_nameless_session_to_its_connection() -> None:

@@ -29,6 +29,7 @@ from toolroute.embed.onnx import OnnxEmbedder
 from toolroute.gateway.ops.app import running_pool
 from toolroute.gateway.ops.syncing import sync_router
 from toolroute.gateway.shell.server import Gateway
+from toolroute.settings import ToolrouteSettings
 
 pytestmark = pytest.mark.integration
 
@@ -258,7 +259,7 @@ def test_hostile_argument_sets_reach_the_server_zero_times(
     async def main() -> None:
         async with running_pool(cfg) as pool:
             router, _ = await sync_router(cfg, pool, embedder=onnx)
-            gw = Gateway(router, pool, call_gate="off")
+            gw = Gateway(router, pool, ToolrouteSettings(call_gate="off"))
             schemas = {n: gw.presenter.tools_by_name[n].input_schema for n in VALID}
             for n, s in schemas.items():
                 validators[n] = jsonschema.Draft202012Validator(s)  # type: ignore[assignment]

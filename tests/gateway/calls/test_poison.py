@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from toolroute.catalog.models import Tool
+from toolroute.catalog.name import is_plain, qualified_name
 from toolroute.gateway.calls._poison import OBFUSCATED, look_alikes, normalise, suspicious
 
 OVERRIDE = "overrides earlier instructions"
@@ -232,3 +233,25 @@ def test_no_name_coexists_with_itself_plus_any_space_or_invisible_suffix(
     assert "b__" + name + suffix in flags
     if "a__" + name in flags:  # the original is flagged only as a look-alike of a plainer form
         assert all("looks like" in f and suffix not in f for f in flags["a__" + name])
+
+
+NAME_CHARS = st.sampled_from(list("abilI10Oo_ -") + ["\u0456", "\u043e", "\u200b", "\u00a0"])
+
+
+@given(
+    tools=st.lists(
+        st.tuples(st.sampled_from(["a", "b", "c1"]), st.text(NAME_CHARS, min_size=1, max_size=6)),
+        max_size=8,
+    )
+)
+def test_a_plain_name_is_never_taken_for_another_whatever_else_is_listed(
+    tools: list[tuple[str, str]],
+) -> None:
+    """What start-up holds for servers still listing rests on this: a tool whose name, bare
+    and namespaced, is its own skeleton is the one kept of any names that look like it, so no
+    other server's listing can make it a look-alike (the namespace is the config's key)."""
+    listed = [Tool(server, name, "") for server, name in tools]
+    flagged = look_alikes(listed)
+    for t in listed:
+        if is_plain(t.name) and is_plain(qualified_name(t.server, t.name)):
+            assert qualified_name(t.server, t.name) not in flagged, flagged

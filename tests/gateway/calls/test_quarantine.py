@@ -109,3 +109,31 @@ def test_a_look_alike_of_a_tool_reviewed_apart_is_held(tmp_path: Path) -> None:
         assert names(kept) == [] and [h.reason for h in held] == ["look-alike"]
         kept, held, _ = Quarantine(store).review(alike)  # alone: nothing to look like
         assert names(kept) == ["get_current_t\u0456me"]
+
+
+def test_a_name_that_is_not_plain_is_held_while_a_server_it_may_imitate_has_not_listed(
+    tmp_path: Path,
+) -> None:
+    """At start, a server not listed yet may list the name another's imitates: a name that
+    is not its own skeleton (a Cyrillic letter, an ASCII ``I`` for ``l``) waits for it; a
+    plain one looks like no other name and does not."""
+    tools = (
+        Tool("q", "get_current_t\u0456me", "Now."),
+        Tool("q", "probe_aII", "Probes."),
+        Tool("q", "get_weather", "Weather."),
+    )
+    quick = Catalog((Server("q", "Quick", "", tools),))
+    with open_store(tmp_path) as store:
+        kept, held, _ = Quarantine(store).review(quick, waiting=["slow", "other"])
+        assert names(kept) == ["get_weather"]
+        assert [(h.name, h.reason) for h in held] == [
+            ("q__get_current_t\u0456me", "look-alike"),
+            ("q__probe_aII", "look-alike"),
+        ]
+        assert held[0].flags == ("its name is not plain: held until slow, other have listed",)
+        assert "held until slow, other have listed" in held[0].message
+        approve(store, ["q__probe_aII"])  # the operator's word holds
+        kept, held, _ = Quarantine(store).review(quick, waiting=["slow"])
+        assert names(kept) == ["probe_aII", "get_weather"] and len(held) == 1
+        kept, held, _ = Quarantine(store).review(quick)  # every server listed: as before
+        assert names(kept) == ["get_current_t\u0456me", "probe_aII", "get_weather"]

@@ -281,9 +281,9 @@ def _sign_in(browser: Chromium, served: Served, tmp_path: Path) -> None:
 def test_bench_html_report_renders_tables_and_plots(
     tmp_path: Path, catalog_file: Path, queries_file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import toolroute.embed.onnx
+    import toolroute.router
 
-    monkeypatch.setattr(toolroute.embed.onnx, "OnnxEmbedder", lambda: HashingEmbedder())
+    monkeypatch.setattr(toolroute.router, "OnnxEmbedder", lambda: HashingEmbedder())
     out = tmp_path / "out"
     args = ["bench", "--catalog", str(catalog_file), "--queries", str(queries_file)]
     args += ["--store", str(tmp_path / "store"), "-s", "bm25", "-s", "dense", "--out", str(out)]

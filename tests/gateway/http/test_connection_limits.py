@@ -21,7 +21,7 @@ from tests.conftest import HashingEmbedder
 from tests.helpers.gateways import write_config
 from tests.helpers.net import free_port
 from toolroute.config import load_config
-from toolroute.gateway.http._connection_limits import HttpLimits
+from toolroute.gateway.http.connection_limits import HttpLimits
 from toolroute.gateway.ops.app import make_gateway, running_pool
 from toolroute.gateway.ops.serving import serve_http
 from toolroute.gateway.ops.syncing import sync_router
@@ -150,7 +150,7 @@ def test_past_the_connection_cap_a_new_connection_is_refused_and_logged(
                     except AssertionError:
                         await anyio.sleep(0.05)
 
-    with caplog.at_level(logging.WARNING, logger="toolroute.gateway.http._connection_limits"):
+    with caplog.at_level(logging.WARNING, logger="toolroute.gateway.http.connection_limits"):
         anyio.run(main)
     assert any("refused 1 connection(s)" in r.getMessage() for r in caplog.records)
 
@@ -172,7 +172,7 @@ def test_one_address_keeps_a_bounded_number_of_idle_connections(
                     await s.aclose()
             await served_normally(port)
 
-    with caplog.at_level(logging.WARNING, logger="toolroute.gateway.http._connection_limits"):
+    with caplog.at_level(logging.WARNING, logger="toolroute.gateway.http.connection_limits"):
         anyio.run(main)
     assert any("closed 1 waiting connection(s)" in r.getMessage() for r in caplog.records)
 

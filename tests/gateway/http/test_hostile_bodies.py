@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from tests.helpers.gateways import GatewayProcess, write_config
 from tests.helpers.hostile import hostile_frames
 from tests.helpers.net import post_initialize
-from toolroute.gateway.http._auth import MAX_BODY_BYTES
+from toolroute.gateway.http.auth import MAX_BODY_BYTES
 
 pytestmark = pytest.mark.integration
 

@@ -76,7 +76,7 @@ def test_replies_are_sse_by_default_and_sdk_request_spans_follow_the_otel_settin
     tmp_path: Path, onnx: OnnxEmbedder
 ) -> None:
     cfg = _config(tmp_path, "")
-    assert not cfg.otel and not cfg.http_json_response
+    assert not cfg.settings.otel and not cfg.http_json_response
 
     async def main() -> None:
         with anyio.fail_after(120):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -10,9 +11,22 @@ from pathlib import Path
 import anyio
 import pytest
 
-from toolroute.config import load_config
+from toolroute.catalog.models import Catalog
+from toolroute.config import GatewayConfig, load_config
 from toolroute.errors import ConfigError
-from toolroute.gateway.ops.reload import Live, check_safe, diff, reload_once
+from toolroute.gateway.core import GatewayCore
+from toolroute.gateway.ops.reload import (
+    RESTART_FIELDS,
+    SPEC_FIELDS,
+    SWAPPED_FIELDS,
+    Live,
+    applied,
+    check_safe,
+    diff,
+    reload_once,
+)
+from toolroute.router import Router
+from toolroute.settings import ToolrouteSettings
 
 TOKEN = "t" * 20
 
@@ -127,3 +141,50 @@ def test_a_fifo_or_a_directory_in_place_of_a_config_file_is_refused_without_wait
     path.write_text('{"mcpServers": {"a": {"command": "x"}}}')
     with pytest.raises(ConfigError, match="is a directory"):
         load_config(path)
+
+
+def test_a_reload_knows_what_to_do_with_every_setting() -> None:
+    """Each ``[toolroute]`` setting is taken at once, restarts the servers, or waits for the
+    next start; each other name is a field of the config (another table)."""
+    settings = set(ToolrouteSettings.model_fields)
+    listed = {*SWAPPED_FIELDS, *RESTART_FIELDS, *SPEC_FIELDS}
+    assert settings - listed == set()
+    assert listed - settings <= {f.name for f in dataclasses.fields(GatewayConfig)}
+
+
+def test_a_code_mode_change_is_said_to_need_a_restart(tmp_path: Path) -> None:
+    servers = {"a": {"command": "x"}}
+    old = load_config(_config(tmp_path, servers))
+    new = load_config(_config(tmp_path, servers, "[toolroute]\ncode_mode = true\n"))
+    assert diff(old, new).needs_restart == ("code_mode",)
+
+
+def test_a_reload_applies_the_new_settings_in_one_step_and_keeps_what_needs_a_restart(
+    tmp_path: Path,
+) -> None:
+    running = ToolrouteSettings(store=str(tmp_path / "store"), expose="bind")
+    with Router(Catalog(servers=()), store=tmp_path / "store") as router:
+        core = GatewayCore(router, settings=running)
+        new = ToolrouteSettings(
+            k=2,
+            threshold=0.3,
+            pinned=("a__t",),
+            abstain="strict",
+            call_timeout_s=4.0,
+            expose="all",
+            strategy="hybrid",
+        )
+        core.apply(applied(core.settings, new))
+        s = core.settings
+        assert (s.k, s.threshold, s.pinned, s.abstain, s.call_timeout_s) == (
+            2,
+            0.3,
+            ("a__t",),
+            "strict",
+            4.0,
+        )
+        assert (s.expose, s.strategy, s.store) == ("bind", "default", running.store)
+        shown = core.presenter.config
+        assert (shown.top_k, shown.threshold, shown.pinned) == (2, 0.3, ("a__t",))
+        assert (core.k, core.call_timeout_s, core.expose) == (2, 4.0, "bind")
+        assert router.params.abstain == "strict"

@@ -200,12 +200,19 @@ def test_pass_through_lists_the_quick_servers_while_a_listing_never_ends(tmp_pat
         gateway.stop()
 
 
+@pytest.mark.parametrize(
+    ("name", "look_alike"),
+    [
+        ("get_current_time", "get_current_t\u0456me"),
+        ("probe_all", "probe_aII"),  # ASCII: before, an all-ASCII listing was not compared
+    ],
+)
 def test_a_look_alike_is_held_before_find_tools_sees_it_while_its_original_indexes(
-    tmp_path: Path,
+    tmp_path: Path, name: str, look_alike: str
 ) -> None:
     listed = tmp_path / "original.listed"
-    original = [str(MANY), "4000", "--extra", "get_current_time", "--mark", str(listed)]
-    alike = [str(MANY), "3", "--extra", "get_current_t\u0456me", "--after", str(listed)]
+    original = [str(MANY), "4000", "--extra", name, "--mark", str(listed)]
+    alike = [str(MANY), "3", "--extra", look_alike, "--after", str(listed)]
     servers = {
         "big": {"command": sys.executable, "args": original},
         "quick": {"command": sys.executable, "args": alike},
@@ -228,15 +235,74 @@ def test_a_look_alike_is_held_before_find_tools_sees_it_while_its_original_index
                     await anyio.sleep(0.2)
                 # before: the quick server was reviewed alone, or after the big one indexed
                 assert "big" in found.get("indexing", {})
-                found = await _find(c, "get current time")
-                assert "quick__get_current_t\u0456me" not in [
-                    x["name"] for x in found["candidates"]
-                ]
+                found = await _find(c, name.replace("_", " "))
+                assert f"quick__{look_alike}" not in [x["name"] for x in found["candidates"]]
                 read = await c.read_resource("toolroute://status")
                 status = json.loads(getattr(read.contents[0], "text", ""))
-                assert status["quarantined"]["quick__get_current_t\u0456me"]["reason"] == (
-                    "look-alike"
-                )
+                assert status["quarantined"][f"quick__{look_alike}"]["reason"] == "look-alike"
+
+    try:
+        anyio.run(main)
+    finally:
+        gateway.stop()
+
+
+def test_a_quick_servers_look_alike_is_held_until_the_server_it_imitates_has_listed(
+    tmp_path: Path,
+) -> None:
+    """The reverse order: the quick server lists a look-alike of a tool the slow one has not
+    listed yet. A name that is not plain is held from the quick server's first review until
+    every server has listed, then reviewed as before: the look-alike stays held, a name
+    that imitates nothing (Cyrillic ``о``) is released."""
+    gate = tmp_path / "slow.go"
+    alike, other = "get_current_t\u0456me", "get_weather_t\u043eday"
+    servers = {
+        "slow": {
+            "command": sys.executable,
+            "args": [str(MANY), "2", "--extra", "get_current_time", "--after", str(gate)],
+        },
+        "quick": {"command": sys.executable, "args": [str(MANY), "2", "--extra", alike]},
+        "other": {"command": sys.executable, "args": [str(MANY), "2", "--extra", other]},
+    }
+    config = tmp_path / "servers.json"
+    config.write_text(json.dumps({"mcpServers": servers}))
+    store = json.dumps(str(tmp_path / "store"))
+    settings = f"store = {store}\ncall_gate = false\nconnect_timeout_s = 60\n"
+    (tmp_path / "toolroute.toml").write_text(f"[toolroute]\n{settings}")
+    gateway = GatewayProcess(config)
+
+    async def status(c: Client) -> dict[str, Any]:
+        read = await c.read_resource("toolroute://status")
+        return dict(json.loads(getattr(read.contents[0], "text", "")))
+
+    async def main() -> None:
+        with anyio.fail_after(120):
+            await gateway.ready()
+            async with Client(gateway.url) as c:
+                while True:  # until quick and other are indexed, slow still listing
+                    now = await status(c)
+                    indexing = now.get("indexing", {})
+                    if "slow" in indexing and not {"quick", "other"} & set(indexing):
+                        break
+                    await anyio.sleep(0.2)
+                held = now["quarantined"]  # before: neither was held, both were routable
+                for name in (f"quick__{alike}", f"other__{other}", "quick__tool_00001"):
+                    assert held[name]["reason"] == "look-alike", name
+                    assert held[name]["flags"] == [
+                        "its name is not plain: held until slow has listed"
+                    ]
+                found = await _find(c, "get current time")
+                assert f"quick__{alike}" not in [x["name"] for x in found["candidates"]]
+                r = await c.call_tool("call_tool", {"name": f"quick__{alike}", "arguments": {}})
+                assert r.is_error and json.loads(text(r))["error"] == "quarantined"
+                gate.touch()  # slow lists now
+                while "indexing" in (found := await _find(c, "get current time")):
+                    await anyio.sleep(0.2)
+                held = (await status(c))["quarantined"]
+                assert held[f"quick__{alike}"]["flags"] == ["name looks like get_current_time"]
+                assert f"other__{other}" not in held and "quick__tool_00001" not in held
+                r = await c.call_tool("call_tool", {"name": f"other__{other}", "arguments": {}})
+                assert not r.is_error and text(r) == f"{other} done"
 
     try:
         anyio.run(main)

@@ -20,6 +20,7 @@ from toolroute.config import GatewayConfig
 from toolroute.downstream.inprocess import memory_specs
 from toolroute.gateway.ops.app import make_gateway, running_pool
 from toolroute.gateway.ops.syncing import sync_router
+from toolroute.settings import ToolrouteSettings
 
 SCHEMA: dict[str, Any] = {"type": "object", "properties": {"name": {"type": "string"}}}
 
@@ -71,7 +72,8 @@ def test_a_request_during_calls_of_two_clients_reaches_the_client_whose_call_ask
 ) -> None:
     go, holding = anyio.Event(), anyio.Event()
     specs = memory_specs({"s": _server(go, holding)}, "2025-11-25")
-    cfg = GatewayConfig(servers=specs, store=tmp_path / "store", expose="all")  # type: ignore[arg-type]
+    settings = ToolrouteSettings(store=str(tmp_path / "store"), expose="all")
+    cfg = GatewayConfig(servers=specs, settings=settings)  # type: ignore[arg-type]
     answers: dict[str, str] = {}
 
     async def main() -> None:

@@ -32,6 +32,7 @@ from toolroute.gateway.ops.syncing import sync_router
 from toolroute.gateway.shell._relay import STATUS_URI
 from toolroute.gateway.shell.server import Gateway
 from toolroute.route.preconditions import Preconditions
+from toolroute.settings import ToolrouteSettings
 
 pytestmark = pytest.mark.integration
 
@@ -58,7 +59,9 @@ async def gateway(
         router, result = await sync_router(cfg, pool, embedder=HashingEmbedder())
         assert all(s.status == "ok" for s in result.servers), result.to_dict()
         try:
-            yield Gateway(router, pool, call_timeout_s=20, expose=expose, call_gate=False)
+            yield Gateway(
+                router, pool, ToolrouteSettings(call_timeout_s=20, expose=expose, call_gate=False)
+            )
         finally:
             router.close()
 
@@ -126,7 +129,10 @@ def test_pass_through_still_enforces_preconditions(tmp_path: Path) -> None:
             router, _ = await sync_router(cfg, pool, embedder=HashingEmbedder())
             gate = Preconditions(milestone="plan_confirmed")
             gw = Gateway(
-                router, pool, expose="all", tool_gates={"conformance__test_sampling": gate}
+                router,
+                pool,
+                ToolrouteSettings(expose="all"),
+                tool_gates={"conformance__test_sampling": gate},
             )
             async with Client(gw.server, mode="legacy") as c:
                 names = [t.name for t in (await c.list_tools()).tools]

@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 from toolroute.catalog.models import Catalog, Tool
-from toolroute.catalog.name import qualified_name
+from toolroute.catalog.name import is_plain, qualified_name
 from toolroute.gateway.calls._poison import look_alikes, suspicious
 
 __all__ = [
@@ -146,11 +146,14 @@ class Quarantine:
         return approvals.get(name) == tool.hash
 
     def review(
-        self, catalog: Catalog, others: Sequence[Tool] = ()
+        self, catalog: Catalog, others: Sequence[Tool] = (), waiting: Sequence[str] = ()
     ) -> tuple[Catalog, list[Held], list[QuarantineEvent]]:
         """The catalog without held tools, the held tools, and the events of this review.
         ``others``: tools of servers reviewed apart (listed, not in ``catalog``), whose names
-        a tool of ``catalog`` must not look like either."""
+        a tool of ``catalog`` must not look like either. ``waiting``: servers not listed
+        yet, whose names are unknown: a name that could look like one of theirs (one not
+        plain, bare or namespaced: :func:`~toolroute.catalog.name.is_plain`) is held as a
+        look-alike until they have listed; a plain name looks like no other name."""
         pins = _load(self.store, PINS)
         approvals = _load(self.store, APPROVALS)
         held: list[Held] = []
@@ -158,6 +161,8 @@ class Quarantine:
         servers = []
         alike = look_alikes([*catalog.tools(), *others])
         unreviewed = _load(self.store, UNREVIEWED)
+        verb = "has" if len(waiting) == 1 else "have"
+        wait = f"its name is not plain: held until {', '.join(waiting)} {verb} listed"
         for server in catalog.servers:
             kept = []
             for tool in server.tools:
@@ -166,6 +171,8 @@ class Quarantine:
                 approved = self._approved(name, tool, approvals)
                 changed = tuple(k for k in now if pin is not None and pin.get(k) != now[k])
                 named = () if approved else tuple(alike.get(name, ()))
+                if waiting and not (named or approved or (is_plain(tool.name) and is_plain(name))):
+                    named = (wait,)
                 flags = () if approved else (*named, *suspicious(tool))
                 if pin is None or approved:
                     if pin is not None and changed:

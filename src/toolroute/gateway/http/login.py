@@ -1,7 +1,7 @@
 """The operator's browser login to the status page of an HTTP gateway with tokens.
 
 A browser sends no ``Authorization`` header, so with ``[auth]`` tokens the page
-(:mod:`toolroute.gateway.http._status_page`) offers two ways in, both ending in a session cookie:
+(:mod:`toolroute.gateway.http.status_page`) offers two ways in, both ending in a session cookie:
 
 - **A token**: ``POST /status/login`` with one client's bearer token. The page then shows
   what that client's allow-list allows, exactly as for a request carrying the token.
@@ -18,7 +18,7 @@ an expiry (:data:`SESSION_TTL_S`), bounded per client (:data:`MAX_SESSIONS_PER_C
 client's sign-ins end only its own oldest sessions, never the operator's or another
 client's) and in all (:data:`MAX_SESSIONS`). It is honoured
 only on the status page's own routes (:data:`COOKIE_ROUTES`): ``HttpGuard``
-(:mod:`toolroute.gateway.http._auth`) asks :meth:`LoginBook.admit` only there, after its Host and
+(:mod:`toolroute.gateway.http.auth`) asks :meth:`LoginBook.admit` only there, after its Host and
 Origin checks, so a cookie never opens ``/mcp``, and a cross-site ``POST`` (a foreign
 ``Origin``) is refused before it reaches the login.
 

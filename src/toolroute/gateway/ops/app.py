@@ -55,14 +55,15 @@ def gateway_store_dir(config: GatewayConfig) -> StoreTarget:
 
 
 def make_downstream(config: GatewayConfig, name: str) -> Downstream:
-    spec = config.servers[name]
+    spec, s = config.servers[name], config.settings
+    auth = downstream_auth(name, spec, store_dir_of(config), config.path, config.store_target)
     d = Downstream(
         name,
         spec,
-        connect_timeout_s=config.connect_timeout_s,
-        call_timeout_s=config.call_timeout_s,
-        max_result_bytes=config.max_result_bytes,
-        auth=downstream_auth(name, spec, store_dir_of(config), config.path, config.store),
+        connect_timeout_s=s.connect_timeout_s,
+        call_timeout_s=s.call_timeout_s,
+        max_result_bytes=s.max_result_bytes,
+        auth=auth,
     )
     d.curation = config.curation.server(name)  # renames, overrides, hidden (catalog/curation)
     return d
@@ -79,14 +80,14 @@ async def running_pool(config: GatewayConfig) -> AsyncIterator[DownstreamPool]:
     async with anyio.create_task_group() as tg:
         await tg.start(pool.run)
         try:
-            await pool.wait_connected(config.connect_timeout_s)
+            await pool.wait_connected(config.settings.connect_timeout_s)
             yield pool
         finally:
             pool.stop()
 
 
 def store_dir_of(config: GatewayConfig) -> StoreTarget:
-    return config.store or gateway_store_dir(config)
+    return config.store_target or gateway_store_dir(config)
 
 
 def describe_find_tools(gateway: Gateway) -> None:
@@ -107,12 +108,13 @@ def build_router(
     if config.llm:
         with open_store(target) as store:  # the LLM cache is a local file, even beside PostgreSQL
             llm = ChatLLM(config.llm, cache_path=llm_cache_path(store.directory))
-    adaptive = AdaptiveParams(value_usd=config.value_usd, values=config.values)
+    s = config.settings
+    adaptive = AdaptiveParams(value_usd=s.value_usd, values=config.values)
     return Router(
         catalog,
         store=target,
         embedder=embedder,
-        params=RouteParams(llm=llm, adaptive=adaptive, abstain=config.abstain),
+        params=RouteParams(llm=llm, adaptive=adaptive, abstain=s.abstain),
     )
 
 
@@ -133,48 +135,36 @@ def gateway_embedder(config: GatewayConfig, transport: str = "stdio") -> Embedde
     if transport == "http" and int(raw) > 0:
         from toolroute.embed.workers import ProcessEmbedder
 
-        return QueryMemo(ProcessEmbedder(int(raw)), size=config.query_cache)
+        return QueryMemo(ProcessEmbedder(int(raw)), size=config.settings.query_cache)
     threads = None if os.environ.get("TOOLROUTE_THREADS") else 1
-    return QueryMemo(OnnxEmbedder(threads=threads), size=config.query_cache)
+    return QueryMemo(OnnxEmbedder(threads=threads), size=config.settings.query_cache)
 
 
 def make_gateway(config: GatewayConfig, router: Router, pool: DownstreamPool) -> Gateway:
     """The gateway with every setting of the config (gates, presentation, events)."""
     from toolroute.gateway.shell.server import Gateway
     from toolroute.present.events import EventLog, OtelExporter
-    from toolroute.present.presenter import PresentConfig, Presenter
 
-    presenter = Presenter(
-        router.catalog,
-        PresentConfig(top_k=config.k, threshold=config.threshold, pinned=config.pinned),
-    )
+    s = config.settings
     gateway = Gateway(
         router,
         pool,
-        k=config.k,
-        strategy=config.strategy,
-        call_timeout_s=config.call_timeout_s,
-        expose=config.expose,
-        call_gate=config.call_gate,
+        s,
         clients={c.client_id: c for c in config.clients},
-        presenter=presenter,
         tool_gates=config.tool_gates,
         server_gates=config.server_gates,
-        scopes=config.scopes,
-        milestones=config.milestones,
         events=[
-            *([EventLog(config.events_log)] if config.events_log else []),
-            *([OtelExporter()] if config.otel else []),
+            *([EventLog(Path(s.events_log).expanduser())] if s.events_log else []),
+            *([OtelExporter()] if s.otel else []),
         ],
-        request_spans=config.otel,
         metrics=GatewayMetrics if config.metrics else None,  # gateway/ops/_metrics.py
         limits=config.limits,  # gateway/calls/_limits.py
     )
     describe_find_tools(gateway)
-    if config.code_mode is not None:  # the sandbox is imported only where code mode is on
+    if s.code_mode:  # the sandbox is imported only where code mode is on
         from toolroute.codemode.execute import install as install_code_mode
 
-        install_code_mode(gateway, config.code_mode)  # codemode/: execute, signatures
+        install_code_mode(gateway, config.code_mode_limits)  # codemode/: execute, signatures
     if config.registry.url:  # servers suggested where no tool fits; unset: no registry asked
         registry = Path(router.store.directory) / "registry"
         attach(gateway, config, registry, store_dir_of(config))

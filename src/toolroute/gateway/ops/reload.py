@@ -9,8 +9,9 @@ nothing else is touched:
   configuration"); a server whose entry changed is restarted: new calls go to the new process,
   the old one's calls in flight have ``call_timeout_s`` to finish;
 - a server whose curation or ``[tools]``/``[servers]`` metadata changed is re-listed;
-- tokens and allow-lists (``[auth]``), Host/Origin lists, pins, gates, ``k`` and
-  ``threshold`` are swapped in place;
+- tokens and allow-lists (``[auth]``), Host/Origin lists and gates are swapped in place, and
+  the new ``[toolroute]`` settings object is applied in one step (``GatewayCore.apply``: pins,
+  ``k``, ``threshold``, "no tool fits", the call timeout);
 - only the servers above are listed again, and only their changed tools re-embedded.
 
 Each change is one log line (``added X``, ``removed Y``, ``restarted Z``, ``tokens
@@ -41,6 +42,7 @@ import anyio
 
 from toolroute.config import SEPARATOR, GatewayConfig
 from toolroute.errors import ConfigError, ToolrouteError
+from toolroute.settings import ToolrouteSettings
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Sequence
@@ -82,7 +84,16 @@ class Resync(Protocol):
     ) -> IndexReport | None: ...
 
 
-__all__ = ["Live", "Reload", "apply", "check_safe", "diff", "follow_config", "note_auth"]
+__all__ = [
+    "Live",
+    "Reload",
+    "apply",
+    "applied",
+    "check_safe",
+    "diff",
+    "follow_config",
+    "note_auth",
+]
 
 log = logging.getLogger(__name__)
 
@@ -110,10 +121,30 @@ RESTART_FIELDS = (
     "scopes",
     "milestones",
     "registry",
+    "code_mode",
+    "code_mode_limits",
 )
-"""Settings a running gateway does not take over; a change is logged as needing a restart."""
-_SPEC_FIELDS = ("connect_timeout_s", "call_timeout_s", "max_result_bytes")
+"""Settings a running gateway does not take over; a change is logged as needing a restart.
+Each name is a ``[toolroute]`` setting (:class:`ToolrouteSettings`) or else a field of the
+config (another table), as in the two lists below."""
+SWAPPED_FIELDS = ("pinned", "k", "threshold", "abstain", "tool_gates", "server_gates", "approved")
+"""Settings a running gateway takes at once (:meth:`GatewayCore.apply`, the gates, and the
+quarantine of the servers listed again)."""
+SPEC_FIELDS = ("connect_timeout_s", "call_timeout_s", "max_result_bytes")
 """Settings every downstream is built with: a change restarts them all."""
+_SETTINGS = frozenset(ToolrouteSettings.model_fields)
+
+
+def _value(config: GatewayConfig, name: str) -> Any:
+    """The setting ``name``: a ``[toolroute]`` one from the settings object, else the
+    config's own field."""
+    return getattr(config.settings if name in _SETTINGS else config, name)
+
+
+def applied(running: ToolrouteSettings, new: ToolrouteSettings) -> ToolrouteSettings:
+    """``new`` as a running gateway takes it: the settings that need a restart stay as they
+    run (:data:`RESTART_FIELDS`), the others are ``new``'s."""
+    return new.model_copy(update={f: getattr(running, f) for f in RESTART_FIELDS if f in _SETTINGS})
 
 
 @dataclass(slots=True)
@@ -185,7 +216,7 @@ def _server_part(config: GatewayConfig, name: str) -> tuple[Any, ...]:
 
 def diff(old: GatewayConfig, new: GatewayConfig) -> Reload:
     """What changed between two configs (nothing is applied)."""
-    spec_changed = any(getattr(old, f) != getattr(new, f) for f in _SPEC_FIELDS)
+    spec_changed = any(_value(old, f) != _value(new, f) for f in SPEC_FIELDS)
     common = [n for n in new.servers if n in old.servers]
     restarted = tuple(n for n in common if spec_changed or old.servers[n] != new.servers[n])
     relisted = tuple(
@@ -196,15 +227,14 @@ def diff(old: GatewayConfig, new: GatewayConfig) -> Reload:
         new.allowed_hosts,
         new.allowed_origins,
     )
-    swapped = ("pinned", "k", "threshold", "abstain", "tool_gates", "server_gates", "approved")
     return Reload(
         added=tuple(n for n in new.servers if n not in old.servers),
         removed=tuple(n for n in old.servers if n not in new.servers),
         restarted=restarted,
         relisted=relisted,
         tokens=tokens,
-        gateway=tuple(f for f in swapped if getattr(old, f) != getattr(new, f)),
-        needs_restart=tuple(f for f in RESTART_FIELDS if getattr(old, f) != getattr(new, f)),
+        gateway=tuple(f for f in SWAPPED_FIELDS if _value(old, f) != _value(new, f)),
+        needs_restart=tuple(f for f in RESTART_FIELDS if _value(old, f) != _value(new, f)),
     )
 
 
@@ -242,11 +272,9 @@ async def _apply(
 ) -> IndexReport | None:
     assert live.make_downstream is not None and live.resync is not None  # set by serve
     make_downstream, resync = live.make_downstream, live.resync
-    from toolroute.present.presenter import Presenter
-
     for name in (*change.added, *change.restarted):
         d = make_downstream(new, name)
-        pool.add(d, grace_s=new.call_timeout_s)
+        pool.add(d, grace_s=new.settings.call_timeout_s)
     for name in change.relisted:
         pool[name].curation = new.curation.server(name)
     for name in change.removed:
@@ -258,17 +286,12 @@ async def _apply(
     gateway.clients = {c.client_id: c for c in new.clients}
     if live.http is not None and change.tokens:
         live.http.reconfigure(new.clients, new.allowed_hosts, new.allowed_origins)
-    gateway.k = new.k
-    gateway.call_timeout_s = new.call_timeout_s
     gateway.tool_gates = dict(new.tool_gates)
     gateway.server_gates = dict(new.server_gates)
-    p = gateway.presenter
-    shown = replace(p.config, top_k=new.k, threshold=new.threshold, pinned=new.pinned)
-    gateway.presenter = Presenter(p.catalog, shown, p.tokens)
-    router = gateway.router  # "no tool fits" from the next find_tools on
-    router.params = replace(router.params, abstain=new.abstain)
+    # k, the call timeout, θ, pins and "no tool fits", from the next request on: one step
+    gateway.apply(applied(gateway.settings, new.settings))
     for name in (*change.added, *change.restarted):  # bounded: a dead one is listed later
-        await pool[name].settled(new.connect_timeout_s)
+        await pool[name].settled(new.settings.connect_timeout_s)
     report = await resync(new, pool, gateway, live.listings, change.servers)
     bound = gateway.binding.bound  # bind mode: a removed or hidden tool leaves tools/list
     for name in list(bound):

@@ -27,8 +27,8 @@ from toolroute.heap import freeze_heap, trim_heap
 from toolroute.router import Router
 
 if TYPE_CHECKING:
-    from toolroute.gateway.http._auth import HttpGuard
-    from toolroute.gateway.http._connection_limits import HttpLimits
+    from toolroute.gateway.http.auth import HttpGuard
+    from toolroute.gateway.http.connection_limits import HttpLimits
     from toolroute.gateway.ops.reload import Live
     from toolroute.gateway.ops.startup import Warmup
     from toolroute.gateway.shell.server import Gateway
@@ -58,7 +58,7 @@ async def serve(
         empty = build_router(config, Catalog(servers=()), gateway_embedder(config, transport))
         gateway = make_gateway(config, empty, pool)
         # what a call at start waits for: its server, or the quick ones, indexed (bounded)
-        warmup = Warmup(config.connect_timeout_s, pool.servers)
+        warmup = Warmup(config.settings.connect_timeout_s, pool.servers)
         gateway.warmup = warmup
         # `toolroute status` shows this gateway from its first second, not a previous one
         write_status(gateway.router.store.directory, gateway.status(), gateway.faults)
@@ -67,18 +67,18 @@ async def serve(
             async with gateway.continuations.serving(), anyio.create_task_group() as tg:
                 watch = StoreWatch(lambda: gateway.router.store)  # approvals, other replicas
                 fresh = config.servers and not empty.store.tool_hashes()
-                if fresh and config.expose != "all":
+                if fresh and config.settings.expose != "all":
                     tg.start_soon(_load_model, empty)  # a fresh store: every tool is embedded
                 tg.start_soon(_index_then_watch, live, pool, gateway, watch, warmup)
                 tg.start_soon(follow_store, gateway, watch)  # replicas of a shared store
                 if reload is not None:
                     tg.start_soon(follow_config, live, pool, gateway)
                 if transport == "stdio":
-                    from toolroute.gateway.shell._stdio_server import serve_stdio
+                    from toolroute.gateway.shell import serve_stdio
 
                     # after EOF, requests under way may finish: a downstream call ends by
                     # call_timeout_s, the margin is for the gateway's own work around it
-                    await serve_stdio(gateway.server, drain_s=config.call_timeout_s + 10)
+                    await serve_stdio(gateway.server, drain_s=config.settings.call_timeout_s + 10)
                 else:
                     await serve_http(config, gateway, host, port, live=live)
                 tg.cancel_scope.cancel()
@@ -132,15 +132,15 @@ async def _write_status_on_change(pool: DownstreamPool, gateway: Gateway) -> Non
 
 def http_app(config: GatewayConfig, gateway: Gateway, url: str | None = None) -> HttpGuard:
     """The gateway's whole Starlette app (streamable HTTP at /mcp), inside the HTTP guard:
-    Host, Origin and bearer-token checks on every route (:mod:`toolroute.gateway.http._auth`).
+    Host, Origin and bearer-token checks on every route (:mod:`toolroute.gateway.http.auth`).
     ``url``: where it is served, for ``toolroute status --open``'s links."""
     from mcp.server.transport_security import (
         DEFAULT_MAX_REQUEST_BODY_SIZE,
         TransportSecuritySettings,
     )
 
-    from toolroute.gateway.http._auth import HttpGuard as Guard
-    from toolroute.gateway.http._status_page import mount_status_page
+    from toolroute.gateway.http.auth import HttpGuard as Guard
+    from toolroute.gateway.http.status_page import mount_status_page
     from toolroute.gateway.ops._metrics import mount_metrics
 
     app = gateway.server.streamable_http_app(
@@ -176,13 +176,13 @@ async def serve_http(
 ) -> None:
     """Serve over streamable HTTP; once the socket listens, say where on stderr (port 0: any
     free port, the line gives the one taken). Each connection is bounded by ``limits``
-    (:class:`~toolroute.gateway.http._connection_limits.HttpLimits`: head size, count and timeout,
+    (:class:`~toolroute.gateway.http.connection_limits.HttpLimits`: head size, count and timeout,
     keep-alive, open connections); ``live``: the running config a reload swaps, which then
     swaps the front door's tokens and lists too."""
     import uvicorn
 
-    from toolroute.gateway.http._auth import is_loopback
-    from toolroute.gateway.http._connection_limits import HttpLimits, limited_protocol
+    from toolroute.gateway.http.auth import is_loopback
+    from toolroute.gateway.http.connection_limits import HttpLimits, limited_protocol
     from toolroute.gateway.ops.reload import note_auth
 
     limits = limits if limits is not None else HttpLimits()

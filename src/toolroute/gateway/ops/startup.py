@@ -10,7 +10,9 @@ only while no small step is under way: small ones go first), then swaps the rout
 every server indexed so far (``resync(among=…)``, under the reload lock, the short part), so
 a server listing 20,000 tools, whether its listing came first or last, holds back no other's.
 Each step's quarantine review sees every server listed so far, so a look-alike of a tool the
-big server lists is held before it is ever routable. Meanwhile ``find_tools`` answers from
+big server lists is held before it is ever routable, and holds a name that is not plain (not
+its own skeleton) while a server has not listed at all, so a quick server's look-alike of a
+slow one's tool is never routable either (``syncing.review``). Meanwhile ``find_tools`` answers from
 what is indexed and says what is not yet (``indexing`` in its result), and the status shows
 each server's progress (``indexing``: "listing its tools", "waiting: 20,000 tools",
 "indexing: 3,200 of 20,000 tools"), logged every :data:`LOG_EVERY_S`. Then the change
@@ -187,7 +189,7 @@ async def index_at_start(
             ready(name)
 
     async def slow_after_connect(name: str) -> None:
-        with anyio.move_on_after(config.connect_timeout_s):
+        with anyio.move_on_after(config.settings.connect_timeout_s):
             with contextlib.suppress(Exception):  # its error is the listing's to report
                 await pool[name].client()
             await anyio.sleep(SLOW_LISTING_S)
@@ -199,7 +201,9 @@ async def index_at_start(
     async def one(name: str) -> None:
         async with anyio.create_task_group() as watch:
             watch.start_soon(slow_after_connect, name)
-            listings.last.update(await list_all(pool, config.connect_timeout_s, [name], paged))
+            listings.last.update(
+                await list_all(pool, config.settings.connect_timeout_s, [name], paged)
+            )
             listed.add(name)
             watch.cancel_scope.cancel()
         if name in pool.servers:

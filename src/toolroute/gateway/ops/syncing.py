@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from toolroute.catalog.models import Catalog, Tool
+from toolroute.catalog.name import is_plain, qualified_name
 from toolroute.config import SEPARATOR, GatewayConfig
 from toolroute.downstream.servers import DownstreamError, DownstreamPool, ListedServer
 from toolroute.downstream.sync import Listings, ServerStatus, catalog_from_listing, list_all
@@ -111,15 +112,20 @@ async def review(
     last listing is reused. With ``among`` (and ``listings``), the catalog of those servers
     alone (the ones indexed so far at start), whose names are checked against every server
     listed so far: a look-alike of a tool a server still being indexed lists is held before
-    it is ever routable. The review itself (hashes, pins, poisoned descriptions: seconds for
+    it is ever routable; while a server has not listed at all (at start, within its
+    ``connect_timeout_s``), a name that could imitate one of its tools (one not plain) is held
+    until it has, so a quick server's look-alike is never routable before the server it
+    imitates lists. The review itself (hashes, pins, poisoned descriptions: seconds for
     tens of thousands of tools) runs in a worker thread, so the gateway answers meanwhile."""
     if listings is None:
-        listing = await list_all(pool, config.connect_timeout_s)
+        listing = await list_all(pool, config.settings.connect_timeout_s)
     else:
-        listing = await listings.refresh(pool, config.connect_timeout_s, only, among)
+        listing = await listings.refresh(pool, config.settings.connect_timeout_s, only, among)
     others: list[Tool] = []
-    # only a name not plain ASCII is ever flagged a look-alike (gateway/calls/_poison.py):
-    # with none among the reviewed servers, the others' names are not needed
+    waiting: list[str] = []
+    # only a name not plain (not its own skeleton) is ever flagged a look-alike
+    # (gateway/calls/_poison.py): with none among the reviewed servers, the others' names
+    # are not needed, and no server still listing can be imitated
     if listings is not None and among is not None and not _plain(listing):
         others = [
             Tool(server=n, name=t.name, description="", input_schema={})
@@ -127,8 +133,9 @@ async def review(
             if n not in among and n in pool.servers and isinstance(x, ListedServer)
             for t in x.listed
         ]
+        waiting = [n for n in pool.servers if n not in listings.last]
     catalog, statuses, held = await anyio.to_thread.run_sync(
-        _review, config, listing, among, others
+        _review, config, listing, among, others, waiting
     )
     catalog = _without(catalog, held, pool)
     for s in statuses:
@@ -138,13 +145,20 @@ async def review(
 
 
 def _plain(listing: Mapping[str, ListedServer | DownstreamError]) -> bool:
-    """Whether every tool name listed is printable ASCII."""
-    return all(
-        t.name.isascii() and t.name.isprintable()
-        for x in listing.values()
-        if isinstance(x, ListedServer)
-        for t in x.listed
-    )
+    """Whether every tool name listed is plain, bare and namespaced (its own skeleton: no
+    invisible character, no look-alike such as ``probe_aII`` for ``probe_all``). On the
+    event loop, so an ASCII name's namespaced form is not built: the skeleton of ASCII goes
+    character by character, so it is plain when its server's name and its own are."""
+    for n, x in listing.items():
+        if not isinstance(x, ListedServer):
+            continue
+        server = is_plain(n) and n.isascii()
+        for t in x.listed:
+            if not is_plain(t.name):
+                return False
+            if not (server and t.name.isascii()) and not is_plain(qualified_name(n, t.name)):
+                return False
+    return True
 
 
 def _review(
@@ -152,6 +166,7 @@ def _review(
     listing: Mapping[str, ListedServer | DownstreamError],
     among: Collection[str] | None,
     others: Sequence[Tool],
+    waiting: Sequence[str] = (),
 ) -> tuple[Catalog, list[ServerStatus], list[Held]]:
     """:func:`review`'s part in the store, on a connection of its own (a worker thread)."""
     with open_store(store_dir_of(config)) as store:
@@ -168,7 +183,7 @@ def _review(
             if isinstance(x, ListedServer)
         }
         original, _ = catalog_from_listing(config, listed, None)
-        _, held, _ = Quarantine(store, config.approved).review(original, others)
+        _, held, _ = Quarantine(store, config.settings.approved).review(original, others, waiting)
     return catalog, statuses, held
 
 
@@ -228,7 +243,7 @@ def index_for(
     """Index ``catalog`` for routing; a gateway that does not route (pass-through,
     ``expose = "all"``) and a catalog with no tools only store the catalog, so no embedding
     model is loaded (a stray ``find_tools`` would index on its first query)."""
-    if catalog.tool_count and config.expose != "all":
+    if catalog.tool_count and config.settings.expose != "all":
         return router.index(progress)
     sync = router.store.sync_catalog(catalog)
     return IndexReport(sync.added, sync.updated, sync.removed, sync.unchanged, 0)
@@ -276,7 +291,7 @@ async def watch_changes(
     connects = {d.name: d.connects for d in pool.servers.values()} | dict(connects or {})
     listed_at: dict[str, float] = {}
     rev = revision(gateway.router.store)
-    next_relist = anyio.current_time() + config.relist_interval_s
+    next_relist = anyio.current_time() + config.settings.relist_interval_s
     written: dict[str, Any] | None = None
     reviewed: GatewayConfig | None = None  # the config of this loop's last review
     watch.on_notify = pool.note_change
@@ -322,12 +337,14 @@ async def watch_changes(
             listed_at[d.name] = now
         rev = new_rev
         if due:
-            next_relist = now + config.relist_interval_s
+            next_relist = now + config.settings.relist_interval_s
         only = None if due else {d.name for d in changed}
         try:
             async with live.lock:
                 if maybe and only:
-                    if await _lists_as_before(pool, listings, only, config.connect_timeout_s):
+                    if await _lists_as_before(
+                        pool, listings, only, config.settings.connect_timeout_s
+                    ):
                         continue
                     only = set()  # listed just now: the review reuses that listing
                 await resync(config, pool, gateway, listings, only)
@@ -392,7 +409,7 @@ async def resync(
     embedding holds back no other's swap), in slices of :data:`SLICE_TOOLS` tools, awaiting
     ``between()`` before each (start-up lets a small server's step go first there)."""
     if embed_only:
-        if listings is not None and config.expose != "all":
+        if listings is not None and config.settings.expose != "all":
             listed = {n: x for n, x in listings.last.items() if among is None or n in among}
             whole, _ = await anyio.to_thread.run_sync(catalog_from_listing, config, listed, None)
             done, total = 0, whole.tool_count
@@ -418,7 +435,7 @@ async def resync(
     try:
         # only new or changed tools have texts to embed; without them (tools removed or
         # held) nothing awaits between the quarantine above and the swap below
-        routes = bool(catalog.tool_count) and config.expose != "all"
+        routes = bool(catalog.tool_count) and config.settings.expose != "all"
         grown = routes and not after <= before
         if grown:
             await _embed_new(config, router, catalog, progress)

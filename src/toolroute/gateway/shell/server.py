@@ -34,7 +34,7 @@ import sqlite3
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 import anyio
 import mcp.types as types
@@ -47,7 +47,6 @@ from toolroute.catalog.name import qualified_name, server_of
 from toolroute.downstream.servers import CallContext, DownstreamPool
 from toolroute.errors import ErrorCode, StoreError
 from toolroute.gateway.calls.access import (
-    CallGateScope,
     ClientAccess,
     Request,
     authenticated_client,
@@ -85,7 +84,7 @@ from toolroute.route.llm_stages import subtask_text
 from toolroute.route.preconditions import Preconditions, SessionState
 from toolroute.router import Router
 from toolroute.sdk import OpenTelemetryMiddleware, connection_of, in_process
-from toolroute.settings import DEFAULTS
+from toolroute.settings import DEFAULTS, ToolrouteSettings
 from toolroute.stats import Outcome
 
 __all__ = [
@@ -292,40 +291,28 @@ class Gateway(GatewayCore):
         self,
         router: Router,
         pool: DownstreamPool,
+        settings: ToolrouteSettings = DEFAULTS,
         *,
-        k: int = DEFAULTS.k,
-        strategy: str = DEFAULTS.strategy,
-        call_timeout_s: float = DEFAULTS.call_timeout_s,
-        expose: Literal["meta", "bind", "all"] = DEFAULTS.expose,
-        call_gate: bool | CallGateScope = DEFAULTS.call_gate,
         clients: Mapping[str, ClientAccess] | None = None,
         presenter: Presenter | None = None,
         tool_gates: Mapping[str, Preconditions] | None = None,
         server_gates: Mapping[str, Preconditions] | None = None,
-        scopes: Sequence[str] = (),
-        milestones: Sequence[str] = (),
         events: Sequence[EventSink] = (),
         on_outcome: Callable[[Outcome], None] | None = None,
-        request_spans: bool = True,
         metrics: Callable[[Gateway], Metrics] | None = None,
         limits: LimitSettings | None = None,
     ) -> None:
-        """``metrics``: makes what counts this gateway's calls (it keeps the gateway, to read
-        at scrape time; None: nothing counted); ``limits``: ``[limits]`` (None: none)."""
-        continuations = Continuations(wait_s=call_timeout_s)
+        """``settings``: the ``[toolroute]`` settings (:class:`GatewayCore`); ``metrics``: makes
+        what counts this gateway's calls (it keeps the gateway, to read at scrape time; None:
+        nothing counted); ``limits``: ``[limits]`` (None: none)."""
+        continuations = Continuations(wait_s=settings.call_timeout_s)
         super().__init__(
             router,
             pool,
-            k=k,
-            strategy=strategy,
-            call_timeout_s=call_timeout_s,
-            expose=expose,
-            call_gate=call_gate,
+            settings,
             presenter=presenter,
             tool_gates=tool_gates,
             server_gates=server_gates,
-            scopes=scopes,
-            milestones=milestones,
             events=events,
             on_outcome=on_outcome,
             # 2025 servers' requests during a call, bridged to 2026-07-28 clients (runs while
@@ -364,15 +351,15 @@ class Gateway(GatewayCore):
             on_call_tool=self._call_tool,
             on_subscriptions_listen=self.binding.listen,
         )
-        if not request_spans:  # the SDK's per-request OpenTelemetry span, off unless `otel`
+        if not settings.otel:  # the SDK's per-request OpenTelemetry span, off unless `otel`
             self.server.middleware = [
                 m for m in self.server.middleware if not isinstance(m, OpenTelemetryMiddleware)
             ]
-        relisted = self.passthrough.invalidate if expose == "all" else None
+        relisted = self.passthrough.invalidate if settings.expose == "all" else None
         self.relay = Relay(  # resources, prompts, ... and the toolroute://status resource
             pool, self.bus, relisted, self._may_use, status=self.status
         )
-        self.relay.ask_timeout_s = call_timeout_s  # the call it belongs to ends by then too
+        self.relay.ask_timeout_s = settings.call_timeout_s  # its call ends by then too
         self.relay.ready = self._warmed
         self.relay.install(self.server)
         self._request_path = _bound(self, REQUEST_STEPS, self._dispatch)

@@ -14,6 +14,7 @@ from toolroute.gateway.core import GatewayCore
 from toolroute.present.presenter import Presentation, PresentConfig, Presenter, binding_name
 from toolroute.route.preconditions import SessionState
 from toolroute.router import Router
+from toolroute.settings import DEFAULTS
 
 __all__ = ["ToolAttention"]
 
@@ -28,13 +29,13 @@ class ToolAttention:
     """
 
     def __init__(
-        self, router: Router, config: PresentConfig | None = None, strategy: str = "default"
+        self, router: Router, config: PresentConfig | None = None, strategy: str = DEFAULTS.strategy
     ) -> None:
         presenter = Presenter(router.catalog, config)
+        settings = DEFAULTS.model_copy(update={"k": presenter.config.top_k, "strategy": strategy})
         self.core = GatewayCore(
             router,
-            k=presenter.config.top_k,
-            strategy=strategy,
+            settings=settings,
             presenter=presenter,
             audit=False,  # a library call: the agent loop keeps its own record
         )

@@ -1,7 +1,7 @@
 """What one HTTP connection to the gateway may hold: limits on uvicorn's httptools protocol.
 
 uvicorn bounds none of these for httptools, so an unauthenticated peer could pin memory and
-descriptors before the guard (:mod:`toolroute.gateway.http._auth`) ever sees a request:
+descriptors before the guard (:mod:`toolroute.gateway.http.auth`) ever sees a request:
 
 - **Head size and count**: the request line and headers of one request may take at most
   :attr:`HttpLimits.max_head_bytes` (a header value that never ends is cut there, ``431``) and
@@ -18,7 +18,7 @@ descriptors before the guard (:mod:`toolroute.gateway.http._auth`) ever sees a r
   address's longest waiting one. So a peer that keeps re-opening connections, silent or
   trickling a head, holds a bounded share, never the whole cap.
 - **A share for authenticated clients**: a connection is *trusted* once a request on it has
-  passed the guard (:mod:`toolroute.gateway.http._auth`: a valid bearer token where ``[auth]``
+  passed the guard (:mod:`toolroute.gateway.http.auth`: a valid bearer token where ``[auth]``
   gives tokens). Connections not trusted hold at most ``max_connections`` less
   :attr:`HttpLimits.reserved_for_trusted` (by default a quarter); the rest is kept for trusted
   ones, and a trusted connection waiting between requests is closed to make room only when no

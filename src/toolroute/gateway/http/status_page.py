@@ -9,7 +9,7 @@ was gated out and why; the query itself is stored only as a hash, as Tool Attent
 log does).
 
 The routes join the gateway's own Starlette app, inside the same ``HttpGuard`` as ``/mcp``
-(:mod:`toolroute.gateway.http._auth`: Host, Origin and bearer-token checks), so the page follows the
+(:mod:`toolroute.gateway.http.auth`: Host, Origin and bearer-token checks), so the page follows the
 MCP endpoint's rules exactly. Nothing here writes to the store: the page only reads the pool,
 the router's catalog and the store (sign-ins live in memory).
 

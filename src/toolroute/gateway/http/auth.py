@@ -23,7 +23,7 @@ Every HTTP request, whatever its route (``/mcp`` and any page added beside it), 
    depth-limited parser (the SDK's), so a hostile body is a JSON-RPC error, never a crash.
 
 A request that passes with a token (or any that passes, without ``[auth]`` tokens) marks its
-connection trusted (:data:`~toolroute.gateway.http._connection_limits.TRUST_SCOPE_KEY`): a
+connection trusted (:data:`~toolroute.gateway.http.connection_limits.TRUST_SCOPE_KEY`): a
 share of the connections is kept for such clients, so unauthenticated peers cannot take them
 all.
 
@@ -54,7 +54,7 @@ from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from toolroute.gateway.calls.access import CLIENT_SCOPE_KEY, ClientAccess
-from toolroute.gateway.http._connection_limits import TRUST_SCOPE_KEY
+from toolroute.gateway.http.connection_limits import TRUST_SCOPE_KEY
 from toolroute.gateway.http.login import LOGIN_SCOPE_KEY, LoginBook
 
 __all__ = [
