@@ -134,7 +134,7 @@ def test_a_calls_caller_and_identity_reach_the_limits_and_the_server_as_data() -
     host = SimpleNamespace(
         pool=SimpleNamespace(servers={"time": SimpleNamespace(call_tool=call_tool)}),
         bridge=None,
-        call_timeout_s=5.0,
+        settings=SimpleNamespace(call_timeout_s=5.0),
     )
     call = Call("time__now", {}, SessionState(), caller=caller, identity="token:ci")
     result = anyio.run(run, cast(Host, host), call, (limits.step, pipeline.forward))
@@ -159,7 +159,7 @@ def test_forward_takes_the_bridge_when_it_answers_and_notes_only_a_results_outco
     host = SimpleNamespace(
         pool=SimpleNamespace(servers={"s": SimpleNamespace(call_tool=call_tool)}),
         bridge=Bridge(),
-        call_timeout_s=5.0,
+        settings=SimpleNamespace(call_timeout_s=5.0),
     )
     calls = [_call(f"s__{tool}") for tool in ("bridged", "direct", "asks")]
 

@@ -129,6 +129,11 @@ class _Tools(Protocol):
     def config(self) -> _Pinned: ...
 
 
+class _Timeouts(Protocol):
+    @property
+    def call_timeout_s(self) -> float: ...
+
+
 class Bridge(Protocol):
     """Another way downstream for some calls (the shell's, between protocol eras: a
     2026-07-28 client calling a 2025 server)."""
@@ -165,7 +170,7 @@ class Host(Protocol):
     @property
     def router(self) -> Router: ...
     @property
-    def call_timeout_s(self) -> float: ...
+    def settings(self) -> _Timeouts: ...
     @property
     def bridge(self) -> Bridge | None: ...
 
@@ -370,7 +375,7 @@ async def forward(host: Host, call: Call, next: Next) -> CallResult:
     the call — and its outcome noted. An input-required answer (the server needs the caller's
     answers first) goes back as it is and is not an outcome yet."""
     server, tool, caller = call.server, call.tool, call.caller
-    timeout_s = host.call_timeout_s
+    timeout_s = host.settings.call_timeout_s
     try:
         answer = None
         if host.bridge is not None:
@@ -413,7 +418,7 @@ def failed(host: Host, call: Call, e: DownstreamError) -> types.CallToolResult:
             server,
             tool,
             success=False,
-            latency_s=host.call_timeout_s if e.code == "timeout" else 0.0,
+            latency_s=host.settings.call_timeout_s if e.code == "timeout" else 0.0,
             server_failed=e.code in ("crashed", "timeout", "unavailable"),
         )
     )

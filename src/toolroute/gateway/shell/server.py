@@ -413,14 +413,16 @@ class Gateway(GatewayCore):
         if self.code_mode is not None:
             meta.append(self.code_mode.tool)
         allowed = self.allowed_for(ctx)
-        if self.expose == "all":  # every allowed tool; set_milestone where preconditions need it
+        if (
+            self.settings.expose == "all"
+        ):  # every allowed tool; set_milestone where preconditions need it
             if self.warmup is not None:  # at start: the quick servers' tools reviewed first
                 await self.warmup.wait()
             listed = await self.passthrough.listed()
             tools = [t for t, name in listed if allowed is None or allowed(name)]
             return types.ListToolsResult(tools=[*tools, *([SET_MILESTONE] if milestones else [])])
         bound: list[types.Tool] = []
-        if self.expose == "bind":
+        if self.settings.expose == "bind":
             state = self.sessions.for_request(ctx)
             self.binding.joined(ctx, state)
             if self.warmup is not None:  # at start: a new process lists what the store holds
@@ -468,14 +470,14 @@ class Gateway(GatewayCore):
     async def _dispatch(self, request: _Request) -> CallResult:
         """A passed-through tool, a meta-tool, or a bound tool, in that order."""
         ctx, params = request.ctx, request.params
-        if self.expose == "all":
+        if self.settings.expose == "all":
             name = await self.passthrough.resolve(params.name)
             if name is not None:
                 return await self._gated(request, name, request.args)
         handler = self.handlers.get(params.name)
         if handler is not None:
             return await handler(request)
-        if self.expose == "bind" and params.name in self.presenter.tools_by_name:
+        if self.settings.expose == "bind" and params.name in self.presenter.tools_by_name:
             self.binding.joined(ctx, request.state)
             return await self._gated(request, params.name, request.args)
         return error_result(
@@ -499,7 +501,7 @@ class Gateway(GatewayCore):
             listed = self.inventory(
                 server, r.args.get("k"), r.state, r.allowed, r.args.get("cursor")
             )
-            if self.expose == "bind" and not listed.is_error:
+            if self.settings.expose == "bind" and not listed.is_error:
                 found = (listed.structured_content or {})["candidates"]
                 await self.binding.bind(r.ctx, r.state, found, before)
             return listed
@@ -517,7 +519,7 @@ class Gateway(GatewayCore):
         indexing = self.pool.notes.get("indexing", {})  # servers whose tools are not found yet
         if shown := {n: v for n, v in indexing.items() if self._may_use(r.ctx, n)}:
             found["indexing"] = shown
-        if self.expose == "bind":
+        if self.settings.expose == "bind":
             await self.binding.bind(r.ctx, r.state, found["candidates"], before)
         return json_result(found)
 
@@ -542,7 +544,7 @@ class Gateway(GatewayCore):
             return _invalid(problem)
         before = set(r.state.promoted)
         result = await self.request_capability(r.state, need, k, r.allowed)
-        if self.expose == "bind" and not result.is_error:
+        if self.settings.expose == "bind" and not result.is_error:
             found = (result.structured_content or {})["candidates"]
             await self.binding.bind(r.ctx, r.state, found, before)
         return result
