@@ -55,7 +55,6 @@ from toolroute.stats import Outcome
 if TYPE_CHECKING:
     from toolroute.catalog.models import Tool
     from toolroute.gateway.calls.quarantine import Held
-    from toolroute.router import Router
 
 __all__ = [
     "EXECUTE",
@@ -167,8 +166,6 @@ class Host(Protocol):
     def server_gates(self) -> Mapping[str, Preconditions]: ...
     @property
     def quarantined(self) -> Mapping[str, Held]: ...
-    @property
-    def router(self) -> Router: ...
     @property
     def settings(self) -> _Timeouts: ...
     @property
