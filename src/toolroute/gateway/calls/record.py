@@ -10,7 +10,8 @@ the gateway's :class:`Recorder`: the MCP shell once the request has answered (it
 handed the reply to the transport), the Python API as the call returns. So a client never
 waits for the store, the statistics or the usage memory, and each call's records land in
 order, synchronously: nothing queues beyond the requests still answering, which a gateway that
-stops records first.
+stops records first. (The price: a process killed in the instant between a reply and its
+task's end loses that call's records, where it used to lose only calls in flight.)
 """
 
 from __future__ import annotations
