@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks._report import write_report
 from benchmarks.abstain_train import OOS, REPO, SETS, SHARED, TEST, queries_file
 
 RANKERS = ("default", "before", "adaptive")
@@ -37,7 +38,7 @@ RANKERS = ("default", "before", "adaptive")
 def run_set(name: str, store: Path, embedder: Any, before: Any) -> dict[str, Any]:
     from toolroute.bench.paired import per_query_metrics
     from toolroute.catalog import load_queries
-    from toolroute.route.abstain import default_model
+    from toolroute.route.abstain_model import default_model
     from toolroute.router import Router, top_k
 
     files = [OOS / f"{name}.jsonl"] + ([OOS / f"{TEST}.jsonl"] if name == "union" else [])
@@ -145,7 +146,7 @@ def main() -> int:
         return 2
 
     from toolroute.embed.onnx import OnnxEmbedder
-    from toolroute.route.abstain import load_model
+    from toolroute.route.abstain_model import load_model
 
     before = load_model(args.before)
     embedder = OnnxEmbedder()
@@ -160,12 +161,7 @@ def main() -> int:
         "to back)"
     )
     text, summary = render(results, head)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text, encoding="utf-8")
-    if args.json:
-        args.json.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
-    print(text)
+    write_report(text, args.out, args.json, summary)
     return 0
 
 

@@ -30,6 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks._report import write_report
+
 REPO = Path(__file__).resolve().parents[1]
 # ../shared beside the repo; TOOLROUTE_SHARED names it from a checkout elsewhere
 SHARED = Path(os.environ.get("TOOLROUTE_SHARED", REPO.parent / "shared")) / "benchmarks"
@@ -152,10 +154,7 @@ def main() -> int:
                 f"| {med('on', 95):.1f} | {med('check', 50):.0f} | {med('check', 95):.0f} |"
             )
     text = "\n".join(lines) + "\n"
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text, encoding="utf-8")
-    print(text)
+    write_report(text, args.out)
     return 0
 
 

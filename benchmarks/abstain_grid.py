@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks import abstain_train as at
-from toolroute.route.abstain import FEATURES
+from toolroute.route.abstain_signals import FEATURES
 
 SIZES = (
     {"rounds": 100, "rate": 0.05, "depth": 2, "leaf": 20},

@@ -45,6 +45,8 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks._report import write_report
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("TOOLROUTE_SHARED", REPO.parent / "shared")) / "benchmarks"
 SETS = ("livemcpbench", "mcpbench", "tool_attention", "sealtools", "metatool")
@@ -253,10 +255,7 @@ def main() -> int:
         + (f" --llm {args.llm}" if args.llm else "")
     )
     text = render(rows, probes, command)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text, encoding="utf-8")
-    print(text)
+    write_report(text, args.out)
     return 0
 
 

@@ -56,7 +56,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from toolroute.route.abstain import FEATURES
+from benchmarks._report import missing, unknown
+from toolroute.route.abstain_signals import FEATURES
 
 REPO = Path(__file__).resolve().parents[1]
 # ../shared beside the repo; TOOLROUTE_SHARED names it from a checkout elsewhere
@@ -73,7 +74,7 @@ SHORT_SLACK = 0.02
 SHORT_WEIGHT = 0.5
 OUT_KINDS = ("far", "near", "none")
 # the signals the model reads, chosen by the held-out figures of every set
-# (benchmarks/results/abstain.md): every signal route/abstain.py computes
+# (benchmarks/results/abstain.md): every signal route/abstain_signals.py computes
 USE = FEATURES
 L2 = 10.0
 """Ridge on the standardised weights (1 and 10 tried under the same held-out measure)."""
@@ -102,7 +103,7 @@ def collect(name: str, store: Path, embedder: Any) -> dict[str, Any]:
     """Signals, vector and R@5 of every in-scope and out-of-scope request of one set."""
     from toolroute.bench.metrics import query_metrics
     from toolroute.catalog import load_queries
-    from toolroute.route.abstain import signals
+    from toolroute.route.abstain_signals import signals
     from toolroute.route.strategy import RouteParams, resolve_strategy
     from toolroute.router import Router, top_k
 
@@ -161,12 +162,12 @@ def requests_of(sets: dict[str, dict[str, Any]], names: Sequence[str]) -> Array:
 
 
 def oos_gap(d: dict[str, Any], requests: Array) -> Array:
-    """``oos_gap`` of a set's rows against ``requests`` (route/abstain.py's: the mean cosine of
-    the nearest known out-of-scope requests, less ``cos1``)."""
-    from toolroute.route.abstain import _NEAREST_REQUESTS
+    """``oos_gap`` of a set's rows against ``requests`` (route/abstain_signals.py's: the mean
+    cosine of the nearest known out-of-scope requests, less ``cos1``)."""
+    from toolroute.route.abstain_signals import NEAREST_REQUESTS
 
     sims = d["vec"] @ requests.T
-    k = min(_NEAREST_REQUESTS, sims.shape[1])
+    k = min(NEAREST_REQUESTS, sims.shape[1])
     near: Array = np.sort(sims, axis=1)[:, -k:].mean(axis=1)
     return near - d["x"][:, FEATURES.index("cos1")]
 
@@ -273,7 +274,7 @@ class Boosted:
         return out
 
     def payload(self) -> dict[str, Any]:
-        """The trees as route/abstain.py's ``Tree`` reads them (scikit-learn's private
+        """The trees as route/abstain_model.py's ``Tree`` reads them (scikit-learn's private
         ``_predictors`` and ``_baseline_prediction``: the train extra bounds its version)."""
         trees = []
         for (pred,) in self.clf._predictors:
@@ -447,7 +448,7 @@ def check_written(
     model: Any, sets: dict[str, dict[str, Any]], use: Sequence[str], names: Sequence[str]
 ) -> None:
     """The router's reading of the written model gives the trainer's p on every row."""
-    from toolroute.route.abstain import default_model
+    from toolroute.route.abstain_model import default_model
 
     default_model.cache_clear()
     shipped_model = default_model()
@@ -463,7 +464,7 @@ def evaluate(path: Path, sets: dict[str, dict[str, Any]]) -> str:
     """A model JSON as the router reads it (its own request vectors for ``oos_gap``), at its
     own thresholds, on every set's rows: R@5 lost on the set's queries and short requests,
     short requests refused, and the share of out-of-scope requests answered."""
-    from toolroute.route.abstain import load_model
+    from toolroute.route.abstain_model import load_model
 
     model = load_model(path)
     lines = [
@@ -585,13 +586,10 @@ def main() -> int:
         "--learner", choices=sorted(LEARNERS), default="logistic", help="the model's kind"
     )
     args = ap.parse_args()
-    if not SHARED.is_dir():
-        print(f"error: {SHARED} not found (../shared missing)", file=sys.stderr)
+    if missing(SHARED):
         return 2
     names = args.sets.split(",")
-    unknown = [n for n in names if n not in SETS]
-    if unknown:
-        print(f"error: unknown set {unknown[0]!r}; choose from {', '.join(SETS)}", file=sys.stderr)
+    if unknown(names, SETS, "set"):
         return 2
     use = args.features.split(",")
     if set(use) - set(FEATURES):

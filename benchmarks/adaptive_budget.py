@@ -33,7 +33,9 @@ from typing import Any
 
 import numpy as np
 
-from toolroute.bench.simulate import AgentRun, Simulation, ci95, run_simulation
+from toolroute.bench.agent import AgentRun
+from toolroute.bench.simulate import run_simulation
+from toolroute.bench.simulation import Simulation, ci95, stat_text
 from toolroute.catalog.loader import load_queries
 from toolroute.router import Router
 
@@ -47,22 +49,31 @@ def _run(args: argparse.Namespace, strategies: list[str], **adaptive: Any) -> Si
         if adaptive:
             params = router.params
             router.params = replace(params, adaptive=replace(params.adaptive, **adaptive))
-        queries = load_queries(SHARED / "queries.jsonl", router.catalog)
-        zipf = args.stream == "zipf"
-        return run_simulation(
-            router,
-            queries,
-            strategies,
-            args.seeds,
-            3,
-            providers=3,
-            planner="oracle",
-            attempts=2,
-            stream=args.stream,
-            tasks=2000 if zipf else None,
-            window=(1500, 2000) if zipf else None,
-            servers_k=args.servers_k,
-        )
+        return simulate_stream(router, strategies, args, servers_k=args.servers_k)
+
+
+def simulate_stream(
+    router: Router, strategies: list[str], args: argparse.Namespace, **options: Any
+) -> Simulation:
+    """The adaptive benchmarks' simulation: LiveMCPBench's queries, 3 vendors a server, the
+    per-step agent with the oracle planner and 2 attempts, ``args.seeds`` worlds, the stream
+    ``args.stream`` (zipf: 2,000 tasks, the last 500 counted); ``options`` as run_simulation's."""
+    queries = load_queries(SHARED / "queries.jsonl", router.catalog)
+    zipf = args.stream == "zipf"
+    return run_simulation(
+        router,
+        queries,
+        strategies,
+        args.seeds,
+        3,
+        providers=3,
+        planner="oracle",
+        attempts=2,
+        stream=args.stream,
+        tasks=2000 if zipf else None,
+        window=(1500, 2000) if zipf else None,
+        **options,
+    )
 
 
 def _renamed(runs: list[AgentRun], suffix: str) -> list[AgentRun]:
@@ -77,11 +88,6 @@ def _bootstrap(a: np.ndarray, b: np.ndarray, draws: int = 10_000) -> tuple[float
         ratios = a[idx].mean(axis=1) / b[idx].mean(axis=1)
     lo, hi = np.nanpercentile(ratios, [2.5, 97.5])
     return float(lo), float(hi)
-
-
-def _pm(stat: dict[str, float | None], digits: int) -> str:
-    mean, half = stat["mean"] or 0.0, stat["ci95"]
-    return f"{mean:+.{digits}f}" + ("" if half is None else f" ± {half:.{digits}f}")
 
 
 def main() -> int:
@@ -168,7 +174,8 @@ def main() -> int:
             lines.append(
                 f"| {rule} | {name} | {ok.mean() / e_ok.mean():.2f} [{s_lo:.2f}, {s_hi:.2f}] | "
                 f"{cost.mean() / e_cost.mean():.2f} [{c_lo:.2f}, {c_hi:.2f}] | "
-                f"{_pm(s_margin, 3)} | {_pm(c_margin, 4)} | {met} |"
+                f"{stat_text(s_margin, 3, sign=True)} | "
+                f"{stat_text(c_margin, 4, sign=True)} | {met} |"
             )
     out_md, out_js = args.out.with_suffix(".md"), args.out.with_suffix(".json")
     out_md.write_text("\n".join(lines) + "\n", encoding="utf-8")

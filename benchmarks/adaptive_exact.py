@@ -22,18 +22,17 @@ from dataclasses import replace
 from pathlib import Path
 
 import toolroute.router as router_module
-from toolroute.bench.simulate import Simulation, ci95, run_simulation
-from toolroute.catalog.loader import load_queries
+from benchmarks.adaptive_budget import SHARED, simulate_stream
+from toolroute.bench.simulation import Simulation, Stat, ci95, stat_text
 from toolroute.route.exact import prerank_index
 from toolroute.router import Router
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "benchmarks" / "livemcpbench"
 METRICS = ("success_rate", "cost_usd", "invalid_calls", "tokens")
 
 
-def _cell(stat: dict[str, float | None], digits: int = 3) -> str:
-    mean, half = stat["mean"] or 0.0, stat["ci95"]
-    return f"{mean:+.{digits}f}" + ("" if half is None else f" ± {half:.{digits}f}")
+def _cell(stat: Stat) -> str:
+    """A success difference, mean ± 95 % over seeds."""
+    return stat_text(stat, 3, sign=True)
 
 
 MODES = ("need", "every", "off")
@@ -51,21 +50,7 @@ def _run(store: Path, mode: str, args: argparse.Namespace) -> Simulation:
 def _simulate(store: Path, exact: bool, args: argparse.Namespace) -> Simulation:
     with Router(SHARED / "catalog.json", store=store) as router:
         router.params = replace(router.params, exact_names=exact)
-        queries = load_queries(SHARED / "queries.jsonl", router.catalog)
-        zipf = args.stream == "zipf"
-        return run_simulation(
-            router,
-            queries,
-            args.strategy,
-            args.seeds,
-            3,
-            providers=3,
-            planner="oracle",
-            attempts=2,
-            stream=args.stream,
-            tasks=2000 if zipf else None,
-            window=(1500, 2000) if zipf else None,
-        )
+        return simulate_stream(router, args.strategy, args)
 
 
 def main() -> int:

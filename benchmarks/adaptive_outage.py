@@ -21,11 +21,10 @@ import time
 from pathlib import Path
 
 from toolroute.bench.agent import ORACLE_ROUTER
-from toolroute.bench.simulate import (
-    Simulation,
-    ci95,
+from toolroute.bench.simulate import run_simulation
+from toolroute.bench.simulation import Simulation, ci95, stat_text
+from toolroute.bench.simulation_report import (
     markdown_table,
-    run_simulation,
     write_learning_outputs,
     write_simulation_outputs,
 )
@@ -33,12 +32,6 @@ from toolroute.catalog.loader import load_queries
 from toolroute.router import Router
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "benchmarks" / "livemcpbench"
-
-
-def _cell(stat: dict[str, float | None], digits: int = 3, sign: bool = False) -> str:
-    mean, half = stat["mean"] or 0.0, stat["ci95"]
-    text = f"{mean:+.{digits}f}" if sign else f"{mean:.{digits}f}"
-    return text + ("" if half is None else f" ± {half:.{digits}f}")
 
 
 def segments_table(
@@ -57,7 +50,7 @@ def segments_table(
     cut = {(a, b): Simulation(down.runs, down.setting, (a, b)) for _, a, b in parts}
     same = {(a, b): Simulation(plain.runs, plain.setting, (a, b)) for _, a, b in parts}
     for name in names:
-        cells = [_cell(cut[(a, b)].summary[name]["success_rate"]) for _, a, b in parts]
+        cells = [stat_text(cut[(a, b)].summary[name]["success_rate"], 3) for _, a, b in parts]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     lines += [
         "",
@@ -72,7 +65,7 @@ def segments_table(
             with_ = {r.seed: r.means()["success_rate"] for r in cut[(a, b)].by_strategy()[name]}
             without = same[(a, b)].by_strategy()[name]
             diffs = [with_[r.seed] - r.means()["success_rate"] for r in without]
-            cells.append(_cell(ci95(diffs), sign=True))
+            cells.append(stat_text(ci95(diffs), 3, sign=True))
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     lines += [
         "",
@@ -85,7 +78,7 @@ def segments_table(
         if name == baseline:
             continue
         cells = [
-            _cell(cut[(a, b)].paired("success_rate", name, baseline), sign=True)
+            stat_text(cut[(a, b)].paired("success_rate", name, baseline), 3, sign=True)
             for _, a, b in parts
         ]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
@@ -106,9 +99,9 @@ def correlation_table(flat: Simulation, tied: Simulation, window: tuple[int, int
         base = {r.seed: r.means()["success_rate"] for r in a.by_strategy()[name]}
         diffs = [r.means()["success_rate"] - base[r.seed] for r in runs]
         cells = (
-            _cell(a.summary[name]["success_rate"]),
-            _cell(b.summary[name]["success_rate"]),
-            _cell(ci95(diffs), sign=True),
+            stat_text(a.summary[name]["success_rate"], 3),
+            stat_text(b.summary[name]["success_rate"], 3),
+            stat_text(ci95(diffs), 3, sign=True),
         )
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

@@ -26,7 +26,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,6 +39,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.types import Implementation
 
+from benchmarks.codemode_sandbox import code_mode_gateway
 from toolroute.codemode import CodeModeLimits
 
 REPO = Path(__file__).resolve().parents[1]
@@ -83,28 +83,10 @@ def _summary(ms: list[float]) -> dict[str, float]:
 
 
 def run(calls: int, scripts: int) -> dict[str, Any]:
-    from tests.helpers.net import free_port, stop, wait_for_port
+    from tests.helpers.net import stop, wait_for_port
 
     tmp = Path(tempfile.mkdtemp(prefix="codemode-attacks-"))
-    time_main = (
-        "import sys; sys.argv[1:] = ['--local-timezone', 'UTC']; "
-        "from mcp_server_time import main; main()"
-    )
-    servers = {
-        "time": {"command": PY, "args": ["-c", time_main]},
-        "calc": {"command": PY, "args": [str(REPO / "tests/fixtures/codemode_server.py")]},
-    }
-    (tmp / "servers.json").write_text(json.dumps({"mcpServers": servers}))
-    (tmp / "toolroute.toml").write_text(
-        f'[toolroute]\nstore = "{tmp / "store"}"\ncode_mode = true\ncall_gate = false\n'
-    )
-    port = free_port()
-    log = (tmp / "gateway.log").open("w")
-    proc = subprocess.Popen(
-        [str(Path(PY).with_name("toolroute")), "serve", "--config", str(tmp / "servers.json"),
-         "--transport", "http", "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=log,
-    )  # fmt: skip
+    port, proc, log = code_mode_gateway(tmp)
     url = f"http://127.0.0.1:{port}/mcp"
 
     async def connect(name: str) -> Any:

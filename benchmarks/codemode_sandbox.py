@@ -30,7 +30,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 REPO = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -223,13 +223,14 @@ def _child(args: list[str], timeout_s: float = 60) -> dict[str, Any]:
 # -- the gateway under hostile scripts ------------------------------------------------------
 
 
-def _gateway(runs: int) -> dict[str, Any]:
-    import anyio
-    from mcp import Client
-    from mcp.client.streamable_http import streamable_http_client
-    from tests.helpers.net import free_port, stop, wait_for_port
+def code_mode_gateway(
+    tmp: Path, settings: str = ""
+) -> tuple[int, subprocess.Popen[bytes], IO[str]]:
+    """``toolroute serve --transport http`` with code mode on, its config and store in ``tmp``, in
+    front of the time server and the code-mode fixture (``calc``); ``settings`` are more TOML
+    lines after ``[toolroute]``'s. Its port, its process, and its log (stderr: close it after)."""
+    from tests.helpers.net import free_port
 
-    tmp = Path(tempfile.mkdtemp(prefix="codemode-bench-"))
     time_main = (
         "import sys; sys.argv[1:] = ['--local-timezone', 'UTC']; "
         "from mcp_server_time import main; main()"
@@ -240,8 +241,7 @@ def _gateway(runs: int) -> dict[str, Any]:
     }
     (tmp / "servers.json").write_text(json.dumps({"mcpServers": servers}))
     (tmp / "toolroute.toml").write_text(
-        f'[toolroute]\nstore = "{tmp / "store"}"\ncode_mode = true\ncall_gate = false\n'
-        "[code_mode]\ncpu_s = 3\nwall_s = 10\nmemory_mb = 256\n"
+        f'[toolroute]\nstore = "{tmp / "store"}"\ncode_mode = true\ncall_gate = false\n' + settings
     )
     port = free_port()
     log = (tmp / "gateway.log").open("w")
@@ -250,6 +250,19 @@ def _gateway(runs: int) -> dict[str, Any]:
          "--transport", "http", "--port", str(port)],
         stdout=subprocess.DEVNULL, stderr=log,
     )  # fmt: skip
+    return port, proc, log
+
+
+def _gateway(runs: int) -> dict[str, Any]:
+    import anyio
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from tests.helpers.net import stop, wait_for_port
+
+    tmp = Path(tempfile.mkdtemp(prefix="codemode-bench-"))
+    port, proc, log = code_mode_gateway(
+        tmp, "[code_mode]\ncpu_s = 3\nwall_s = 10\nmemory_mb = 256\n"
+    )
     url = f"http://127.0.0.1:{port}/mcp"
     call = {"name": "time__get_current_time", "arguments": {"timezone": "UTC"}}
     hostile = {

@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks._report import missing
+
 REPO = Path(__file__).resolve().parents[1]
 CATALOG = REPO.parent / "shared" / "benchmarks" / "livemcpbench" / "catalog.json"
 TOOLROUTE = Path(sys.executable).with_name("toolroute")
@@ -57,8 +59,7 @@ def main() -> int:
     ap.add_argument("--store", type=Path, default=None, help="empty or absent store to keep")
     ap.add_argument("--out", type=Path, default=None, help="write the markdown table here")
     args = ap.parse_args()
-    if not CATALOG.is_file():
-        print(f"error: {CATALOG} not found (../shared missing)", file=sys.stderr)
+    if missing(CATALOG):
         return 2
     if args.store is not None and args.store.exists() and any(args.store.iterdir()):
         print(f"error: {args.store} is not empty: a cold run needs an empty store", file=sys.stderr)

@@ -18,12 +18,13 @@ counted.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from tests.conftest import REPO, TOOLROUTE
 from tests.helpers.conformance import evaluate, markdown, missing, passed
+
+from benchmarks._report import write_results
 
 OUT = REPO / "benchmarks" / "results" / "conformance.md"
 
@@ -52,9 +53,7 @@ def main() -> int:
         command += " --dual-era"
     if args.before:
         command += f" --before {args.before}"
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(markdown(report, command))
-    args.out.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
+    write_results(markdown(report, command), args.out, report)
     for mode, s in report["summary"].items():
         print(f"{mode}: {s['passed']}/{s['applicable']} applicable scenarios passed")
     if args.check:

@@ -18,12 +18,13 @@ and in pass-through, and every applicable one in the routed modes.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from tests.conftest import REPO
 from tests.helpers.conformance_2026 import columns, evaluate, markdown, missing, passed
+
+from benchmarks._report import write_results
 
 OUT = REPO / "benchmarks" / "results" / "conformance_2026.md"
 
@@ -45,9 +46,7 @@ def main() -> int:
     command = "python -m benchmarks.conformance_2026 " + " ".join(
         [*(f"--mode {m}" for m in modes), *(f"--downstream {s}" for s in downstreams)]
     )
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(markdown(report, command))
-    args.out.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
+    write_results(markdown(report, command), args.out, report)
     for name, s in report["summary"].items():
         print(f"{name}: {s['passed']}/{s['applicable']} applicable of {s['scored']} scored")
     if args.check:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import recall_suite as rs
+from benchmarks._report import missing, write_report
 
 REPO = rs.REPO
 OOS = REPO / "benchmarks" / "out_of_scope"
@@ -53,8 +54,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
-    if not rs.SHARED.is_dir():
-        print(f"error: {rs.SHARED} not found (../shared missing)", file=sys.stderr)
+    if missing(rs.SHARED):
         return 2
 
     from toolroute.catalog import load_queries
@@ -119,7 +119,7 @@ def main() -> int:
         f"`python -m benchmarks.embedder_compare {' '.join(sys.argv[1:])}` ({took:.0f} s, "
         f"no LLM, abstain {args.abstain}; fine-tuned model {tuned.model_id})\n\n"
     )
-    rs.write_report(head + "\n".join(blocks) + "\n" + oos_table, summary, args.out, args.json)
+    write_report(head + "\n".join(blocks) + "\n" + oos_table, args.out, args.json, summary)
     return 0
 
 

@@ -19,7 +19,6 @@ name on a server of that key, since nothing in the text tells them apart. A quer
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import sys
@@ -28,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from benchmarks._report import missing, unknown, write_report
 
 REPO = Path(__file__).resolve().parents[1]
 # ../shared beside the repo; TOOLROUTE_SHARED names it from a checkout elsewhere
@@ -141,17 +142,13 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
-    if not SHARED.is_dir():
-        print(f"error: {SHARED} not found (../shared missing)", file=sys.stderr)
+    if missing(SHARED):
         return 2
     names = args.sets.split(",")
-    unknown = [n for n in names if n not in SETS]
-    if unknown:
-        print(f"error: unknown set {unknown[0]!r}; choose from {', '.join(SETS)}", file=sys.stderr)
+    if unknown(names, SETS, "set"):
         return 2
     forms = tuple(args.forms.split(","))
-    if bad := [f for f in forms if f not in FORMS]:
-        print(f"error: unknown form {bad[0]!r}; choose from {', '.join(FORMS)}", file=sys.stderr)
+    if unknown(forms, FORMS, "form"):
         return 2
 
     from toolroute.embed.onnx import OnnxEmbedder
@@ -176,12 +173,7 @@ def main() -> int:
         f"{args.abstain}, MiniLM int8)"
     )
     text = render(results, head, forms)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text, encoding="utf-8")
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
-    print(text)
+    write_report(text, args.out, args.json, results)
     return 0
 
 

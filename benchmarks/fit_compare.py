@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks import recall_suite as rs
+from benchmarks._report import missing
 
 OOS = rs.REPO / "benchmarks" / "out_of_scope"
 
@@ -46,8 +47,7 @@ def main() -> int:
     ap.add_argument("--store", type=Path, default=rs.REPO / ".toolroute" / "bench-store")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
-    if not rs.SHARED.is_dir():
-        print(f"error: {rs.SHARED} not found (../shared missing)", file=sys.stderr)
+    if missing(rs.SHARED):
         return 2
 
     from benchmarks.train_adapter import fast_model

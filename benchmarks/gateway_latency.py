@@ -60,6 +60,7 @@ from typing import Any
 import anyio
 from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult
+from tests.helpers.net import stop
 
 PY = sys.executable
 TOOLROUTE = str(Path(PY).with_name("toolroute"))
@@ -293,12 +294,7 @@ async def _measure(args: argparse.Namespace, tmp: Path) -> dict[str, list[float]
             return timed
     finally:
         if proc is not None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop(proc, 10)
 
 
 FASTMCP_PROXY = """

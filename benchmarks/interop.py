@@ -41,8 +41,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.helpers.net import free_port, wait_port
+from tests.helpers.net import free_port, stop, wait_port
 
+from benchmarks._report import write_results
 from benchmarks.interop_clients.era_farm import launch_command
 from benchmarks.interop_clients.flow import CITY, EXPECTED, QUERY, candidates, refusal
 
@@ -167,12 +168,7 @@ def era_farm(socket_path: Path, log: Path) -> Iterator[Path]:
                 time.sleep(0.05)
             yield socket_path
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()  # stopped even when it ignores the terminate
-                proc.wait()
+            stop(proc, 10)  # killed when it ignores the terminate
 
 
 @contextmanager
@@ -187,12 +183,7 @@ def http_gateway(config: Path, log: Path) -> Iterator[str]:
             wait_port(port, proc, 180)
             yield f"http://127.0.0.1:{port}/mcp"
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
+            stop(proc, 10)
 
 
 def _short(text: str, n: int = 160) -> str:
@@ -399,10 +390,7 @@ def main() -> int:
          *(f"--transport {t}" for t in args.transport or []),
          *(f"--expose {e}" for e in args.expose or [])]
     )  # fmt: skip
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(markdown(report, command.strip()))
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(report, indent=2) + "\n")
+    write_results(markdown(report, command.strip()), args.out, report, args.json)
     print(f"wrote {args.out}")
     if args.check:
         cells = [c for r in report["rows"] for c in r["cells"].values()]

@@ -52,6 +52,7 @@ import anyio
 import numpy as np
 from mcp import Client
 from mcp.types import CallToolResult
+from tests.helpers.net import stop
 
 from toolroute.gateway.shell.meta_tools import MAX_QUERY_CHARS
 
@@ -370,12 +371,7 @@ async def _measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             "command": "python -m benchmarks.load " + " ".join(sys.argv[1:]),
         }
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
+        stop(proc)
 
 
 def _markdown(rep: dict[str, Any]) -> str:

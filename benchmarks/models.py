@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks import recall_suite as rs
+from benchmarks._report import missing, write_report
 from benchmarks.train_fusion import second_view
 
 REPO = rs.REPO
@@ -136,7 +137,7 @@ def recall(args: argparse.Namespace) -> int:
         "`default+bge`: mean of MiniLM and bge-small cosines in every dense stage; "
         "`fusion2-lodo`: learned fusion with bge-small's cosines, trained without the set)\n\n"
     )
-    rs.write_report(head + table, summary, args.out, args.json)
+    write_report(head + table, args.out, args.json, summary)
     return 0
 
 
@@ -274,8 +275,7 @@ def main() -> int:
     c.add_argument("--queries", type=int, default=200)
     c.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
-    if not rs.SHARED.is_dir():
-        print(f"error: {rs.SHARED} not found (../shared missing)", file=sys.stderr)
+    if missing(rs.SHARED):
         return 2
     return recall(args) if args.cmd == "recall" else cost(args)
 

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks import recall_suite as rs
+from benchmarks._report import write_report
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "xquad": {"method": "xquad"},
@@ -281,7 +282,7 @@ def main() -> int:
     text = head + body + "\n" + "\n".join(knobs) + "\n"
     if args.grid_out:
         args.grid_out.write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
-    rs.write_report(text, summary, args.out, args.json)
+    write_report(text, args.out, args.json, summary)
     return 0
 
 

@@ -242,10 +242,8 @@ def main() -> int:
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
 
-    from toolroute.catalog import load_queries
     from toolroute.embed.onnx import OnnxEmbedder
     from toolroute.route.strategy import RouteParams
-    from toolroute.router import Router
 
     global DEVELOPED
     DEVELOPED = tuple(s for s in args.developed_on.split(",") if s)
@@ -255,22 +253,9 @@ def main() -> int:
     for s in strategies:
         register(s.split("/")[0])
     embedder = OnnxEmbedder()
-    results: dict[str, dict[str, dict[str, Any]]] = {}
     t0 = time.perf_counter()
-    for name in args.sets.split(","):
-        cat, qf = rs.SETS[name]
-        with Router(cat, store=args.store, embedder=embedder, params=RouteParams()) as r:
-            r.index()
-            queries = load_queries(qf, r.catalog)
-            cases = rs.suite_cases(r.catalog, queries, embedder.embed, args.steps, args.exact)
-            results[name] = rs.run_set(r, cases, strategies)
-        print(f"{name}: done at {time.perf_counter() - t0:.0f} s", file=sys.stderr)
-    table, summary = rs.render(results, strategies, args.baseline)
-    head = (
-        f"`python -m benchmarks.recall_feedback {' '.join(sys.argv[1:])}` "
-        f"({time.perf_counter() - t0:.0f} s, MiniLM int8, no LLM)\n\n"
-    )
-    rs.write_report(head + table, summary, args.out, args.json)
+    results = rs.run_sets(args.sets.split(","), strategies, args, embedder, RouteParams())
+    rs.write_suite_report(results, strategies, args, "recall_feedback", time.perf_counter() - t0)
     return 0
 
 

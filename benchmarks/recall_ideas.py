@@ -25,19 +25,11 @@ from typing import Any
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared" / "benchmarks"
-DATASETS = {
-    "livemcpbench": (
-        SHARED / "livemcpbench" / "catalog.json",
-        SHARED / "livemcpbench" / "queries.jsonl",
-    ),
-    "mcpbench": (SHARED / "mcpbench" / "catalog.json", SHARED / "mcpbench" / "queries.jsonl"),
-    "union (ours)": (
-        SHARED / "union" / "catalog.json",
-        REPO / "benchmarks" / "union_queries.jsonl",
-    ),
-}
+from benchmarks._report import missing, write_report
+from benchmarks.recall_suite import REPO, SETS, SHARED
+
+DATASETS = {name: SETS[name] for name in ("livemcpbench", "mcpbench")}
+DATASETS["union (ours)"] = SETS["union"]
 METRICS = ("recall@5", "recall@1", "recall@10", "mrr", "ndcg@10")
 
 
@@ -345,8 +337,7 @@ def main() -> int:
     ap.add_argument("--store", type=Path, default=REPO / ".toolroute" / "bench-store")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
-    if not SHARED.is_dir():
-        print(f"error: {SHARED} not found (../shared missing)", file=sys.stderr)
+    if missing(SHARED):
         return 2
 
     from toolroute.bench.runner import bench
@@ -380,10 +371,7 @@ def main() -> int:
         lat = per["livemcpbench"]["latency_ms"]["p50"]
         lines.append(f"| {label} | {', '.join(DATASETS)} | {cells} | {lat:.1f} |")
     table = "\n".join(lines) + "\n"
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(table, encoding="utf-8")
-    print(table)
+    write_report(table, args.out)
     return 0
 
 

@@ -22,7 +22,6 @@ Strategies built for one experiment register themselves here through
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -32,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from benchmarks._report import missing, write_report
 
 REPO = Path(__file__).resolve().parents[1]
 # ../shared beside the repo; TOOLROUTE_SHARED names it from a checkout elsewhere
@@ -230,6 +231,52 @@ def run_set(
     return out
 
 
+def run_sets(
+    names: Sequence[str],
+    strategies: Sequence[str],
+    args: argparse.Namespace,
+    embedder: Any,
+    params: Any,
+    before: Any = None,
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """:func:`run_set` on each set of ``names``, indexed with ``params`` in ``args.store``, its
+    cases :func:`suite_cases`' with ``args.steps`` and ``args.exact``; ``before(name)`` first
+    when given. Says on stderr when each set is done."""
+    from toolroute.catalog import load_queries
+    from toolroute.router import Router
+
+    results: dict[str, dict[str, dict[str, Any]]] = {}
+    t_start = time.perf_counter()
+    for name in names:
+        cat, qf = SETS[name]
+        if before is not None:
+            before(name)
+        with Router(cat, store=args.store, embedder=embedder, params=params) as r:
+            r.index()
+            queries = load_queries(qf, r.catalog)
+            cases = suite_cases(r.catalog, queries, embedder.embed, args.steps, args.exact)
+            results[name] = run_set(r, cases, strategies)
+        print(f"{name}: done at {time.perf_counter() - t_start:.0f} s", file=sys.stderr)
+    return results
+
+
+def write_suite_report(
+    results: dict[str, dict[str, dict[str, Any]]],
+    strategies: Sequence[str],
+    args: argparse.Namespace,
+    script: str,
+    seconds: float,
+) -> None:
+    """The suite's report (:func:`render` against ``args.baseline``) under the command that made
+    it, printed and written where ``args`` says."""
+    table, summary = render(results, strategies, args.baseline)
+    head = (
+        f"`python -m benchmarks.{script} {' '.join(sys.argv[1:])}` "
+        f"({seconds:.0f} s, MiniLM int8, no LLM)\n\n"
+    )
+    write_report(head + table, args.out, args.json, summary)
+
+
 def render(
     results: dict[str, dict[str, dict[str, Any]]], strategies: Sequence[str], baseline: str
 ) -> tuple[str, dict[str, Any]]:
@@ -316,16 +363,6 @@ def render(
     return "\n".join(lines) + "\n", summary
 
 
-def write_report(text: str, summary: Any, out: Path | None, json_out: Path | None) -> None:
-    """Print a suite report, and write it (and its summary as JSON) where asked."""
-    if out:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text, encoding="utf-8")
-    if json_out:
-        json_out.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
-    print(text)
-
-
 def main() -> int:
     from benchmarks.variants import register_strategies
 
@@ -348,41 +385,26 @@ def main() -> int:
         help="the no-tool-fits check (off: the rankings alone, as before the check existed)",
     )
     args = ap.parse_args()
-    if not SHARED.is_dir():
-        print(f"error: {SHARED} not found (../shared missing)", file=sys.stderr)
+    if missing(SHARED):
         return 2
 
-    from toolroute.catalog import load_queries
     from toolroute.embed.onnx import OnnxEmbedder
     from toolroute.route.strategy import RouteParams
-    from toolroute.router import Router
 
     register_experiments()
     strategies = args.strategy or ["default", "steps", "hybrid"]
     if args.baseline not in strategies:
         strategies.insert(0, args.baseline)
-    embedder = OnnxEmbedder()
-    results: dict[str, dict[str, dict[str, Any]]] = {}
-    t_start = time.perf_counter()
-    for name in args.sets.split(","):
-        cat, qf = SETS[name]
+
+    def lodo(name: str) -> None:  # the fusion models trained without this set
         register_lodo(name)
         register_lodo(name, "3", "fusion-v3")
-        with Router(
-            cat, store=args.store, embedder=embedder, params=RouteParams(abstain=args.abstain)
-        ) as r:
-            r.index()
-            queries = load_queries(qf, r.catalog)
-            cases = suite_cases(r.catalog, queries, embedder.embed, args.steps, args.exact)
-            results[name] = run_set(r, cases, strategies)
-        print(f"{name}: done at {time.perf_counter() - t_start:.0f} s", file=sys.stderr)
-    table, summary = render(results, strategies, args.baseline)
-    took = time.perf_counter() - t_start
-    head = (
-        f"`python -m benchmarks.recall_suite {' '.join(sys.argv[1:])}` "
-        f"({took:.0f} s, MiniLM int8, no LLM)\n\n"
-    )
-    write_report(head + table, summary, args.out, args.json)
+
+    embedder = OnnxEmbedder()
+    t_start = time.perf_counter()
+    params = RouteParams(abstain=args.abstain)
+    results = run_sets(args.sets.split(","), strategies, args, embedder, params, lodo)
+    write_suite_report(results, strategies, args, "recall_suite", time.perf_counter() - t_start)
     return 0
 
 

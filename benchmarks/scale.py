@@ -52,6 +52,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from benchmarks._report import missing
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "benchmarks"
 NAMESPACES = [
@@ -555,8 +557,7 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3, help="probes per tree with --fresh-only")
     ap.add_argument("--probe", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if not (SHARED / "union" / "catalog.json").is_file():
-        print(f"error: {SHARED}/union/catalog.json not found (../shared missing)", file=sys.stderr)
+    if missing(SHARED / "union" / "catalog.json"):
         return 2
 
     from toolroute.catalog import load_queries

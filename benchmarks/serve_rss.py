@@ -31,6 +31,7 @@ from typing import Any
 
 import anyio
 from mcp import Client
+from tests.helpers.net import stop
 
 REPO = Path(__file__).resolve().parents[1]
 TOOL = "get_current_time"
@@ -124,12 +125,7 @@ def _serve(
             "onnxruntime": _maps_onnxruntime(proc.pid),
         }
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        stop(proc, 30)
 
 
 def measure(src: Path, expose: str) -> dict[str, Any]:

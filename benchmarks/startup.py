@@ -37,6 +37,8 @@ from typing import Any, Literal
 import anyio
 from tests.helpers.net import stop
 
+from benchmarks._report import write_report
+
 REPO = Path(__file__).resolve().parents[1]
 TOOLROUTE = Path(sys.executable).with_name("toolroute")
 MANY = REPO / "tests" / "fixtures" / "many_tools_server.py"
@@ -216,10 +218,7 @@ def main() -> int:
             f"| {_cell(got['find'])} | {_cell(got['call'])} | {then or '-'} |"
         )
     text = "\n".join(lines) + "\n"
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text, encoding="utf-8")
-    print(text)
+    write_report(text, args.out)
     return 0
 
 

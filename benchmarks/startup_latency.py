@@ -31,6 +31,7 @@ from typing import Any
 import anyio
 from tests.helpers.net import stop
 
+from benchmarks._report import write_report
 from benchmarks.startup import REPO, TIME_TOOL, TOOLROUTE, _config, _port
 
 
@@ -139,10 +140,7 @@ def main() -> int:
             f"| {added} |"
         )
     text = "\n".join(lines) + "\n"
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text, encoding="utf-8")
-    print(text)
+    write_report(text, args.out)
     return 0
 
 

@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks._report import write_report
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -116,10 +118,7 @@ def main() -> int:
         )
         print(lines[-1], file=sys.stderr)
     table = "\n".join(lines) + "\n"
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(table, encoding="utf-8")
-    print(table)
+    write_report(table, args.out)
     return 0
 
 

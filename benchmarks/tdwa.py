@@ -13,19 +13,11 @@ import argparse
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared" / "benchmarks"
-DATASETS = {
-    "livemcpbench": (
-        SHARED / "livemcpbench" / "catalog.json",
-        SHARED / "livemcpbench" / "queries.jsonl",
-    ),
-    "mcpbench": (SHARED / "mcpbench" / "catalog.json", SHARED / "mcpbench" / "queries.jsonl"),
-    "union (ours)": (
-        SHARED / "union" / "catalog.json",
-        REPO / "benchmarks" / "union_queries.jsonl",
-    ),
-}
+from benchmarks._report import missing, write_report
+from benchmarks.recall_suite import REPO, SETS, SHARED
+
+DATASETS = {name: SETS[name] for name in ("livemcpbench", "mcpbench")}
+DATASETS["union (ours)"] = SETS["union"]
 
 
 def configs() -> dict[str, object]:
@@ -54,8 +46,7 @@ def main() -> int:
     ap.add_argument("--store", type=Path, default=None)
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
-    if not SHARED.is_dir():
-        print(f"error: {SHARED} not found (../shared missing)", file=sys.stderr)
+    if missing(SHARED):
         return 2
 
     from toolroute.bench.runner import bench
@@ -87,10 +78,7 @@ def main() -> int:
             )
             print(lines[-1], file=sys.stderr)
     table = "\n".join(lines) + "\n"
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(table, encoding="utf-8")
-    print(table)
+    write_report(table, args.out)
     return 0
 
 

@@ -32,6 +32,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from benchmarks._report import missing
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "benchmarks"
 TOP_K = 5
@@ -171,8 +173,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=None, help="also write the markdown table here")
     ap.add_argument("--json", action="store_true", help="print a JSON object instead of markdown")
     args = ap.parse_args()
-    if not SHARED.is_dir():
-        print(f"error: {SHARED} not found (../shared missing)", file=sys.stderr)
+    if missing(SHARED):
         return 2
 
     from benchmarks.scale import make_catalog

@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from benchmarks._report import missing
 from benchmarks.recall_suite import SETS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -113,8 +114,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     cat_path, queries_path = SETS[args.set]
-    if not cat_path.exists():
-        print(f"error: {cat_path} not found (../shared missing)", file=sys.stderr)
+    if missing(cat_path):
         return 2
 
     from toolroute.bench.paired import mean_metrics, paired_bootstrap, per_query_metrics

@@ -35,7 +35,8 @@ from toolroute.index.tdwa import PRESETS, DocConfig
 from toolroute.learn.memory import query_key
 from toolroute.llm.client import ChatLLM
 from toolroute.papers.ehrr.routing import EhrrTrace
-from toolroute.route.abstain import decide, name_verbs
+from toolroute.route.abstain import decide
+from toolroute.route.abstain_signals import name_verbs
 from toolroute.route.exact import names_a_tool, prerank_index, server_key
 from toolroute.route.intent import intent_spans
 from toolroute.route.precompute import DERIVATIONS

@@ -1,37 +1,23 @@
-"""The EHRR economics simulation (seed 000 §V): world, common random numbers, agent counting."""
+"""The EHRR economics simulation (seed 000 §V): world, common random numbers, end to end on the
+small catalog (the agents' counting rules: tests/bench/test_agent.py)."""
 
 from __future__ import annotations
 
-import importlib
 import json
-import math
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 
 from tests.conftest import SMALL_CATALOG, HashingEmbedder
 from toolroute import Router, load_queries
-from toolroute.bench import simulate as sim
 from toolroute.bench.agent import ORACLE_ROUTER
-from toolroute.bench.simulate import (
-    METRICS,
-    REGRET,
-    SchemaTokenCounter,
-    ci95,
-    markdown_table,
-    run_agent,
-    run_simulation,
-    simulate,
-    write_simulation_outputs,
-)
+from toolroute.bench.simulate import run_simulation, simulate
+from toolroute.bench.simulation import METRICS, REGRET, ci95
+from toolroute.bench.simulation_report import markdown_table, write_simulation_outputs
 from toolroute.bench.world import World, WorldParams, call_outcome, price_tier
 from toolroute.catalog import Catalog, Query, Server, Tool, catalog_from_dict
-from toolroute.errors import ConfigError, ToolrouteError
-from toolroute.router import Candidate
-from toolroute.stats import StatsBook
+from toolroute.errors import ConfigError
 
 SMALL = catalog_from_dict(SMALL_CATALOG)
 
@@ -156,201 +142,6 @@ def test_call_success_rate_is_one_minus_fail_times_success() -> None:
     assert np.mean([c.server_failed for c in calls]) == pytest.approx(w.fail_prob[i], abs=0.015)
     assert not any(c.success and c.server_failed for c in calls)
     assert all(c.price == w.price[j] and c.latency_s > w.connect_s[i] for c in calls)
-
-
-# -- CI ----------------------------------------------------------------------------------------
-
-
-def test_ci95_is_the_student_t_half_width() -> None:
-    s = ci95([1.0, 2.0, 3.0, 4.0, 5.0])
-    assert s["mean"] == 3.0
-    assert s["ci95"] == pytest.approx(2.776 * math.sqrt(2.5) / math.sqrt(5), rel=1e-9)
-    ten = ci95([float(x) for x in range(10)])
-    assert ten["ci95"] == pytest.approx(2.262 * np.std(range(10), ddof=1) / math.sqrt(10))
-    assert ci95([4.0])["ci95"] is None
-    many = [float(x % 7) for x in range(45)]  # df = 44: the df = 40 quantile, a bit wider
-    assert many and ci95(many)["ci95"] == pytest.approx(
-        2.021 * np.std(many, ddof=1) / math.sqrt(45)
-    )
-    assert ci95([2.0] * 50)["ci95"] == 0.0
-    with pytest.raises(ConfigError):
-        ci95([])
-
-
-# -- the agent's counting rules, on a hand-made world ------------------------------------------
-
-KEYS = [("a", "x"), ("a", "y"), ("b", "z"), ("b", "w")]
-
-
-def _catalog() -> Catalog:
-    return Catalog(
-        servers=(
-            Server("a", "A", "", (Tool("a", "x", "x"), Tool("a", "y", "y"))),
-            Server("b", "B", "", (Tool("b", "z", "z"), Tool("b", "w", "w"))),
-        )
-    )
-
-
-def _world(success: Sequence[float], fail: Sequence[float] = (0.0, 0.0)) -> World:
-    return World(
-        seed=0,
-        params=WorldParams(),
-        keys=tuple(KEYS),
-        server_ids=("a", "b"),
-        server_of=np.array([0, 0, 1, 1]),
-        high_tier=np.zeros(4, dtype=bool),
-        price=np.array([0.001, 0.002, 0.01, 0.02]),
-        success=np.asarray(success, dtype=np.float64),
-        fragile=np.zeros(4, dtype=bool),
-        latency_s=np.full(4, 0.5),
-        fail_prob=np.asarray(fail, dtype=np.float64),
-        flaky=np.zeros(2, dtype=bool),
-        connect_s=np.array([0.1, 0.2]),
-        ask_cost=np.array([0.0015, 0.015]),
-        capability=np.arange(4),
-    )
-
-
-def _cand(key: tuple[str, str]) -> Candidate:
-    return Candidate(key[0], key[1], 1.0, "d", {})
-
-
-class Scripted:
-    """A router that shows the scripted candidates, one list per route call (last repeats)."""
-
-    def __init__(self, *shows: list[tuple[str, str]]) -> None:
-        self.shows = list(shows)
-        self.calls: list[tuple[str, int, str, StatsBook | None]] = []
-
-    def route(
-        self, query: str, k: int = 5, strategy: str = "default", *, stats: StatsBook | None = None
-    ) -> list[Candidate]:
-        self.calls.append((query, k, strategy, stats))
-        show = self.shows[min(len(self.calls), len(self.shows)) - 1]
-        return [_cand(key) for key in show]
-
-
-TEN = SchemaTokenCounter(count=lambda texts: [10] * len(texts))
-
-
-def _run(router: Scripted, world: World, *groups: set[tuple[str, str]]) -> sim.QueryResult:
-    q = Query("q", "do it", tuple(frozenset(g) for g in groups), "complex")
-    run = run_agent(router, world, _catalog(), [q], "ehrr", n=3, tokens=TEN)
-    return run.queries[0]
-
-
-def test_a_shown_candidate_outside_the_group_is_an_invalid_route_call() -> None:
-    router = Scripted([KEYS[2], KEYS[0], KEYS[3]])
-    r = _run(router, _world([1, 1, 1, 1]), {KEYS[0]})
-    assert r.success and r.route_calls == 1 and r.tool_calls == 1
-    assert (r.invalid_route_calls, r.invalid_tool_calls, r.invalid_calls) == (2, 0, 2)
-    assert r.cost_usd == pytest.approx(0.001)
-    assert r.tokens == 30
-    assert router.calls[0][:3] == ("do it", 3, "ehrr")
-
-
-def test_after_a_failure_the_agent_tries_the_next_satisfying_candidate() -> None:
-    router = Scripted([KEYS[0], KEYS[1], KEYS[2]])
-    r = _run(router, _world([0, 1, 1, 1]), {KEYS[0], KEYS[1]})
-    assert r.success and r.route_calls == 1 and r.tool_calls == 2
-    assert (r.invalid_route_calls, r.invalid_tool_calls) == (1, 1)
-    assert r.cost_usd == pytest.approx(0.003)
-
-
-def test_after_all_failures_it_reroutes_once_and_tries_only_new_candidates() -> None:
-    router = Scripted([KEYS[0], KEYS[2]], [KEYS[0], KEYS[1]])
-    r = _run(router, _world([0, 0, 1, 1]), {KEYS[0], KEYS[1]})
-    assert not r.success
-    assert r.route_calls == 2 and r.tool_calls == 2  # x is not called twice
-    assert (r.invalid_route_calls, r.invalid_tool_calls) == (1, 2)
-    assert r.tokens == 40
-
-
-def test_a_reroute_can_succeed() -> None:
-    router = Scripted([KEYS[0]], [KEYS[1], KEYS[0]])
-    r = _run(router, _world([0, 1, 1, 1]), {KEYS[0], KEYS[1]})
-    assert r.success and r.route_calls == 2 and r.tool_calls == 2
-
-
-def test_no_satisfying_candidate_means_no_call_and_no_reroute() -> None:
-    router = Scripted([KEYS[2], KEYS[3]])
-    r = _run(router, _world([1, 1, 1, 1]), {KEYS[0]})
-    assert not r.success
-    assert (r.route_calls, r.tool_calls, r.cost_usd, r.latency_s) == (1, 0, 0.0, 0.0)
-    assert r.invalid_route_calls == 2
-
-
-def test_a_query_succeeds_only_when_every_group_is_met() -> None:
-    router = Scripted([KEYS[0], KEYS[2]])
-    r = _run(router, _world([1, 1, 1, 1]), {KEYS[0]}, {KEYS[2]}, {KEYS[1]})
-    assert not r.success and r.route_calls == 3 and r.tool_calls == 2
-    assert r.groups_met == pytest.approx(2 / 3)
-    # Both presented tools met a group of this query: none was shown in vain.
-    assert r.invalid_route_calls == 0
-    ok = _run(Scripted([KEYS[0], KEYS[2]]), _world([1, 1, 1, 1]), {KEYS[0]}, {KEYS[2]})
-    assert ok.success and ok.cost_usd == pytest.approx(0.011)
-
-
-def test_a_server_failure_is_a_failed_call_recorded_as_post_accept() -> None:
-    w = _world([1, 1, 1, 1], fail=[1.0, 0.0])
-    c = call_outcome(w, 0, 0, KEYS[0])
-    assert c.server_failed and not c.success
-    assert c.outcome().server_failed and c.latency_s > 0.1
-    router = Scripted([KEYS[0], KEYS[2]])
-    r = _run(router, w, {KEYS[0], KEYS[2]})
-    assert r.success and r.invalid_tool_calls == 1
-    book = router.calls[0][3]
-    assert book is not None
-    assert book.server("a").fail_prob > 0 and book.server("b").fail_prob == 0
-
-
-def test_the_agent_learns_in_one_book_over_the_stream() -> None:
-    router = Scripted([KEYS[0]])
-    w = _world([0, 1, 1, 1])
-    qs = [Query(str(i), "q", (frozenset({KEYS[0]}),), "simple") for i in range(3)]
-    run = run_agent(router, w, _catalog(), qs, "ehrr", tokens=TEN)
-    books = {id(c[3]) for c in router.calls}
-    assert len(books) == 1
-    book = router.calls[0][3]
-    assert book is not None and book.tool(KEYS[0]).calls == 3
-    assert run.means()["success_rate"] == 0.0
-
-
-def test_strategies_shown_the_same_candidates_get_identical_results() -> None:
-    w = World.draw(_catalog(), 4)
-    qs = [Query(str(i), "q", (frozenset({KEYS[0], KEYS[1]}),), "simple") for i in range(30)]
-    a = run_agent(Scripted([KEYS[0], KEYS[1]]), w, w.catalog(_catalog()), qs, "cascade", tokens=TEN)
-    b = run_agent(Scripted([KEYS[0], KEYS[1]]), w, w.catalog(_catalog()), qs, "ehrr", tokens=TEN)
-    assert a.queries == b.queries
-
-
-# -- token counting ----------------------------------------------------------------------------
-
-
-def test_schema_tokens_are_counted_with_cl100k() -> None:
-    toktok = importlib.import_module("toktok")
-    c = Candidate("fs", "read_file", 1.0, "Read a file", {"type": "object"})
-    text = SchemaTokenCounter.text(c)
-    assert json.loads(text) == {
-        "name": "read_file",
-        "description": "Read a file",
-        "input_schema": {"type": "object"},
-    }
-    counter = SchemaTokenCounter()
-    assert counter([c, c]) == 2 * toktok.batch_count([text], "cl100k_base")[0] > 0
-
-
-def test_a_missing_tokenizer_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = importlib.import_module
-
-    def fake(name: str, package: str | None = None) -> Any:
-        if name == "toktok":
-            raise ImportError(name)
-        return real(name, package)
-
-    monkeypatch.setattr(importlib, "import_module", fake)
-    with pytest.raises(ToolrouteError, match="toktok-rs"):
-        SchemaTokenCounter()([_cand(KEYS[0])])
 
 
 # -- end to end on the small catalog -----------------------------------------------------------

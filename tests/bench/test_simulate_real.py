@@ -13,7 +13,9 @@ import pytest
 
 from tests.conftest import BENCHMARKS, needs_shared
 from toolroute.bench.agent import ORACLE_ROUTER
-from toolroute.bench.simulate import METRICS, REGRET, run_simulation, write_simulation_outputs
+from toolroute.bench.simulate import run_simulation
+from toolroute.bench.simulation import METRICS, REGRET
+from toolroute.bench.simulation_report import write_simulation_outputs
 from toolroute.catalog import Catalog, load_catalog, load_queries
 from toolroute.embed.onnx import OnnxEmbedder
 from toolroute.router import Router

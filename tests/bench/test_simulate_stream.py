@@ -3,21 +3,15 @@ today's figures reproduced by the once-through stream."""
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import HashingEmbedder
 from toolroute import Router
-from toolroute.bench.simulate import (
-    markdown_table,
-    run_simulation,
-    task_stream,
-    write_learning_outputs,
-)
+from toolroute.bench.simulate import run_simulation
+from toolroute.bench.simulation_report import markdown_table, write_learning_outputs
 from toolroute.catalog.loader import load_queries
-from toolroute.errors import ConfigError
 
 # Summaries of the code before issue 24 (commit 39d0713) on the small catalog, 3 seeds:
 # --providers 1 --planner whole, and --providers 2 --planner oracle (shortlist 5 then).
@@ -105,22 +99,6 @@ def test_the_once_through_stream_reproduces_the_figures_before_streams(
     assert got == want  # figure for figure: exact floats
 
 
-def test_a_zipf_stream_repeats_the_top_ranked_tasks_and_is_fixed_by_the_seed() -> None:
-    a = task_stream(95, "zipf", 3, 2000)
-    assert a == task_stream(95, "zipf", 3, 2000)
-    assert a != task_stream(95, "zipf", 4, 2000)
-    counts = Counter(a).most_common()
-    assert len(a) == 2000 and counts[0][1] > 5 * counts[20][1]  # P(rank k) ∝ 1/k
-    assert task_stream(95, "once", 0) == list(range(95))
-
-
-def test_sessions_are_bursts_over_a_few_tasks() -> None:
-    s = task_stream(95, "sessions", 1, 500)
-    assert len(s) == 500
-    repeats = sum(x == y for x, y in zip(s, s[1:], strict=False))
-    assert repeats > 100  # consecutive tasks often repeat within a session
-
-
 def test_a_window_counts_only_its_tasks_and_curves_cover_the_whole_stream(
     catalog_file: Path, queries_file: Path, tmp_path: Path
 ) -> None:
@@ -147,13 +125,6 @@ def test_the_noisy_agent_makes_invalid_calls_the_clean_one_does_not(
     c = clean.summary["hybrid"]["invalid_tool_calls"]["mean"]  # type: ignore[attr-defined]
     n = noisy.summary["hybrid"]["invalid_tool_calls"]["mean"]  # type: ignore[attr-defined]
     assert n > c
-
-
-def test_a_bad_stream_setting_is_a_config_error() -> None:
-    with pytest.raises(ConfigError):
-        task_stream(10, "daily", 0)  # type: ignore[arg-type]
-    with pytest.raises(ConfigError):
-        task_stream(0, "zipf", 0)
 
 
 def test_both_payment_rules_are_reported_and_only_ehrr_posts_prices(

@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -24,18 +25,29 @@ def _run(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
     return res.exit_code, res.stdout, res.stderr
 
 
-def _simulate(store: Path, catalog: Path, queries: Path, *args: str) -> tuple[int, str, str]:
-    """`toolroute simulate` over ``catalog`` and ``queries`` with its store in ``store``."""
+def _measure(
+    command: str, store: Path, catalog: Path, queries: Path, *args: str
+) -> tuple[int, str, str]:
+    """``toolroute COMMAND`` (bench, simulate) over ``catalog`` and ``queries`` with its store in
+    ``store``."""
     return _run(
-        "simulate",
-        "--catalog",
-        str(catalog),
-        "--queries",
-        str(queries),
-        "--store",
-        str(store),
-        *args,
+        command, "--catalog", str(catalog), "--queries", str(queries), "--store", str(store), *args
     )
+
+
+def _simulate(store: Path, catalog: Path, queries: Path, *args: str) -> tuple[int, str, str]:
+    return _measure("simulate", store, catalog, queries, *args)
+
+
+def _simulate_json(store: Path, catalog: Path, queries: Path, *args: str) -> dict[str, Any]:
+    """``simulate --json``'s summary, checked for its stable shape: per strategy, every summary
+    metric as mean and 95 % half-width."""
+    code, out, err = _simulate(store, catalog, queries, *args, "--json")
+    assert code == 0, err
+    res: dict[str, Any] = json.loads(out)
+    for metric in ("success_rate", "cost_usd", "invalid_calls", "latency_s", "tokens"):
+        assert all(set(r[metric]) == {"mean", "ci95"} for r in res.values()), metric
+    return res
 
 
 def _long_names_catalog(tmp_path: Path) -> Path:
@@ -92,22 +104,8 @@ def test_route_json_is_a_ranked_list(tmp_path: Path, catalog_file: Path) -> None
 def test_bench_json_has_the_stable_keys(
     tmp_path: Path, catalog_file: Path, queries_file: Path
 ) -> None:
-    code, out, _ = _run(
-        "bench",
-        "--catalog",
-        str(catalog_file),
-        "--queries",
-        str(queries_file),
-        "--store",
-        str(tmp_path),
-        "-s",
-        "bm25",
-        "-s",
-        "default",
-        "--json",
-        "--out",
-        str(tmp_path / "out"),
-    )
+    args = ["-s", "bm25", "-s", "default", "--json", "--out", str(tmp_path / "out")]
+    code, out, _ = _measure("bench", tmp_path, catalog_file, queries_file, *args)
     assert code == 0
     res = json.loads(out)
     assert list(res) == ["bm25", "default"]
@@ -133,16 +131,7 @@ def test_bench_json_has_the_stable_keys(
 def test_bench_without_strategy_runs_default_only(
     tmp_path: Path, catalog_file: Path, queries_file: Path
 ) -> None:
-    code, out, _ = _run(
-        "bench",
-        "--catalog",
-        str(catalog_file),
-        "--queries",
-        str(queries_file),
-        "--store",
-        str(tmp_path),
-        "--json",
-    )
+    code, out, _ = _measure("bench", tmp_path, catalog_file, queries_file, "--json")
     assert code == 0 and list(json.loads(out)) == ["default"]
 
 
@@ -301,29 +290,11 @@ def test_readme_commands_exist_in_help() -> None:
 def test_simulate_json_has_the_stable_shape(
     tmp_path: Path, catalog_file: Path, queries_file: Path
 ) -> None:
-    code, out, err = _simulate(
-        tmp_path,
-        catalog_file,
-        queries_file,
-        "-s",
-        "cascade",
-        "-s",
-        "ehrr",
-        "--seeds",
-        "3",
-        "--providers",
-        "1",
-        "--planner",
-        "whole",
-        "--json",
-        "--out",
-        str(tmp_path / "sim"),
+    args = ["-s", "cascade", "-s", "ehrr", "--seeds", "3", "--providers", "1", "--planner", "whole"]
+    out = _simulate_json(
+        tmp_path, catalog_file, queries_file, *args, "--out", str(tmp_path / "sim")
     )
-    assert code == 0, err
-    res = json.loads(out)
-    assert list(res) == ["cascade", "ehrr"]
-    for metric in ("success_rate", "cost_usd", "invalid_calls", "latency_s", "tokens"):
-        assert set(res["ehrr"][metric]) == {"mean", "ci95"}
+    assert list(out) == ["cascade", "ehrr"]
     for f in ("simulate.json", "simulate.md", "simulate.png", "paired.md"):
         assert (tmp_path / "sim" / f).stat().st_size > 0
     assert "| ehrr |" in (tmp_path / "sim" / "paired.md").read_text()
@@ -332,32 +303,12 @@ def test_simulate_json_has_the_stable_shape(
 def test_simulate_market_json_keeps_the_shape_and_adds_the_oracle_router(
     tmp_path: Path, catalog_file: Path, queries_file: Path
 ) -> None:
-    code, out, err = _simulate(
-        tmp_path,
-        catalog_file,
-        queries_file,
-        "-s",
-        "cascade",
-        "-s",
-        "ehrr",
-        "--seeds",
-        "2",
-        "--providers",
-        "2",
-        "--planner",
-        "clauses",
-        "--attempts",
-        "1",
-        "--prices",
-        "positive",
-        "--json",
+    args = "-s cascade -s ehrr --seeds 2 --providers 2 --planner clauses --attempts 1"
+    out = _simulate_json(
+        tmp_path, catalog_file, queries_file, *args.split(), "--prices", "positive"
     )
-    assert code == 0, err
-    res = json.loads(out)
-    assert list(res) == ["cascade", "ehrr", "oracle-router"]
-    for metric in ("success_rate", "cost_usd", "invalid_calls", "latency_s", "tokens"):
-        assert set(res["ehrr"][metric]) == {"mean", "ci95"}
-    assert set(res["ehrr"]["regret_success"]) == {"mean", "ci95"}
+    assert list(out) == ["cascade", "ehrr", "oracle-router"]
+    assert set(out["ehrr"]["regret_success"]) == {"mean", "ci95"}
 
 
 def test_simulate_rejects_a_bad_planner_in_one_line(

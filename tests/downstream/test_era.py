@@ -1,7 +1,6 @@
 """The protocol-era rules of the downstream sessions (downstream/era.py) that need no process: a
-list's lifetime from ``ttlMs``, what counts as a server asking by request, a refused handshake,
-and one listing of a server's two processes (tests/downstream/test_era_processes.py runs
-them with real servers)."""
+list's lifetime from ``ttlMs``, what counts as a server asking by request and a refused
+handshake (tests/downstream/test_era_processes.py runs them with real servers)."""
 
 from __future__ import annotations
 
@@ -15,11 +14,6 @@ from toolroute.downstream.era import (
     handshake_refused,
     list_expiry_s,
 )
-from toolroute.downstream.session import _merged
-
-
-def _tool(name: str, description: str = "d") -> types.Tool:
-    return types.Tool(name=name, description=description, input_schema={"type": "object"})
 
 
 def test_a_positive_ttl_is_the_lists_lifetime_floored_and_zero_or_absent_is_none() -> None:
@@ -45,14 +39,3 @@ def test_a_refused_handshake_is_found_inside_the_sdks_exception_groups() -> None
     assert handshake_refused(ExceptionGroup("g", [ExceptionGroup("h", [refused])]))
     assert not handshake_refused(ExceptionGroup("g", [other]))
     assert not handshake_refused(RuntimeError("x"))
-
-
-def test_one_listing_of_two_processes_keeps_a_change_either_made() -> None:
-    before = {t.name: t for t in [_tool("a"), _tool("b"), _tool("c")]}
-    main = [_tool("a", "changed here"), _tool("b"), _tool("c")]
-    companion = [_tool("a"), _tool("b", "changed there"), _tool("c"), _tool("d")]
-    merged = {t.name: t.description for t in _merged(main, companion, before)}
-    assert merged == {"a": "changed here", "b": "changed there", "c": "d", "d": "d"}
-    # the first listing (nothing before): the main session's own
-    first = {t.name: t.description for t in _merged(main, companion, {})}
-    assert first["a"] == "changed here" and first["b"] == "d"

@@ -30,6 +30,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from tests.conftest import REPO
 from tests.helpers.gateways import free_port
+from tests.helpers.net import stop
 from toolroute.config import load_config
 from toolroute.downstream.oauth import SECRET_KEY_ENV, StoredCredentials
 from toolroute.downstream.sync import list_all
@@ -75,12 +76,7 @@ def _process(args: list[str]) -> Iterator[subprocess.Popen[bytes]]:
     try:
         yield proc
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=20)
+        stop(proc)
         if proc.stdout is not None:
             proc.stdout.close()
 

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import NPM_MODULES, REPO, TOOLROUTE
-from tests.helpers.net import free_port, wait_port
+from tests.helpers.net import free_port, stop, wait_port
 
 NODE = NPM_MODULES / ".bin" / "node"
 SUITE = NPM_MODULES / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
@@ -102,12 +102,7 @@ OWN_CONTENT: dict[str, Callable[[dict[str, Any]], bool]] = {
 def stop_all(procs: list[subprocess.Popen[bytes]]) -> None:
     """Terminate ``procs`` (last started first) and reap them, killing any that lingers."""
     for proc in reversed(procs):
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        stop(proc, 10)
 
 
 @contextmanager

@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 
 from tests.conftest import MEMORY_JS, REPO, TIME_MAIN, HashingEmbedder
+from tests.helpers import configs
 from toolroute.config import GatewayConfig, load_config
 from toolroute.downstream.servers import DownstreamPool
 from toolroute.gateway.ops.app import running_pool
@@ -52,13 +53,8 @@ def reference(tmp_path: Path) -> dict[str, Any]:
 
 
 def write_config(tmp_path: Path, servers: dict[str, Any], **settings: Any) -> Path:
-    path = tmp_path / "servers.json"
-    path.write_text(json.dumps({"mcpServers": {**reference(tmp_path), **servers}}))
-    lines = [f'store = "{tmp_path / "store"}"', "call_gate = false"] + [
-        f"{k} = {json.dumps(v)}" for k, v in settings.items()
-    ]
-    (tmp_path / "toolroute.toml").write_text("[toolroute]\n" + "\n".join(lines) + "\n")
-    return path
+    """The reference servers and ``servers`` (configs.write_config)."""
+    return configs.write_config(tmp_path, {**reference(tmp_path), **servers}, **settings)
 
 
 def config(tmp_path: Path, servers: dict[str, Any], **settings: Any) -> GatewayConfig:

@@ -5,7 +5,6 @@ test's own event loop."""
 
 from __future__ import annotations
 
-import json
 import socket
 import subprocess
 import sys
@@ -21,7 +20,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.types import Implementation
 
-from tests.conftest import REPO, TIME_MAIN, TOOLROUTE
+from tests.conftest import REPO, TOOLROUTE
+from tests.helpers import configs
+from tests.helpers.configs import TIME_SERVER
 from tests.helpers.net import free_port, stop, wait_for_port
 from toolroute.embed.base import Embedder
 from toolroute.gateway.ops.app import make_gateway, running_pool
@@ -31,17 +32,11 @@ from toolroute.gateway.ops.syncing import sync_router
 
 def write_config(directory: Path, store: str, *, changing: bool = False, **settings: Any) -> Path:
     """servers.json + toolroute.toml (store, no call gate, ``settings``) in ``directory``."""
-    directory.mkdir(parents=True, exist_ok=True)
-    servers: dict[str, Any] = {"time": {"command": sys.executable, "args": ["-c", TIME_MAIN]}}
+    servers: dict[str, Any] = {"time": TIME_SERVER}
     if changing:
         fixture = REPO / "tests" / "fixtures" / "changing_server.py"
         servers["changing"] = {"command": sys.executable, "args": [str(fixture)]}
-    path = directory / "servers.json"
-    path.write_text(json.dumps({"mcpServers": servers}))
-    lines = [f"store = {json.dumps(store)}", "call_gate = false"]
-    lines += [f"{k} = {json.dumps(v)}" for k, v in settings.items()]
-    (directory / "toolroute.toml").write_text("[toolroute]\n" + "\n".join(lines) + "\n")
-    return path
+    return configs.write_config(directory, servers, store=store, **settings)
 
 
 @asynccontextmanager

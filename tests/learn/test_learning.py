@@ -22,6 +22,7 @@ import pytest
 from mcp import Client
 
 from tests.conftest import REPO, TIME_MAIN
+from tests.helpers.configs import TIME_SERVER, write_config
 from toolroute.config import load_config
 from toolroute.embed.onnx import OnnxEmbedder
 from toolroute.gateway.ops.app import running_pool
@@ -173,13 +174,8 @@ def test_the_usage_memory_ranks_what_a_client_keeps_calling_first_for_it_alone(
     rounds a paraphrase of the need ranks ``convert_time`` first for alice only (bob, who
     called nothing, still gets ``get_current_time``), also in a new gateway over the same
     store (a restart)."""
-    time_server = {"command": sys.executable, "args": ["-c", TIME_MAIN]}
-    path = tmp_path / "servers.json"
-    path.write_text(json.dumps({"mcpServers": {"clock-a": time_server, "clock-b": time_server}}))
-    (tmp_path / "toolroute.toml").write_text(
-        f'[toolroute]\nstore = "{tmp_path / "store"}"\ncall_timeout_s = 20\ncall_gate = false\n'
-    )
-    cfg = load_config(path)
+    clocks = {"clock-a": TIME_SERVER, "clock-b": TIME_SERVER}
+    cfg = load_config(write_config(tmp_path, clocks, call_timeout_s=20))
     paraphrase = "what time is it now in a given time zone"  # cosine 0.87 to QUERY
     convert = {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"}
     embedder = onnx

@@ -5,15 +5,13 @@ outside it) as abandoned for that query, for that client alone; the answer is th
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from tests.conftest import TIME_MAIN
+from tests.helpers.configs import TIME_SERVER, write_config
 from toolroute.config import load_config
 from toolroute.gateway.ops.app import running_pool
 from toolroute.gateway.ops.syncing import sync_router
@@ -35,13 +33,8 @@ def _score(found: dict[str, Any], server: str, tool: str) -> float:
 def test_a_call_past_the_answer_lowers_what_it_passed_over_for_that_client_only(
     tmp_path: Path, onnx: Any
 ) -> None:
-    time_server = {"command": sys.executable, "args": ["-c", TIME_MAIN]}
-    path = tmp_path / "servers.json"
-    path.write_text(json.dumps({"mcpServers": {"clock-a": time_server, "clock-b": time_server}}))
-    (tmp_path / "toolroute.toml").write_text(
-        f'[toolroute]\nstore = "{tmp_path / "store"}"\ncall_timeout_s = 20\ncall_gate = false\n'
-    )
-    cfg = load_config(path)
+    clocks = {"clock-a": TIME_SERVER, "clock-b": TIME_SERVER}
+    cfg = load_config(write_config(tmp_path, clocks, call_timeout_s=20))
     embedder = onnx  # the session's model: built once for the whole run
 
     async def main() -> None:

@@ -12,9 +12,9 @@ from toolroute.bench.calibrate import calibrate as run_calibrate
 from toolroute.bench.calibrate import write_threshold
 from toolroute.bench.report import markdown_table, write_outputs
 from toolroute.bench.runner import bench as run_bench
-from toolroute.bench.simulate import markdown_table as simulation_table
-from toolroute.bench.simulate import (
-    run_simulation,
+from toolroute.bench.simulate import run_simulation
+from toolroute.bench.simulation_report import markdown_table as simulation_table
+from toolroute.bench.simulation_report import (
     write_learning_outputs,
     write_simulation_outputs,
 )

@@ -4,12 +4,14 @@ line, a connect error) instead of the SDK's generic messages."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
 import mcp.types as types
 from mcp.shared.exceptions import MCPError
 
 from toolroute.config import HttpSpec, StdioSpec
+from toolroute.downstream.stdio_client import RESULT_TOO_LARGE
 from toolroute.errors import ToolrouteError
 
 if TYPE_CHECKING:
@@ -23,6 +25,7 @@ __all__ = [
     "http_refusal",
     "describe",
     "first_line",
+    "request_error",
     "too_large",
 ]
 
@@ -69,6 +72,32 @@ def http_refusal(
         "unauthorized (HTTP 401): the server needs credentials — set "
         '"headers": {"Authorization": ...} in its entry'
     )
+
+
+def request_error(
+    server: str,
+    tool: str | None,
+    e: MCPError,
+    needed: str | None,
+    denied: Callable[[], str | None],
+) -> DownstreamError:
+    """What the JSON-RPC error ``e`` of a request to ``server`` (a call of ``tool``) tells the
+    gateway: a closed connection is a lapsed sign-in where ``needed`` says what the operator
+    must do (downstream/oauth.py), else a crash; an internal error is the refusal ``denied()``
+    names, if the last HTTP response was one."""
+    if e.error.code == types.CONNECTION_CLOSED and needed:
+        return DownstreamError(server, tool, "auth_required", needed)
+    if e.error.code == types.CONNECTION_CLOSED:
+        return DownstreamError(
+            server, tool, "crashed", "the server closed the connection; it is being restarted"
+        )
+    if e.error.code == types.REQUEST_TIMEOUT:
+        return DownstreamError(server, tool, "timeout", e.error.message)
+    if e.error.code == RESULT_TOO_LARGE:
+        return DownstreamError(server, tool, "too_large", e.error.message)
+    if e.error.code == types.INTERNAL_ERROR and (why := denied()):
+        return DownstreamError(server, tool, "protocol", why)
+    return DownstreamError(server, tool, "protocol", e.error.message, e.error)
 
 
 def closed(e: BaseException) -> bool:

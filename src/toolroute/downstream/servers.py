@@ -11,7 +11,9 @@ from collections.abc import Mapping
 import anyio
 import anyio.abc
 
-from toolroute.downstream.session import CallContext, Downstream, DownstreamError, ListedServer
+from toolroute.downstream.callers import CallContext
+from toolroute.downstream.listing import ListedServer
+from toolroute.downstream.session import Downstream, DownstreamError
 
 __all__ = ["CallContext", "Downstream", "DownstreamError", "DownstreamPool", "ListedServer"]
 

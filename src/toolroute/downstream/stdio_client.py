@@ -66,6 +66,13 @@ class ProcessInfo:
     on_eof: Callable[[], None] | None = None
     """Called when the server's stdout ends (it exited or closed it), even while idle."""
 
+    def exited(self) -> str | None:
+        """``exited with code N: <its last stderr line>`` once the process has ended."""
+        if self.returncode is None:
+            return None
+        tail = self.stderr_tail
+        return f"exited with code {self.returncode}" + (f": {tail[-1]}" if tail else "")
+
 
 @asynccontextmanager
 async def bounded_stdio_client(

@@ -8,7 +8,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Embedder", "Matrix", "SpanEmbedder", "l2_normalise", "padded_ids"]
+__all__ = ["Embedder", "Matrix", "SpanEmbedder", "Wrapper", "l2_normalise", "padded_ids"]
 
 Matrix = npt.NDArray[np.float32]
 """Row-major float32 matrix, one L2-normalised row per text."""
@@ -40,6 +40,22 @@ class SpanEmbedder(Embedder, Protocol):
     """
 
     def embed_spans(self, text: str, spans: Sequence[tuple[int, int]]) -> Matrix: ...
+
+
+class Wrapper:
+    """An embedder around another (``inner``) that keeps its vectors, so its ``model_id`` and
+    ``dim``: a cache or a memo in front of the model."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+
+    @property
+    def model_id(self) -> str:
+        return self.inner.model_id
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
 
 
 def l2_normalise(m: npt.NDArray[np.floating]) -> Matrix:

@@ -14,7 +14,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from toolroute.embed.base import Embedder, Matrix
+from toolroute.embed.base import Embedder, Matrix, Wrapper
 
 __all__ = ["CachedEmbedder", "VectorCache", "text_key"]
 
@@ -32,22 +32,14 @@ class VectorCache(Protocol):
     def put_vectors(self, model: str, items: Mapping[str, Matrix]) -> None: ...
 
 
-class CachedEmbedder:
+class CachedEmbedder(Wrapper):
     """Wraps an :class:`Embedder`; ``embedded`` counts texts actually sent to the model."""
 
     def __init__(self, inner: Embedder, cache: VectorCache, *, chunk: int = 256) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self._cache = cache
         self._chunk = chunk
         self.embedded = 0
-
-    @property
-    def model_id(self) -> str:
-        return self.inner.model_id
-
-    @property
-    def dim(self) -> int:
-        return self.inner.dim
 
     def embed(
         self, texts: Sequence[str], progress: Callable[[int, int], None] | None = None

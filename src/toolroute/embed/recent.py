@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from toolroute.embed.base import Embedder, Matrix, SpanEmbedder
+from toolroute.embed.base import Embedder, Matrix, SpanEmbedder, Wrapper
 
 __all__ = ["QueryMemo", "VectorLru"]
 
@@ -47,7 +47,7 @@ class VectorLru:
                 self._items.popitem(last=False)
 
 
-class QueryMemo:
+class QueryMemo(Wrapper):
     """Wraps an :class:`Embedder`; ``hits`` and ``misses`` count memoised query lookups.
 
     Thread-safe: the gateway routes in worker threads. ``size=0`` turns the memo off.
@@ -56,20 +56,12 @@ class QueryMemo:
     def __init__(self, inner: Embedder, size: int = 1024) -> None:
         if size < 0:
             raise ValueError("size must be >= 0")
-        self.inner = inner
+        super().__init__(inner)
         self.size = size
         self.hits = 0
         self.misses = 0
         self._memo = VectorLru(size)
         self._count = threading.Lock()
-
-    @property
-    def model_id(self) -> str:
-        return self.inner.model_id
-
-    @property
-    def dim(self) -> int:
-        return self.inner.dim
 
     def __len__(self) -> int:
         return len(self._memo)

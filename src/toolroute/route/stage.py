@@ -20,7 +20,8 @@ import numpy.typing as npt
 from toolroute.embed.base import Matrix
 from toolroute.index.build import ToolIndex
 from toolroute.llm.client import ChatLLM
-from toolroute.route.abstain import AbstainMode, AbstainModel
+from toolroute.route.abstain import AbstainMode
+from toolroute.route.abstain_model import AbstainModel
 from toolroute.route.action import query_actions
 from toolroute.route.adaptive import AdaptiveParams
 from toolroute.route.expand import expand
