@@ -381,6 +381,9 @@ def render(s: dict[str, Any], args: argparse.Namespace) -> str:
     marks = ", ".join(f"{w} +{ms} ms" for w, ms in s["marks"])
     lines += ["", f"Marks (traced, so slower than served): {marks}.", ""]
     for name, p in windows:
+        if not p["contexts"]:
+            lines += [f"## {name}", "", "None ran toolroute code.", ""]
+            continue
         lines += [f"## {name}", "", "Packages: " + ", ".join(f"`{x}`" for x in p["packages"])]
         lines += ["", "Tasks [thread] that ran toolroute code, with its modules:", ""]
         for context, fns in p["contexts"].items():
