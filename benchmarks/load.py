@@ -54,7 +54,7 @@ from mcp import Client
 from mcp.types import CallToolResult
 from tests.helpers.net import stop
 
-from toolroute.gateway.calls import MAX_QUERY_CHARS
+from toolroute.gateway.shell.meta_tools import MAX_QUERY_CHARS
 
 PY = sys.executable
 TOOLROUTE = str(Path(PY).with_name("toolroute"))

@@ -21,6 +21,7 @@ from mcp.server.connection import allowed_log_levels
 from mcp.shared._context_streams import create_context_streams
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared._stream_protocols import ReadStream, WriteStream
+from mcp.shared.direct_dispatcher import DIRECT_TRANSPORT_KIND
 from mcp_types import (
     CLIENT_CAPABILITIES_META_KEY,
     CLIENT_INFO_META_KEY,
@@ -42,6 +43,7 @@ __all__ = [
     "create_context_streams",
     "create_mcp_http_client",
     "forward_caller_capabilities",
+    "in_process",
     "list_tools_leniently",
     "stop_server_process",
     "without_envelope",
@@ -64,6 +66,15 @@ allowed_log_levels = allowed_log_levels
 _CALLER_CAPABILITIES: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
     "toolroute_caller_capabilities", default=None
 )
+
+
+def in_process(ctx: Any) -> bool:
+    """Whether a handler's request came from a client in this process (the SDK's direct
+    dispatcher: no wire, the caller has the answer the moment the handler returns). The
+    per-request session keeps the request's dispatch context as ``_request_outbound`` (SDK
+    2.3), whose transport says its kind."""
+    outbound = getattr(getattr(ctx, "session", None), "_request_outbound", None)
+    return getattr(getattr(outbound, "transport", None), "kind", None) == DIRECT_TRANSPORT_KIND
 
 
 def connection_of(session: Any) -> Any:

@@ -21,7 +21,7 @@ from toolroute.codemode._writer import bounded_writer
 from toolroute.codemode.pages import Owner, Pages
 from toolroute.codemode.sandbox import MESSAGE_CHARS, Sandbox, ScriptEnd, guarded
 from toolroute.codemode.slots import FairSlots
-from toolroute.gateway.calls import _checks
+from toolroute.gateway.calls import arguments as checks
 
 NAMED = {"result_bytes", "result_depth", "int_digits", "memory_mb", "cpu_s", "recursion"}
 """The limits a value can meet on its way out of the worker."""
@@ -265,12 +265,12 @@ ARGUMENTS = st.dictionaries(st.text(max_size=8), TREES, max_size=5)
 def test_argument_checks_refuse_exactly_what_is_too_deep_or_too_large(
     arguments: dict[str, Any], most: int, deepest: int
 ) -> None:
-    saved = (_checks.MAX_ARGUMENT_BYTES, _checks.MAX_ARGUMENT_DEPTH)
-    _checks.MAX_ARGUMENT_BYTES, _checks.MAX_ARGUMENT_DEPTH = most, deepest
+    saved = (checks.MAX_ARGUMENT_BYTES, checks.MAX_ARGUMENT_DEPTH)
+    checks.MAX_ARGUMENT_BYTES, checks.MAX_ARGUMENT_DEPTH = most, deepest
     try:
-        problem = _checks.check_arguments(arguments)
+        problem = checks.check_arguments(arguments)
     finally:
-        _checks.MAX_ARGUMENT_BYTES, _checks.MAX_ARGUMENT_DEPTH = saved
+        checks.MAX_ARGUMENT_BYTES, checks.MAX_ARGUMENT_DEPTH = saved
     too_deep = _depth(arguments) > deepest
     size = len(json.dumps(arguments, ensure_ascii=False).encode("utf-8", "surrogatepass"))
     assert (problem is not None) == (too_deep or size > most), (problem, size)
@@ -295,19 +295,19 @@ def test_argument_checks_stop_walking_a_shared_structure_at_their_limit() -> Non
     for _ in range(21):
         value = _Counted([value, value])
     _Counted.walks = 0
-    problem = _checks.check_arguments({"a": value})
+    problem = checks.check_arguments({"a": value})
     assert problem is not None and "larger than" in problem
-    assert _Counted.walks <= _checks.MAX_ARGUMENT_BYTES // 2
+    assert _Counted.walks <= checks.MAX_ARGUMENT_BYTES // 2
 
 
 def test_argument_checks_walk_tuples_and_refuse_what_json_cannot_hold() -> None:
     deep: Any = (1,)
     for _ in range(40):
         deep = (deep, deep)
-    assert "nested deeper" in (_checks.check_arguments({"a": deep}) or "")
-    assert "plain JSON" in (_checks.check_arguments({"a": {1, 2}}) or "")
-    assert "4300 digits" in (_checks.check_arguments({"a": 10**5000}) or "")
-    assert _checks.check_arguments({"a": (1, 2), "b": [math.pi, None, True]}) is None
+    assert "nested deeper" in (checks.check_arguments({"a": deep}) or "")
+    assert "plain JSON" in (checks.check_arguments({"a": {1, 2}}) or "")
+    assert "4300 digits" in (checks.check_arguments({"a": 10**5000}) or "")
+    assert checks.check_arguments({"a": (1, 2), "b": [math.pi, None, True]}) is None
 
 
 # -- the worker, over generated values ----------------------------------------------------

@@ -193,7 +193,7 @@ def test_a_gateway_holds_calls_to_its_limits_and_counts_them_from_construction(
 
     async def main() -> None:
         async with _gateway(cfg) as gw, Client(gw.server, raise_exceptions=True) as c:
-            assert isinstance(gw.limits, Limits) and isinstance(gw.metrics, GatewayMetrics)
+            assert isinstance(gw.calls.limits, Limits) and isinstance(gw.metrics, GatewayMetrics)
             with anyio.fail_after(5):
                 assert not (await c.call_tool("call_tool", TOKYO)).is_error
                 r = await c.call_tool("call_tool", TOKYO)
@@ -592,6 +592,29 @@ def test_calls_to_a_server_that_announces_no_change_note_one_relist_until_it_is_
                     r = await gw.call("time__get_current_time", {"timezone": "Asia/Tokyo"})
                     assert not r.is_error
                 assert notes == [True] * (taken + 1)
+
+    anyio.run(main)
+
+
+def test_a_calls_possible_silent_change_is_told_to_the_pool_once_its_answer_is_out(
+    tmp_path: Path,
+) -> None:
+    """The re-list a call of a server that announces no changes needs wakes the change watcher
+    only once the gateway has answered the call (``answered``), not on the call's way back."""
+    cfg = _config(tmp_path, "2025-11-25", call_gate="off")
+
+    async def main() -> None:
+        async with _gateway(cfg) as gw:
+            time_server = gw.pool["time"]
+            notes: list[bool] = []
+            time_server.on_change = lambda: notes.append(time_server.tools_changed.is_set())
+            time_server.tools_changed = anyio.Event()
+            with anyio.fail_after(10):
+                await time_server.call_tool("get_current_time", {"timezone": "UTC"})
+            assert time_server.tools_changed.is_set() and notes == []  # pending, told nobody
+            time_server.answered()
+            time_server.answered()
+            assert notes == [True]  # once
 
     anyio.run(main)
 

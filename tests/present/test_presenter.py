@@ -12,7 +12,6 @@ from toolroute.catalog.candidate import Candidate
 from toolroute.papers.tool_attention.agent_loop import ToolAttention
 from toolroute.present.presenter import PresentConfig, Presenter, binding_name
 from toolroute.present.tokens import TokenCounter
-from toolroute.route.preconditions import Preconditions, SessionState, blocked_by
 
 
 def _words(texts: list[str]) -> list[int]:
@@ -98,21 +97,6 @@ def test_tool_attention_refuses_tools_not_promoted(tmp_path: Path, catalog_file:
         turn = ta.turn("weather forecast for a city")
         assert ta.check_call(turn.to_anthropic()[0]["name"]) is None
         assert "tool_not_available" in (ta.check_call("fs__read_file") or "")
-
-
-def test_preconditions_gate_on_scope_prior_call_and_milestone() -> None:
-    state = SessionState(scopes={"repo:read"})
-    assert blocked_by(Preconditions(requires_scope=("repo:write",)), state) == (
-        "requires scope repo:write"
-    )
-    pre = Preconditions(after=("git__git_status",))
-    assert "git__git_status" in (blocked_by(pre, state) or "")
-    state.succeeded.append("git__git_status")
-    assert blocked_by(pre, state) is None
-    assert blocked_by(Preconditions(after=("git__",)), state) is None  # a prefix
-    assert "plan_confirmed" in (blocked_by(Preconditions(milestone="plan_confirmed"), state) or "")
-    state.milestones.add("plan_confirmed")
-    assert blocked_by(Preconditions(milestone="plan_confirmed"), state) is None
 
 
 def test_names_that_sanitise_alike_still_bind_apart() -> None:

@@ -24,7 +24,7 @@ log = logging.getLogger("toolroute.downstream")
 
 MAX_TOOL_DEPTH = 128
 """JSON nesting a tool's definition may have (its input schema at most 64 objects deep: the
-schema checks' own bound, gateway/calls/_schema.py's ``MAX_SCHEMA_DEPTH``, counts objects)."""
+schema checks' own bound, gateway/calls/arguments.py's ``MAX_SCHEMA_DEPTH``, counts objects)."""
 
 
 def depth(value: Any) -> int:

@@ -127,6 +127,7 @@ class Downstream:
         self._asks = Asks(name)
         self._process = ProcessInfo()
         self.tools_changed = anyio.Event()
+        self._unnoted = False  # a call may have changed the tools: not told to the pool yet
         self.on_notification: NotificationHook | None = None
         self.on_change: Callable[[], None] | None = None
         """Called when what the gateway follows changes: the tools (list_changed), a
@@ -356,6 +357,13 @@ class Downstream:
         if self.on_change is not None:
             self.on_change()
 
+    def answered(self) -> None:
+        """A call of this server was answered: a change of its tools it may have made
+        unannounced (:meth:`call_tool`) is told to the pool (waking its watcher) now."""
+        if self._unnoted:
+            self._unnoted = False
+            self._changed()
+
     def _why(self, e: BaseException) -> str:
         if self.auth is not None and (needed := self.auth.why(e)):
             return needed
@@ -508,11 +516,10 @@ class Downstream:
             not announces_tool_changes(c) or (modern(c) and not self._no_companion)
         ):
             # it may have changed a tool unannounced, or announced it on a session this one
-            # is not (downstream/era.py): re-listed soon. Once noted, the re-list is pending
-            # until the watcher takes it: another note per call would only wake it to
-            # recompute the status for nothing
+            # is not (downstream/era.py): re-listed soon, told once the answer is out
+            # (:meth:`answered`), once until the watcher takes it (not a wake-up per call)
             self.tools_changed.set()
-            self._changed()
+            self._unnoted = True
         if isinstance(self.spec, HttpSpec):  # stdio replies are capped while they are read
             size = len(result.model_dump_json(by_alias=True, exclude_unset=True))
             if size > self.max_result_bytes:

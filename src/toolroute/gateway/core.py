@@ -10,11 +10,13 @@ both protocol eras, stdio and HTTP) and the Python
   preconditions fail, presents the gated top-k (θ, pinned first) and promotes them for the
   caller (:class:`toolroute.gateway.calls.access.SessionStates`); the routing is audited as a
   :class:`~toolroute.present.events.RoutingEvent`.
-- :meth:`GatewayCore.gated_call` runs a tool call through the call path,
-  :mod:`toolroute.gateway.calls.pipeline` (allow-list, arguments, call gate, preconditions,
-  limits, learn, quarantine, known tool, schema, forward and record), the call as data
+- What calls is :attr:`GatewayCore.calls`, the gateway's call path
+  (:class:`toolroute.gateway.calls.path.CallPath`: allow-list, arguments, call gate,
+  preconditions, limits, learn, quarantine, known tool, schema, forward), the call as data
   (:class:`~toolroute.gateway.calls.pipeline.Call`); the core supplies what its steps read
-  (:class:`toolroute.gateway.calls.pipeline.Host`: data, and :meth:`GatewayCore.record`).
+  (:class:`toolroute.gateway.calls.pipeline.Host`: data). :meth:`GatewayCore.gated_call` runs
+  one call through it and records its outcome as it returns (the MCP shell records after its
+  reply instead).
 - Every refusal is an ``isError`` result whose JSON names one
   :class:`~toolroute.errors.ErrorCode` and says what to do next.
 
@@ -44,22 +46,23 @@ from toolroute.catalog.name import SEPARATOR, qualified_name
 from toolroute.downstream.servers import CallContext, DownstreamPool
 from toolroute.errors import ErrorCode
 from toolroute.gateway.calls import pipeline
-from toolroute.gateway.calls._checks import MAX_NAME_CHARS
-from toolroute.gateway.calls._limits import Limits, NoLimits
 from toolroute.gateway.calls.access import (
     ANONYMOUS,
     CallGate,
     SessionStates,
     gate_scope,
 )
+from toolroute.gateway.calls.arguments import MAX_NAME_CHARS
+from toolroute.gateway.calls.path import CallPath
 from toolroute.gateway.calls.pipeline import Call, json_result, refusal
+from toolroute.gateway.calls.preconditions import blocked_by, preconditions_for
 from toolroute.gateway.calls.quarantine import Held
-from toolroute.gateway.ops.status import Faults
+from toolroute.gateway.health import Faults
 from toolroute.learn.memory import shown_keys
 from toolroute.policy import LimitSettings
 from toolroute.present.events import EventSink, RoutingEvent, query_hash
 from toolroute.present.presenter import Presentation, PresentConfig, Presenter
-from toolroute.route.preconditions import Preconditions, SessionState, blocked_by, preconditions_for
+from toolroute.route.preconditions import Preconditions, SessionState
 from toolroute.router import Router, find_server
 from toolroute.settings import DEFAULTS, ToolrouteSettings
 from toolroute.stats import Outcome
@@ -212,12 +215,8 @@ class GatewayCore:
         """Held tools by name (:class:`~toolroute.gateway.calls.quarantine.Held`), set by sync."""
         self.faults = Faults()
         """What the gateway cannot write now (store, events log, status file): in status()."""
-        self._on_outcome = on_outcome
         self._route_limiter = anyio.CapacityLimiter(ROUTE_THREADS)
         self.metrics: Metrics = metrics if metrics is not None else NoMetrics()
-        self.limits = (
-            Limits(limits, self) if limits is not None and not limits.empty else NoLimits()
-        )
         self.bridge = bridge
         """Another way downstream for some calls (the shell's, between protocol eras)."""
         self.sessions = SessionStates(
@@ -230,8 +229,8 @@ class GatewayCore:
         # pass-through lists every tool, so its calls are not gated
         gated = self.call_gate and settings.expose != "all"
         self.gate = CallGate(self.gate_scope, gated, self.sessions)
-        self._gated_path = pipeline.bind(self, pipeline.STEPS)  # once: steps read self per call
-        self._execute_path = pipeline.bind(self, pipeline.EXECUTE)
+        self.calls = CallPath(self, limits, on_outcome)
+        """What calls: the call path, bound once (its steps read this core per call)."""
 
     # -- the settings, read per request ---------------------------------------------------
 
@@ -555,12 +554,11 @@ class GatewayCore:
         caller: CallContext | None = None,
         identity: str = ANONYMOUS,
     ) -> CallResult:
-        """One tool call of a client through every step of the call path
-        (:data:`toolroute.gateway.calls.pipeline.STEPS`), as data
-        (:class:`~toolroute.gateway.calls.pipeline.Call`): ``client`` names whose usage memory
-        a completed call feeds, ``caller`` where the server's messages during it go,
-        ``identity`` whom the limits count it against."""
-        return await self._gated_path(
+        """One tool call of a client through every step of the call path, as data
+        (:class:`~toolroute.gateway.calls.pipeline.Call`), recorded as it returns:
+        ``client`` names whose usage memory a completed call feeds, ``caller`` where the
+        server's messages during it go, ``identity`` whom the limits count it against."""
+        return await self.calls.call(
             Call(name, arguments, state, allowed, client, caller, identity)
         )
 
@@ -569,19 +567,8 @@ class GatewayCore:
 
     async def call(self, name: str, arguments: dict[str, Any]) -> CallResult:
         """Run one call through the call's own steps (quarantine, known tool, schema,
-        forward): for a caller already checked, e.g. a test or the Python API."""
-        state = self.state()
-        return await self._execute_path(Call(name, arguments, state))
-
-    def record(self, outcome: Outcome) -> None:
-        """One executed call into the statistics (EHRR eq. 8)."""
-        # written synchronously, before the answer goes out: a kill -9 loses only calls in
-        # flight (a background writer saves too little to be worth an acked-but-lost outcome:
-        # benchmarks/gateway_latency.py --breakdown)
-        with self.faults.audit("store"), self.metrics.store("record_outcome"):  # logged once
-            self.router.record(outcome)
-        if self._on_outcome is not None:
-            self._on_outcome(outcome)
+        forward) and record it: for a caller already checked, e.g. a test or the Python API."""
+        return await self.calls.call(Call(name, arguments, self.state()), checked=True)
 
 
 def _with_verdict(found: dict[str, Any], notes: dict[str, Any]) -> dict[str, Any]:

@@ -1,5 +1,8 @@
 """State-aware gating (Tool Attention, eq. 6, §5.4): deterministic preconditions checked against the
 session's state, beside the similarity gate (θ, top-k) of :mod:`toolroute.present.presenter`.
+This module holds the data (what toolroute.toml declares, and the session state); the rule that
+checks one against the other, at find time and at call time, is
+:mod:`toolroute.gateway.calls.preconditions`.
 
 Declared in ``toolroute.toml`` per tool (``[tools."server__tool"]``) or per server
 (``[servers.name]``, applying to all its tools):
@@ -13,10 +16,9 @@ Declared in ``toolroute.toml`` per tool (``[tools."server__tool"]``) or per serv
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["Preconditions", "SessionState", "blocked_by", "preconditions_for"]
+__all__ = ["Preconditions", "SessionState"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,30 +54,3 @@ class SessionState:
     """The client identity its promotions are shared under, across gateway processes and
     replicas (call gate scope ``client``, and every 2026-07-28 request); None: this
     connection only."""
-
-
-def blocked_by(pre: Preconditions | None, state: SessionState) -> str | None:
-    """Why a tool is gated out in this state (Tool Attention eq. 6: g = 0), or None when it
-    passes."""
-    if pre is None:
-        return None
-    missing = [s for s in pre.requires_scope if s not in state.scopes]
-    if missing:
-        return f"requires scope {', '.join(missing)}"
-    if pre.after and not any(
-        done == need or done.startswith(need) for need in pre.after for done in state.succeeded
-    ):
-        return f"needs a successful call to {' or '.join(pre.after)} first"
-    if pre.milestone and pre.milestone not in state.milestones:
-        return f"needs milestone {pre.milestone!r} (set_milestone)"
-    return None
-
-
-def preconditions_for(
-    name: str, server: str, tools: Mapping[str, Preconditions], servers: Mapping[str, Preconditions]
-) -> Preconditions | None:
-    """The tool's own preconditions merged with its server's."""
-    own, srv = tools.get(name), servers.get(server)
-    if own is None:
-        return srv
-    return own.merged(srv)

@@ -10,12 +10,6 @@ import pytest
 
 from toolroute.config import load_config
 from toolroute.errors import ConfigError
-from toolroute.gateway.calls._checks import (
-    check_arguments,
-    check_find_args,
-    coerce_arguments,
-    coerce_k,
-)
 from toolroute.gateway.calls.access import (
     CLIENT_SCOPE_KEY,
     ClientAccess,
@@ -174,60 +168,6 @@ def test_connection_scope_forgets_a_closed_connection_and_client_scope_outlives_
     by_client.for_request(_ctx(_Conn(), client="ci")).promoted.add("time__x")
     assert "time__x" in by_client.for_request(_ctx(_Conn(), client="ci")).promoted
     assert "time__x" not in by_client.for_request(_ctx(_Conn(), client="other")).promoted
-
-
-@pytest.mark.parametrize(
-    ("k", "coerced"),
-    [(None, 5), ("3", 3), (3.0, 3), (" 7 ", 7), (0, 1), (-1, 1), (51, 50), ("80", 50)],
-)
-def test_k_as_models_send_it_is_read_as_an_integer_within_the_range(
-    k: object, coerced: int
-) -> None:
-    assert coerce_k(k, 5, 50) == (coerced, None)
-    assert check_find_args({"query": "x", "k": k}) is None
-
-
-@pytest.mark.parametrize("k", [2.5, True, "three", [3], {"k": 3}, float("nan")])
-def test_k_that_is_no_whole_number_is_refused_with_the_range(k: object) -> None:
-    value, problem = coerce_k(k, 5, 50)
-    assert problem is not None and problem.startswith("`k` must be an integer from 1 to 50")
-    assert check_find_args({"query": "x", "k": k}) == problem
-
-
-@pytest.mark.parametrize(
-    ("arguments", "read"),
-    [({"a": 1}, {"a": 1}), ('{"a": 1}', {"a": 1}), ("", {}), (" {} ", {})],
-)
-def test_arguments_are_an_object_or_that_object_as_json_text(
-    arguments: object, read: dict[str, object]
-) -> None:
-    assert coerce_arguments(arguments) == (read, None)
-
-
-@pytest.mark.parametrize(
-    ("arguments", "says"),
-    [
-        (None, "`arguments` is null"),
-        ("[1, 2]", "must be an object"),
-        ("{not json", "not a JSON object"),
-        ("[" * 100_000, "not a JSON object"),
-        (3, "must be an object"),
-    ],
-)
-def test_arguments_of_another_kind_are_refused_with_what_to_send(
-    arguments: object, says: str
-) -> None:
-    read, problem = coerce_arguments(arguments)
-    assert problem is not None and says in problem and "{}" in problem
-
-
-def test_arguments_deeper_than_32_or_over_a_megabyte_are_refused() -> None:
-    nested: object = "end"
-    for _ in range(32):
-        nested = [nested]
-    assert check_arguments({"a": nested}) is not None
-    assert check_arguments({"a": [[["ok"]]]}) is None
-    assert check_arguments({"a": "x" * 1_000_001}) is not None
 
 
 def test_client_states_share_promotions_through_the_store_and_connections_do_not(

@@ -22,7 +22,7 @@ from mcp.client.stdio import stdio_client
 
 from tests.conftest import TOOLROUTE
 from tests.helpers.faults import sdk, text, write_config
-from toolroute.gateway.calls._schema import argument_errors, schema_problem
+from toolroute.gateway.calls.arguments import argument_errors, schema_problem
 
 pytestmark = pytest.mark.integration
 

@@ -26,8 +26,8 @@ from toolroute.gateway.calls._limits import (
     utc_day,
     wait_for_token,
 )
+from toolroute.gateway.health import Faults
 from toolroute.gateway.ops._metrics import NoMetrics
-from toolroute.gateway.ops.status import Faults
 from toolroute.store import open_store
 
 NOON = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC).timestamp()

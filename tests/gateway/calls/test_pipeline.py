@@ -12,8 +12,12 @@ import mcp.types as types
 import pytest
 
 from toolroute.gateway.calls import pipeline
+from toolroute.gateway.calls._limits import Limits
 from toolroute.gateway.calls.pipeline import Answer, Call, CallResult, Host, Next, bind, run
+from toolroute.gateway.calls.record import Learnt
+from toolroute.policy import Limit, LimitSettings
 from toolroute.route.preconditions import SessionState
+from toolroute.stats import Outcome
 
 
 def _result(text: str) -> types.CallToolResult:
@@ -54,18 +58,22 @@ def _call(name: str) -> Call:
 
 
 def test_the_call_path_lists_its_steps_in_the_documented_order() -> None:
-    assert [s.__name__ for s in pipeline.STEPS] == [
+    limits = Limits(LimitSettings(Limit(calls_per_minute=60)), cast(Any, None))
+    assert [s.__name__ for s in pipeline.steps(limits.step)] == [
         "allow_list",
         "arguments",
         "call_gate",
         "preconditions",
-        "limits",
+        "step",  # the limits'
         "learn",
         "quarantine",
         "known_tool",
         "schema",
         "forward",
     ]
+    assert pipeline.steps(limits.step)[4] == limits.step
+    # a gateway without [limits] has no limits step at all
+    assert tuple(s for s in pipeline.steps(limits.step) if s != limits.step) == pipeline.STEPS
     assert pipeline.STEPS[-len(pipeline.EXECUTE) :] == pipeline.EXECUTE
 
 
@@ -112,31 +120,31 @@ def test_a_calls_caller_and_identity_reach_the_limits_and_the_server_as_data() -
     seen: dict[str, Any] = {}
     caller = SimpleNamespace(stateless=False)
 
-    class Limits:
-        async def call(self, run: Any, name: str, arguments: dict[str, Any], client: str) -> Any:
+    class Counted(Limits):
+        async def call(self, run: Any, name: str, arguments: Any, client: str = "") -> Any:
             seen["limited as"] = client
-            return await run(name, arguments)
+            return await super().call(run, name, arguments, client)
 
     async def call_tool(tool: str, arguments: Any, timeout: float, caller: Any) -> Any:
         seen["caller"] = caller
         return _result("done"), 0.1
 
+    gateway = SimpleNamespace(presenter=SimpleNamespace(tools_by_name={}))
+    limits = Counted(LimitSettings(Limit(calls_per_minute=60)), cast(Any, gateway))
     host = SimpleNamespace(
-        limits=Limits(),
-        pool={"time": SimpleNamespace(call_tool=call_tool)},
+        pool=SimpleNamespace(servers={"time": SimpleNamespace(call_tool=call_tool)}),
         bridge=None,
-        call_timeout_s=5.0,
-        record=lambda outcome: seen.setdefault("recorded", outcome),
+        settings=SimpleNamespace(call_timeout_s=5.0),
     )
     call = Call("time__now", {}, SessionState(), caller=caller, identity="token:ci")
-    result = anyio.run(run, cast(Host, host), call, (pipeline.limits, pipeline.forward))
+    result = anyio.run(run, cast(Host, host), call, (limits.step, pipeline.forward))
     assert _text(result) == "done"
     assert seen["limited as"] == "token:ci" and seen["caller"] is caller
-    assert seen["recorded"].success
+    # what the call left behind reached the call the limits made, as the one the client made
+    assert call.records == [Outcome("time", "now", success=True, latency_s=0.1)]
 
 
-def test_forward_takes_the_bridge_when_it_answers_and_records_only_a_result() -> None:
-    recorded: list[Any] = []
+def test_forward_takes_the_bridge_when_it_answers_and_notes_only_a_results_outcome() -> None:
     asked = types.InputRequiredResult(input_requests={}, request_state="s")
 
     class Bridge:
@@ -149,47 +157,43 @@ def test_forward_takes_the_bridge_when_it_answers_and_records_only_a_result() ->
         return _result("pool"), 0.1
 
     host = SimpleNamespace(
-        pool={"s": SimpleNamespace(call_tool=call_tool)},
+        pool=SimpleNamespace(servers={"s": SimpleNamespace(call_tool=call_tool)}),
         bridge=Bridge(),
-        call_timeout_s=5.0,
-        record=recorded.append,
+        settings=SimpleNamespace(call_timeout_s=5.0),
     )
+    calls = [_call(f"s__{tool}") for tool in ("bridged", "direct", "asks")]
 
     async def main() -> list[Any]:
         path = bind(cast(Host, host), (pipeline.forward,))
-        return [await path(_call(f"s__{tool}")) for tool in ("bridged", "direct", "asks")]
+        return [await path(call) for call in calls]
 
     bridged, direct, asks = anyio.run(main)
     assert (_text(bridged), _text(direct), asks) == ("bridged", "pool", asked)
-    assert [(o.tool, o.latency_s) for o in recorded] == [("bridged", 0.2), ("direct", 0.1)]
+    noted = [[(o.tool, o.latency_s) for o in c.records if isinstance(o, Outcome)] for c in calls]
+    assert noted == [[("bridged", 0.2)], [("direct", 0.1)], []]  # a round is no outcome yet
 
 
 def test_a_call_the_limits_refuse_never_reaches_the_usage_memory() -> None:
-    refusal = types.CallToolResult(content=[], is_error=True)
-
-    class Limits:
-        async def call(self, run: Any, name: str, arguments: Any, client: str) -> Any:
-            return refusal if name == "s__refused" else await run(name, arguments)
-
-    remembered: list[str] = []
-    host = SimpleNamespace(
-        limits=Limits(),
-        presenter=SimpleNamespace(tools_by_name={"s__refused": None, "s__ok": None}),
-        router=SimpleNamespace(
-            remember_use=lambda q, server, tool, ok, **k: remembered.append(tool)
-        ),
-    )
+    tools = {"s__refused": None, "s__ok": None}
+    gateway = SimpleNamespace(presenter=SimpleNamespace(tools_by_name=tools))
+    one_a_minute = LimitSettings(tools={"s__refused": Limit(calls_per_minute=1, burst=1)})
+    limits = Limits(one_a_minute, cast(Any, gateway))
+    host = SimpleNamespace(presenter=gateway.presenter)
 
     async def answer(host: Host, call: Call, next: Next) -> CallResult:
         return _result("done")
 
-    steps = [s for s in pipeline.STEPS if s in (pipeline.limits, pipeline.learn)]
+    steps = [s for s in pipeline.steps(limits.step) if s in (limits.step, pipeline.learn)]
     path = bind(cast(Host, host), (*steps, answer))
     state = SessionState(last_query="what time is it")
+    calls = [Call(name, {}, state) for name in ("s__refused", "s__refused", "s__ok")]
 
-    async def main() -> None:
-        assert await path(Call("s__refused", {}, state)) is refusal
-        assert _text(await path(Call("s__ok", {}, state))) == "done"
+    async def main() -> list[CallResult]:
+        return [await path(call) for call in calls]
 
-    anyio.run(main)
-    assert remembered == ["ok"]  # a refusal of the client's limit says nothing about the tool
+    answers = anyio.run(main)
+    assert [_text(a) for a in answers[::2]] == ["done", "done"]
+    assert cast(types.CallToolResult, answers[1]).structured_content["error"] == "limit_exceeded"
+    # a refusal of the client's limit says nothing about the tool: it teaches nothing
+    taught = [[(r.tool, r.query) for r in c.records if isinstance(r, Learnt)] for c in calls]
+    assert taught == [[("refused", "what time is it")], [], [("ok", "what time is it")]]

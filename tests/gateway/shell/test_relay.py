@@ -1,8 +1,16 @@
-"""Naming of relayed tools, prompts and resources (gateway/shell/_relay.py)."""
+"""Naming of relayed tools, prompts and resources, and the sessions kept to tell of changes
+(gateway/shell/_relay.py)."""
 
 from __future__ import annotations
 
-from toolroute.gateway.shell._relay import exposed_names
+from contextlib import ExitStack
+from types import SimpleNamespace
+from typing import Any, cast
+
+from mcp.server.subscriptions import InMemorySubscriptionBus
+
+from toolroute.downstream.servers import DownstreamPool
+from toolroute.gateway.shell._relay import Relay, exposed_names
 
 
 def test_a_name_only_one_server_has_keeps_its_own_form() -> None:
@@ -26,3 +34,19 @@ def test_a_name_inside_another_servers_namespace_is_namespaced_under_its_own_ser
 
 def test_a_refused_name_is_only_namespaced() -> None:
     assert exposed_names([("a", "x")], refused={"x"}) == {"a__x": ("a", "x")}
+
+
+def test_only_a_handshake_era_session_is_kept_to_be_told_of_changes_later() -> None:
+    relay = Relay(DownstreamPool({}), InMemorySubscriptionBus())
+    with ExitStack() as stack:
+        connection = SimpleNamespace(exit_stack=stack)
+
+        def ctx(version: str) -> Any:
+            session = SimpleNamespace(_connection=connection)
+            return cast(Any, SimpleNamespace(session=session, protocol_version=version))
+
+        relay.seen(ctx("2026-07-28"))  # stands alone: told through subscriptions/listen
+        assert relay.sessions == {}
+        relay.seen(ctx("2025-11-25"))
+        assert len(relay.sessions) == 1
+    assert relay.sessions == {}  # forgotten with its connection

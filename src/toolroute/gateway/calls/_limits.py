@@ -9,7 +9,9 @@ their name). ``[limits.clients.<id>]`` overrides the defaults for one client, fi
 ``[limits.tools."server__tool"]`` adds a rate and a concurrency limit per client on one tool.
 
 Each limit applies to the calls of downstream tools (``call_tool``, bound and pass-through
-tools), after the allow-list and the call gate; ``find_tools`` is not limited. Over a limit the
+tools), after the allow-list, the call gate and the preconditions: :meth:`Limits.step` is the
+call path's ``limits`` step, in a gateway that has ``[limits]`` (without them the step is not on
+the path at all); ``find_tools`` is not limited. Over a limit the
 call is not made and the answer is an ``isError`` result::
 
     {"error": "limit_exceeded", "limit": "rate" | "concurrency" | "budget",
@@ -34,11 +36,13 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from mcp import types
 
 from toolroute.gateway.calls.access import ANONYMOUS
+from toolroute.gateway.calls.pipeline import Call, CallResult, Host, Next
 from toolroute.policy import Limit, LimitSettings, TokenBucket, refill, wait_for_token
 
 if TYPE_CHECKING:
@@ -51,7 +55,6 @@ __all__ = [
     "LimitRefusal",
     "LimitSettings",
     "Limits",
-    "NoLimits",
     "TokenBucket",
     "refill",
     "seconds_to_next_day",
@@ -118,20 +121,7 @@ class LimitRefusal(types.CallToolResult):
     reaches the usage memory, whose step comes after the limits')."""
 
 
-class NoLimits:
-    """No ``[limits]``: every call runs."""
-
-    async def call(
-        self,
-        run: Callable[[str, dict[str, Any]], Awaitable[T]],
-        name: str,
-        arguments: dict[str, Any],
-        client: str = ANONYMOUS,
-    ) -> T:
-        return await run(name, arguments)
-
-
-class Limits(NoLimits):
+class Limits:
     """Admits or refuses each tool call of the gateway ``gateway`` by ``settings``."""
 
     def __init__(
@@ -149,6 +139,16 @@ class Limits(NoLimits):
         self._buckets: OrderedDict[tuple[str, str], TokenBucket] = OrderedDict()
         self._active: dict[tuple[str, str], int] = {}
         self._pruned_day = ""
+
+    async def step(self, host: Host, call: Call, next: Next) -> CallResult:
+        """The call path's ``limits`` step: the client's concurrency, rate and USD budget
+        (a refusal is no call), counted against the call's identity."""
+        return await self.call(
+            lambda name, args: next(replace(call, name=name, arguments=args)),
+            call.name,
+            call.arguments,
+            call.identity,
+        )
 
     async def call(
         self,

@@ -1,26 +1,27 @@
 """The call path: one ordered list of steps that every tool call goes through.
 
-``call_tool``, bound tools, pass-through tools and code mode's scripts all enter at
-:meth:`toolroute.gateway.core.GatewayCore.gated_call`, which runs :data:`STEPS` in order. Each
+``call_tool``, bound tools, pass-through tools and code mode's scripts all run :func:`steps`
+in order, bound once to their gateway (:class:`toolroute.gateway.calls.path.CallPath`). Each
 step has one job: it answers the call itself (a refusal, an error) or hands it to the next
 step, and may look at the answer on its way back::
 
-    allow-list → arguments → call gate → preconditions → limits → (learn)
-        → quarantine → known tool → schema → forward (bridge or downstream, record)
+    allow-list → arguments → call gate → preconditions → limits → learn
+        → quarantine → known tool → schema → forward (bridge or downstream)
     ← learn (on the way back: the answer of every call the limits let through)
 
-The first six are about the caller (who may call what, and what it learns from); the last four
-(:data:`EXECUTE`) about the call itself, and are also what
-:meth:`~toolroute.gateway.core.GatewayCore.call` runs for a caller that was already checked.
-Request metrics wrap the whole request one level up, in the MCP shell
-(:meth:`toolroute.gateway.ops._metrics.GatewayMetrics.observed`), because they count the meta-tools
-too.
+The first six are about the caller (who may call what, and what it learns from; ``limits``
+only where the gateway has ``[limits]``); the last four (:data:`EXECUTE`) about the call
+itself, and are also what runs for a caller that was already checked. The MCP shell's
+request steps wrap these one level up (warm-up, metrics, the recording after the reply),
+because they serve the meta-tools too.
 
 A call is data (:class:`Call`: the tool, its arguments, the caller's state and allow-list,
 whose usage memory it feeds, where the server's messages go, whom the limits count): no step
-reads a context variable. A step reads the rest from the gateway through :class:`Host` — data
-read at call time, and ``record`` — and each step's rule sits beside it here, so this module
-depends on no gateway class.
+reads a context variable. A step reads the rest from the gateway through :class:`Host`, data
+read at call time, and each step's rule sits beside it here, so this module depends on no
+gateway class. What a call leaves behind (its outcome, what it teaches the usage memory) a
+step only notes, in :attr:`Call.records`: it is recorded after the answer has gone out
+(:mod:`toolroute.gateway.calls.record`).
 
 A gateway binds the steps to itself once (:func:`bind`): a call then allocates nothing per
 step. A step that only looks at the call on its way down (a check) is a plain function that
@@ -35,7 +36,7 @@ import difflib
 import json
 import logging
 from collections.abc import Awaitable, Callable, Collection, Generator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import mcp.types as types
@@ -43,23 +44,17 @@ from mcp.shared.exceptions import MCPError
 
 from toolroute.catalog.name import split_name
 from toolroute.downstream.servers import CallContext, DownstreamError, DownstreamPool
-from toolroute.errors import ErrorCode, error_payload, log_failure
-from toolroute.gateway.calls._checks import MAX_NAME_CHARS, check_arguments
-from toolroute.gateway.calls._schema import check_call
+from toolroute.errors import ErrorCode, error_payload
 from toolroute.gateway.calls.access import ANONYMOUS, CallGate
-from toolroute.learn.memory import learn_from_call
-from toolroute.route.preconditions import (
-    Preconditions,
-    SessionState,
-    blocked_by,
-    preconditions_for,
-)
+from toolroute.gateway.calls.arguments import MAX_NAME_CHARS, check_arguments, check_call
+from toolroute.gateway.calls.preconditions import blocked_by, preconditions_for
+from toolroute.gateway.calls.record import Learnt, Record
+from toolroute.route.preconditions import Preconditions, SessionState
 from toolroute.stats import Outcome
 
 if TYPE_CHECKING:
     from toolroute.catalog.models import Tool
     from toolroute.gateway.calls.quarantine import Held
-    from toolroute.router import Router
 
 __all__ = [
     "EXECUTE",
@@ -78,6 +73,7 @@ __all__ = [
     "not_promoted",
     "refusal",
     "run",
+    "steps",
 ]
 
 log = logging.getLogger(__name__)
@@ -105,6 +101,10 @@ class Call:
     identity: str = ANONYMOUS
     """Whom ``[limits]`` count the call against
     (:func:`~toolroute.gateway.calls.access.client_identity`)."""
+    records: list[Record] = field(default_factory=list, repr=False, compare=False)
+    """What the call leaves behind, noted by its steps in order (its outcome, what it teaches
+    the usage memory): whoever runs the call records them once its answer is out
+    (:class:`~toolroute.gateway.calls.record.Recorder`)."""
     server: str = field(init=False, repr=False, compare=False)
     """The server part of :attr:`name`."""
     tool: str = field(init=False, repr=False, compare=False)
@@ -128,14 +128,9 @@ class _Tools(Protocol):
     def config(self) -> _Pinned: ...
 
 
-class _Limits(Protocol):
-    async def call(
-        self,
-        run: Callable[[str, dict[str, Any]], Awaitable[CallResult]],
-        name: str,
-        arguments: dict[str, Any],
-        client: str = ...,
-    ) -> CallResult: ...
+class _Timeouts(Protocol):
+    @property
+    def call_timeout_s(self) -> float: ...
 
 
 class Bridge(Protocol):
@@ -157,7 +152,7 @@ class Bridge(Protocol):
 
 class Host(Protocol):
     """What the steps read from the gateway (:class:`~toolroute.gateway.core.GatewayCore`):
-    data read at call time (a reload swaps some of it), and where an outcome is recorded."""
+    data, read at call time (a reload swaps some of it)."""
 
     @property
     def presenter(self) -> _Tools: ...
@@ -170,17 +165,11 @@ class Host(Protocol):
     @property
     def server_gates(self) -> Mapping[str, Preconditions]: ...
     @property
-    def limits(self) -> _Limits: ...
-    @property
     def quarantined(self) -> Mapping[str, Held]: ...
     @property
-    def router(self) -> Router: ...
-    @property
-    def call_timeout_s(self) -> float: ...
+    def settings(self) -> _Timeouts: ...
     @property
     def bridge(self) -> Bridge | None: ...
-
-    def record(self, outcome: Outcome) -> None: ...
 
 
 Next = Callable[[Call], Awaitable[CallResult]]
@@ -306,36 +295,32 @@ def preconditions(host: Host, call: Call, next: Next) -> Awaitable[CallResult]:
     return next(call)
 
 
-async def limits(host: Host, call: Call, next: Next) -> CallResult:
-    """The client's ``[limits]``: concurrency, rate and USD budget (a refusal is no call)."""
-    return await host.limits.call(
-        lambda name, args: next(replace(call, name=name, arguments=args)),
-        call.name,
-        call.arguments,
-        call.identity,
-    )
-
-
 async def learn(host: Host, call: Call, next: Next) -> CallResult:
-    """A completed call of a known tool feeds the caller's state and usage memory: what it
-    called after which find_tools request, whether it worked, what it passed over."""
+    """A completed call of a known tool feeds the caller's state at once (its successful
+    calls, which preconditions read), and notes what it teaches the usage memory: what it
+    called after which find_tools answer, whether it worked, whether an earlier answer showed
+    it (:class:`~toolroute.gateway.calls.record.Learnt`, recorded after the reply)."""
     result = await next(call)  # after the limits: a refusal of theirs never comes here
     if call.name not in host.presenter.tools_by_name:
         return result  # no such tool
     if isinstance(result, types.CallToolResult):
         state = call.state
-        if not result.is_error:
+        ok = not result.is_error
+        if ok:
             state.succeeded.append(call.name)
-        if state.last_query:
-            ok = not result.is_error
-            try:  # the usage memory must never break a call
-                host.router.remember_use(
-                    state.last_query, call.server, call.tool, ok, client=call.client
-                )
-            except Exception:
-                log_failure(log, "cannot remember the use of %s/%s", call.server, call.tool)
-        promoted = call.name in state.promoted
-        learn_from_call(host.router, state, (call.server, call.tool), promoted, call.client)
+        shown_earlier = call.name in state.promoted
+        call.records.append(
+            Learnt(
+                state,
+                call.server,
+                call.tool,
+                ok,
+                state.last_query,
+                state.last_shown,
+                shown_earlier,
+                call.client,
+            )
+        )
     return result
 
 
@@ -376,7 +361,7 @@ def known_tool(host: Host, call: Call, next: Next) -> Awaitable[CallResult]:
 async def schema(host: Host, call: Call, next: Next) -> CallResult:
     """The arguments fit the tool's input schema (validated off the event loop)."""
     definition = host.presenter.tools_by_name[call.name]
-    problem = await check_call(call.name, dict(definition.input_schema), call.arguments)
+    problem = await check_call(call.name, definition.schema_json, call.arguments)
     if problem:
         return json_result(problem, error=True)
     return await next(call)
@@ -384,25 +369,24 @@ async def schema(host: Host, call: Call, next: Next) -> CallResult:
 
 async def forward(host: Host, call: Call, next: Next) -> CallResult:
     """The call downstream with a deadline — or through the host's bridge, when it takes
-    the call — and its outcome recorded before the answer goes out. An input-required answer
-    (the server needs the caller's answers first) goes back as it is and is not an outcome
-    yet."""
+    the call — and its outcome noted. An input-required answer (the server needs the caller's
+    answers first) goes back as it is and is not an outcome yet."""
     server, tool, caller = call.server, call.tool, call.caller
-    timeout_s = host.call_timeout_s
+    timeout_s = host.settings.call_timeout_s
     try:
         answer = None
         if host.bridge is not None:
             answer = await host.bridge.call(server, tool, call.arguments, caller, timeout_s)
         if answer is None:
-            answer = await host.pool[server].call_tool(
+            answer = await host.pool.servers[server].call_tool(
                 tool, call.arguments, timeout_s, caller=caller
             )
     except DownstreamError as e:
-        return failed(host, e, call.name, caller is not None and caller.stateless)
+        return failed(host, call, e)
     result, latency = answer
     if isinstance(result, types.InputRequiredResult):
         return result
-    host.record(Outcome(server, tool, success=not result.is_error, latency_s=latency))
+    call.records.append(Outcome(server, tool, success=not result.is_error, latency_s=latency))
     return result
 
 
@@ -418,38 +402,46 @@ _HINTS = {
 """What to do next after a downstream failure, by :attr:`DownstreamError.code`."""
 
 
-def failed(host: Host, e: DownstreamError, name: str, stateless: bool) -> types.CallToolResult:
-    """A failed downstream call: recorded, and answered with what to do next."""
-    server, tool = e.server, e.tool or split_name(name)[1]
-    if e.error is not None and stateless:
+def failed(host: Host, call: Call, e: DownstreamError) -> types.CallToolResult:
+    """A failed downstream call: its outcome noted, answered with what to do next."""
+    server, tool = e.server, e.tool or call.tool
+    if e.error is not None and call.caller is not None and call.caller.stateless:
         # a 2026-07-28 client reads the server's own error (a missing capability, a
         # tampered requestState) as the server sent it
-        host.record(Outcome(server, tool, success=False, latency_s=0.0))
+        call.records.append(Outcome(server, tool, success=False, latency_s=0.0))
         raise MCPError.from_error_data(e.error) from None
-    host.record(
+    call.records.append(
         Outcome(
             server,
             tool,
             success=False,
-            latency_s=host.call_timeout_s if e.code == "timeout" else 0.0,
+            latency_s=host.settings.call_timeout_s if e.code == "timeout" else 0.0,
             server_failed=e.code in ("crashed", "timeout", "unavailable"),
         )
     )
-    return refusal(ErrorCode(e.code), e.detail, tool=name, hint=_HINTS[e.code])
+    return refusal(ErrorCode(e.code), e.detail, tool=call.name, hint=_HINTS[e.code])
 
 
 EXECUTE: tuple[Step, ...] = (quarantine, known_tool, schema, forward)
 """The steps about the call itself."""
-STEPS: tuple[Step, ...] = (
-    allow_list,
-    arguments,
-    call_gate,
-    preconditions,
-    limits,
-    learn,
-    *EXECUTE,
-)
-"""Every step of a tool call, in order."""
+
+
+def steps(limits: Step | None = None) -> tuple[Step, ...]:
+    """Every step of a tool call, in order: ``limits`` is the ``[limits]`` step of a gateway
+    that has any (:meth:`toolroute.gateway.calls._limits.Limits.step`)."""
+    return (
+        allow_list,
+        arguments,
+        call_gate,
+        preconditions,
+        *((limits,) if limits is not None else ()),
+        learn,
+        *EXECUTE,
+    )
+
+
+STEPS = steps()
+"""Every step of a tool call of a gateway without ``[limits]``, in order."""
 
 
 class _Link:
@@ -469,16 +461,16 @@ def _past_the_end(call: Call) -> Awaitable[CallResult]:
     raise RuntimeError(f"no step answered the call of {call.name[:200]!r}")
 
 
-def bind(host: Host, steps: Sequence[Step] = STEPS) -> Next:
-    """``steps`` bound to ``host``, in order: what runs a call through them (the last step
-    must answer)."""
-    path: Next = _past_the_end
-    for step in reversed(steps):
-        path = _Link(step, host, path)
-    return path
+def bind(host: Host, path: Sequence[Step] = STEPS) -> Next:
+    """The steps of ``path`` bound to ``host``, in order: what runs a call through them (the
+    last step must answer)."""
+    bound: Next = _past_the_end
+    for step in reversed(path):
+        bound = _Link(step, host, bound)
+    return bound
 
 
-async def run(host: Host, call: Call, steps: Sequence[Step] = STEPS) -> CallResult:
-    """Run ``call`` through ``steps``; the last step must answer (a gateway binds its steps
-    once instead: :func:`bind`)."""
-    return await bind(host, steps)(call)
+async def run(host: Host, call: Call, path: Sequence[Step] = STEPS) -> CallResult:
+    """Run ``call`` through the steps of ``path``; the last step must answer (a gateway
+    binds its steps once instead: :func:`bind`)."""
+    return await bind(host, path)(call)

@@ -156,7 +156,7 @@ class GatewayMetrics(NoMetrics):
     async def observed(self, params: types.CallToolRequestParams, call: Awaitable[T]) -> T:
         """Await ``call`` (the gateway answering ``params``) and count its answer."""
         start = time.perf_counter()
-        if self.gateway.expose == "all" and params.name not in META_TOOLS:
+        if self.gateway.settings.expose == "all" and params.name not in META_TOOLS:
             # pass-through: the exposed name ("get_current_time") as its catalog name
             resolved = await self.gateway.passthrough.resolve(params.name)
             params = params.model_copy(update={"name": resolved or params.name})

@@ -45,12 +45,25 @@ from toolroute.errors import ConfigError, ToolrouteError
 from toolroute.settings import ToolrouteSettings
 
 if TYPE_CHECKING:
-    from collections.abc import Collection
+    from collections.abc import Collection, Sequence
 
     from toolroute.downstream.servers import Downstream, DownstreamPool
     from toolroute.downstream.sync import Listings
     from toolroute.gateway.shell.server import Gateway
+    from toolroute.policy import ClientAccess
     from toolroute.router import IndexReport
+
+
+class HttpFront(Protocol):
+    """The HTTP front door's part a reload swaps in place
+    (:class:`toolroute.gateway.http._auth.HttpGuard`)."""
+
+    def reconfigure(
+        self,
+        clients: Sequence[ClientAccess],
+        allowed_hosts: Sequence[str],
+        allowed_origins: Sequence[str],
+    ) -> None: ...
 
 
 class Resync(Protocol):
@@ -150,6 +163,9 @@ class Live:
     resync: Resync | None = None
     """Re-lists and re-indexes named servers (``gateway.app.resync``); both are passed in by
     ``serve`` so this module does not import the app that runs it."""
+    http: HttpFront | None = None
+    """The HTTP front door, when the gateway serves HTTP: a reload swaps its tokens and its
+    Host and Origin lists (``serve_http`` sets it)."""
     reloads: int = 0
     last: Reload | None = None
 
@@ -268,9 +284,8 @@ async def _apply(
     live.config = new
     # in place: what each request reads from the gateway
     gateway.clients = {c.client_id: c for c in new.clients}
-    guard = gateway.http_guard
-    if guard is not None and change.tokens:
-        guard.reconfigure(new.clients, new.allowed_hosts, new.allowed_origins)
+    if live.http is not None and change.tokens:
+        live.http.reconfigure(new.clients, new.allowed_hosts, new.allowed_origins)
     gateway.tool_gates = dict(new.tool_gates)
     gateway.server_gates = dict(new.server_gates)
     # k, the call timeout, θ, pins and "no tool fits", from the next request on: one step
@@ -278,9 +293,10 @@ async def _apply(
     for name in (*change.added, *change.restarted):  # bounded: a dead one is listed later
         await pool[name].settled(new.settings.connect_timeout_s)
     report = await resync(new, pool, gateway, live.listings, change.servers)
-    for name in list(gateway.bound):  # bind mode: a removed or hidden tool leaves tools/list
+    bound = gateway.binding.bound  # bind mode: a removed or hidden tool leaves tools/list
+    for name in list(bound):
         if name not in gateway.presenter.tools_by_name:
-            del gateway.bound[name]
+            del bound[name]
     return report
 
 

@@ -18,9 +18,10 @@ from toolroute.config import GatewayConfig
 from toolroute.downstream.servers import DownstreamPool
 from toolroute.downstream.sync import Listings
 from toolroute.errors import ConfigError
+from toolroute.gateway.health import snapshot
 from toolroute.gateway.ops.app import build_router, gateway_embedder, make_gateway, make_pool
 from toolroute.gateway.ops.follow import StoreWatch, follow_store
-from toolroute.gateway.ops.status import snapshot, write_status
+from toolroute.gateway.ops.status import write_status
 from toolroute.gateway.ops.syncing import STATUS_RETRY_S, live_of, watch_changes
 from toolroute.heap import freeze_heap, trim_heap
 from toolroute.router import Router
@@ -79,9 +80,10 @@ async def serve(
                     # call_timeout_s, the margin is for the gateway's own work around it
                     await serve_stdio(gateway.server, drain_s=config.settings.call_timeout_s + 10)
                 else:
-                    await serve_http(config, gateway, host, port)
+                    await serve_http(config, gateway, host, port, live=live)
                 tg.cancel_scope.cancel()
         finally:
+            gateway.record_answering()  # what the requests still answering left behind
             local_dir = gateway.router.store.directory
             gateway.router.close()
             pool.stop()
@@ -161,7 +163,6 @@ def http_app(config: GatewayConfig, gateway: Gateway, url: str | None = None) ->
         allowed_origins=config.allowed_origins,
         logins=logins,
     )
-    gateway.http_guard = guard  # a config reload swaps its tokens and lists
     return guard
 
 
@@ -171,11 +172,13 @@ async def serve_http(
     host: str,
     port: int,
     limits: HttpLimits | None = None,
+    live: Live | None = None,
 ) -> None:
     """Serve over streamable HTTP; once the socket listens, say where on stderr (port 0: any
     free port, the line gives the one taken). Each connection is bounded by ``limits``
     (:class:`~toolroute.gateway.http.connection_limits.HttpLimits`: head size, count and timeout,
-    keep-alive, open connections)."""
+    keep-alive, open connections); ``live``: the running config a reload swaps, which then
+    swaps the front door's tokens and lists too."""
     import uvicorn
 
     from toolroute.gateway.http.auth import is_loopback
@@ -204,8 +207,11 @@ async def serve_http(
     shown = f"[{host}]" if ":" in host else host
     print(f"toolroute: listening on http://{shown}:{bound}/mcp", file=sys.stderr, flush=True)
     local = {"0.0.0.0": "127.0.0.1", "::": "[::1]"}.get(host, shown)  # a browser's address
+    app = http_app(config, gateway, f"http://{local}:{bound}")
+    if live is not None:
+        live.http = app
     cfg = uvicorn.Config(
-        http_app(config, gateway, f"http://{local}:{bound}"),
+        app,
         log_level="warning",
         timeout_graceful_shutdown=5,
         http=limited_protocol(limits),  # httptools' parser, ~1 ms of CPU less than h11

@@ -344,4 +344,4 @@ class EraBridge:
     def _bridges(self, server: str) -> bool:
         """Whether a 2026-07-28 caller's call to ``server`` runs bridged: the server speaks
         2025-11-25, so it asks for input by request, and the bridge can run."""
-        return self.continuations.running and not self.pool[server].stateless
+        return self.continuations.running and not self.pool.servers[server].stateless

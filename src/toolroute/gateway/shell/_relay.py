@@ -43,7 +43,7 @@ from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 
 from toolroute.catalog.name import namespace_of, qualified_name, server_of, split_name
 from toolroute.downstream.servers import DownstreamPool
-from toolroute.gateway.calls.access import Request
+from toolroute.gateway.calls.access import Request, is_stateless
 from toolroute.gateway.shell._caller import Caller, connection_key
 from toolroute.sdk import connection_of
 
@@ -173,16 +173,12 @@ class Relay:
         for method, params_type, handler in handlers:
             server.add_request_handler(method, params_type, handler)
 
-    def caller(self, ctx: Request, params: Any = None) -> Caller:
-        """Where downstream messages of the calls ``ctx`` makes go: back to its client
-        (``params``: the request's, for a 2026-07-28 retry's answers and state)."""
-        self.seen(ctx)
-        return Caller(self, ctx, params)
-
     def seen(self, ctx: Request | None) -> None:
-        """Remember the client of ``ctx`` (to notify it later) until its connection closes."""
+        """Remember the client of ``ctx`` (to notify it later) until its connection closes. A
+        2026-07-28 request has no connection to tell: its client hears of changes through
+        ``subscriptions/listen``."""
         session = getattr(ctx, "session", None)
-        if ctx is None or session is None:
+        if ctx is None or session is None or is_stateless(ctx):
             return
         key = connection_key(ctx)
         if key not in self.sessions:
@@ -395,7 +391,7 @@ class Relay:
             return self._read_status(ctx)
         uri = str(params.uri)
         server, uri = await self._check(ctx, await self.resource_owner(uri), _no_resource(uri))
-        caller = self.caller(ctx, params)
+        caller = Caller(self, ctx, params)
 
         async def send(c: Client) -> types.ReadResourceResult | types.InputRequiredResult:
             if caller.stateless:  # an input-required result goes back as it is
@@ -465,7 +461,7 @@ class Relay:
         server, name = await self._check(
             ctx, await self.prompt_owner(params.name), _no_prompt(params.name)
         )
-        caller = self.caller(ctx, params)
+        caller = Caller(self, ctx, params)
 
         async def send(c: Client) -> types.GetPromptResult | types.InputRequiredResult:
             if caller.stateless:  # an input-required result goes back as it is

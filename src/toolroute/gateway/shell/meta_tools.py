@@ -1,14 +1,31 @@
 """The gateway's meta-tools as its clients see them in ``tools/list``: names, descriptions,
 input schemas and ``find_tools``' output schema (:mod:`toolroute.gateway.shell.server`
-answers them)."""
+answers them); and the checks of what a client sends ``find_tools`` and
+``request_capability`` (``call_tool``'s arguments are a tool call's:
+:mod:`toolroute.gateway.calls.arguments`)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import mcp.types as types
 
-__all__ = ["CALL_TOOL", "FIND_TOOLS", "FOUND_SCHEMA", "REQUEST_CAPABILITY", "SET_MILESTONE"]
+from toolroute.gateway.calls.arguments import shown
+
+__all__ = [
+    "CALL_TOOL",
+    "FIND_TOOLS",
+    "FOUND_SCHEMA",
+    "MAX_QUERY_CHARS",
+    "REQUEST_CAPABILITY",
+    "SET_MILESTONE",
+    "check_find_args",
+    "coerce_k",
+]
+
+MAX_QUERY_CHARS = 10_000
+"""Length of a find_tools query or subtask field."""
 
 _READ_ONLY = types.ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
@@ -147,3 +164,42 @@ REQUEST_CAPABILITY = types.Tool(
     output_schema=FOUND_SCHEMA,
     annotations=_READ_ONLY,
 )
+
+
+# -- what a client sends them ------------------------------------------------------------------
+
+
+def coerce_k(k: Any, default: int, most: int) -> tuple[int, str | None]:
+    """``k`` as a model sends it, as an integer from 1 to ``most``. Models write numbers as
+    they please: null (strict-mode clients make every field required) is the default, ``"3"``
+    and ``3.0`` are 3, and a number outside the range is clamped to it. A boolean, a fraction
+    or anything else is refused with the range."""
+    if k is None:
+        return default, None
+    value: Any = k
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            value = None
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        return default, f"`k` must be an integer from 1 to {most}; got {shown(k)}"
+    return min(max(value, 1), most), None
+
+
+def check_find_args(args: dict[str, Any]) -> str | None:
+    """find_tools: ``query`` a string, ``subtask`` an object of strings, ``k`` a number."""
+    query = args.get("query")
+    if query is not None and (not isinstance(query, str) or len(query) > MAX_QUERY_CHARS):
+        return f"`query` must be a string of at most {MAX_QUERY_CHARS} characters"
+    subtask = args.get("subtask")
+    if subtask is not None:
+        if not isinstance(subtask, dict):
+            return "`subtask` must be an object {domain, operation, target} of strings"
+        for key in ("domain", "operation", "target"):
+            value = subtask.get(key)
+            if value is not None and (not isinstance(value, str) or len(value) > MAX_QUERY_CHARS):
+                return f"`subtask.{key}` must be a string of at most {MAX_QUERY_CHARS} characters"
+    return coerce_k(args.get("k"), 1, 50)[1]

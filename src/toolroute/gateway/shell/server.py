@@ -27,34 +27,34 @@ bridge between a 2026-07-28 client and a 2025-11-25 server.
 
 from __future__ import annotations
 
-import contextlib
+import asyncio
+import functools
+import logging
 import sqlite3
-import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Protocol
 
+import anyio
 import mcp.types as types
 from mcp.server import NotificationOptions, Server
 from mcp.server.subscriptions import (
     InMemorySubscriptionBus,
-    ListenHandler,
-    ServerEvent,
-    ToolsListChanged,
 )
-from mcp.shared.exceptions import MCPError
 
 from toolroute.catalog.name import qualified_name, server_of
 from toolroute.downstream.servers import CallContext, DownstreamPool
 from toolroute.errors import ErrorCode, StoreError
-from toolroute.gateway.calls._checks import check_find_args, coerce_arguments, coerce_k
 from toolroute.gateway.calls.access import (
     ClientAccess,
     Request,
     authenticated_client,
     is_stateless,
 )
+from toolroute.gateway.calls.arguments import coerce_arguments
+from toolroute.gateway.calls.pipeline import Call
+from toolroute.gateway.calls.record import Record
 from toolroute.gateway.core import (
     MAX_CAPABILITY_REQUESTS,
     Allowed,
@@ -64,7 +64,8 @@ from toolroute.gateway.core import (
     error_result,
     json_result,
 )
-from toolroute.gateway.ops.status import snapshot, store_failed
+from toolroute.gateway.health import snapshot, store_failed
+from toolroute.gateway.shell._binding import Binding
 from toolroute.gateway.shell._continuation import Continuations, EraBridge
 from toolroute.gateway.shell._passthrough import PassThrough
 from toolroute.gateway.shell._relay import Caller, Relay
@@ -73,6 +74,8 @@ from toolroute.gateway.shell.meta_tools import (
     FIND_TOOLS,
     REQUEST_CAPABILITY,
     SET_MILESTONE,
+    check_find_args,
+    coerce_k,
 )
 from toolroute.policy import LimitSettings
 from toolroute.present.events import EventSink
@@ -80,7 +83,7 @@ from toolroute.present.presenter import Presenter
 from toolroute.route.llm_stages import subtask_text
 from toolroute.route.preconditions import Preconditions, SessionState
 from toolroute.router import Router
-from toolroute.sdk import OpenTelemetryMiddleware, connection_of
+from toolroute.sdk import OpenTelemetryMiddleware, connection_of, in_process
 from toolroute.settings import DEFAULTS, ToolrouteSettings
 from toolroute.stats import Outcome
 
@@ -93,6 +96,8 @@ __all__ = [
     "Gateway",
 ]
 
+log = logging.getLogger(__name__)
+
 try:
     VERSION = version("toolroute")
 except PackageNotFoundError:  # run from a source tree that was never installed
@@ -101,9 +106,11 @@ except PackageNotFoundError:  # run from a source tree that was never installed
 
 @dataclass(frozen=True, slots=True)
 class _Request:
-    """One call of a meta-tool, with who made it."""
+    """One ``tools/call`` request (a meta-tool, a bound or a passed-through tool), with who
+    made it."""
 
     ctx: Request
+    params: types.CallToolRequestParams
     args: dict[str, Any]
     state: SessionState
     allowed: Allowed
@@ -113,6 +120,8 @@ class _Request:
     """Where the servers' messages during its calls go: back to this request's client."""
     identity: str
     """Whom ``[limits]`` count its calls against (:func:`client_identity`)."""
+    records: list[Record] = field(default_factory=list)
+    """What its calls leave behind, recorded once it has answered (:data:`REQUEST_STEPS`)."""
 
 
 def _invalid(message: str) -> types.CallToolResult:
@@ -161,21 +170,12 @@ class SuggestHook(Protocol):
     async def answer(self, query: str) -> dict[str, Any]: ...
 
 
-class TokenGuard(Protocol):
-    """What a reload swaps in the HTTP front door (:class:`toolroute.gateway.http.auth.HttpGuard`):
-    the clients' tokens and allow-lists, and the Host and Origin lists."""
-
-    def reconfigure(
-        self,
-        clients: Sequence[ClientAccess],
-        allowed_hosts: Sequence[str],
-        allowed_origins: Sequence[str],
-    ) -> None: ...
-
-
 class Warmup(Protocol):
     """What a request waits for at start (:class:`toolroute.gateway.ops.startup.Warmup`):
-    one server ready, or every server (None)."""
+    one server ready, or every server (None); ``settled`` once every server is."""
+
+    @property
+    def settled(self) -> anyio.Event: ...
 
     async def wait(self, server: str | None = None) -> None: ...
 
@@ -192,29 +192,95 @@ class _GatewayServer(Server):
 
 Handler = Callable[[_Request], Awaitable[CallResult]]
 
-MAX_LISTENERS = 1024
-"""``subscriptions/listen`` streams open at once (2026-07-28 clients); more are refused."""
+
+# -- the request's steps around its handler ------------------------------------------------
 
 
-class _Buses:
-    """The events a listen stream receives: the gateway's own (resources, prompts, every
-    client's tool list) and its client's (the tools bound for that client alone)."""
+async def recorded_after_reply(gateway: Gateway, r: _Request, next: Handler) -> CallResult:
+    """What the request's tool calls leave behind (:mod:`toolroute.gateway.calls.record`) is
+    recorded once its reply is out: over a transport, the SDK writes the reply from the
+    request's own task, so when that task ends; held meanwhile
+    (:attr:`Gateway.answering`), so a gateway that stops records it
+    (:meth:`Gateway.record_answering`). An in-process client has the answer as the handler
+    returns: recorded then."""
+    try:
+        return await next(r)
+    finally:
+        if r.records:
+            if in_process(r.ctx):
+                gateway.calls.recorder.record(r.records)
+            else:
+                gateway.answering[id(r.records)] = r.records
+                _when_answered(functools.partial(gateway.answered, r.records))
 
-    def __init__(self, *buses: InMemorySubscriptionBus) -> None:
-        self.buses = buses
 
-    async def publish(self, event: ServerEvent) -> None:
-        for bus in self.buses:
-            await bus.publish(event)
+def _when_answered(release: Callable[[], None]) -> None:
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no asyncio loop running: nothing later to wait for
+        task = None
+    if task is None:
+        release()
+        return
 
-    def subscribe(self, listener: Callable[[ServerEvent], None]) -> Callable[[], None]:
-        undo = [bus.subscribe(listener) for bus in self.buses]
+    def released(_: object) -> None:
+        try:
+            release()
+        except Exception:  # a loop callback: nobody above it to report to
+            log.exception("recording what a call left behind failed")
 
-        def unsubscribe() -> None:
-            for u in undo:
-                u()
+    task.add_done_callback(released)
 
-        return unsubscribe
+
+async def warm_up(gateway: Gateway, r: _Request, next: Handler) -> CallResult:
+    """At start, a call of an indexed server's tool goes on; one of a server still being
+    indexed, and a meta-tool, wait for it (or every server), at most ``connect_timeout_s``
+    after the start (:class:`toolroute.gateway.ops.startup.Warmup`). Once every server is
+    ready, nothing waits."""
+    warmup = gateway.warmup
+    if warmup is not None and not warmup.settled.is_set():
+        await warmup.wait(gateway._waits_for(r.params))
+    return await next(r)
+
+
+async def store_failure(gateway: Gateway, r: _Request, next: Handler) -> CallResult:
+    """The gateway's own store or disk failing the request is an ``isError`` answer saying
+    what to do next, not a JSON-RPC error."""
+    try:
+        return await next(r)
+    except (sqlite3.Error, StoreError, OSError) as e:
+        return json_result(store_failed(gateway.faults, e), error=True)
+
+
+async def metered(gateway: Gateway, r: _Request, next: Handler) -> CallResult:
+    """The answer counted and timed (:attr:`GatewayCore.metrics`, given to the gateway when
+    it is made: ``/metrics``)."""
+    return await gateway.metrics.observed(r.params, next(r))
+
+
+RequestStep = Callable[["Gateway", _Request, Handler], Awaitable[CallResult]]
+REQUEST_STEPS: tuple[RequestStep, ...] = (recorded_after_reply, warm_up, store_failure, metered)
+"""What every ``tools/call`` request goes through around its handler (a meta-tool, a bound or
+a passed-through tool: :meth:`Gateway._dispatch`), outermost first."""
+
+
+class _Around:
+    """One request step bound to the gateway and to what it wraps (made once)."""
+
+    __slots__ = ("gateway", "next", "step")
+
+    def __init__(self, step: RequestStep, gateway: Gateway, next: Handler) -> None:
+        self.step, self.gateway, self.next = step, gateway, next
+
+    def __call__(self, r: _Request) -> Awaitable[CallResult]:
+        return self.step(self.gateway, r, self.next)
+
+
+def _bound(gateway: Gateway, steps: Sequence[RequestStep], handler: Handler) -> Handler:
+    """``steps`` around ``handler``, bound to ``gateway`` once."""
+    for step in reversed(steps):
+        handler = _Around(step, gateway, handler)
+    return handler
 
 
 class Gateway(GatewayCore):
@@ -258,20 +324,14 @@ class Gateway(GatewayCore):
         self.continuations = continuations
         self.clients = dict(clients or {})
         """Authenticated HTTP clients by id, with their allow-lists (:mod:`.access`)."""
-        self.bound: dict[str, types.Tool] = {}
-        """bind mode: the definitions of tools bound so far, by gateway name. Which of them a
-        connection lists is its scope's promotions (:meth:`_bound_for`)."""
-        self._scope_buses: weakref.WeakKeyDictionary[SessionState, InMemorySubscriptionBus] = (
-            weakref.WeakKeyDictionary()
-        )
-        self._scope_of: weakref.WeakKeyDictionary[Any, SessionState] = weakref.WeakKeyDictionary()
-        """Handshake-era connections by the call gate scope they belong to (bind mode tells
-        every connection of a scope when its tools change)."""
-        self._listeners = 0
         self.code_mode: CodeModeHook | None = None  # make_gateway sets it (code_mode = true)
         self.suggester: SuggestHook | None = None  # make_gateway sets it ([registry] url)
         self.find_tools_tool = FIND_TOOLS  # app.describe_find_tools names the servers in it
         self.bus = InMemorySubscriptionBus()
+        self.passthrough = PassThrough(pool, lambda: self.quarantined)  # held: not listed
+        self.binding = Binding(  # bind mode, and every 2026-07-28 client's listen stream
+            self.sessions, self.bus, lambda: self.presenter.tools_by_name, self.passthrough.original
+        )
         self.handlers: dict[str, Handler] = {
             FIND_TOOLS.name: self._find_tools,
             CALL_TOOL.name: self._call_meta,
@@ -289,15 +349,12 @@ class Gateway(GatewayCore):
             ),
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
-            on_subscriptions_listen=self._listen,
+            on_subscriptions_listen=self.binding.listen,
         )
         if not settings.otel:  # the SDK's per-request OpenTelemetry span, off unless `otel`
             self.server.middleware = [
                 m for m in self.server.middleware if not isinstance(m, OpenTelemetryMiddleware)
             ]
-        self.http_guard: TokenGuard | None = None
-        """The HTTP front door when served over HTTP: a reload swaps its tokens and lists."""
-        self.passthrough = PassThrough(pool, lambda: self.quarantined)  # held: not listed
         relisted = self.passthrough.invalidate if settings.expose == "all" else None
         self.relay = Relay(  # resources, prompts, ... and the toolroute://status resource
             pool, self.bus, relisted, self._may_use, status=self.status
@@ -305,14 +362,30 @@ class Gateway(GatewayCore):
         self.relay.ask_timeout_s = settings.call_timeout_s  # its call ends by then too
         self.relay.ready = self._warmed
         self.relay.install(self.server)
+        self._request_path = _bound(self, REQUEST_STEPS, self._dispatch)
+        self.answering: dict[int, list[Record]] = {}
+        """What the calls of requests whose reply is not out yet left behind, by id, in the
+        order they were answered (:func:`recorded_after_reply`)."""
 
     def replace_router(self, router: Router) -> Router:
         """Swap in a router over a resynced catalog; returns the old one (to close)."""
         old = super().replace_router(router)
-        self.bound.clear()  # definitions are read again from the resynced servers
+        self.binding.bound.clear()  # definitions are read again from the resynced servers
         self.passthrough.invalidate()
         self.relay.invalidate()
         return old
+
+    def answered(self, records: list[Record]) -> None:
+        """A request's reply is out: record what its calls left behind (nothing when
+        :meth:`record_answering` already has)."""
+        if self.answering.pop(id(records), None) is not None:
+            self.calls.recorder.record(records)
+
+    def record_answering(self) -> None:
+        """Record what the calls of requests still answering left behind, in order: a
+        gateway that stops."""
+        while self.answering:
+            self.calls.recorder.record(self.answering.pop(next(iter(self.answering))))
 
     def status(self) -> dict[str, Any]:
         """What ``toolroute status`` prints: each server's state and the quarantined tools."""
@@ -340,19 +413,21 @@ class Gateway(GatewayCore):
         if self.code_mode is not None:
             meta.append(self.code_mode.tool)
         allowed = self.allowed_for(ctx)
-        if self.expose == "all":  # every allowed tool; set_milestone where preconditions need it
+        if (
+            self.settings.expose == "all"
+        ):  # every allowed tool; set_milestone where preconditions need it
             if self.warmup is not None:  # at start: the quick servers' tools reviewed first
                 await self.warmup.wait()
             listed = await self.passthrough.listed()
             tools = [t for t, name in listed if allowed is None or allowed(name)]
             return types.ListToolsResult(tools=[*tools, *([SET_MILESTONE] if milestones else [])])
         bound: list[types.Tool] = []
-        if self.expose == "bind":
+        if self.settings.expose == "bind":
             state = self.sessions.for_request(ctx)
-            self._joined(ctx, state)
+            self.binding.joined(ctx, state)
             if self.warmup is not None:  # at start: a new process lists what the store holds
                 await self.warmup.wait()  # for this client once its servers are indexed
-            bound = await self._bound_for(state, allowed)
+            bound = await self.binding.bound_for(state, allowed)
         return types.ListToolsResult(tools=[*meta, *bound])
 
     warmup: Warmup | None = None
@@ -374,20 +449,15 @@ class Gateway(GatewayCore):
         return server if server in self.pool.servers else None
 
     async def _call_tool(self, ctx: Request, params: types.CallToolRequestParams) -> CallResult:
-        if self.warmup is not None:  # at start: a call of an indexed server's tool goes on
-            await self.warmup.wait(self._waits_for(params))
-        try:
-            return await self.metrics.observed(params, self._dispatch(ctx, params))
-        except (sqlite3.Error, StoreError, OSError) as e:  # the gateway's own disk/store
-            return json_result(store_failed(self.faults, e), error=True)
-
-    async def _dispatch(self, ctx: Request, params: types.CallToolRequestParams) -> CallResult:
-        """A passed-through tool, a meta-tool, or a bound tool, in that order."""
+        """A ``tools/call`` request, as data, through :data:`REQUEST_STEPS`."""
         # the call's progress, logs and sampling come back to this client; a 2026-07-28
         # retry's answers and requestState go down with it
-        caller = self.relay.caller(ctx, params)
+        caller = Caller(self.relay, ctx, params)
+        if not caller.stateless:  # a handshake-era session hears of list changes later
+            self.relay.seen(ctx)
         request = _Request(
             ctx,
+            params,
             params.arguments or {},
             self.sessions.for_request(ctx),
             self.allowed_for(ctx),
@@ -395,15 +465,20 @@ class Gateway(GatewayCore):
             caller,
             caller.identity,
         )
-        if self.expose == "all":
+        return await self._request_path(request)
+
+    async def _dispatch(self, request: _Request) -> CallResult:
+        """A passed-through tool, a meta-tool, or a bound tool, in that order."""
+        ctx, params = request.ctx, request.params
+        if self.settings.expose == "all":
             name = await self.passthrough.resolve(params.name)
             if name is not None:
                 return await self._gated(request, name, request.args)
         handler = self.handlers.get(params.name)
         if handler is not None:
             return await handler(request)
-        if self.expose == "bind" and params.name in self.presenter.tools_by_name:
-            self._joined(ctx, request.state)
+        if self.settings.expose == "bind" and params.name in self.presenter.tools_by_name:
+            self.binding.joined(ctx, request.state)
             return await self._gated(request, params.name, request.args)
         return error_result(
             ErrorCode.UNKNOWN_TOOL,
@@ -411,15 +486,10 @@ class Gateway(GatewayCore):
         )
 
     async def _gated(self, r: _Request, name: str, arguments: dict[str, Any]) -> CallResult:
-        return await self.gated_call(
-            name,
-            arguments,
-            r.state,
-            r.allowed,
-            client=r.client,
-            caller=r.caller,
-            identity=r.identity,
-        )
+        """One tool call of the request through the call path; what it leaves behind joins
+        the request's records (recorded after the reply)."""
+        call = Call(name, arguments, r.state, r.allowed, r.client, r.caller, r.identity, r.records)
+        return await self.calls.run(call)
 
     async def _find_tools(self, r: _Request) -> CallResult:
         problem = check_find_args(r.args)
@@ -431,9 +501,9 @@ class Gateway(GatewayCore):
             listed = self.inventory(
                 server, r.args.get("k"), r.state, r.allowed, r.args.get("cursor")
             )
-            if self.expose == "bind" and not listed.is_error:
+            if self.settings.expose == "bind" and not listed.is_error:
                 found = (listed.structured_content or {})["candidates"]
-                await self._bind(r.ctx, r.state, found, before)
+                await self.binding.bind(r.ctx, r.state, found, before)
             return listed
         query = r.args.get("query")
         subtask = r.args.get("subtask")  # the Python API's functional subtask, still accepted
@@ -449,8 +519,8 @@ class Gateway(GatewayCore):
         indexing = self.pool.notes.get("indexing", {})  # servers whose tools are not found yet
         if shown := {n: v for n, v in indexing.items() if self._may_use(r.ctx, n)}:
             found["indexing"] = shown
-        if self.expose == "bind":
-            await self._bind(r.ctx, r.state, found["candidates"], before)
+        if self.settings.expose == "bind":
+            await self.binding.bind(r.ctx, r.state, found["candidates"], before)
         return json_result(found)
 
     async def _call_meta(self, r: _Request) -> CallResult:
@@ -474,9 +544,9 @@ class Gateway(GatewayCore):
             return _invalid(problem)
         before = set(r.state.promoted)
         result = await self.request_capability(r.state, need, k, r.allowed)
-        if self.expose == "bind" and not result.is_error:
+        if self.settings.expose == "bind" and not result.is_error:
             found = (result.structured_content or {})["candidates"]
-            await self._bind(r.ctx, r.state, found, before)
+            await self.binding.bind(r.ctx, r.state, found, before)
         return result
 
     async def _execute(self, r: _Request) -> CallResult:
@@ -498,75 +568,3 @@ class Gateway(GatewayCore):
             return _invalid("set_milestone needs `name`")
         r.state.milestones.add(milestone)
         return json_result({"milestones": sorted(r.state.milestones)})
-
-    # -- bind mode: found tools join the finder's own tools/list -------------------------
-
-    async def _bind(
-        self, ctx: Request, state: SessionState, candidates: list[dict[str, Any]], before: set[str]
-    ) -> None:
-        """Tell every connection of ``state``'s scope that its tools/list grew (both protocol
-        eras); nobody else's list changes."""
-        self._joined(ctx, state)
-        if all(c["name"] in before for c in candidates):
-            return
-        bus = self._scope_buses.get(state)
-        if bus is not None:  # its 2026-07-28 listen streams
-            await bus.publish(ToolsListChanged())
-        for connection, scope in list(self._scope_of.items()):  # its handshake-era sessions
-            if scope is state:
-                await connection.notify("notifications/tools/list_changed", None)
-
-    def _joined(self, ctx: Request, state: SessionState) -> None:
-        """Remember that ``ctx``'s connection (a handshake-era session) belongs to ``state``'s
-        scope, for as long as the connection lives."""
-        if str(getattr(ctx, "protocol_version", "")).startswith("2026"):
-            return  # no connection: its listen stream is subscribed to the scope instead
-        connection = connection_of(getattr(ctx, "session", None))
-        if connection is None or not hasattr(connection, "notify"):
-            return
-        with contextlib.suppress(TypeError):  # not weakly referable: not told, it re-lists
-            self._scope_of[connection] = state
-
-    async def _bound_for(self, state: SessionState, allowed: Allowed) -> list[types.Tool]:
-        """The tools bound for ``state``'s scope: what find_tools returned to it (in this
-        process or, for a client, in any process on the store), inside its allow-list."""
-        tools = []
-        for name in self.sessions.promotions(state):
-            if allowed is not None and not allowed(name):
-                continue
-            tool = await self._definition(name)
-            if tool is not None:
-                tools.append(tool)
-        return tools
-
-    async def _definition(self, name: str) -> types.Tool | None:
-        """A bound tool as its server defines it (title, annotations, output schema, icons,
-        ``_meta``: every field), under its gateway name; None when it is not routable (gone,
-        hidden or quarantined)."""
-        if name not in self.presenter.tools_by_name:
-            return None
-        tool = self.bound.get(name)
-        if tool is None:
-            original = await self.passthrough.original(name)
-            if original is None:  # the server is down: what the catalog knows
-                t = self.presenter.tools_by_name[name]
-                original = types.Tool(
-                    name=name, description=t.description, input_schema=t.input_schema
-                )
-            tool = self.bound[name] = original.model_copy(update={"name": name})
-        return tool
-
-    async def _listen(self, ctx: Request, params: types.SubscriptionsListenRequestParams) -> Any:
-        """``subscriptions/listen`` (2026-07-28): the gateway's events and those of the
-        client's own scope (its bound tools)."""
-        if self._listeners >= MAX_LISTENERS:
-            raise MCPError(code=types.INTERNAL_ERROR, message="Subscription limit reached")
-        state = self.sessions.for_request(ctx)
-        bus = self._scope_buses.get(state)
-        if bus is None:
-            bus = self._scope_buses[state] = InMemorySubscriptionBus()
-        self._listeners += 1
-        try:
-            return await ListenHandler(_Buses(self.bus, bus))(ctx, params)
-        finally:
-            self._listeners -= 1

@@ -1,6 +1,9 @@
-"""A tool call's arguments checked against the tool's input schema, the schema taken as data.
+"""A tool call's arguments, checked before the call is forwarded: as models write them
+(``call_tool``'s ``arguments``), bounded in depth and size, then against the tool's input
+schema. A check returns None when the arguments are fine, else one sentence for the client
+saying what is wrong and what is accepted (built here, never an exception's internal detail).
 
-A downstream server writes the schema, so it is treated like any other untrusted input:
+A downstream server writes the input schema, so it is taken as untrusted data:
 
 - **Nothing is fetched.** ``$ref`` resolves only inside the schema (``#/…`` pointers, anchors,
   ``$id``\\ s it declares) through a :class:`referencing.Registry` whose ``retrieve`` refuses every
@@ -16,8 +19,7 @@ A downstream server writes the schema, so it is treated like any other untrusted
   its thread's CPU time (checked before every keyword): the bound is the schema's own work, so
   a loaded machine that only delays the thread never refuses a good tool (with a wall-clock
   bound, a load test refused `time__get_current_time` as "took longer than 2 s").
-  :data:`VALIDATE_WALL_S` of wall time bounds one keyword
-  that overruns on its own.
+  :data:`VALIDATE_WALL_S` of wall time bounds one keyword that overruns on its own.
 
 A schema that breaks a bound, refers outside itself or is not a valid JSON schema makes its tool
 unusable: ``call_tool`` refuses that tool with ``error: invalid_schema`` naming it, the server's
@@ -29,6 +31,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -47,17 +50,185 @@ from referencing.exceptions import NoSuchResource, Unresolvable
 from toolroute.errors import ErrorCode, error_payload
 
 __all__ = [
+    "MAX_ARGUMENT_BYTES",
+    "MAX_ARGUMENT_DEPTH",
+    "MAX_NAME_CHARS",
     "MAX_SCHEMA_BYTES",
     "MAX_SCHEMA_DEPTH",
     "VALIDATE_DEADLINE_S",
     "VALIDATE_THREADS",
     "VALIDATE_WALL_S",
     "argument_errors",
+    "check_arguments",
     "check_call",
+    "coerce_arguments",
     "schema_problem",
+    "shown",
 ]
 
 log = logging.getLogger(__name__)
+
+MAX_ARGUMENT_DEPTH = 32
+"""Nesting of objects and arrays in a tool's arguments: deeper is refused (no tool schema needs
+it, and it would make validation recurse without bound)."""
+MAX_ARGUMENT_BYTES = 1_000_000
+"""Size of a tool's arguments as JSON."""
+MAX_NAME_CHARS = 256
+"""Length of a tool name worth looking for close matches of."""
+
+
+def shown(value: Any) -> str:
+    """A short, safe rendering of what the client sent (JSON, cut at 60 characters)."""
+    try:
+        text = json.dumps(value, ensure_ascii=True)
+    except (TypeError, ValueError):
+        text = "(not JSON)"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def coerce_arguments(arguments: Any) -> tuple[dict[str, Any], str | None]:
+    """call_tool's ``arguments`` as a model sends them: an object, or that object written as
+    a JSON string (some models and converters do). Null and anything else are refused with
+    what to send instead (``{}`` for a tool that takes no arguments)."""
+    if isinstance(arguments, str):
+        if len(arguments) > MAX_ARGUMENT_BYTES:
+            return {}, f"`arguments` are larger than {MAX_ARGUMENT_BYTES} bytes of JSON"
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except (ValueError, RecursionError):
+            return {}, (
+                "`arguments` is a string that is not a JSON object: send an object such as "
+                '{"path": "/tmp"} ({} for a tool without arguments)'
+            )
+    if isinstance(arguments, dict):
+        return arguments, None
+    if arguments is None:
+        return {}, (
+            "`arguments` is null: send an object matching the tool's input_schema ({} for a "
+            "tool without arguments)"
+        )
+    return {}, (
+        "`arguments` must be an object matching the tool's input_schema ({} for a tool "
+        f"without arguments); got {shown(arguments)}"
+    )
+
+
+_DIGITS_PER_BIT = math.log10(2)
+_TOO_LONG_BITS = 14_286
+"""An integer this many bits long has more than 4,300 digits, more than Python writes."""
+_WIDE = "`arguments` are larger than {} bytes of JSON"
+
+
+def check_arguments(arguments: dict[str, Any]) -> str | None:
+    """A tool's arguments: nested at most :data:`MAX_ARGUMENT_DEPTH` deep, at most
+    :data:`MAX_ARGUMENT_BYTES` as JSON. Counted as the walk goes and stopped at the first limit
+    passed, so arguments whose JSON would be huge (a structure shared many times over, from
+    the Python API or a script) cost no more than the limit to refuse. The walk keeps two
+    bounds of the JSON's size; the exact size is written only when the upper bound passes the
+    limit and the lower one does not (then it is at most a few times the limit)."""
+    most = MAX_ARGUMENT_BYTES
+    low = high = 0
+    stack: list[tuple[Any, int]] = [(arguments, 1)]
+    while stack:
+        container, depth = stack.pop()
+        if depth > MAX_ARGUMENT_DEPTH:
+            return f"`arguments` are nested deeper than {MAX_ARGUMENT_DEPTH} levels"
+        n = len(container)
+        if n and depth >= MAX_ARGUMENT_DEPTH:  # its items are one level deeper
+            return f"`arguments` are nested deeper than {MAX_ARGUMENT_DEPTH} levels"
+        low += 2 * n  # brackets and separators, and a key's colon
+        high += 2 * n + 2
+        if isinstance(container, dict):
+            low += 2 * n
+            high += 2 * n
+            if low > most:
+                break
+            items: Any = container.values()
+            for key in container:
+                if type(key) is str:
+                    low += len(key)
+                    high += 6 * len(key)
+                    continue
+                bounds = _key_bounds(key)
+                if isinstance(bounds, str):
+                    return bounds
+                low += bounds[0]
+                high += bounds[1]
+        else:
+            if low > most:
+                break
+            items = container
+        child = depth + 1
+        for value in items:
+            kind = type(value)
+            if kind is str:
+                low += len(value)
+                high += 6 * len(value)
+            elif kind is dict or kind is list or kind is tuple:
+                stack.append((value, child))
+            elif kind is int:
+                if -(2**63) < value < 2**63:
+                    low += 1
+                    high += 20
+                else:
+                    digits = _digits(value)
+                    if isinstance(digits, str):
+                        return digits
+                    low += digits[0]
+                    high += digits[1]
+            elif kind is float or kind is bool or value is None:
+                low += 3
+                high += 24
+            elif isinstance(value, str | dict | list | tuple | int | float):
+                stack.append(([_plain(value)], depth))  # a subclass: as its plain value
+                low -= 2
+                high -= 2
+            else:
+                return "`arguments` must be plain JSON"
+        if low > most:
+            break
+    if low > most:
+        return _WIDE.format(most)
+    if high <= most:
+        return None
+    try:  # bounded: the lower bound fits, so this is at most a few times the limit
+        size = len(json.dumps(arguments, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    except (TypeError, ValueError):
+        return "`arguments` must be plain JSON"
+    return _WIDE.format(most) if size > most else None
+
+
+def _digits(value: int) -> tuple[int, int] | str:
+    """Bounds of the digits of a large integer (its sign included), or why it is refused."""
+    bits = abs(value).bit_length()
+    if bits > _TOO_LONG_BITS:
+        return "`arguments` hold an integer longer than 4300 digits"
+    return max(1, int((bits - 1) * _DIGITS_PER_BIT)), int(bits * _DIGITS_PER_BIT) + 2
+
+
+def _key_bounds(key: Any) -> tuple[int, int] | str:
+    """Bounds of a key that is not a string, as json.dumps writes it, or why it is refused."""
+    if key is None or isinstance(key, bool):
+        return 4, 5
+    if isinstance(key, int):
+        return _digits(key)
+    if isinstance(key, float):
+        return 3, 24
+    if isinstance(key, str):
+        return len(key), 6 * len(key)
+    return "`arguments` must be plain JSON"
+
+
+def _plain(value: Any) -> Any:
+    """A subclass's value as its plain JSON type (an enum's string, a named tuple's items)."""
+    plains: tuple[type[Any], ...] = (str, dict, list, int, float)
+    for plain in plains:
+        if isinstance(value, plain):
+            return plain(value)
+    return tuple(value)
+
+
+# -- the arguments against the tool's input schema --------------------------------------------
 
 MAX_SCHEMA_BYTES = 256_000
 """Size of an input schema as JSON (the largest real MCP tool schemas are a few tens of KB)."""
@@ -281,7 +452,10 @@ def _compiled(schema_json: str) -> _Compiled:
     """The validator of one distinct schema, or why there is none (cached by content)."""
     if len(schema_json) > MAX_SCHEMA_BYTES:
         return _Compiled(None, f"it is larger than {MAX_SCHEMA_BYTES} bytes of JSON")
-    schema = json.loads(schema_json)
+    try:
+        schema = json.loads(schema_json)
+    except (ValueError, RecursionError):
+        return _Compiled(None, "it is not plain JSON")
     if not isinstance(schema, dict):
         return _Compiled(None, "it is not a JSON object")
     nodes, bound = _nodes(schema)
@@ -322,14 +496,21 @@ def schema_problem(schema: Mapping[str, Any]) -> str | None:
 def argument_errors(
     schema: Mapping[str, Any], arguments: Any, deadline_s: float = VALIDATE_DEADLINE_S
 ) -> list[dict[str, str]]:
-    """The JSON-schema errors of ``arguments`` (at most :data:`MAX_ERRORS`), in this thread.
-
-    Raises :class:`ValueError` saying why when the schema is unusable or the check passes
+    """The JSON-schema errors of ``arguments`` (at most :data:`MAX_ERRORS`), in this thread;
+    :class:`ValueError` saying why when the schema is unusable or the check passes
     ``deadline_s``."""
     problem = schema_problem(schema)
     if problem:
         raise ValueError(problem)
-    validator: Any = _compiled(_key(schema)).validator
+    return _errors(_key(schema), arguments, deadline_s)
+
+
+def _errors(schema_json: str, arguments: Any, deadline_s: float) -> list[dict[str, str]]:
+    """:func:`argument_errors` of a schema given as JSON text (a catalogued tool's own)."""
+    compiled = _compiled(schema_json)
+    if compiled.problem:
+        raise ValueError(compiled.problem)
+    validator: Any = compiled.validator
     _clock.deadline = time.thread_time() + deadline_s
     try:
         found = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
@@ -351,10 +532,12 @@ def argument_errors(
 
 
 async def check_call(
-    name: str, schema: Mapping[str, Any], arguments: dict[str, Any]
+    name: str, schema_json: str, arguments: dict[str, Any]
 ) -> dict[str, Any] | None:
-    """None when ``arguments`` fit ``name``'s input schema; else the ``isError`` payload
-    (``invalid_arguments`` with the errors, or ``invalid_schema`` naming the tool)."""
+    """None when ``arguments`` fit ``name``'s input schema, given as the JSON text the catalog
+    keeps (compiled once per distinct text: a call parses and writes no schema); else the
+    ``isError`` payload (``invalid_arguments`` with the errors, or ``invalid_schema`` naming
+    the tool)."""
     try:
         limiter = _limiter.get()
     except LookupError:
@@ -363,7 +546,12 @@ async def check_call(
     try:
         with anyio.fail_after(VALIDATE_WALL_S):  # a keyword that overruns on its own
             errors = await anyio.to_thread.run_sync(
-                argument_errors, schema, arguments, limiter=limiter, abandon_on_cancel=True
+                _errors,
+                schema_json,
+                arguments,
+                VALIDATE_DEADLINE_S,
+                limiter=limiter,
+                abandon_on_cancel=True,
             )
     except (ValueError, TimeoutError) as e:
         reason = str(e) or f"checking the arguments took longer than {VALIDATE_WALL_S:g} s"
@@ -378,6 +566,7 @@ async def check_call(
         )
     if not errors:
         return None
+    schema = json.loads(schema_json)  # the client reads what to send instead
     return error_payload(
-        ErrorCode.INVALID_ARGUMENTS, None, tool=name, errors=errors, input_schema=dict(schema)
+        ErrorCode.INVALID_ARGUMENTS, None, tool=name, errors=errors, input_schema=schema
     )
