@@ -26,7 +26,7 @@ from tests.helpers.configs import TIME_SERVER
 from tests.helpers.net import free_port, stop, wait_for_port
 from toolroute.embed.base import Embedder
 from toolroute.gateway.ops.app import make_gateway, running_pool
-from toolroute.gateway.ops.serving import http_app
+from toolroute.gateway.ops.serving_http import http_app
 from toolroute.gateway.ops.syncing import sync_router
 
 

@@ -23,7 +23,7 @@ from tests.helpers.net import free_port
 from toolroute.config import load_config
 from toolroute.gateway.http.connection_limits import HttpLimits
 from toolroute.gateway.ops.app import make_gateway, running_pool
-from toolroute.gateway.ops.serving import serve_http
+from toolroute.gateway.ops.serving_http import serve_http
 from toolroute.gateway.ops.syncing import sync_router
 
 pytestmark = pytest.mark.integration

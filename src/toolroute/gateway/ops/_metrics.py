@@ -35,9 +35,12 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.registry import Collector
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
 
 from toolroute.config import SEPARATOR
 from toolroute.errors import StoreError
+from toolroute.gateway.calls.access import CLIENT_SCOPE_KEY
 from toolroute.gateway.core import NoMetrics
 
 if TYPE_CHECKING:
@@ -272,11 +275,6 @@ def mount_metrics(app: Starlette, gateway: Gateway) -> None:
     """``GET /metrics`` on the gateway's Starlette ``app`` (when its metrics are on). The
     guard has checked the bearer token; a client with an allow-list is refused (403): the
     metrics name every server and tool."""
-    from starlette.requests import Request
-    from starlette.responses import PlainTextResponse, Response
-
-    from toolroute.gateway.calls.access import CLIENT_SCOPE_KEY
-
     metrics = gateway.metrics
     if not isinstance(metrics, GatewayMetrics):
         return

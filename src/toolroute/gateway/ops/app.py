@@ -6,6 +6,7 @@ store and embedder a gateway uses. :mod:`.syncing` lists and indexes the servers
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -13,13 +14,18 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from toolroute.catalog.curation import servers_line
 from toolroute.catalog.models import Catalog
 from toolroute.config import GatewayConfig
 from toolroute.downstream.oauth import downstream_auth
 from toolroute.downstream.servers import Downstream, DownstreamPool
+from toolroute.embed.onnx import OnnxEmbedder
+from toolroute.embed.recent import QueryMemo
 from toolroute.errors import ConfigError
 from toolroute.gateway.ops._metrics import GatewayMetrics
+from toolroute.gateway.shell.server import FIND_TOOLS, Gateway
 from toolroute.llm.client import ChatLLM, llm_cache_path
+from toolroute.present.events import EventLog, OtelExporter
 from toolroute.registry.suggest import attach
 from toolroute.route.adaptive import AdaptiveParams
 from toolroute.route.strategy import RouteParams
@@ -28,7 +34,6 @@ from toolroute.store import StoreTarget, default_store_target, is_store_url, ope
 
 if TYPE_CHECKING:
     from toolroute.embed.base import Embedder
-    from toolroute.gateway.shell.server import Gateway
 
 __all__ = [
     "build_router",
@@ -92,9 +97,6 @@ def store_dir_of(config: GatewayConfig) -> StoreTarget:
 
 def describe_find_tools(gateway: Gateway) -> None:
     """find_tools' description names the servers behind the gateway (one line)."""
-    from toolroute.catalog.curation import servers_line
-    from toolroute.gateway.shell.server import FIND_TOOLS
-
     line = servers_line([(s.id, len(s.tools)) for s in gateway.router.catalog.servers])
     description = f"{FIND_TOOLS.description} {line}"
     gateway.find_tools_tool = FIND_TOOLS.model_copy(update={"description": description})
@@ -124,15 +126,10 @@ def gateway_embedder(config: GatewayConfig, transport: str = "stdio") -> Embedde
     saves, as benchmarks/load.py shows), unless ``TOOLROUTE_THREADS`` says otherwise, behind
     an LRU of query vectors (``query_cache``). Over HTTP, ``TOOLROUTE_EMBED_WORKERS=N``
     embeds in N worker processes instead (embed/workers.py); stdio stays one process."""
-    import os
-
-    from toolroute.embed.onnx import OnnxEmbedder
-    from toolroute.embed.recent import QueryMemo
-
     raw = os.environ.get("TOOLROUTE_EMBED_WORKERS", "0")
     if not raw.isdigit():
         raise ConfigError(f"TOOLROUTE_EMBED_WORKERS must be a whole number, got {raw!r}")
-    if transport == "http" and int(raw) > 0:
+    if transport == "http" and int(raw) > 0:  # opt-in: the worker pool (multiprocessing)
         from toolroute.embed.workers import ProcessEmbedder
 
         return QueryMemo(ProcessEmbedder(int(raw)), size=config.settings.query_cache)
@@ -142,9 +139,6 @@ def gateway_embedder(config: GatewayConfig, transport: str = "stdio") -> Embedde
 
 def make_gateway(config: GatewayConfig, router: Router, pool: DownstreamPool) -> Gateway:
     """The gateway with every setting of the config (gates, presentation, events)."""
-    from toolroute.gateway.shell.server import Gateway
-    from toolroute.present.events import EventLog, OtelExporter
-
     s = config.settings
     gateway = Gateway(
         router,

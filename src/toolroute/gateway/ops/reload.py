@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
+from watchfiles import awatch
 
 from toolroute.config import SEPARATOR, GatewayConfig
 from toolroute.errors import ConfigError, ToolrouteError
@@ -397,8 +398,6 @@ def _watched(config: GatewayConfig) -> set[Path]:
 
 async def follow_config(live: Live, pool: DownstreamPool, gateway: Gateway) -> None:
     """Reload on every change of the config files and on SIGHUP, until cancelled."""
-    from watchfiles import awatch
-
     stop = anyio.Event()  # the watch thread checks it: shutdown does not wait for a change
 
     async def stop_on_cancel() -> None:

@@ -32,6 +32,7 @@ from toolroute.gateway.ops.app import (
     store_dir_of,
 )
 from toolroute.gateway.ops.follow import StoreWatch
+from toolroute.gateway.ops.reload import Live
 from toolroute.gateway.ops.status import write_status
 from toolroute.heap import trim_heap
 from toolroute.index.warm import slices, warm_cache
@@ -40,7 +41,6 @@ from toolroute.store import open_store
 
 if TYPE_CHECKING:
     from toolroute.embed.base import Embedder
-    from toolroute.gateway.ops.reload import Live
     from toolroute.gateway.shell.server import Gateway
     from toolroute.index.build import Progress
 
@@ -95,8 +95,6 @@ def live_of(
 ) -> Live:
     """The running config of a gateway, with what a reload needs from this module (the
     reload module does not import it)."""
-    from toolroute.gateway.ops.reload import Live
-
     return Live(config, load, listings=listings, make_downstream=make_downstream, resync=resync)
 
 
@@ -279,8 +277,6 @@ async def watch_changes(
     status, a fault, a store notification), waking on its own only when a debounced server
     is due, at the relist interval, to retry an unwritten status file, and, for a store no
     notification covers (SQLite), every ``file_check_s`` for :class:`StoreWatch`'s look."""
-    from toolroute.gateway.ops.reload import Live
-
     live = source if isinstance(source, Live) else live_of(source, listings=listings)
     if live.listings is None:
         live.listings = Listings()

@@ -42,6 +42,7 @@ from typing import Any, Self
 import anyio
 import mcp.types as types
 import pydantic_core
+from mcp.server.stdio import stdio_server
 from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params
 from mcp.shared.message import SessionMessage
@@ -430,6 +431,4 @@ def _transport() -> AbstractAsyncContextManager[tuple[Incoming, Outgoing]]:
     """Ours over pipes, sockets and terminals; the SDK's for anything else (a regular file)."""
     if _watchable(0) and _watchable(1):
         return stdio_pipes()
-    from mcp.server.stdio import stdio_server
-
     return stdio_server()
