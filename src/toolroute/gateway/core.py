@@ -27,10 +27,8 @@ calls that must run through another path (a 2026-07-28 client calling a 2025 ser
 
 from __future__ import annotations
 
-import base64
 import difflib
 import functools
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -57,6 +55,7 @@ from toolroute.gateway.calls.path import CallPath
 from toolroute.gateway.calls.pipeline import Call, json_result, refusal
 from toolroute.gateway.calls.preconditions import blocked_by, preconditions_for
 from toolroute.gateway.calls.quarantine import Held
+from toolroute.gateway.cursor import page_cursor, read_cursor
 from toolroute.gateway.health import Faults
 from toolroute.learn.memory import shown_keys
 from toolroute.policy import LimitSettings
@@ -478,7 +477,7 @@ class GatewayCore:
         tools = [
             t for t in found.tools if may_use is None or may_use(qualified_name(found.id, t.name))
         ]
-        start = _read_cursor(cursor, found.id, [t.name for t in tools])
+        start = read_cursor(cursor, found.id, [t.name for t in tools])
         if start is None:
             return error_result(
                 ErrorCode.INVALID_ARGUMENTS,
@@ -510,7 +509,9 @@ class GatewayCore:
                 ],
                 "gated_out": blocked,
                 "total": len(tools),
-                "next_cursor": _cursor(found.id, page[-1].name, end) if end < len(tools) else None,
+                "next_cursor": page_cursor(found.id, page[-1].name, end)
+                if end < len(tools)
+                else None,
             }
         )
 
@@ -580,30 +581,3 @@ def _with_verdict(found: dict[str, Any], notes: dict[str, Any]) -> dict[str, Any
     elif verdict is not None and verdict.doubtful and found["candidates"]:
         found.update(verdict.caution())
     return found
-
-
-def _cursor(server: str, last: str, offset: int) -> str:
-    """An inventory page's opaque cursor: the server, the last tool the page returned, and
-    where the next page began when it was made (used only once that tool is gone)."""
-    raw = json.dumps([server, last, offset], ensure_ascii=False).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def _read_cursor(cursor: object, server: str, names: list[str]) -> int | None:
-    """Where the page after ``cursor`` begins in ``server``'s tools ``names`` (0 without a
-    cursor; None: not a cursor of this server's inventory): after the tool it names, else,
-    when that tool is gone, at its offset."""
-    if cursor is None:
-        return 0
-    if not isinstance(cursor, str) or len(cursor) > 12 * MAX_NAME_CHARS + 100:  # 2 names
-        return None
-    try:
-        raw = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-    except ValueError:
-        return None
-    if not (isinstance(raw, list) and len(raw) == 3 and raw[0] == server):
-        return None
-    _, last, offset = raw
-    if not isinstance(last, str) or type(offset) is not int or offset < 0:
-        return None
-    return names.index(last) + 1 if last in names else min(offset, len(names))
