@@ -237,6 +237,11 @@ if want index; then
 fi
 
 if want gateway; then
+    # Issue 47: the stdio hop against the tree before the call path became data, in one run
+    B47=.toolroute/base-9d2adeb
+    [ -n "$DRY" ] || [ -d "$B47/src" ] || { mkdir -p "$B47" && git archive 9d2adeb src | tar -x -C "$B47"; }
+    run $PY -m benchmarks.gateway_latency --calls 300 --baseline-src "$B47" \
+        --out "$R/gateway_hop_47.md"
     # Gateway overhead per call_tool against calling the server directly (stdio and HTTP), in
     # both protocol eras, and what the pass-through relay adds; serve's idle memory.
     if full; then C="--calls 200"; CR="--calls 300"; IMP=5; else C="--calls 20 --warmup 5"; CR=$C; IMP=1; fi
