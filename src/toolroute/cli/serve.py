@@ -11,7 +11,6 @@ import anyio
 import click
 
 from toolroute.cli.common import CONFIG_HELP, _config, _friendly, settings_option, store_option
-from toolroute.gateway.ops.serving import serve as run_serve
 
 
 @click.command()
@@ -72,6 +71,10 @@ def serve(
             "which servers? toolroute serve SERVERS.json (or --config SERVERS.json, or "
             "TOOLROUTE_CONFIG=SERVERS.json)"
         )
+
+    # the gateway (the SDK's server, the call path, the HTTP stack) only when it serves:
+    # `serve --help` stays as quick as the other commands' help
+    from toolroute.gateway.ops.serving import serve as run_serve
 
     cfg = _config(config_path, settings, store)
     # uvloop where it installs (not Windows): less CPU per HTTP request (benchmarks/load.py);
