@@ -242,6 +242,11 @@ if want gateway; then
     [ -n "$DRY" ] || [ -d "$B47/src" ] || { mkdir -p "$B47" && git archive 9d2adeb src | tar -x -C "$B47"; }
     run $PY -m benchmarks.gateway_latency --calls 300 --baseline-src "$B47" \
         --out "$R/gateway_hop_47.md"
+    # ... and start-up of light commands against the tree before serve's lazy import (daca976)
+    BS=.toolroute/base-daca976
+    [ -n "$DRY" ] || [ -d "$BS/src" ] || { mkdir -p "$BS" && git archive daca976 src | tar -x -C "$BS"; }
+    run $PY -m benchmarks.cli_start --runs 9 --before "$BS/src" --command="serve --help" \
+        --command="--help" --command="route --help" --out "$R/cli_start_serve.md"
     # Gateway overhead per call_tool against calling the server directly (stdio and HTTP), in
     # both protocol eras, and what the pass-through relay adds; serve's idle memory.
     if full; then C="--calls 200"; CR="--calls 300"; IMP=5; else C="--calls 20 --warmup 5"; CR=$C; IMP=1; fi
