@@ -109,10 +109,9 @@ class Downstream:
         self.call_timeout_s = call_timeout_s
         self.max_backoff_s = max_backoff_s
         self.max_result_bytes = max_result_bytes
-        self.status = "starting"
-        """starting, up, down (the last connect failed; retried with backoff), restarting
-        (the session died; reconnecting) or stopped."""
+        self.status = "starting"  # up, down (retried with backoff), restarting, stopped
         self.error: str | None = None
+        self.sign_in: str | None = None  # why the operator must sign in, as of the status
         self.exit_code: int | None = None
         """Exit code of the last stdio process of this server that ended (None: none has)."""
         self.restarts = 0
@@ -341,6 +340,7 @@ class Downstream:
         """Change state; log only when the state or its reason changed (not every retry)."""
         if status != "starting":
             self._settled.set()
+        self.sign_in = self.auth.required if self.auth is not None and status != "up" else None
         if (status, error) != (self.status, self.error):
             self.changed_at = time.time()
             self.status, self.error = status, error
@@ -560,7 +560,7 @@ class Downstream:
                 self._calls.remove(caller)
 
     def _auth_required(self) -> str | None:
-        return self.auth.required if self.auth is not None else None
+        return (self.auth.required if self.auth is not None else None) or self.sign_in
 
     @contextmanager
     def _tracked(self) -> Iterator[None]:

@@ -156,7 +156,7 @@ def server_states(pool: DownstreamPool) -> list[ServerState]:
             d.restarts,
             d.tools,
             d.changed_at,
-            fix=d.auth.fix if d.auth is not None and d.auth.required and d.status != "up" else None,
+            fix=d.auth.fix if d.auth is not None and d.sign_in and d.status != "up" else None,
         )  # fmt: skip
         for d in pool.servers.values()
     ]
