@@ -27,6 +27,15 @@ def _queries(tmp_path: Path, rows: list[dict]) -> Path:
     return p
 
 
+def _bench(tmp_path: Path, onnx: OnnxEmbedder, rows: list[dict], abstain: str) -> dict:
+    """`default`'s bench row over the demo catalog's store, each row over its own box."""
+    params = RouteParams(abstain=abstain)  # type: ignore[arg-type]
+    with Router(demo_catalog(), store=tmp_path / "s", embedder=onnx, params=params) as router:
+        router.index()
+        qs = load_queries(_queries(tmp_path, rows), router.catalog)
+        return bench(router, qs, ["default"])["default"]
+
+
 def test_a_box_holds_only_its_own_tools() -> None:
     cat = demo_catalog()
     box = box_catalog(cat, frozenset({("git", "git_log"), ("time", "convert_time")}))
@@ -47,12 +56,7 @@ def test_each_request_is_routed_over_its_box_and_refusals_are_counted(
         # unservable: a box of git siblings that cannot tell the time
         {"query": "what time is it in Tokyo right now", "relevant": [], "toolbox": GIT},
     ]
-    with Router(
-        demo_catalog(), store=tmp_path / "s", embedder=onnx, params=RouteParams(abstain="off")
-    ) as router:
-        router.index()
-        qs = load_queries(_queries(tmp_path, rows), router.catalog)
-        got = bench(router, qs, ["default"])["default"]
+    got = _bench(tmp_path, onnx, rows, "off")
     # over its box of four, the time tool ranks first; with abstention off, the git-only box
     # still answers (a false one: FP rate 1.0) and nothing servable is refused
     assert got["recall@1"] == 1.0
@@ -75,12 +79,7 @@ def test_abstention_refusals_of_servable_requests_are_reported(
             "toolbox": GIT,
         }
     ]
-    with Router(
-        demo_catalog(), store=tmp_path / "s", embedder=onnx, params=RouteParams(abstain="default")
-    ) as router:
-        router.index()
-        qs = load_queries(_queries(tmp_path, rows), router.catalog)
-        got = bench(router, qs, ["default"])["default"]
+    got = _bench(tmp_path, onnx, rows, "default")
     # labelled servable, but no git tool bakes: "no tool fits" is counted as a refusal
     assert got["refused"] == 1.0
     assert got["recall@5"] == 0.0
