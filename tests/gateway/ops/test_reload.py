@@ -14,7 +14,6 @@ import pytest
 from toolroute.catalog.models import Catalog
 from toolroute.config import GatewayConfig, load_config
 from toolroute.errors import ConfigError
-from toolroute.gateway.core import GatewayCore
 from toolroute.gateway.ops.reload import (
     RESTART_FIELDS,
     SPEC_FIELDS,
@@ -25,6 +24,7 @@ from toolroute.gateway.ops.reload import (
     diff,
     reload_once,
 )
+from toolroute.gateway.shared import Shared
 from toolroute.router import Router
 from toolroute.settings import ToolrouteSettings
 
@@ -164,7 +164,7 @@ def test_a_reload_applies_the_new_settings_in_one_step_and_keeps_what_needs_a_re
 ) -> None:
     running = ToolrouteSettings(store=str(tmp_path / "store"), expose="bind")
     with Router(Catalog(servers=()), store=tmp_path / "store") as router:
-        core = GatewayCore(router, settings=running)
+        shared = Shared(router, settings=running)
         new = ToolrouteSettings(
             k=2,
             threshold=0.3,
@@ -174,8 +174,8 @@ def test_a_reload_applies_the_new_settings_in_one_step_and_keeps_what_needs_a_re
             expose="all",
             strategy="hybrid",
         )
-        core.apply(applied(core.settings, new))
-        s = core.settings
+        shared.apply(applied(shared.settings, new))
+        s = shared.settings
         assert (s.k, s.threshold, s.pinned, s.abstain, s.call_timeout_s) == (
             2,
             0.3,
@@ -184,7 +184,6 @@ def test_a_reload_applies_the_new_settings_in_one_step_and_keeps_what_needs_a_re
             4.0,
         )
         assert (s.expose, s.strategy, s.store) == ("bind", "default", running.store)
-        shown = core.presenter.config
+        shown = shared.presenter.config
         assert (shown.top_k, shown.threshold, shown.pinned) == (2, 0.3, ("a__t",))
-        assert (core.k, core.call_timeout_s, core.expose) == (2, 4.0, "bind")
         assert router.params.abstain == "strict"

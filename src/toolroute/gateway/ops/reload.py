@@ -251,7 +251,7 @@ async def apply(live: Live, new: GatewayConfig, pool: DownstreamPool, gateway: G
         change,
         reindexed=report.added + report.updated if report is not None else 0,
         embedded=report.embedded if report is not None else 0,
-        tools=gateway.router.catalog.tool_count,
+        tools=gateway.shared.router.catalog.tool_count,
         seconds=time.perf_counter() - start,
     )
     for line in change.lines():
@@ -287,16 +287,16 @@ async def _apply(
     gateway.clients = {c.client_id: c for c in new.clients}
     if live.http is not None and change.tokens:
         live.http.reconfigure(new.clients, new.allowed_hosts, new.allowed_origins)
-    gateway.tool_gates = dict(new.tool_gates)
-    gateway.server_gates = dict(new.server_gates)
+    gateway.shared.tool_gates = dict(new.tool_gates)
+    gateway.shared.server_gates = dict(new.server_gates)
     # k, the call timeout, θ, pins and "no tool fits", from the next request on: one step
-    gateway.apply(applied(gateway.settings, new.settings))
+    gateway.shared.apply(applied(gateway.shared.settings, new.settings))
     for name in (*change.added, *change.restarted):  # bounded: a dead one is listed later
         await pool[name].settled(new.settings.connect_timeout_s)
     report = await resync(new, pool, gateway, live.listings, change.servers)
     bound = gateway.binding.bound  # bind mode: a removed or hidden tool leaves tools/list
     for name in list(bound):
-        if name not in gateway.presenter.tools_by_name:
+        if name not in gateway.shared.presenter.tools_by_name:
             del bound[name]
     return report
 
