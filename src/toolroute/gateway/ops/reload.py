@@ -10,7 +10,7 @@ nothing else is touched:
   the old one's calls in flight have ``call_timeout_s`` to finish;
 - a server whose curation or ``[tools]``/``[servers]`` metadata changed is re-listed;
 - tokens and allow-lists (``[auth]``), Host/Origin lists and gates are swapped in place, and
-  the new ``[toolroute]`` settings object is applied in one step (``GatewayCore.apply``: pins,
+  the new ``[toolroute]`` settings object is applied in one step (``Shared.apply``: pins,
   ``k``, ``threshold``, "no tool fits", the call timeout);
 - only the servers above are listed again, and only their changed tools re-embedded.
 
@@ -129,7 +129,7 @@ RESTART_FIELDS = (
 Each name is a ``[toolroute]`` setting (:class:`ToolrouteSettings`) or else a field of the
 config (another table), as in the two lists below."""
 SWAPPED_FIELDS = ("pinned", "k", "threshold", "abstain", "tool_gates", "server_gates", "approved")
-"""Settings a running gateway takes at once (:meth:`GatewayCore.apply`, the gates, and the
+"""Settings a running gateway takes at once (:meth:`Shared.apply`, the gates, and the
 quarantine of the servers listed again)."""
 SPEC_FIELDS = ("connect_timeout_s", "call_timeout_s", "max_result_bytes")
 """Settings every downstream is built with: a change restarts them all."""

@@ -1,4 +1,4 @@
-"""Alg. 1 of *Tool Attention* for a Python agent loop, over the same core as the MCP gateway.
+"""Alg. 1 of *Tool Attention* for a Python agent loop, over the same finder as the MCP gateway.
 
 :class:`ToolAttention` routes, gates and presents one turn's tools and refuses calls of tools
 it did not promote that turn, through :class:`toolroute.gateway.find.Finder` and the call gate
