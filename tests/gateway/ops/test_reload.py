@@ -13,6 +13,7 @@ import pytest
 
 from toolroute.catalog.models import Catalog
 from toolroute.config import GatewayConfig, load_config
+from toolroute.downstream.servers import DownstreamPool
 from toolroute.errors import ConfigError
 from toolroute.gateway.ops.reload import (
     RESTART_FIELDS,
@@ -25,6 +26,7 @@ from toolroute.gateway.ops.reload import (
     reload_once,
 )
 from toolroute.gateway.shared import Shared
+from toolroute.gateway.shell.server import Gateway
 from toolroute.router import Router
 from toolroute.settings import ToolrouteSettings
 
@@ -100,6 +102,25 @@ def test_a_config_that_does_not_load_is_refused_in_one_line_and_the_old_one_kept
     [record] = caplog.records
     assert record.levelno == logging.ERROR and "\n" not in record.getMessage()
     assert record.getMessage().startswith("config not reloaded, still serving the previous one")
+
+
+def test_a_refused_reload_is_shown_in_the_gateways_status_until_one_loads(tmp_path: Path) -> None:
+    old = load_config(_config(tmp_path, {"a": {"command": "x"}}))
+    loaded: list[GatewayConfig] = []
+
+    def load() -> GatewayConfig:
+        if not loaded:
+            loaded.append(old)
+            raise ConfigError("servers.json: invalid JSON at line 1 column 2: oops")
+        return old
+
+    with Router(Catalog(servers=()), store=tmp_path / "store") as router:
+        gateway = Gateway(router, DownstreamPool({}))
+        live = Live(old, load)
+        assert anyio.run(reload_once, live, None, gateway) is None
+        assert "invalid JSON" in gateway.status()["config"]["reload"]
+        assert anyio.run(reload_once, live, None, gateway) is None  # the same config: kept
+        assert "config" not in gateway.status()
 
 
 def test_a_reload_that_drops_the_tokens_or_the_settings_file_is_refused_unless_explicit(

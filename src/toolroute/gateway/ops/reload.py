@@ -355,7 +355,7 @@ async def reload_once(live: Live, pool: DownstreamPool, gateway: Gateway) -> Rel
     keeps serving (None)."""
     if live.load is None:
         return None
-    faults = getattr(gateway, "faults", None)
+    faults = getattr(getattr(gateway, "shared", None), "faults", None)
     try:
         with anyio.move_on_after(LOAD_TIMEOUT_S) as scope:
             new = await anyio.to_thread.run_sync(_read_settled, live, abandon_on_cancel=True)
@@ -383,7 +383,7 @@ async def reload_once(live: Live, pool: DownstreamPool, gateway: Gateway) -> Rel
 
 def note_auth(config: GatewayConfig, gateway: Gateway) -> None:
     """``[auth] enabled = false``: a warning in the log and a line in status (HTTP)."""
-    faults = getattr(gateway, "faults", None)
+    faults = getattr(getattr(gateway, "shared", None), "faults", None)
     line = None
     if config.auth_off:
         line = f"off ([auth] enabled = false in {config.settings_path}): no token is asked"

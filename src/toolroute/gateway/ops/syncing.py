@@ -291,7 +291,7 @@ async def watch_changes(
     written: dict[str, Any] | None = None
     reviewed: GatewayConfig | None = None  # the config of this loop's last review
     watch.on_notify = pool.note_change
-    faults = getattr(gateway, "faults", None)
+    faults = getattr(getattr(gateway, "shared", None), "faults", None)
     if faults is not None:
         faults.on_change = pool.note_change
     while True:
