@@ -467,14 +467,14 @@ async def _breakdown(args: argparse.Namespace, tmp: Path) -> dict[str, list[floa
         router, _ = await sync_router(cfg, pool)
         gw = make_gateway(cfg, router, pool)  # as served: no SDK span unless otel is on
         name = VIA_ARGS["name"]
-        schema = dict(gw.presenter.tools_by_name[name].input_schema)
+        schema = dict(gw.shared.presenter.tools_by_name[name].input_schema)
         outcome = Outcome("time", "get_current_time", success=True, latency_s=0.001)
 
         async def downstream() -> None:
             _check_time((await pool["time"].call_tool("get_current_time", TZ_ARGS, 30))[0])
 
         async def gateway_call() -> None:
-            _check_time(await gw.call(name, TZ_ARGS))
+            _check_time(await gw.calls.checked(name, TZ_ARGS))
 
         async def validate() -> None:
             argument_errors(schema, TZ_ARGS)

@@ -62,7 +62,7 @@ async def _measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         router, _ = await sync_router(cfg, pool)
         on = make_gateway(replace(cfg, metrics=True), router, pool)
         off = make_gateway(replace(cfg, metrics=False), router, pool)
-        assert on.metrics.enabled and not off.metrics.enabled
+        assert on.shared.metrics.enabled and not off.shared.metrics.enabled
         async with (
             Client(on.server, mode="legacy") as c_on,  # type: ignore[arg-type]
             Client(off.server, mode="legacy") as c_off,  # type: ignore[arg-type]
@@ -87,9 +87,9 @@ async def _measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
                         times.setdefault(name, []).append((time.perf_counter() - start) * 1000)
                         _check(result, tool)
         start = time.perf_counter()
-        body = on.metrics.exposition()
+        body = on.shared.metrics.exposition()
         scrape_ms = (time.perf_counter() - start) * 1000
-        micro = await _micro(on.metrics, off.metrics, args.micro)
+        micro = await _micro(on.shared.metrics, off.shared.metrics, args.micro)
         router.close()
     return {"times": times, "scrape_ms": scrape_ms, "scrape_bytes": len(body), "micro": micro}
 

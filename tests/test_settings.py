@@ -3,7 +3,7 @@ layer between the file and the call path takes it from there, not spelled again.
 
 The settings travel as one object: the config holds it (``GatewayConfig.settings``),
 ``make_gateway`` hands it on, the gateway's two constructors take it whole and a reload applies
-a new one in one step (``GatewayCore.apply``). A layer that declares a setting's name again (a
+a new one in one step (``Shared.apply``). A layer that declares a setting's name again (a
 field of the config, a parameter of a constructor) fails here; the layers' own names that are
 no setting (``servers``, ``router``, ``clients``, …) are not counted. The library's defaults
 (the Router's, its route parameters', the presenter's) are the settings' own objects."""
@@ -20,8 +20,8 @@ import pytest
 from toolroute.catalog.models import Catalog
 from toolroute.config import GatewayConfig
 from toolroute.downstream.servers import DownstreamPool
-from toolroute.gateway.core import GatewayCore
 from toolroute.gateway.ops.app import build_router, make_gateway
+from toolroute.gateway.shared import Shared
 from toolroute.gateway.shell.server import Gateway
 from toolroute.papers.tool_attention.agent_loop import ToolAttention
 from toolroute.present.presenter import PresentConfig
@@ -41,7 +41,7 @@ LAYERS: dict[str, Callable[[], set[str]]] = {
     "GatewayConfig": lambda: {f.name for f in dataclasses.fields(GatewayConfig)},
     "make_gateway": lambda: _parameters(make_gateway),
     "Gateway.__init__": lambda: _parameters(Gateway.__init__),
-    "GatewayCore.__init__": lambda: _parameters(GatewayCore.__init__),
+    "Shared.__init__": lambda: _parameters(Shared.__init__),
 }
 """The layers a setting passes from the file to the call path. Before issue 47, beside the 20
 of :class:`ToolrouteSettings`, GatewayConfig spelled all 20 again and the two constructors 7
@@ -54,7 +54,7 @@ def test_no_layer_declares_a_setting_again(layer: str) -> None:
     assert again == [], f"{layer} declares {again} again: read them from ToolrouteSettings"
 
 
-@pytest.mark.parametrize("layer", ["GatewayConfig", "Gateway.__init__", "GatewayCore.__init__"])
+@pytest.mark.parametrize("layer", ["GatewayConfig", "Gateway.__init__", "Shared.__init__"])
 def test_the_config_and_the_gateways_constructors_take_the_settings_as_one_object(
     layer: str,
 ) -> None:
@@ -67,9 +67,9 @@ def test_the_gateway_runs_with_the_configs_settings_object_itself(tmp_path: Path
     router = build_router(config, Catalog(servers=()))
     try:
         gateway = make_gateway(config, router, DownstreamPool({}))
-        assert gateway.settings is settings
-        assert (gateway.k, gateway.presenter.config.top_k) == (3, 3)
-        assert gateway.presenter.config.threshold == 0.2
+        assert gateway.shared.settings is settings
+        assert gateway.shared.presenter.config.top_k == 3
+        assert gateway.shared.presenter.config.threshold == 0.2
     finally:
         router.close()
 

@@ -133,18 +133,18 @@ def test_a_rug_pull_on_a_curated_tool_is_caught_against_the_original(tmp_path: P
     state = tmp_path / "rug-state.json"
 
     async def body(gw: Gateway, pool: DownstreamPool) -> None:
-        assert "rug__outlook" in gw.presenter.tools_by_name
+        assert "rug__outlook" in gw.shared.presenter.tools_by_name
         await resync(cfg, pool, gw)  # the override alone is no change of the server's tool
-        assert not gw.quarantined
+        assert not gw.shared.quarantined
         async with anyio.create_task_group() as tg:
             tg.start_soon(watch_changes, cfg, pool, gw)
             state.write_text(json.dumps({**forecast, "description": "Forecast, now better."}))
             with anyio.fail_after(60):
-                while "rug__outlook" not in gw.quarantined:
+                while "rug__outlook" not in gw.shared.quarantined:
                     await anyio.sleep(0.1)
-            assert gw.quarantined["rug__outlook"].changed == ("description",)
-            assert "rug__outlook" not in gw.presenter.tools_by_name
-            r = await gw.call("rug__outlook", {"city": "Oslo"})
+            assert gw.shared.quarantined["rug__outlook"].changed == ("description",)
+            assert "rug__outlook" not in gw.shared.presenter.tools_by_name
+            r = await gw.calls.checked("rug__outlook", {"city": "Oslo"})
             assert r.is_error and r.structured_content is not None
             assert r.structured_content["error"] == "quarantined"
             tg.cancel_scope.cancel()

@@ -18,7 +18,8 @@ from toolroute.codemode.sandbox import Sandbox
 from toolroute.codemode.stubs import signature, type_of
 from toolroute.config import load_config
 from toolroute.errors import ConfigError
-from toolroute.gateway.core import NoMetrics
+from toolroute.gateway.calls.pipeline import Call
+from toolroute.gateway.shared import NoMetrics
 from toolroute.present.tokens import TokenCounter, tool_json
 from toolroute.route.preconditions import SessionState
 
@@ -170,18 +171,16 @@ def test_a_script_that_calls_with_a_wrong_argument_type_gets_a_type_error() -> N
 
 
 def test_a_scripts_tool_calls_carry_the_requests_caller_and_identity() -> None:
-    seen: list[dict[str, Any]] = []
+    seen: list[Call] = []
 
-    class Core:
-        metrics = NoMetrics()
-
-        async def gated_call(self, name: str, arguments: dict[str, Any], *a: Any, **k: Any) -> Any:
-            seen.append({"name": name, "args": a, **k})
+    class Calls:
+        async def call(self, call: Call) -> Any:
+            seen.append(call)
             return types.CallToolResult(content=[types.TextContent(type="text", text="ok")])
 
     caller = object()
     state = SessionState()
-    mode = CodeMode(cast(Any, Core()))
+    mode = CodeMode(Calls(), NoMetrics())
 
     async def main() -> None:
         with anyio.fail_after(30):
@@ -196,11 +195,7 @@ def test_a_scripts_tool_calls_carry_the_requests_caller_and_identity() -> None:
         assert not result.is_error
 
     anyio.run(main)
-    assert seen == [
-        {
-            "name": "s__t",
-            "args": (state, None, "ci"),
-            "caller": caller,
-            "identity": "token:ci",
-        }
+    assert [(c.name, c.arguments, c.allowed, c.client, c.caller, c.identity) for c in seen] == [
+        ("s__t", {}, None, "ci", caller, "token:ci")
     ]
+    assert seen[0].state is state

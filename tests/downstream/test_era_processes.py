@@ -104,7 +104,7 @@ async def _wait_until(predicate: Any, timeout_s: float = 30) -> None:
 
 
 def _found(gw: Gateway) -> set[str]:
-    return {c["name"] for c in gw.find("weather forecast for a city", 5)["candidates"]}
+    return {c["name"] for c in gw.finder.find("weather forecast for a city", 5)["candidates"]}
 
 
 @pytest.mark.parametrize("kind", list(KINDS))
@@ -124,16 +124,16 @@ def test_a_rug_pull_announced_inside_a_call_is_quarantined_whatever_the_servers_
                 assert "s__get_forecast" in _found(gw)
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(watch_changes, Live(cfg), pool, gw)
-                    r = await gw.call("s__announce", {})
+                    r = await gw.calls.checked("s__announce", {})
                     assert not r.is_error
-                    await _wait_until(lambda: "s__get_forecast" in gw.quarantined)
+                    await _wait_until(lambda: "s__get_forecast" in gw.shared.quarantined)
                     assert "s__get_forecast" not in _found(gw)
-                    r = await gw.call("s__get_forecast", {"city": "Oslo"})
+                    r = await gw.calls.checked("s__get_forecast", {"city": "Oslo"})
                     assert r.is_error and r.structured_content is not None
                     assert r.structured_content["error"] == "quarantined"
                     tg.cancel_scope.cancel()
             finally:
-                gw.router.close()
+                gw.shared.router.close()
 
     anyio.run(main)
 
@@ -152,11 +152,11 @@ def test_a_silent_change_is_seen_when_the_lists_ttl_runs_out(tmp_path: Path) -> 
                 assert pool["s"].list_ttl_s == 1.0  # below the floor: the re-list debounce
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(watch_changes, Live(cfg), pool, gw)
-                    r = await gw.call("s__announce", {"quietly": True})
+                    r = await gw.calls.checked("s__announce", {"quietly": True})
                     assert not r.is_error
-                    await _wait_until(lambda: "s__get_forecast" in gw.quarantined)
+                    await _wait_until(lambda: "s__get_forecast" in gw.shared.quarantined)
                     tg.cancel_scope.cancel()
             finally:
-                gw.router.close()
+                gw.shared.router.close()
 
     anyio.run(main)

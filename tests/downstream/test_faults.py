@@ -50,7 +50,7 @@ def test_a_crash_mid_call_costs_its_caller_one_error_and_leaks_nothing(
         results: dict[str, Any] = {}
 
         async def call(name: str, args: dict[str, Any]) -> None:
-            results[name] = await gw.call(name, args)
+            results[name] = await gw.calls.checked(name, args)
 
         with anyio.fail_after(cfg.settings.call_timeout_s + 1):  # bounded: timeout + 1 s at most
             async with anyio.create_task_group() as tg:
@@ -61,7 +61,7 @@ def test_a_crash_mid_call_costs_its_caller_one_error_and_leaks_nothing(
         assert not results["time__get_current_time"].is_error
         await assert_others_fine(gw)
         with anyio.fail_after(20):  # restarted by its owner task
-            while (r := await gw.call("crash__echo", {"text": "back"})).is_error:
+            while (r := await gw.calls.checked("crash__echo", {"text": "back"})).is_error:
                 await anyio.sleep(0.1)
         assert text(r) == "back"
         d = pool["crash"]
@@ -85,7 +85,7 @@ def test_a_hung_call_is_cancelled_downstream_within_the_timeout(tmp_path: Path) 
         results: dict[str, Any] = {}
 
         async def hang() -> None:
-            results["hang"] = await gw.call("hang__hang", {})
+            results["hang"] = await gw.calls.checked("hang__hang", {})
 
         with anyio.fail_after(cfg.settings.call_timeout_s + 1):
             async with anyio.create_task_group() as tg:
@@ -97,7 +97,7 @@ def test_a_hung_call_is_cancelled_downstream_within_the_timeout(tmp_path: Path) 
             while not record.exists():
                 await anyio.sleep(0.05)
         assert re.fullmatch(r"cancelled \S+\n", record.read_text())
-        r = await gw.call("hang__echo", {"text": "still here"})  # the session survives
+        r = await gw.calls.checked("hang__echo", {"text": "still here"})  # the session survives
         assert text(r) == "still here"
 
     run_gateway(cfg, body)
@@ -126,7 +126,7 @@ def test_garbage_and_malformed_frames_on_stdout_are_skipped(tmp_path: Path) -> N
     cfg = config(tmp_path, {"garbage": raw("garbage")})
 
     async def body(gw: Gateway, pool: DownstreamPool) -> None:
-        r = await gw.call("garbage__echo", {"text": "clean"})
+        r = await gw.calls.checked("garbage__echo", {"text": "clean"})
         assert not r.is_error and text(r) == "clean"
         assert pool["garbage"].status == "up" and pool["garbage"].restarts == 0
         assert pool["garbage"]._process.garbage >= 3
@@ -220,10 +220,10 @@ def test_a_server_with_thousands_of_tools_is_indexed_routed_and_called(
     wanted = many * 4242 // 10_000
 
     async def body(gw: Gateway, pool: DownstreamPool) -> None:
-        assert gw.router.catalog.server("many").tools[-1].name == f"tool_{many - 1:05d}"
-        found = gw.find(f"synthetic tool number {wanted} for paging tests", 5)
+        assert gw.shared.router.catalog.server("many").tools[-1].name == f"tool_{many - 1:05d}"
+        found = gw.finder.find(f"synthetic tool number {wanted} for paging tests", 5)
         assert f"many__tool_{wanted:05d}" in {c["name"] for c in found["candidates"]}
-        assert text(await gw.call("many__echo", {"text": "m"})) == "m"
+        assert text(await gw.calls.checked("many__echo", {"text": "m"})) == "m"
         await assert_others_fine(gw)
 
     run_gateway(cfg, body)
@@ -233,13 +233,13 @@ def test_duplicate_tool_names_within_and_across_servers_stay_distinct(tmp_path: 
     cfg = config(tmp_path, {"dupes": sdk("dupes"), "other": sdk("hang", "--record", "/dev/null")})
 
     async def body(gw: Gateway, pool: DownstreamPool) -> None:
-        dupes = gw.router.catalog.server("dupes")
+        dupes = gw.shared.router.catalog.server("dupes")
         assert [t.name for t in dupes.tools] == ["echo"]  # listed twice, kept once (the first)
         assert dupes.tools[0].description == "Echo the text back unchanged."
-        names = set(gw.presenter.tools_by_name)
+        names = set(gw.shared.presenter.tools_by_name)
         assert {"dupes__echo", "other__echo"} <= names
-        assert text(await gw.call("dupes__echo", {"text": "d"})) == "d"
-        assert text(await gw.call("other__echo", {"text": "o"})) == "o"
+        assert text(await gw.calls.checked("dupes__echo", {"text": "d"})) == "d"
+        assert text(await gw.calls.checked("other__echo", {"text": "o"})) == "o"
         await assert_others_fine(gw)
 
     run_gateway(cfg, body)
@@ -257,7 +257,7 @@ def test_a_server_that_exits_at_once_is_reported_with_its_code_and_logged_once(
                 await anyio.sleep(0.1)
         assert d.status == "down" and d.exit_code == 3
         assert d.error == "exited with code 3: fatal: RAW_FAULTS_TOKEN is not set"
-        r = await gw.call("exits__echo", {})
+        r = await gw.calls.checked("exits__echo", {})
         assert r.is_error
         await assert_others_fine(gw)
 

@@ -20,8 +20,8 @@ def test_a_tool_whose_input_schema_is_not_an_object_is_skipped_and_its_server_st
     cfg = config(tmp_path, {"bad": raw("bad-schema")})
 
     async def body(gw: Gateway, pool: DownstreamPool) -> None:
-        assert [t.name for t in gw.router.catalog.server("bad").tools] == ["echo"]
-        r = await gw.call("bad__echo", {"text": "kept"})
+        assert [t.name for t in gw.shared.router.catalog.server("bad").tools] == ["echo"]
+        r = await gw.calls.checked("bad__echo", {"text": "kept"})
         assert not r.is_error and text(r) == "kept"
         await assert_others_fine(gw)
 

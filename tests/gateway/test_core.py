@@ -1,7 +1,8 @@
-"""The gateway core (route → gate → present → refuse unpromoted calls, execution, recording)
-driven through in-memory downstreams: real SDK servers in this process (the reference time
-server, PyPI mcp-server-time, and a small notes server), reached through the same pool and
-SDK client as a stdio or HTTP server, with no process. Routing uses a deterministic embedder.
+"""The gateway's loop (route → gate → present → refuse unpromoted calls, execution, recording:
+what finds tools, what calls them and the data they share) driven through in-memory
+downstreams: real SDK servers in this process (the reference time server, PyPI
+mcp-server-time, and a small notes server), reached through the same pool and SDK client as a
+stdio or HTTP server, with no process. Routing uses a deterministic embedder.
 """
 
 from __future__ import annotations
@@ -27,10 +28,13 @@ from toolroute.config import GatewayConfig
 from toolroute.downstream.inprocess import MemorySpec, memory_specs
 from toolroute.errors import ErrorCode, error_payload
 from toolroute.gateway.calls._limits import Limits
-from toolroute.gateway.core import MAX_CAPABILITY_REQUESTS, GatewayCore, route_depth
+from toolroute.gateway.calls.path import CallPath
+from toolroute.gateway.calls.pipeline import Call
+from toolroute.gateway.find import MAX_CAPABILITY_REQUESTS, Finder, route_depth
 from toolroute.gateway.ops._metrics import GatewayMetrics
 from toolroute.gateway.ops.app import make_gateway, running_pool
 from toolroute.gateway.ops.syncing import sync_router
+from toolroute.gateway.shared import Shared
 from toolroute.gateway.shell.server import Gateway
 from toolroute.learn.estimate import PRIOR_SUCCESS
 from toolroute.papers.tool_attention.agent_loop import ToolAttention
@@ -163,7 +167,7 @@ def test_find_then_call_runs_an_in_memory_server_and_records_the_outcome(
 
     async def main() -> None:
         async with _gateway(cfg) as gw, Client(gw.server, raise_exceptions=True) as c:
-            assert gw.pool["time"].stateless is (era == "2026-07-28")
+            assert gw.shared.pool["time"].stateless is (era == "2026-07-28")
             tools = [t.name for t in (await c.list_tools()).tools]
             assert tools == ["find_tools", "call_tool", "request_capability"]
             r = await c.call_tool("find_tools", {"query": "current time in Tokyo", "k": 3})
@@ -179,8 +183,8 @@ def test_find_then_call_runs_an_in_memory_server_and_records_the_outcome(
                 "call_tool", {"name": "time__get_current_time", "arguments": {"tz": 1}}
             )
             assert r.structured_content["error"] == "invalid_arguments"
-            assert gw.router.store.outcome_count() == 1  # executed calls, not refused ones
-            assert gw.router.stats.tool(("time", "get_current_time")).calls == 1
+            assert gw.shared.router.store.outcome_count() == 1  # executed calls, not refused ones
+            assert gw.shared.router.stats.tool(("time", "get_current_time")).calls == 1
 
     anyio.run(main)
 
@@ -193,12 +197,17 @@ def test_a_gateway_holds_calls_to_its_limits_and_counts_them_from_construction(
 
     async def main() -> None:
         async with _gateway(cfg) as gw, Client(gw.server, raise_exceptions=True) as c:
-            assert isinstance(gw.calls.limits, Limits) and isinstance(gw.metrics, GatewayMetrics)
+            assert isinstance(gw.calls.limits, Limits) and isinstance(
+                gw.shared.metrics, GatewayMetrics
+            )
             with anyio.fail_after(5):
                 assert not (await c.call_tool("call_tool", TOKYO)).is_error
                 r = await c.call_tool("call_tool", TOKYO)
             assert r.structured_content["error"] == "limit_exceeded"
-            assert b'toolroute_limit_refusals_total{limit="rate"} 1.0' in gw.metrics.exposition()
+            assert (
+                b'toolroute_limit_refusals_total{limit="rate"} 1.0'
+                in gw.shared.metrics.exposition()
+            )
 
     anyio.run(main)
 
@@ -222,7 +231,7 @@ def test_call_gate_refuses_a_tool_until_find_tools_promotes_it(tmp_path: Path) -
             async with Client(gw.server, mode="legacy", raise_exceptions=True) as other:
                 r = await other.call_tool("call_tool", TOKYO)
                 assert r.structured_content["error"] == "tool_not_available"
-            stored = [json.loads(e) for e in gw.router.store.events()]
+            stored = [json.loads(e) for e in gw.shared.router.store.events()]
         logged = [json.loads(line) for line in events.read_text().splitlines()]
         assert stored == logged and len(stored) == 1
         ev = stored[0]
@@ -452,11 +461,11 @@ def test_a_call_past_its_deadline_is_a_recorded_timeout_with_a_hint(tmp_path: Pa
     async def main() -> None:
         async with _gateway(cfg) as gw:
             with anyio.fail_after(10):
-                r = await gw.call("notes__wait_forever", {})
+                r = await gw.calls.checked("notes__wait_forever", {})
             assert isinstance(r, types.CallToolResult) and r.structured_content is not None
             assert r.structured_content["error"] == "timeout"
             assert "try again" in r.structured_content["hint"]
-            stats = gw.router.stats.tool(("notes", "wait_forever"))
+            stats = gw.shared.router.stats.tool(("notes", "wait_forever"))
             assert stats.calls == 1 and stats.success < PRIOR_SUCCESS  # a failure
 
     anyio.run(main)
@@ -470,11 +479,11 @@ def test_quarantined_tools_are_refused_before_any_call(tmp_path: Path) -> None:
     async def main() -> None:
         async with _gateway(cfg) as gw:
             held = Held("time__get_current_time", "changed", "v2", "hash", ("input_schema",))
-            gw.quarantined = {held.name: held}
-            r = await gw.call("time__get_current_time", {"timezone": "UTC"})
+            gw.shared.quarantined = {held.name: held}
+            r = await gw.calls.checked("time__get_current_time", {"timezone": "UTC"})
             assert isinstance(r, types.CallToolResult) and r.structured_content is not None
             assert r.structured_content["error"] == "quarantined"
-            assert gw.router.store.outcome_count() == 0
+            assert gw.shared.router.store.outcome_count() == 0
 
     anyio.run(main)
 
@@ -491,13 +500,13 @@ def test_list_changed_from_a_server_resyncs_its_tools(tmp_path: Path, era: str) 
 
     async def main() -> None:
         async with _gateway(cfg) as gw, anyio.create_task_group() as tg:
-            assert "changing__fresh_tool" not in _names_of(gw.find(query, 3))
-            tg.start_soon(watch_changes, Live(cfg), gw.pool, gw)
-            assert not (await gw.call("changing__add_tool", {})).is_error
+            assert "changing__fresh_tool" not in _names_of(gw.finder.find(query, 3))
+            tg.start_soon(watch_changes, Live(cfg), gw.shared.pool, gw)
+            assert not (await gw.calls.checked("changing__add_tool", {})).is_error
             with anyio.fail_after(10):
-                while "changing__fresh_tool" not in _names_of(gw.find(query, 3)):
+                while "changing__fresh_tool" not in _names_of(gw.finder.find(query, 3)):
                     await anyio.sleep(0.05)
-            r = await gw.call("changing__fresh_tool", {"text": "nuqneH"})
+            r = await gw.calls.checked("changing__fresh_tool", {"text": "nuqneH"})
             assert "haiku: nuqneH" in _text(r)
             tg.cancel_scope.cancel()
 
@@ -514,8 +523,8 @@ def test_tool_attention_and_the_gateway_promote_the_same_tools(tmp_path: Path) -
 
     async def main() -> None:
         async with _gateway(cfg) as gw:
-            found = await gw.find_async(query, 2)
-            ta = ToolAttention(gw.router, PresentConfig(top_k=2))
+            found = await gw.finder.find_async(query, 2)
+            ta = ToolAttention(gw.shared.router, PresentConfig(top_k=2))
             turn = ta.turn(query)
             assert list(turn.names) == [c["name"] for c in found["candidates"]]
             bound = turn.to_anthropic()[0]["name"]
@@ -527,7 +536,7 @@ def test_tool_attention_and_the_gateway_promote_the_same_tools(tmp_path: Path) -
     anyio.run(main)
 
 
-def test_the_core_alone_routes_and_gates_without_a_transport(tmp_path: Path) -> None:
+def test_what_finds_and_what_calls_route_and_gate_without_a_transport(tmp_path: Path) -> None:
     from tests.conftest import SMALL_CATALOG
     from toolroute.catalog import catalog_from_dict
 
@@ -535,14 +544,15 @@ def test_the_core_alone_routes_and_gates_without_a_transport(tmp_path: Path) -> 
         catalog_from_dict(SMALL_CATALOG), store=tmp_path, embedder=HashingEmbedder()
     ) as router:
         router.index()
-        core = GatewayCore(router, settings=ToolrouteSettings(k=1))
-        state = core.state()
-        found = core.find("what time is it", 1, state)
+        shared = Shared(router, settings=ToolrouteSettings(k=1))
+        finder, calls = Finder(shared), CallPath(shared)
+        state = shared.sessions.for_connection(None)
+        found = finder.find("what time is it", 1, state)
         name = found["candidates"][0]["name"]
-        assert core.admits(state, name)
+        assert shared.admits(state, name)
         other = SessionState()  # another connection's
-        assert not core.admits(other, name)
-        result = anyio.run(core.gated_call, name, {}, other)
+        assert not shared.admits(other, name)
+        result = anyio.run(calls.call, Call(name, {}, other))
         assert isinstance(result, types.CallToolResult) and result.structured_content is not None
         assert result.structured_content["error"] == "tool_not_available"
 
@@ -583,13 +593,13 @@ def test_calls_to_a_server_that_announces_no_change_note_one_relist_until_it_is_
 
     async def main() -> None:
         async with _gateway(cfg) as gw:
-            time_server = gw.pool["time"]
+            time_server = gw.shared.pool["time"]
             notes: list[bool] = []
             time_server.on_change = lambda: notes.append(time_server.tools_changed.is_set())
             for taken in range(2):
                 time_server.tools_changed = anyio.Event()  # what the watcher does as it re-lists
                 for _ in range(3):
-                    r = await gw.call("time__get_current_time", {"timezone": "Asia/Tokyo"})
+                    r = await gw.calls.checked("time__get_current_time", {"timezone": "Asia/Tokyo"})
                     assert not r.is_error
                 assert notes == [True] * (taken + 1)
 
@@ -605,7 +615,7 @@ def test_a_calls_possible_silent_change_is_told_to_the_pool_once_its_answer_is_o
 
     async def main() -> None:
         async with _gateway(cfg) as gw:
-            time_server = gw.pool["time"]
+            time_server = gw.shared.pool["time"]
             notes: list[bool] = []
             time_server.on_change = lambda: notes.append(time_server.tools_changed.is_set())
             time_server.tools_changed = anyio.Event()
@@ -660,7 +670,7 @@ def test_a_server_relisted_after_its_calls_is_reviewed_again_only_when_its_listi
 
     async def relisted(gw: Gateway, arguments: dict[str, Any]) -> None:
         last = live.listings.last.get("quiet") if live.listings is not None else None
-        r = await gw.call("quiet__add_tool", arguments)
+        r = await gw.calls.checked("quiet__add_tool", arguments)
         assert not r.is_error
         with anyio.fail_after(20):  # the re-list runs at most once a second
             while live.listings is None or live.listings.last.get("quiet") is last:
@@ -670,16 +680,16 @@ def test_a_server_relisted_after_its_calls_is_reviewed_again_only_when_its_listi
 
     async def main() -> None:
         async with _gateway(cfg) as gw, anyio.create_task_group() as tg:
-            store_dir = gw.router.store.directory
-            tg.start_soon(watch_changes, live, gw.pool, gw)
+            store_dir = gw.shared.router.store.directory
+            tg.start_soon(watch_changes, live, gw.shared.pool, gw)
             await relisted(gw, {})  # the watcher's first re-list: reviewed
             writes = meta_writes(store_dir)
             await relisted(gw, {})  # listed as before: not reviewed
             assert meta_writes(store_dir) == writes
-            assert "quiet__fresh_tool" not in gw.presenter.tools_by_name
+            assert "quiet__fresh_tool" not in gw.shared.presenter.tools_by_name
             await relisted(gw, {"add": True})  # a silent change: reviewed, indexed
             assert meta_writes(store_dir) > writes
-            assert "quiet__fresh_tool" in gw.presenter.tools_by_name
+            assert "quiet__fresh_tool" in gw.shared.presenter.tools_by_name
             tg.cancel_scope.cancel()
 
     anyio.run(main)

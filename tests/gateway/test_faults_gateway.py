@@ -57,7 +57,7 @@ async def wait_until(predicate: Any, timeout_s: float = 30) -> None:
 
 
 def found_names(gw: Gateway, query: str) -> set[str]:
-    return {c["name"] for c in gw.find(query, 5)["candidates"]}
+    return {c["name"] for c in gw.finder.find(query, 5)["candidates"]}
 
 
 @pytest.mark.parametrize("list_changed", [True, False])
@@ -82,18 +82,18 @@ def test_a_rug_pull_is_quarantined_until_approved(
             tg.start_soon(watch_changes, Live(cfg), pool, gw)
             state.write_text(json.dumps(changed))
             if list_changed:
-                await gw.call("rug__announce", {})
-            await wait_until(lambda: "rug__get_forecast" in gw.quarantined)
+                await gw.calls.checked("rug__announce", {})
+            await wait_until(lambda: "rug__get_forecast" in gw.shared.quarantined)
             assert "rug__get_forecast" not in found_names(gw, query)
-            r = await gw.call("rug__get_forecast", {"city": "Oslo"})
+            r = await gw.calls.checked("rug__get_forecast", {"city": "Oslo"})
             assert r.is_error and r.structured_content["error"] == "quarantined"
             assert "toolroute approve rug__get_forecast" in r.structured_content["message"]
             await assert_others_fine(gw)
             out = CliRunner().invoke(main, ["approve", "--config", str(cfg.path), "--all"])
             assert out.exit_code == 0 and "approved rug__get_forecast@" in out.output
-            await wait_until(lambda: "rug__get_forecast" not in gw.quarantined)
+            await wait_until(lambda: "rug__get_forecast" not in gw.shared.quarantined)
             await wait_until(lambda: "rug__get_forecast" in found_names(gw, query))
-            r = await gw.call("rug__get_forecast", {"city": "Oslo"})
+            r = await gw.calls.checked("rug__get_forecast", {"city": "Oslo"})
             assert not r.is_error and "Oslo" in text(r)
             tg.cancel_scope.cancel()
 
@@ -184,7 +184,7 @@ def test_the_gateway_starts_with_no_server_up_and_picks_them_up(tmp_path: Path) 
                     assert late_state["error"] == "exited with code 1: not yet: no go"
                     flag.touch()
                     await wait_until(lambda: pool["late"].status == "up")
-                    await wait_until(lambda: gw.router.catalog.tool_count == 2)
+                    await wait_until(lambda: gw.shared.router.catalog.tool_count == 2)
                     r = await c.call_tool("find_tools", {"query": "current time in Tokyo"})
                     names = [x["name"] for x in r.structured_content["candidates"]]
                     assert "late__get_current_time" in names
@@ -196,7 +196,7 @@ def test_the_gateway_starts_with_no_server_up_and_picks_them_up(tmp_path: Path) 
                     await wait_until(lambda: status()["servers"]["late"]["status"] == "up")
                     assert status()["servers"]["late"]["tools"] == 2
                 tg.cancel_scope.cancel()
-            gw.router.close()
+            gw.shared.router.close()
 
     anyio.run(main_)
     out = CliRunner().invoke(main, ["status", "--config", str(path)])

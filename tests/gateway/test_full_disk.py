@@ -56,7 +56,7 @@ def _run(cfg: GatewayConfig, body: Any) -> None:
                 with anyio.fail_after(60):
                     await body(gw)
             finally:
-                gw.router.close()
+                gw.shared.router.close()
 
     anyio.run(main)
 
@@ -76,7 +76,7 @@ def test_find_tools_answers_when_the_store_cannot_record_the_routing_event(
     cfg = _config(tmp_path)
 
     async def body(gw: Gateway) -> None:
-        gw.router.store.record_event = _disk_full  # type: ignore[method-assign]
+        gw.shared.router.store.record_event = _disk_full  # type: ignore[method-assign]
         async with Client(gw.server) as c:
             for _ in range(3):
                 assert "time__get_current_time" in _found(await c.call_tool("find_tools", QUERY))
@@ -94,9 +94,9 @@ def test_an_outcome_the_store_cannot_record_is_logged_once_and_the_call_answers(
     cfg = _config(tmp_path)
 
     async def body(gw: Gateway) -> None:
-        gw.router.record = _disk_full  # type: ignore[method-assign]
+        gw.shared.router.record = _disk_full  # type: ignore[method-assign]
         for _ in range(3):
-            r = await gw.call("time__get_current_time", {"timezone": "Asia/Tokyo"})
+            r = await gw.calls.checked("time__get_current_time", {"timezone": "Asia/Tokyo"})
             assert not r.is_error
         assert gw.status()["faults"]["store"].startswith("write failed: disk full")
 
@@ -138,7 +138,7 @@ def test_a_store_failure_in_a_request_is_a_structured_error_without_a_path(
         raise PermissionError(13, "Permission denied", str(secret))
 
     async def body(gw: Gateway) -> None:
-        gw.sessions.promote = fails  # type: ignore[method-assign]  # a client-scoped promotion
+        gw.shared.sessions.promote = fails  # type: ignore[method-assign]  # a client-scoped promotion
         async with Client(gw.server) as c:
             r = await c.call_tool("find_tools", QUERY)
         assert r.is_error and r.structured_content is not None
@@ -156,16 +156,16 @@ def test_an_unwritable_status_file_leaves_the_gateway_serving_and_says_so(
     cfg = _config(tmp_path)
 
     async def body(gw: Gateway) -> None:
-        store = gw.router.store.directory
+        store = gw.shared.router.store.directory
         (store / "status.json").unlink(missing_ok=True)
         (store / "status.json" / "blocked").mkdir(parents=True)  # replace() onto it fails
         async with anyio.create_task_group() as tg:
-            tg.start_soon(watch_changes, Live(cfg), gw.pool, gw)
+            tg.start_soon(watch_changes, Live(cfg), gw.shared.pool, gw)
             async with Client(gw.server) as c:
-                while "status file" not in gw.faults.now():
+                while "status file" not in gw.shared.faults.now():
                     await anyio.sleep(0.05)
-                gw.pool["time"].tools_changed.set()  # a change: the watcher writes again
-                while gw.pool["time"].tools_changed.is_set():
+                gw.shared.pool["time"].tools_changed.set()  # a change: the watcher writes again
+                while gw.shared.pool["time"].tools_changed.is_set():
                     await anyio.sleep(0.05)
                 assert "time__get_current_time" in _found(await c.call_tool("find_tools", QUERY))
                 line = gw.status()["faults"]["status file"]
@@ -186,11 +186,11 @@ def test_a_full_disk_under_the_call_gate_and_memory_logs_lines_not_tracebacks(
     call = {"name": "time__get_current_time", "arguments": {"timezone": "Asia/Tokyo"}}
 
     async def body(gw: Gateway) -> None:
-        store = gw.router.store
+        store = gw.shared.router.store
         store.promote = _disk_full  # type: ignore[method-assign]
         store.is_promoted = _disk_full  # type: ignore[method-assign,assignment]
         store.promotions = _disk_full  # type: ignore[method-assign,assignment]
-        gw.router.remember_use = _disk_full  # type: ignore[method-assign]
+        gw.shared.router.remember_use = _disk_full  # type: ignore[method-assign]
         async with Client(gw.server) as c:
             for _ in range(3):
                 assert "time__get_current_time" in _found(await c.call_tool("find_tools", QUERY))

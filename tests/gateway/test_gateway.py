@@ -420,7 +420,7 @@ def test_streamable_http_downstream_syncs_and_calls(tmp_path: Path, onnx: OnnxEm
                 router, result = await sync_router(cfg, pool, embedder=onnx)
                 assert {s.name: s.status for s in result.servers} == {"web": "ok", "time": "ok"}
                 gw = Gateway(router, pool)
-                r = await gw.call("web__get-sum", {"a": 2, "b": 40})
+                r = await gw.calls.checked("web__get-sum", {"a": 2, "b": 40})
                 assert not r.is_error and "42" in _text(r)
                 router.close()
 
@@ -456,10 +456,10 @@ def test_malformed_replies_are_contained_to_their_server(
             # in the log), the server is not failed for it
             assert status == {"time": ("ok", 2), "badlist": ("ok", 0), "badcall": ("ok", 1)}
             gw = Gateway(router, pool, ToolrouteSettings(call_gate=False))
-            r = await gw.call("badcall__oops", {})
+            r = await gw.calls.checked("badcall__oops", {})
             assert r.is_error and r.structured_content["error"] == "protocol"
             assert router.stats.tool(("badcall", "oops")).calls == 1  # recorded as a failure
-            r = await gw.call("time__get_current_time", {"timezone": "UTC"})
+            r = await gw.calls.checked("time__get_current_time", {"timezone": "UTC"})
             assert not r.is_error
             router.close()
 

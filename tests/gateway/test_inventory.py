@@ -1,4 +1,4 @@
-"""Server inventories: find_tools with a ``server`` and no query (GatewayCore.inventory),
+"""Server inventories: find_tools with a ``server`` and no query (Finder.inventory),
 ``Router.server_tools`` and ``toolroute route --server``."""
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from tests.conftest import SMALL_CATALOG, HashingEmbedder, tool
 from toolroute import cli
 from toolroute.catalog import catalog_from_dict
 from toolroute.errors import ConfigError
-from toolroute.gateway.core import GatewayCore
+from toolroute.gateway.find import Finder
+from toolroute.gateway.shared import Shared
 from toolroute.route.preconditions import Preconditions, SessionState
 from toolroute.router import Router
 from toolroute.settings import ToolrouteSettings
@@ -45,11 +46,11 @@ def router(tmp_path: Path) -> Any:
 
 
 def test_an_inventory_pages_a_servers_tools_in_catalog_order(router: Router) -> None:
-    core = GatewayCore(router, settings=ToolrouteSettings(k=5))
-    state = core.state()
+    finder = Finder(Shared(router, settings=ToolrouteSettings(k=5)))
+    state = finder.shared.sessions.for_connection(None)
     names, cursor, pages = [], None, 0
     while True:
-        page = _payload(core.inventory("git", 3, state, cursor=cursor))
+        page = _payload(finder.inventory("git", 3, state, cursor=cursor))
         assert page["server"] == "git" and page["total"] == 7
         names += [c["name"] for c in page["candidates"]]
         pages += 1
@@ -58,9 +59,9 @@ def test_an_inventory_pages_a_servers_tools_in_catalog_order(router: Router) -> 
             break
     assert pages == 3
     assert names == [f"git__git_op_{i:02d}" for i in range(7)]  # stable, complete, no repeats
-    assert _payload(core.inventory("git", 3, state))["candidates"][0]["input_schema"]
+    assert _payload(finder.inventory("git", 3, state))["candidates"][0]["input_schema"]
     # listed tools are promoted: the call gate admits them in this session only
-    assert core.admits(state, "git__git_op_06") and not core.admits(
+    assert finder.shared.admits(state, "git__git_op_06") and not finder.shared.admits(
         SessionState(), "git__git_op_06"
     )
 
@@ -72,37 +73,37 @@ def _git(names: list[str]) -> dict[str, Any]:
 
 
 def test_a_tool_added_in_front_between_pages_repeats_none(router: Router, tmp_path: Path) -> None:
-    core = GatewayCore(router)
-    first = _payload(core.inventory("git", 3))
+    finder = Finder(Shared(router))
+    first = _payload(finder.inventory("git", 3))
     assert [c["tool"] for c in first["candidates"]] == ["git_op_00", "git_op_01", "git_op_02"]
     # the server now lists a new tool in front of the others
     catalog = catalog_from_dict(_git(["git_op_new", *(f"git_op_{i:02d}" for i in range(7))]))
     with Router(catalog, store=tmp_path / "s2", embedder=HashingEmbedder()) as changed:
-        core.replace_router(changed)
-        second = _payload(core.inventory("git", 3, cursor=first["next_cursor"]))
+        finder.shared.replace_router(changed)
+        second = _payload(finder.inventory("git", 3, cursor=first["next_cursor"]))
         assert [c["tool"] for c in second["candidates"]] == ["git_op_03", "git_op_04", "git_op_05"]
-        third = _payload(core.inventory("git", 3, cursor=second["next_cursor"]))
+        third = _payload(finder.inventory("git", 3, cursor=second["next_cursor"]))
         assert [c["tool"] for c in third["candidates"]] == ["git_op_06"]
         assert third["next_cursor"] is None
 
 
 def test_an_inventory_stays_inside_the_clients_allow_list(router: Router) -> None:
-    core = GatewayCore(router)
+    finder = Finder(Shared(router))
     allowed = {"git__git_op_01", "git__git_op_04", "time__get_current_time"}
-    page = _payload(core.inventory("Git Tools", 10, may_use=allowed.__contains__))
+    page = _payload(finder.inventory("Git Tools", 10, may_use=allowed.__contains__))
     assert [c["tool"] for c in page["candidates"]] == ["git_op_01", "git_op_04"]
     assert page["total"] == 2 and page["next_cursor"] is None
     # a server none of whose tools the client may use is unknown to it, and never suggested
-    result = core.inventory("weather", 5, may_use=allowed.__contains__)
+    result = finder.inventory("weather", 5, may_use=allowed.__contains__)
     assert result.is_error and _payload(result)["error"] == "unknown_server"
-    result = core.inventory("weathr", 5, may_use=allowed.__contains__)
+    result = finder.inventory("weathr", 5, may_use=allowed.__contains__)
     assert "weather" not in _payload(result)["closest"]
-    assert "weather" in _payload(core.inventory("weathr", 5))["closest"]
+    assert "weather" in _payload(finder.inventory("weathr", 5))["closest"]
 
 
 def test_bad_inventory_arguments_are_refused_with_what_to_send(router: Router) -> None:
-    core = GatewayCore(router)
-    other = _payload(core.inventory("git", 2))["next_cursor"]
+    finder = Finder(Shared(router))
+    other = _payload(finder.inventory("git", 2))["next_cursor"]
     for server, k, cursor in [
         ("", 5, None),
         (42, 5, None),
@@ -114,18 +115,18 @@ def test_bad_inventory_arguments_are_refused_with_what_to_send(router: Router) -
         ("git", 5, 7),
         ("fs", 5, other),  # another server's cursor
     ]:
-        result = core.inventory(server, k, cursor=cursor)
+        result = finder.inventory(server, k, cursor=cursor)
         assert result.is_error, (server, k, cursor)
         assert _payload(result)["error"] == "invalid_arguments"
 
 
 def test_a_gated_tool_is_listed_as_gated_out_and_not_promoted(router: Router) -> None:
-    core = GatewayCore(router, tool_gates={"git__git_op_00": Preconditions(milestone="ready")})
+    finder = Finder(Shared(router, tool_gates={"git__git_op_00": Preconditions(milestone="ready")}))
     state = SessionState()
-    page = _payload(core.inventory("git", 2, state))
+    page = _payload(finder.inventory("git", 2, state))
     assert [c["tool"] for c in page["candidates"]] == ["git_op_01"]
     assert page["gated_out"][0]["name"] == "git__git_op_00"
-    assert not core.admits(state, "git__git_op_00")
+    assert not finder.shared.admits(state, "git__git_op_00")
 
 
 def test_router_server_tools_by_id_or_name_and_a_clear_error_otherwise(router: Router) -> None:
@@ -159,12 +160,12 @@ def test_route_server_lists_the_inventory_and_refuses_a_request_beside_it(
 
 
 def test_a_query_that_is_only_a_server_name_lists_that_servers_tools(router: Router) -> None:
-    core = GatewayCore(router, settings=ToolrouteSettings(k=3))
+    finder = Finder(Shared(router, settings=ToolrouteSettings(k=3)))
     for query in ("git", "Git Tools", "the git server", "git tools?"):
-        found = core.find(query, 3, SessionState())
+        found = finder.find(query, 3, SessionState())
         assert found["server"] == "git" and found["total"] == 7, query
         assert [c["tool"] for c in found["candidates"]] == ["git_op_00", "git_op_01", "git_op_02"]
     # a server outside the client's allow-list is not listed: the words are routed instead
-    found = core.find("git", 3, SessionState(), may_use=lambda n: n.startswith("time__"))
+    found = finder.find("git", 3, SessionState(), may_use=lambda n: n.startswith("time__"))
     assert "server" not in found
     assert all(c["server"] == "time" for c in found["candidates"])

@@ -67,10 +67,10 @@ def text(result: Any) -> str:
 
 async def assert_others_fine(gw: Gateway) -> None:
     """The reference servers answer as usual."""
-    r = await gw.call("time__get_current_time", {"timezone": "Asia/Tokyo"})
+    r = await gw.calls.checked("time__get_current_time", {"timezone": "Asia/Tokyo"})
     assert not r.is_error and "Asia/Tokyo" in text(r)
-    if "memory" in gw.pool.servers:
-        r = await gw.call("memory__read_graph", {})
+    if "memory" in gw.shared.pool.servers:
+        r = await gw.calls.checked("memory__read_graph", {})
         assert not r.is_error, text(r)
 
 
@@ -106,6 +106,6 @@ def run_gateway(
             try:
                 await body(gw, pool)
             finally:
-                gw.router.close()
+                gw.shared.router.close()
 
     anyio.run(main)

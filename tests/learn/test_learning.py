@@ -25,6 +25,7 @@ from tests.conftest import REPO, TIME_MAIN
 from tests.helpers.configs import TIME_SERVER, write_config
 from toolroute.config import load_config
 from toolroute.embed.onnx import OnnxEmbedder
+from toolroute.gateway.calls.pipeline import Call
 from toolroute.gateway.ops.app import running_pool
 from toolroute.gateway.ops.syncing import sync_router
 from toolroute.gateway.shell.server import Gateway
@@ -191,22 +192,26 @@ def test_the_usage_memory_ranks_what_a_client_keeps_calling_first_for_it_alone(
         async with running_pool(cfg) as pool:
             router, _ = await sync_router(cfg, pool, embedder=embedder)
             gw = Gateway(router, pool, ToolrouteSettings(call_timeout_s=20, call_gate=False))
-            assert first(await gw.find_async(paraphrase, 3, client="alice")) == TOOL
-            state = gw.sessions.for_client("token:alice")
+            assert first(await gw.finder.find_async(paraphrase, 3, client="alice")) == TOOL
+            state = gw.shared.sessions.for_client("token:alice")
             for _ in range(4):
-                await gw.find_async(QUERY, 3, state, client="alice")
-                called = await gw.gated_call(
-                    "clock-b__convert_time", convert, state, client="alice"
+                await gw.finder.find_async(QUERY, 3, state, client="alice")
+                called = await gw.calls.call(
+                    Call("clock-b__convert_time", convert, state, client="alice")
                 )
                 assert not called.is_error  # type: ignore[union-attr]
-            assert first(await gw.find_async(paraphrase, 3, client="alice")) == "convert_time"
-            assert first(await gw.find_async(paraphrase, 3, client="bob")) == TOOL
+            assert (
+                first(await gw.finder.find_async(paraphrase, 3, client="alice")) == "convert_time"
+            )
+            assert first(await gw.finder.find_async(paraphrase, 3, client="bob")) == TOOL
             router.close()
         async with running_pool(cfg) as pool:  # a restart: a new gateway over the same store
             router, _ = await sync_router(cfg, pool, embedder=embedder)
             gw = Gateway(router, pool, ToolrouteSettings(call_timeout_s=20, call_gate=False))
-            assert first(await gw.find_async(paraphrase, 3, client="alice")) == "convert_time"
-            assert first(await gw.find_async(paraphrase, 3, client="bob")) == TOOL
+            assert (
+                first(await gw.finder.find_async(paraphrase, 3, client="alice")) == "convert_time"
+            )
+            assert first(await gw.finder.find_async(paraphrase, 3, client="bob")) == TOOL
             router.close()
 
     anyio.run(main)

@@ -13,6 +13,7 @@ import pytest
 
 from tests.helpers.configs import TIME_SERVER, write_config
 from toolroute.config import load_config
+from toolroute.gateway.calls.pipeline import Call
 from toolroute.gateway.ops.app import running_pool
 from toolroute.gateway.ops.syncing import sync_router
 from toolroute.gateway.shell.server import Gateway
@@ -45,24 +46,28 @@ def test_a_call_past_the_answer_lowers_what_it_passed_over_for_that_client_only(
         async with running_pool(cfg) as pool:
             router, _ = await sync_router(cfg, pool, embedder=embedder)
             gw = Gateway(router, pool, ToolrouteSettings(call_timeout_s=20, call_gate=False))
-            state = gw.sessions.for_client("token:alice")
-            shown = (await gw.find_async(QUERY, 1, state, client="alice"))["candidates"]
+            state = gw.shared.sessions.for_client("token:alice")
+            shown = (await gw.finder.find_async(QUERY, 1, state, client="alice"))["candidates"]
             top = (shown[0]["server"], shown[0]["tool"])
             assert top[1] == "get_current_time"
             # alice calls a tool outside the answer (the call gate is off), twice
             for _ in range(2):
-                r = await gw.gated_call("clock-b__convert_time", CONVERT, state, client="alice")
+                r = await gw.calls.call(
+                    Call("clock-b__convert_time", CONVERT, state, client="alice")
+                )
                 assert not r.is_error  # type: ignore[union-attr]
             rows = {(r.client, r.server, r.tool): r for r in router.stats.memory.rows()}
             assert rows[("alice", *top)].skips == 1  # the second call: the answer was spent
             assert ("bob", *top) not in rows
-            alice = _score(await gw.find_async(QUERY, 4, client="alice"), *top)
-            assert alice < _score(await gw.find_async(QUERY, 4, client="bob"), *top)  # same stats
+            alice = _score(await gw.finder.find_async(QUERY, 4, client="alice"), *top)
+            assert alice < _score(
+                await gw.finder.find_async(QUERY, 4, client="bob"), *top
+            )  # same stats
             # the agent calls the second-ranked tool: the first one is what it passed over
-            found = (await gw.find_async(QUERY, 4, state, client="alice"))["candidates"]
+            found = (await gw.finder.find_async(QUERY, 4, state, client="alice"))["candidates"]
             first, second = ((c["server"], c["tool"]) for c in found[:2])
-            r = await gw.gated_call(
-                f"{second[0]}__{second[1]}", _args(second[1]), state, client="alice"
+            r = await gw.calls.call(
+                Call(f"{second[0]}__{second[1]}", _args(second[1]), state, client="alice")
             )
             assert not r.is_error  # type: ignore[union-attr]
             rows = {(r.client, r.server, r.tool): r for r in router.stats.memory.rows()}

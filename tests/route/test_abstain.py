@@ -15,7 +15,8 @@ from tests.helpers.abstain import FAR, HAND_SET, NEAR, hand_model, small_router
 from toolroute import cli
 from toolroute.bench.runner import bench
 from toolroute.catalog.loader import Query
-from toolroute.gateway.core import GatewayCore
+from toolroute.gateway.find import Finder
+from toolroute.gateway.shared import Shared
 from toolroute.route import abstain
 from toolroute.settings import ToolrouteSettings
 
@@ -71,14 +72,16 @@ def test_an_answer_strict_would_refuse_goes_out_with_a_caution(
         assert r.route(FAR, k=2, notes=notes)
         verdict = notes["abstain"]
         assert verdict.fits and verdict.doubtful and verdict.explain()["doubtful"]
-        found = GatewayCore(r, settings=ToolrouteSettings(k=3)).find(FAR, 3)
+        found = Finder(Shared(r, settings=ToolrouteSettings(k=3))).find(FAR, 3)
         assert found["candidates"] and found["doubtful_fit"] is True
         assert "request_capability" in found["hint"] and found["p_fits"] < 0.2
         assert "no_tool_fits" not in found
         # a request the top tools' words cover is answered plainly
         notes = {}
         assert r.route(NEAR, k=2, notes=notes) and not notes["abstain"].doubtful
-        assert "doubtful_fit" not in GatewayCore(r, settings=ToolrouteSettings(k=3)).find(NEAR, 3)
+        assert "doubtful_fit" not in Finder(Shared(r, settings=ToolrouteSettings(k=3))).find(
+            NEAR, 3
+        )
     with small_router(tmp_path, abstain_model=model, abstain="strict") as r:
         notes = {}
         assert r.route(NEAR, k=2, notes=notes) and not notes["abstain"].doubtful
@@ -117,11 +120,11 @@ def test_bench_reports_the_false_positive_rate_beside_recall(tmp_path: Path) -> 
 
 def test_find_tools_answers_no_tool_fits_with_the_nearest_servers(tmp_path: Path) -> None:
     with small_router(tmp_path, abstain_model=hand_model()) as r:
-        core = GatewayCore(r, settings=ToolrouteSettings(k=3))
-        found = core.find(FAR, 3)
+        finder = Finder(Shared(r, settings=ToolrouteSettings(k=3)))
+        found = finder.find(FAR, 3)
         assert found["candidates"] == [] and found["no_tool_fits"] is True
         assert found["nearest_servers"] and "rephrase" in found["hint"]
-        assert "no_tool_fits" not in core.find(NEAR, 3)
+        assert "no_tool_fits" not in finder.find(NEAR, 3)
 
 
 def test_route_says_no_tool_fits_and_explain_shows_the_check(

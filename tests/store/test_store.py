@@ -240,8 +240,11 @@ def test_a_gateway_on_sqlite_follows_no_other_replica(tmp_path: Path) -> None:
     class _Router:
         store = open_store(tmp_path)
 
-    class _Gateway:
+    class _Shared:
         router = _Router()
+
+    class _Gateway:
+        shared = _Shared()
 
     async def main() -> None:
         with anyio.fail_after(5):

@@ -1,7 +1,7 @@
 """The ``execute`` meta-tool: a short script calls tools through the gateway's own call path.
 
-Every ``await call_tool(name, arguments)`` in a script is
-:meth:`~toolroute.gateway.core.GatewayCore.gated_call` with the calling request's session state,
+Every ``await call_tool(name, arguments)`` in a script is a call through the gateway's call path
+(:meth:`~toolroute.gateway.calls.path.CallPath.call`) with the calling request's session state,
 allow-list and client: the allow-list, argument checks, the call gate, preconditions, limits and
 budgets, quarantine, schema validation, size caps, statistics, usage memory and vendor learning
 all apply, /metrics counts each call as the call_tool it stands for, and a script reaches
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import mcp.types as types
 from mcp.shared.exceptions import MCPError
@@ -40,10 +40,15 @@ from toolroute.codemode.stubs import signature
 from toolroute.downstream.servers import CallContext
 from toolroute.errors import ErrorCode
 from toolroute.gateway.calls.access import ANONYMOUS
-from toolroute.gateway.core import Allowed, CallResult, GatewayCore, error_result, json_result
+from toolroute.gateway.calls.pipeline import Call, CallResult, json_result
+from toolroute.gateway.find import Allowed, error_result
+from toolroute.gateway.shared import Metrics
 from toolroute.route.preconditions import SessionState
 
-__all__ = ["EXECUTE", "MAX_CODE_CHARS", "CodeMode", "install", "stub_result", "tool_value"]
+if TYPE_CHECKING:
+    from toolroute.gateway.shell.server import Gateway
+
+__all__ = ["EXECUTE", "MAX_CODE_CHARS", "CodeMode", "code_mode", "stub_result", "tool_value"]
 
 MAX_CODE_CHARS = 20_000
 """Longest script accepted (a script is short: the tools do the work)."""
@@ -76,6 +81,13 @@ Handler = Callable[[Any], Awaitable[CallResult]]
 OutputSchemas = Callable[[], Awaitable[Mapping[str, Mapping[str, Any]]]]
 
 
+class Calls(Protocol):
+    """What runs a script's tool calls: the gateway's call path
+    (:class:`toolroute.gateway.calls.path.CallPath`), recording each as it returns."""
+
+    async def call(self, call: Call) -> CallResult: ...
+
+
 def tool_value(result: types.CallToolResult) -> Any:
     """What ``call_tool`` returns inside a script: structured content, else the text."""
     if result.structured_content is not None:
@@ -96,15 +108,18 @@ def _text(result: types.CallToolResult) -> str:
 
 
 class CodeMode:
-    """``execute`` over a :class:`GatewayCore`: the sandbox, the call path, large results."""
+    """``execute`` over a gateway's call path (``calls``; ``metrics`` counts each script's
+    call as the call_tool it stands for): the sandbox, the call path, large results."""
 
     def __init__(
         self,
-        core: GatewayCore,
+        calls: Calls,
+        metrics: Metrics,
         limits: CodeModeLimits | None = None,
         output_schemas: OutputSchemas | None = None,
     ) -> None:
-        self.core = core
+        self.calls = calls
+        self.metrics = metrics
         self.limits = limits or CodeModeLimits()
         self.sandbox = Sandbox(self.limits)
         self.pages = Pages(
@@ -150,16 +165,10 @@ class CodeMode:
                 name="call_tool", arguments={"name": name, "arguments": arguments}
             )
             try:
-                result = await self.core.metrics.observed(
+                result = await self.metrics.observed(
                     params,
-                    self.core.gated_call(
-                        name,
-                        arguments,
-                        state,
-                        allowed,
-                        client,
-                        caller=caller,
-                        identity=identity,
+                    self.calls.call(
+                        Call(name, arguments, state, allowed, client, caller, identity)
                     ),
                 )
             except MCPError as e:  # a 2026-07-28 downstream's own error
@@ -279,6 +288,11 @@ class CodeMode:
 
     # -- find_tools with Python signatures -------------------------------------------------
 
+    def find_tools(self, handler: Handler) -> Handler:
+        """find_tools as code mode answers it: with Python signatures where ``[code_mode]
+        stubs`` is on (:meth:`stubbed`), else as ``handler`` does."""
+        return self.stubbed(handler) if self.limits.stubs else handler
+
     def stubbed(self, find_tools: Handler) -> Handler:
         """find_tools answering with Python signatures: the text is the stubs themselves
         (what the model reads; no JSON schema, no escaping), the structured content
@@ -336,16 +350,16 @@ def _invalid(message: str) -> types.CallToolResult:
     return error_result(ErrorCode.INVALID_ARGUMENTS, message)
 
 
-def install(gateway: Any, limits: CodeModeLimits | None) -> None:
-    """Turn code mode on for a :class:`~toolroute.gateway.shell.server.Gateway` (``limits`` None:
-    off): ``execute`` listed and answered, find_tools with signatures when ``stubs``."""
-    if limits is None:
-        return
+def code_mode(limits: CodeModeLimits) -> Callable[[Gateway], CodeMode]:
+    """What makes code mode for a :class:`~toolroute.gateway.shell.server.Gateway` as it is
+    made (its ``code_mode_for``): ``execute`` under ``limits`` over the gateway's call path, the
+    return types of find_tools' signatures read from its servers' listings."""
 
-    async def outputs() -> dict[str, Mapping[str, Any]]:
-        listed = await gateway.passthrough.listed()
-        return {name: t.output_schema for t, name in listed if t.output_schema}
+    def made(gateway: Gateway) -> CodeMode:
+        async def outputs() -> dict[str, Mapping[str, Any]]:
+            listed = await gateway.passthrough.listed()
+            return {name: t.output_schema for t, name in listed if t.output_schema}
 
-    gateway.code_mode = CodeMode(gateway, limits, outputs)
-    if limits.stubs and "find_tools" in gateway.handlers:
-        gateway.handlers["find_tools"] = gateway.code_mode.stubbed(gateway.handlers["find_tools"])
+        return CodeMode(gateway.calls, gateway.shared.metrics, limits, outputs)
+
+    return made

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from toolroute.config import GatewayConfig
     from toolroute.store import StoreTarget
 
-__all__ = ["Suggester", "Suggestion", "attach", "listing_catalog"]
+__all__ = ["Suggester", "Suggestion", "listing_catalog", "suggester_for"]
 
 log = logging.getLogger(__name__)
 
@@ -274,22 +274,24 @@ class Suggester:
             self._built = None
 
 
-def attach(gateway: Any, config: GatewayConfig, directory: Path, store: StoreTarget) -> Suggester:
-    """Give ``gateway`` registry suggestions (``[registry] url``): its embedder, strategy and
-    abstention mode; ``auto_add`` adds through :func:`~toolroute.registry.install.write`,
-    holding the new server's tools (:func:`~toolroute.gateway.calls.quarantine.hold_server`)."""
+def suggester_for(
+    config: GatewayConfig, embedder: Embedder, directory: Path, store: StoreTarget
+) -> Suggester:
+    """The registry suggestions of a gateway of ``config`` (``[registry] url``), given to it
+    when it is made: its ``embedder``, strategy and abstention mode; ``auto_add`` adds through
+    :func:`~toolroute.registry.install.write`, holding the new server's tools
+    (:func:`~toolroute.gateway.calls.quarantine.hold_server`)."""
     settings = config.registry
     suggester = Suggester(
         settings,
         directory,
-        gateway.router.embedder,
+        embedder,
         strategy=config.settings.strategy,
         abstain=config.settings.abstain,
         known=known_packages(config),
     )
     if settings.auto_add and config.path is not None:
         suggester.on_auto_add = functools.partial(_auto_add, suggester, config, store)
-    gateway.suggester = suggester
     return suggester
 
 

@@ -260,7 +260,7 @@ def test_hostile_argument_sets_reach_the_server_zero_times(
         async with running_pool(cfg) as pool:
             router, _ = await sync_router(cfg, pool, embedder=onnx)
             gw = Gateway(router, pool, ToolrouteSettings(call_gate="off"))
-            schemas = {n: gw.presenter.tools_by_name[n].input_schema for n in VALID}
+            schemas = {n: gw.shared.presenter.tools_by_name[n].input_schema for n in VALID}
             for n, s in schemas.items():
                 validators[n] = jsonschema.Draft202012Validator(s)  # type: ignore[assignment]
             async with Client(gw.server) as c:

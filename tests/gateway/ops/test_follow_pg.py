@@ -14,8 +14,9 @@ import pytest
 
 from tests.conftest import SMALL_CATALOG, HashingEmbedder
 from toolroute.catalog import catalog_from_dict
-from toolroute.gateway.core import GatewayCore
+from toolroute.downstream.servers import DownstreamPool
 from toolroute.gateway.ops.follow import StoreWatch, follow_store
+from toolroute.gateway.shell.server import Gateway
 from toolroute.router import Router
 from toolroute.store.local_pg import LocalPostgres
 
@@ -31,13 +32,13 @@ def test_another_process_s_approval_reaches_the_watch_by_notify(pg: LocalPostgre
     url = pg.create_database(f"follow_{uuid.uuid4().hex[:12]}")
     router = Router(catalog_from_dict(SMALL_CATALOG), store=url, embedder=HashingEmbedder())
     router.index()
-    core = GatewayCore(router)
-    watch = StoreWatch(lambda: core.router.store, file_check_s=3600)  # no timed look
+    gateway = Gateway(router, DownstreamPool({}))
+    watch = StoreWatch(lambda: gateway.shared.router.store, file_check_s=3600)  # no timed look
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
 
     async def main() -> None:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(follow_store, core, watch)
+            tg.start_soon(follow_store, gateway, watch)
             with anyio.fail_after(20):
                 while not watch.listening:
                     await anyio.sleep(0.05)
@@ -54,4 +55,4 @@ def test_another_process_s_approval_reaches_the_watch_by_notify(pg: LocalPostgre
     try:
         anyio.run(main)
     finally:
-        core.router.close()
+        gateway.shared.router.close()

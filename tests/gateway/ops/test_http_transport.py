@@ -86,7 +86,9 @@ def test_replies_are_sse_by_default_and_sdk_request_spans_follow_the_otel_settin
                 assert (await _content_type(url)).startswith("text/event-stream")
                 await _find_and_call(url)
                 traced = make_gateway(
-                    _config(tmp_path / "otel", "otel = true\n"), gateway.router, gateway.pool
+                    _config(tmp_path / "otel", "otel = true\n"),
+                    gateway.shared.router,
+                    gateway.shared.pool,
                 )
                 middleware = traced.server.middleware
                 assert any(isinstance(m, OpenTelemetryMiddleware) for m in middleware)
@@ -126,6 +128,8 @@ def test_a_closed_session_leaves_nothing_behind_in_the_gateway(
                 while gateway.relay.sessions:  # its teardown runs after the DELETE answer
                     await anyio.sleep(0.05)
                 gc.collect()
-                assert len(gateway.sessions) == 1  # the client's (its name), per-session none
+                assert (
+                    len(gateway.shared.sessions) == 1
+                )  # the client's (its name), per-session none
 
     anyio.run(main)

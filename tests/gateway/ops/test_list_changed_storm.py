@@ -64,8 +64,8 @@ def test_a_server_announcing_a_change_on_every_listing_is_relisted_alone_and_deb
             # each re-list is at least RELIST_DEBOUNCE_S after the one before it
             assert 1 <= relisted <= elapsed / RELIST_DEBOUNCE_S + 1, (relisted, elapsed)
             assert _listings(quiet) == quiet_before  # the other server is not asked again
-            assert gw.router.catalog.tool_count == 4  # both servers' tools, as listed
-            gw.router.close()
+            assert gw.shared.router.catalog.tool_count == 4  # both servers' tools, as listed
+            gw.shared.router.close()
 
     anyio.run(main)
 
@@ -105,6 +105,6 @@ def test_a_relayed_request_the_client_never_answers_is_given_up_after_the_call_t
                     )
                     assert r.is_error and asked.is_set()
                     await released.wait()
-            gw.router.close()
+            gw.shared.router.close()
 
     anyio.run(main)

@@ -13,8 +13,8 @@ import pytest
 
 from toolroute.catalog.models import Catalog
 from toolroute.config import GatewayConfig, load_config
+from toolroute.downstream.servers import DownstreamPool
 from toolroute.errors import ConfigError
-from toolroute.gateway.core import GatewayCore
 from toolroute.gateway.ops.reload import (
     RESTART_FIELDS,
     SPEC_FIELDS,
@@ -25,6 +25,8 @@ from toolroute.gateway.ops.reload import (
     diff,
     reload_once,
 )
+from toolroute.gateway.shared import Shared
+from toolroute.gateway.shell.server import Gateway
 from toolroute.router import Router
 from toolroute.settings import ToolrouteSettings
 
@@ -102,6 +104,25 @@ def test_a_config_that_does_not_load_is_refused_in_one_line_and_the_old_one_kept
     assert record.getMessage().startswith("config not reloaded, still serving the previous one")
 
 
+def test_a_refused_reload_is_shown_in_the_gateways_status_until_one_loads(tmp_path: Path) -> None:
+    old = load_config(_config(tmp_path, {"a": {"command": "x"}}))
+    loaded: list[GatewayConfig] = []
+
+    def load() -> GatewayConfig:
+        if not loaded:
+            loaded.append(old)
+            raise ConfigError("servers.json: invalid JSON at line 1 column 2: oops")
+        return old
+
+    with Router(Catalog(servers=()), store=tmp_path / "store") as router:
+        gateway = Gateway(router, DownstreamPool({}))
+        live = Live(old, load)
+        assert anyio.run(reload_once, live, None, gateway) is None
+        assert "invalid JSON" in gateway.status()["config"]["reload"]
+        assert anyio.run(reload_once, live, None, gateway) is None  # the same config: kept
+        assert "config" not in gateway.status()
+
+
 def test_a_reload_that_drops_the_tokens_or_the_settings_file_is_refused_unless_explicit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -164,7 +185,7 @@ def test_a_reload_applies_the_new_settings_in_one_step_and_keeps_what_needs_a_re
 ) -> None:
     running = ToolrouteSettings(store=str(tmp_path / "store"), expose="bind")
     with Router(Catalog(servers=()), store=tmp_path / "store") as router:
-        core = GatewayCore(router, settings=running)
+        shared = Shared(router, settings=running)
         new = ToolrouteSettings(
             k=2,
             threshold=0.3,
@@ -174,8 +195,8 @@ def test_a_reload_applies_the_new_settings_in_one_step_and_keeps_what_needs_a_re
             expose="all",
             strategy="hybrid",
         )
-        core.apply(applied(core.settings, new))
-        s = core.settings
+        shared.apply(applied(shared.settings, new))
+        s = shared.settings
         assert (s.k, s.threshold, s.pinned, s.abstain, s.call_timeout_s) == (
             2,
             0.3,
@@ -184,7 +205,6 @@ def test_a_reload_applies_the_new_settings_in_one_step_and_keeps_what_needs_a_re
             4.0,
         )
         assert (s.expose, s.strategy, s.store) == ("bind", "default", running.store)
-        shown = core.presenter.config
+        shown = shared.presenter.config
         assert (shown.top_k, shown.threshold, shown.pinned) == (2, 0.3, ("a__t",))
-        assert (core.k, core.call_timeout_s, core.expose) == (2, 4.0, "bind")
         assert router.params.abstain == "strict"

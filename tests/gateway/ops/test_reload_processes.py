@@ -232,10 +232,10 @@ def test_a_curation_edit_relists_only_that_server_and_restarts_nothing(tmp_path:
         )
         assert all(pool[n] is before[n] for n in before)  # no process restarted
         assert change.reindexed == 1 and change.tools == 3
-        assert "time__now" in gw.presenter.tools_by_name
-        assert "time__get_current_time" not in gw.presenter.tools_by_name
-        assert gw.presenter.config.pinned == ("time__now",)
-        r = await gw.call("time__now", {"timezone": "Asia/Tokyo"})
+        assert "time__now" in gw.shared.presenter.tools_by_name
+        assert "time__get_current_time" not in gw.shared.presenter.tools_by_name
+        assert gw.shared.presenter.config.pinned == ("time__now",)
+        r = await gw.calls.checked("time__now", {"timezone": "Asia/Tokyo"})
         assert not r.is_error and "Asia/Tokyo" in _text(r)
 
     run_gateway(old, body)

@@ -1,18 +1,28 @@
-"""The MCP shell's request steps (gateway/shell/server.py): what a request's calls leave
-behind is recorded once its reply is out."""
+"""The MCP shell (gateway/shell/server.py): what a request's calls leave behind is recorded
+once its reply is out; the hooks given when it is made (code mode) change what it lists and
+answers."""
 
 from __future__ import annotations
 
 from contextlib import nullcontext
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
 
 import anyio
 import mcp.types as types
+from mcp import Client
 
+from tests.conftest import SMALL_CATALOG, HashingEmbedder
+from toolroute.catalog import catalog_from_dict
+from toolroute.codemode.execute import code_mode
+from toolroute.codemode.limits import CodeModeLimits
+from toolroute.downstream.servers import DownstreamPool
 from toolroute.gateway.calls.record import Recorder
 from toolroute.gateway.shell.server import Gateway, _Request, recorded_after_reply
 from toolroute.route.preconditions import SessionState
+from toolroute.router import Router
+from toolroute.settings import ToolrouteSettings
 from toolroute.stats import Outcome
 
 
@@ -91,3 +101,36 @@ def test_a_stopping_gateway_records_what_requests_still_answering_left_behind() 
 
     anyio.run(main)
     assert written == ["now"]  # the task's end records nothing twice
+
+
+def test_code_mode_given_when_the_gateway_is_made_lists_execute_and_answers_with_signatures(
+    tmp_path: Path,
+) -> None:
+    with Router(
+        catalog_from_dict(SMALL_CATALOG), store=tmp_path, embedder=HashingEmbedder()
+    ) as router:
+        router.index()
+        settings = ToolrouteSettings(call_gate="off")
+        plain = Gateway(router, DownstreamPool({}), settings)
+        coded = Gateway(
+            router, DownstreamPool({}), settings, code_mode_for=code_mode(CodeModeLimits())
+        )
+
+        async def main() -> None:
+            async with (
+                Client(plain.server, mode="legacy", raise_exceptions=True) as p,
+                Client(coded.server, mode="legacy", raise_exceptions=True) as c,
+            ):
+                assert "execute" not in [t.name for t in (await p.list_tools()).tools]
+                assert "execute" in [t.name for t in (await c.list_tools()).tools]
+                off = await p.call_tool("execute", {"code": "1"})
+                assert off.is_error and "code_mode = true" in str(off.structured_content)
+                ran = await c.call_tool("execute", {"code": "1 + 1"})
+                assert not ran.is_error and (ran.structured_content or {})["result"] == 2
+                query = {"query": "what time is it", "k": 1}
+                found = (await c.call_tool("find_tools", query)).structured_content or {}
+                assert "signature" in found["candidates"][0]  # code mode's find_tools
+                found = (await p.call_tool("find_tools", query)).structured_content or {}
+                assert "input_schema" in found["candidates"][0]
+
+        anyio.run(main)

@@ -2,14 +2,17 @@
 bound to the data they read, its ``[limits]`` among them when it has any, and the recorder of
 what its calls leave behind (:mod:`toolroute.gateway.calls.record`).
 
-The gateway holds one (``GatewayCore.calls``) beside what finds tools: the MCP shell runs
-:attr:`CallPath.run` and records after its reply, the Python API runs :meth:`CallPath.call`.
+What calls tools: the MCP shell (:class:`toolroute.gateway.shell.server.Gateway`) holds one
+beside what finds them (:class:`toolroute.gateway.find.Finder`), both over the data its parts
+share (:class:`toolroute.gateway.shared.Shared`, the steps' :class:`Host`). The shell runs
+:attr:`CallPath.run` and records after its reply; a caller with no reply to send first (code
+mode's scripts, the Python API) runs :meth:`CallPath.call`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 from toolroute.gateway.calls import pipeline
 from toolroute.gateway.calls._limits import Gateway as LimitsGateway
@@ -18,6 +21,7 @@ from toolroute.gateway.calls.pipeline import Call, CallResult, Host, Next, Step
 from toolroute.gateway.calls.record import Gateway as RecorderGateway
 from toolroute.gateway.calls.record import Recorder
 from toolroute.policy import LimitSettings
+from toolroute.route.preconditions import SessionState
 from toolroute.stats import Outcome
 
 __all__ = ["CallPath"]
@@ -51,11 +55,20 @@ class CallPath:
         caller already checked."""
         self.recorder = Recorder(gateway, on_outcome)
 
-    async def call(self, call: Call, *, checked: bool = False) -> CallResult:
-        """Run ``call`` (``checked``: through its own steps only) and record what it leaves
-        behind as it returns: a caller with no reply to send first (the Python API, a code mode
-        script's call)."""
+    async def call(self, call: Call) -> CallResult:
+        """Run ``call`` through every step and record what it leaves behind as it returns: a
+        caller with no reply to send first (a code mode script's call, the Python API)."""
         try:
-            return await (self.execute if checked else self.run)(call)
+            return await self.run(call)
+        finally:
+            self.recorder.record(call.records)
+
+    async def checked(self, name: str, arguments: dict[str, Any]) -> CallResult:
+        """Run one call of ``name`` through the call's own steps (quarantine, known tool,
+        schema, forward) and record it as it returns: for a caller already checked, e.g. a
+        test or the Python API (no caller's state: those steps read none)."""
+        call = Call(name, arguments, SessionState())
+        try:
+            return await self.execute(call)
         finally:
             self.recorder.record(call.records)

@@ -151,7 +151,7 @@ class Bridge(Protocol):
 
 
 class Host(Protocol):
-    """What the steps read from the gateway (:class:`~toolroute.gateway.core.GatewayCore`):
+    """What the steps read from the gateway (:class:`~toolroute.gateway.shared.Shared`):
     data, read at call time (a reload swaps some of it)."""
 
     @property

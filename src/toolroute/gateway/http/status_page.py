@@ -69,7 +69,7 @@ def status_snapshot(
     """Servers (state, tools, statistics) and the last ``last`` routing decisions, newest first;
     with ``allowed`` (a client's allow-list on ``server__tool``), only what it allows and no
     routing decisions."""
-    router = gateway.router
+    router = gateway.shared.router
     server_stats, tool_stats = router.store.load_stats()
     outcomes = {(s, t): (ok, bad) for s, t, ok, bad, _ in router.store.outcome_counts()}
     by_id = {s.id: s for s in router.catalog.servers}
@@ -117,8 +117,8 @@ def status_snapshot(
             log.exception("unreadable routing event in the store")
     return {
         "generated_at": time.time(),
-        "strategy": gateway.strategy,
-        "k": gateway.k,
+        "strategy": gateway.shared.settings.strategy,
+        "k": gateway.shared.settings.k,
         "tool_count": router.catalog.tool_count
         if allowed is None
         else sum(len(s["tools"]) for s in servers),
@@ -133,7 +133,7 @@ def mount_status_page(app: Starlette, gateway: Gateway, url: str | None = None) 
     ``toolroute status --open``'s one-time links to the store directory."""
     logins = LoginBook({c.client_id: c.token for c in gateway.clients.values()})
     if url is not None:
-        logins.publish(Path(gateway.router.store.directory), url)
+        logins.publish(Path(gateway.shared.router.store.directory), url)
 
     def viewer(request: Request) -> Viewer | None:
         """Who is looking (None: nobody has logged in yet and the gateway has tokens)."""
@@ -150,14 +150,14 @@ def mount_status_page(app: Starlette, gateway: Gateway, url: str | None = None) 
         who = viewer(request)
         if who is None:
             return _login_page(401)
-        snap = status_snapshot(gateway, gateway.pool, allowed=who.allowed)
+        snap = status_snapshot(gateway, gateway.shared.pool, allowed=who.allowed)
         return _html(await anyio.to_thread.run_sync(render_html, snap, who))
 
     async def data(request: Request) -> Response:
         who = viewer(request)
         if who is None:  # the guard lets no such request by; kept for safety's sake
             return _login_page(401)
-        snap = status_snapshot(gateway, gateway.pool, allowed=who.allowed)
+        snap = status_snapshot(gateway, gateway.shared.pool, allowed=who.allowed)
         return Response(
             await anyio.to_thread.run_sync(json.dumps, snap),
             media_type="application/json",

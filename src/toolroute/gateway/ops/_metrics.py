@@ -41,7 +41,7 @@ from starlette.responses import PlainTextResponse, Response
 from toolroute.config import SEPARATOR
 from toolroute.errors import StoreError
 from toolroute.gateway.calls.access import CLIENT_SCOPE_KEY
-from toolroute.gateway.core import NoMetrics
+from toolroute.gateway.shared import NoMetrics
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -159,7 +159,7 @@ class GatewayMetrics(NoMetrics):
     async def observed(self, params: types.CallToolRequestParams, call: Awaitable[T]) -> T:
         """Await ``call`` (the gateway answering ``params``) and count its answer."""
         start = time.perf_counter()
-        if self.gateway.settings.expose == "all" and params.name not in META_TOOLS:
+        if self.gateway.shared.settings.expose == "all" and params.name not in META_TOOLS:
             # pass-through: the exposed name ("get_current_time") as its catalog name
             resolved = await self.gateway.passthrough.resolve(params.name)
             params = params.model_copy(update={"name": resolved or params.name})
@@ -203,13 +203,17 @@ class GatewayMetrics(NoMetrics):
 
     def _labels(self, name: object) -> tuple[str, str]:
         """``(server, tool)`` of a catalogued tool's name, else ``("-", "-")``."""
-        if isinstance(name, str) and name in self.gateway.presenter.tools_by_name:
+        if isinstance(name, str) and name in self.gateway.shared.presenter.tools_by_name:
             server, _, tool = name.partition(SEPARATOR)
             return server, tool
         return UNKNOWN, UNKNOWN
 
     def _server(self, server: object) -> str:
-        return server if isinstance(server, str) and server in self.gateway.pool.servers else "-"
+        return (
+            server
+            if isinstance(server, str) and server in self.gateway.shared.pool.servers
+            else "-"
+        )
 
     @contextmanager
     def store(self, operation: str) -> Iterator[None]:
@@ -252,7 +256,7 @@ class _GatewayState(Collector):
             "toolroute_downstream_restarts", "Times the server was restarted after it failed.",
             labels=["server"],
         )  # fmt: skip
-        for name, d in sorted(g.pool.servers.items()):
+        for name, d in sorted(g.shared.pool.servers.items()):
             up.add_metric([name], 1.0 if d.status == "up" else 0.0)
             tools.add_metric([name], float(d.tools or 0))
             restarts.add_metric([name], float(d.restarts))
@@ -261,12 +265,12 @@ class _GatewayState(Collector):
         yield restarts
         yield GaugeMetricFamily(
             "toolroute_index_tools", "Tools in the index find_tools searches.",
-            value=float(g.router.catalog.tool_count),
+            value=float(g.shared.router.catalog.tool_count),
         )  # fmt: skip
         yield GaugeMetricFamily(
             "toolroute_quarantined_tools",
             "Tools held in quarantine (changed since pinned; not indexed, not callable).",
-            value=float(len(g.quarantined)),
+            value=float(len(g.shared.quarantined)),
         )
 
 
@@ -275,7 +279,7 @@ def mount_metrics(app: Starlette, gateway: Gateway) -> None:
     """``GET /metrics`` on the gateway's Starlette ``app`` (when its metrics are on). The
     guard has checked the bearer token; a client with an allow-list is refused (403): the
     metrics name every server and tool."""
-    metrics = gateway.metrics
+    metrics = gateway.shared.metrics
     if not isinstance(metrics, GatewayMetrics):
         return
 

@@ -23,10 +23,10 @@ from toolroute.embed.onnx import OnnxEmbedder
 from toolroute.embed.recent import QueryMemo
 from toolroute.errors import ConfigError
 from toolroute.gateway.ops._metrics import GatewayMetrics
-from toolroute.gateway.shell.server import FIND_TOOLS, Gateway
+from toolroute.gateway.shell.server import FIND_TOOLS, Gateway, Warmup
 from toolroute.llm.client import ChatLLM, llm_cache_path
 from toolroute.present.events import EventLog, OtelExporter
-from toolroute.registry.suggest import attach
+from toolroute.registry.suggest import suggester_for
 from toolroute.route.adaptive import AdaptiveParams
 from toolroute.route.strategy import RouteParams
 from toolroute.router import Router
@@ -97,7 +97,8 @@ def store_dir_of(config: GatewayConfig) -> StoreTarget:
 
 def describe_find_tools(gateway: Gateway) -> None:
     """find_tools' description names the servers behind the gateway (one line)."""
-    line = servers_line([(s.id, len(s.tools)) for s in gateway.router.catalog.servers])
+    catalog = gateway.shared.router.catalog
+    line = servers_line([(s.id, len(s.tools)) for s in catalog.servers])
     description = f"{FIND_TOOLS.description} {line}"
     gateway.find_tools_tool = FIND_TOOLS.model_copy(update={"description": description})
 
@@ -137,9 +138,22 @@ def gateway_embedder(config: GatewayConfig, transport: str = "stdio") -> Embedde
     return QueryMemo(OnnxEmbedder(threads=threads), size=config.settings.query_cache)
 
 
-def make_gateway(config: GatewayConfig, router: Router, pool: DownstreamPool) -> Gateway:
-    """The gateway with every setting of the config (gates, presentation, events)."""
+def make_gateway(
+    config: GatewayConfig, router: Router, pool: DownstreamPool, warmup: Warmup | None = None
+) -> Gateway:
+    """The gateway with every setting of the config (gates, presentation, events) and its
+    hooks: metrics, limits, code mode, registry suggestions, and ``warmup`` (what a request at
+    start waits for; None: nothing)."""
     s = config.settings
+    code_mode_for = None
+    if s.code_mode:  # the sandbox is imported only where code mode is on
+        from toolroute.codemode.execute import code_mode
+
+        code_mode_for = code_mode(config.code_mode_limits)  # codemode/: execute, signatures
+    suggester = None
+    if config.registry.url:  # servers suggested where no tool fits; unset: no registry asked
+        registry = Path(router.store.directory) / "registry"
+        suggester = suggester_for(config, router.embedder, registry, store_dir_of(config))
     gateway = Gateway(
         router,
         pool,
@@ -153,13 +167,9 @@ def make_gateway(config: GatewayConfig, router: Router, pool: DownstreamPool) ->
         ],
         metrics=GatewayMetrics if config.metrics else None,  # gateway/ops/_metrics.py
         limits=config.limits,  # gateway/calls/_limits.py
+        code_mode_for=code_mode_for,
+        suggester=suggester,
+        warmup=warmup,
     )
     describe_find_tools(gateway)
-    if s.code_mode:  # the sandbox is imported only where code mode is on
-        from toolroute.codemode.execute import install as install_code_mode
-
-        install_code_mode(gateway, config.code_mode_limits)  # codemode/: execute, signatures
-    if config.registry.url:  # servers suggested where no tool fits; unset: no registry asked
-        registry = Path(router.store.directory) / "registry"
-        attach(gateway, config, registry, store_dir_of(config))
     return gateway

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from toolroute.gateway.core import GatewayCore
 from toolroute.router import Router
 from toolroute.store import sql
 from toolroute.store.base import StoreInterface, catalog_digest, meta_writes
@@ -31,6 +30,8 @@ from toolroute.store.sqlite import DB_NAME
 
 if TYPE_CHECKING:
     import psycopg
+
+    from toolroute.gateway.shell.server import Gateway
 
 __all__ = ["FILE_CHECK_S", "STATS_INTERVAL_S", "StoreWatch", "follow_store"]
 
@@ -102,7 +103,7 @@ def _signature(store: StoreInterface) -> tuple[tuple[int, int], ...]:
 
 
 async def follow_store(
-    gateway: GatewayCore,
+    gateway: Gateway,
     watch: StoreWatch | None = None,
     *,
     stats_interval_s: float = STATS_INTERVAL_S,
@@ -111,7 +112,7 @@ async def follow_store(
     metadata writes); returns at once for a store no other replica writes (SQLite). Runs until
     cancelled; a lost database connection is logged and retried (the replica keeps serving
     what it has meanwhile)."""
-    if not gateway.router.store.shared:
+    if not gateway.shared.router.store.shared:
         return  # psycopg is an extra: imported only for a store that needs it
     import psycopg
 
@@ -126,12 +127,12 @@ async def follow_store(
                 watch.listening = False
 
 
-async def _follow(gateway: GatewayCore, watch: StoreWatch | None, stats_interval_s: float) -> None:
+async def _follow(gateway: Gateway, watch: StoreWatch | None, stats_interval_s: float) -> None:
     import psycopg
 
     from toolroute.store.postgres import CATALOG_CHANNEL, META_CHANNEL, PostgresStore
 
-    store = gateway.router.store
+    store = gateway.shared.router.store
     if not isinstance(store, PostgresStore):  # shared means PostgreSQL
         raise TypeError(f"no notifications from a {type(store).__name__}")
     url = store.url
@@ -154,7 +155,7 @@ async def _follow(gateway: GatewayCore, watch: StoreWatch | None, stats_interval
             newest = await _last_outcome(conn)
             if newest != seen:
                 seen = newest
-                await anyio.to_thread.run_sync(gateway.router.reload_stats)
+                await anyio.to_thread.run_sync(gateway.shared.router.reload_stats)
 
 
 async def _last_outcome(conn: psycopg.AsyncConnection[tuple[int]]) -> int:
@@ -163,10 +164,10 @@ async def _last_outcome(conn: psycopg.AsyncConnection[tuple[int]]) -> int:
     return int(row[0]) if row is not None else 0
 
 
-async def _reload_catalog(gateway: GatewayCore, url: str) -> None:
+async def _reload_catalog(gateway: Gateway, url: str) -> None:
     """Swap in a router over the catalog stored at ``url`` unless it is the one already
     routed over."""
-    old = gateway.router
+    old = gateway.shared.router
 
     def build() -> Router | None:
         if old.store.get_meta("catalog_digest") == catalog_digest(old.catalog):

@@ -10,7 +10,7 @@ nothing else is touched:
   the old one's calls in flight have ``call_timeout_s`` to finish;
 - a server whose curation or ``[tools]``/``[servers]`` metadata changed is re-listed;
 - tokens and allow-lists (``[auth]``), Host/Origin lists and gates are swapped in place, and
-  the new ``[toolroute]`` settings object is applied in one step (``GatewayCore.apply``: pins,
+  the new ``[toolroute]`` settings object is applied in one step (``Shared.apply``: pins,
   ``k``, ``threshold``, "no tool fits", the call timeout);
 - only the servers above are listed again, and only their changed tools re-embedded.
 
@@ -129,7 +129,7 @@ RESTART_FIELDS = (
 Each name is a ``[toolroute]`` setting (:class:`ToolrouteSettings`) or else a field of the
 config (another table), as in the two lists below."""
 SWAPPED_FIELDS = ("pinned", "k", "threshold", "abstain", "tool_gates", "server_gates", "approved")
-"""Settings a running gateway takes at once (:meth:`GatewayCore.apply`, the gates, and the
+"""Settings a running gateway takes at once (:meth:`Shared.apply`, the gates, and the
 quarantine of the servers listed again)."""
 SPEC_FIELDS = ("connect_timeout_s", "call_timeout_s", "max_result_bytes")
 """Settings every downstream is built with: a change restarts them all."""
@@ -251,7 +251,7 @@ async def apply(live: Live, new: GatewayConfig, pool: DownstreamPool, gateway: G
         change,
         reindexed=report.added + report.updated if report is not None else 0,
         embedded=report.embedded if report is not None else 0,
-        tools=gateway.router.catalog.tool_count,
+        tools=gateway.shared.router.catalog.tool_count,
         seconds=time.perf_counter() - start,
     )
     for line in change.lines():
@@ -287,16 +287,16 @@ async def _apply(
     gateway.clients = {c.client_id: c for c in new.clients}
     if live.http is not None and change.tokens:
         live.http.reconfigure(new.clients, new.allowed_hosts, new.allowed_origins)
-    gateway.tool_gates = dict(new.tool_gates)
-    gateway.server_gates = dict(new.server_gates)
+    gateway.shared.tool_gates = dict(new.tool_gates)
+    gateway.shared.server_gates = dict(new.server_gates)
     # k, the call timeout, θ, pins and "no tool fits", from the next request on: one step
-    gateway.apply(applied(gateway.settings, new.settings))
+    gateway.shared.apply(applied(gateway.shared.settings, new.settings))
     for name in (*change.added, *change.restarted):  # bounded: a dead one is listed later
         await pool[name].settled(new.settings.connect_timeout_s)
     report = await resync(new, pool, gateway, live.listings, change.servers)
     bound = gateway.binding.bound  # bind mode: a removed or hidden tool leaves tools/list
     for name in list(bound):
-        if name not in gateway.presenter.tools_by_name:
+        if name not in gateway.shared.presenter.tools_by_name:
             del bound[name]
     return report
 
@@ -355,7 +355,7 @@ async def reload_once(live: Live, pool: DownstreamPool, gateway: Gateway) -> Rel
     keeps serving (None)."""
     if live.load is None:
         return None
-    faults = getattr(gateway, "faults", None)
+    faults = getattr(getattr(gateway, "shared", None), "faults", None)
     try:
         with anyio.move_on_after(LOAD_TIMEOUT_S) as scope:
             new = await anyio.to_thread.run_sync(_read_settled, live, abandon_on_cancel=True)
@@ -383,7 +383,7 @@ async def reload_once(live: Live, pool: DownstreamPool, gateway: Gateway) -> Rel
 
 def note_auth(config: GatewayConfig, gateway: Gateway) -> None:
     """``[auth] enabled = false``: a warning in the log and a line in status (HTTP)."""
-    faults = getattr(gateway, "faults", None)
+    faults = getattr(getattr(gateway, "shared", None), "faults", None)
     line = None
     if config.auth_off:
         line = f"off ([auth] enabled = false in {config.settings_path}): no token is asked"

@@ -51,16 +51,16 @@ async def serve(
     async with anyio.create_task_group() as owners:
         await owners.start(pool.run)  # the servers connect while the gateway serves
         empty = build_router(config, Catalog(servers=()), gateway_embedder(config, transport))
-        gateway = make_gateway(config, empty, pool)
         # what a call at start waits for: its server, or the quick ones, indexed (bounded)
         warmup = Warmup(config.settings.connect_timeout_s, pool.servers)
-        gateway.warmup = warmup
+        gateway = make_gateway(config, empty, pool, warmup)
+        shared = gateway.shared
         # `toolroute status` shows this gateway from its first second, not a previous one
-        write_status(gateway.router.store.directory, gateway.status(), gateway.faults)
+        write_status(shared.router.store.directory, gateway.status(), shared.faults)
         live = live_of(config, reload, listings=Listings())
         try:
             async with gateway.continuations.serving(), anyio.create_task_group() as tg:
-                watch = StoreWatch(lambda: gateway.router.store)  # approvals, other replicas
+                watch = StoreWatch(lambda: shared.router.store)  # approvals, other replicas
                 fresh = config.servers and not empty.store.tool_hashes()
                 if fresh and config.settings.expose != "all":
                     tg.start_soon(_load_model, empty)  # a fresh store: every tool is embedded
@@ -79,10 +79,10 @@ async def serve(
                 tg.cancel_scope.cancel()
         finally:
             gateway.record_answering()  # what the requests still answering left behind
-            local_dir = gateway.router.store.directory
-            gateway.router.close()
+            local_dir = shared.router.store.directory
+            shared.router.close()
             pool.stop()
-            write_status(local_dir, snapshot(pool, running=False), gateway.faults)
+            write_status(local_dir, snapshot(pool, running=False), shared.faults)
 
 
 async def _index_then_watch(
@@ -116,7 +116,7 @@ async def _write_status_on_change(pool: DownstreamPool, gateway: Gateway) -> Non
         pool.take_changes()
         status = gateway.status()
         if status != written and write_status(
-            gateway.router.store.directory, status, gateway.faults
+            gateway.shared.router.store.directory, status, gateway.shared.faults
         ):
             written = status
         await anyio.sleep(STATUS_RETRY_S)

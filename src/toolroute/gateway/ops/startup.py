@@ -288,6 +288,6 @@ async def index_at_start(
                 tg.start_soon(index_step, step)
     if warmup is not None:
         warmup.settle()
-    if not gateway.router.catalog.tool_count:
+    if not gateway.shared.router.catalog.tool_count:
         log.warning("no server has tools yet; serving anyway, they join as they connect")
     return connects

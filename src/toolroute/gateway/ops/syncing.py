@@ -282,16 +282,16 @@ async def watch_changes(
         live.listings = Listings()
     listings = live.listings
     config = live.config
-    watch = watch if watch is not None else StoreWatch(lambda: gateway.router.store)
+    watch = watch if watch is not None else StoreWatch(lambda: gateway.shared.router.store)
     # each server's connection count at its last listing (``connects``: given by the start)
     connects = {d.name: d.connects for d in pool.servers.values()} | dict(connects or {})
     listed_at: dict[str, float] = {}
-    rev = revision(gateway.router.store)
+    rev = revision(gateway.shared.router.store)
     next_relist = anyio.current_time() + config.settings.relist_interval_s
     written: dict[str, Any] | None = None
     reviewed: GatewayConfig | None = None  # the config of this loop's last review
     watch.on_notify = pool.note_change
-    faults = getattr(gateway, "faults", None)
+    faults = getattr(getattr(gateway, "shared", None), "faults", None)
     if faults is not None:
         faults.on_change = pool.note_change
     while True:
@@ -299,7 +299,7 @@ async def watch_changes(
         config = live.config
         status = gateway.status()
         if status != written and write_status(
-            gateway.router.store.directory, status, gateway.faults
+            gateway.shared.router.store.directory, status, gateway.shared.faults
         ):  # not written (full disk, read-only): noted in the faults, tried again next turn
             written = status
         now = anyio.current_time()
@@ -310,13 +310,13 @@ async def watch_changes(
         }
         changed = [d for d in pool.servers.values() if pending.get(d.name, now + 1) <= now]
         # the store is read only when it may have changed (StoreWatch), not every turn
-        new_rev = revision(gateway.router.store) if watch.changed() else rev
+        new_rev = revision(gateway.shared.router.store) if watch.changed() else rev
         due = now >= next_relist
         if not (changed or due or new_rev != rev):
             wake = min([next_relist, *pending.values()])  # a debounced server's turn
             if status != written:  # the status file could not be written: try again
                 wake = min(wake, now + STATUS_RETRY_S)
-            if not (gateway.router.store.shared and watch.listening):
+            if not (gateway.shared.router.store.shared and watch.listening):
                 # no notification: look when StoreWatch's next look is due (it was just
                 # asked, so a hair later than file_check_s from now)
                 wake = min(wake, now + watch.file_check_s + 0.01)
@@ -418,16 +418,16 @@ async def resync(
                     if progress is not None:  # in tools of the whole step
                         progress(done + n * d // max(t, 1), total)
 
-                await _embed_new(config, gateway.router, part, shown)
+                await _embed_new(config, gateway.shared.router, part, shown)
                 done += n
         return None
     catalog, statuses, held = await review(config, pool, listings, only, among)
-    before = {(t.key, t.hash) for t in gateway.router.catalog.tools()}
+    before = {(t.key, t.hash) for t in gateway.shared.router.catalog.tools()}
     after = {(t.key, t.hash) for t in catalog.tools()}
-    gateway.quarantined = held_by_name(held, pool)
+    gateway.shared.quarantined = held_by_name(held, pool)
     if before == after:
         return None
-    router = build_router(config, catalog, gateway.router.embedder)
+    router = build_router(config, catalog, gateway.shared.router.embedder)
     try:
         # only new or changed tools have texts to embed; without them (tools removed or
         # held) nothing awaits between the quarantine above and the swap below

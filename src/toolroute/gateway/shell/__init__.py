@@ -1,4 +1,5 @@
-"""The MCP shell over the core: the server, pass-through, the relayed protocol and stdio.
+"""The MCP shell over what finds and calls tools: the server, pass-through, the relayed
+protocol and stdio.
 
 ``serve_stdio`` is the one part the rest of the gateway runs from outside the shell: the stdio
 transport ``toolroute serve`` puts the server on."""

@@ -1,10 +1,13 @@
 """toolroute's own MCP server: meta-tools in front of every downstream server.
 
-:class:`Gateway` is the MCP shell over :class:`toolroute.gateway.core.GatewayCore`, which holds
-the product's loop (route → gate → present → refuse unpromoted calls, execution, recording);
-this module adds what is MCP: the meta-tools (a table of handlers, :attr:`Gateway.handlers`),
-bound and passed-through tools, the relay of resources, prompts and notifications, and the
-bridge between a 2026-07-28 client and a 2025-11-25 server.
+:class:`Gateway` is the MCP shell. It holds the product's loop as two transport-free parts over
+the data they share (:class:`toolroute.gateway.shared.Shared`): what finds tools
+(:class:`toolroute.gateway.find.Finder`: route → gate → present → promote) and what calls them
+(:class:`toolroute.gateway.calls.path.CallPath`: the call gate, execution, recording). This
+module adds what is MCP: the meta-tools (a table of handlers, :attr:`Gateway.handlers`), bound
+and passed-through tools, the relay of resources, prompts and notifications, and the bridge
+between a 2026-07-28 client and a 2025-11-25 server. Its hooks (code mode, registry
+suggestions, the warm-up at start, metrics) are given when it is made.
 
 - ``find_tools(query, k?)`` → ranked candidates, as structured content and as
   the same JSON in text: ``{"candidates": [{"name", "server", "tool", "description",
@@ -19,7 +22,7 @@ bridge between a 2026-07-28 client and a 2025-11-25 server.
   path, :mod:`toolroute.gateway.calls.pipeline`). Unknown tool, invalid arguments, timeout and
   crash come back as ``isError`` results whose JSON says what to do next; every executed call
   is recorded (EHRR eq. 8).
-- Routing runs in a worker thread (at most ``core.ROUTE_THREADS`` at once), so a slow strategy (an
+- Routing runs in a worker thread (at most ``find.ROUTE_THREADS`` at once), so a slow strategy (an
   LLM stage, a big index) never holds up another client's ``call_tool`` on the event loop.
 - A tool in quarantine (:mod:`toolroute.gateway.calls.quarantine`) is not indexed, so find_tools
   never returns it, and ``call_tool`` refuses it with ``error: quarantined``.
@@ -53,18 +56,12 @@ from toolroute.gateway.calls.access import (
     is_stateless,
 )
 from toolroute.gateway.calls.arguments import coerce_arguments
-from toolroute.gateway.calls.pipeline import Call
+from toolroute.gateway.calls.path import CallPath
+from toolroute.gateway.calls.pipeline import Call, CallResult, json_result
 from toolroute.gateway.calls.record import Record
-from toolroute.gateway.core import (
-    MAX_CAPABILITY_REQUESTS,
-    Allowed,
-    CallResult,
-    GatewayCore,
-    Metrics,
-    error_result,
-    json_result,
-)
+from toolroute.gateway.find import MAX_CAPABILITY_REQUESTS, Allowed, Finder, error_result
 from toolroute.gateway.health import snapshot, store_failed
+from toolroute.gateway.shared import Metrics, Shared
 from toolroute.gateway.shell._binding import Binding
 from toolroute.gateway.shell._continuation import Continuations, EraBridge
 from toolroute.gateway.shell._passthrough import PassThrough
@@ -93,7 +90,10 @@ __all__ = [
     "FIND_TOOLS",
     "REQUEST_CAPABILITY",
     "SET_MILESTONE",
+    "CodeModeHook",
     "Gateway",
+    "SuggestHook",
+    "Warmup",
 ]
 
 log = logging.getLogger(__name__)
@@ -124,6 +124,9 @@ class _Request:
     """What its calls leave behind, recorded once it has answered (:data:`REQUEST_STEPS`)."""
 
 
+Handler = Callable[[_Request], Awaitable[CallResult]]
+
+
 def _invalid(message: str) -> types.CallToolResult:
     return error_result(ErrorCode.INVALID_ARGUMENTS, message)
 
@@ -138,7 +141,8 @@ def _connection(ctx: Request) -> object | None:
 
 
 class CodeModeHook(Protocol):
-    """What the shell needs of code mode (:class:`toolroute.codemode.execute.CodeMode`)."""
+    """What the shell needs of code mode (:class:`toolroute.codemode.execute.CodeMode`): its
+    ``execute`` tool, large results paged, and find_tools as code mode answers it."""
 
     tool: types.Tool
 
@@ -161,6 +165,10 @@ class CodeModeHook(Protocol):
         client: str,
         connection: object | None,
     ) -> types.CallToolResult: ...
+
+    def find_tools(self, handler: Handler) -> Handler:
+        """find_tools as code mode answers it (``handler``: as the shell does)."""
+        ...
 
 
 class SuggestHook(Protocol):
@@ -188,9 +196,6 @@ class _GatewayServer(Server):
             prompts_changed=True, resources_changed=True, tools_changed=True
         )
         return super().create_initialization_options(opts, *a, **k)
-
-
-Handler = Callable[[_Request], Awaitable[CallResult]]
 
 
 # -- the request's steps around its handler ------------------------------------------------
@@ -249,13 +254,13 @@ async def store_failure(gateway: Gateway, r: _Request, next: Handler) -> CallRes
     try:
         return await next(r)
     except (sqlite3.Error, StoreError, OSError) as e:
-        return json_result(store_failed(gateway.faults, e), error=True)
+        return json_result(store_failed(gateway.shared.faults, e), error=True)
 
 
 async def metered(gateway: Gateway, r: _Request, next: Handler) -> CallResult:
-    """The answer counted and timed (:attr:`GatewayCore.metrics`, given to the gateway when
-    it is made: ``/metrics``)."""
-    return await gateway.metrics.observed(r.params, next(r))
+    """The answer counted and timed (:attr:`Shared.metrics`, made with the gateway:
+    ``/metrics``)."""
+    return await gateway.shared.metrics.observed(r.params, next(r))
 
 
 RequestStep = Callable[["Gateway", _Request, Handler], Awaitable[CallResult]]
@@ -283,9 +288,10 @@ def _bound(gateway: Gateway, steps: Sequence[RequestStep], handler: Handler) -> 
     return handler
 
 
-class Gateway(GatewayCore):
-    """The gateway's MCP server: a shell over :class:`GatewayCore` that adds the meta-tools,
-    bound and passed-through tools, the relay of everything else, and 2025 ↔ 2026 bridging."""
+class Gateway:
+    """The gateway's MCP server: holds what finds tools (:attr:`finder`) and what calls them
+    (:attr:`calls`) over the data they share (:attr:`shared`), and adds the meta-tools, bound
+    and passed-through tools, the relay of everything else, and 2025 ↔ 2026 bridging."""
 
     def __init__(
         self,
@@ -301,39 +307,54 @@ class Gateway(GatewayCore):
         on_outcome: Callable[[Outcome], None] | None = None,
         metrics: Callable[[Gateway], Metrics] | None = None,
         limits: LimitSettings | None = None,
+        code_mode_for: Callable[[Gateway], CodeModeHook] | None = None,
+        suggester: SuggestHook | None = None,
+        warmup: Warmup | None = None,
     ) -> None:
-        """``settings``: the ``[toolroute]`` settings (:class:`GatewayCore`); ``metrics``: makes
-        what counts this gateway's calls (it keeps the gateway, to read at scrape time; None:
-        nothing counted); ``limits``: ``[limits]`` (None: none)."""
-        continuations = Continuations(wait_s=settings.call_timeout_s)
-        super().__init__(
+        """``settings``: the ``[toolroute]`` settings (:class:`Shared`); ``metrics``: makes what
+        counts this gateway's calls (it keeps the gateway, to read at scrape time; None:
+        nothing counted); ``limits``: ``[limits]`` (None: none); ``code_mode_for``: makes
+        code mode for this gateway (None: ``execute`` answers that it is off); ``suggester``: the
+        registry's servers where no tool fits (None: no registry asked); ``warmup``: what a
+        request at start waits for (None: nothing, every server indexed already)."""
+        self.continuations = Continuations(wait_s=settings.call_timeout_s)
+        self.shared = Shared(
             router,
             pool,
             settings,
             presenter=presenter,
             tool_gates=tool_gates,
             server_gates=server_gates,
-            events=events,
-            on_outcome=on_outcome,
             # 2025 servers' requests during a call, bridged to 2026-07-28 clients (runs while
             # ``continuations.serving()`` is entered: ``toolroute serve`` enters it)
-            bridge=EraBridge(continuations, pool),
+            bridge=EraBridge(self.continuations, pool),
             metrics=metrics(self) if metrics is not None else None,
-            limits=limits,
         )
-        self.continuations = continuations
+        """What finding and calling share: router, presenter, settings, sessions, faults."""
+        self.finder = Finder(self.shared, events=events)
+        """What finds tools (find_tools, inventories, request_capability)."""
+        self.calls = CallPath(self.shared, limits, on_outcome)
+        """What calls them: the call path, bound once (its steps read :attr:`shared`)."""
         self.clients = dict(clients or {})
         """Authenticated HTTP clients by id, with their allow-lists (:mod:`.access`)."""
-        self.code_mode: CodeModeHook | None = None  # make_gateway sets it (code_mode = true)
-        self.suggester: SuggestHook | None = None  # make_gateway sets it ([registry] url)
+        self.suggester = suggester
+        self.warmup = warmup
+        """At start, what a call waits for: the quick servers indexed (gateway/ops/startup.py)."""
         self.find_tools_tool = FIND_TOOLS  # app.describe_find_tools names the servers in it
         self.bus = InMemorySubscriptionBus()
-        self.passthrough = PassThrough(pool, lambda: self.quarantined)  # held: not listed
+        self.passthrough = PassThrough(pool, lambda: self.shared.quarantined)  # held: unlisted
         self.binding = Binding(  # bind mode, and every 2026-07-28 client's listen stream
-            self.sessions, self.bus, lambda: self.presenter.tools_by_name, self.passthrough.original
+            self.shared.sessions,
+            self.bus,
+            lambda: self.shared.presenter.tools_by_name,
+            self.passthrough.original,
         )
+        self.code_mode = code_mode_for(self) if code_mode_for is not None else None
+        find_tools: Handler = self._find_tools
+        if self.code_mode is not None:
+            find_tools = self.code_mode.find_tools(find_tools)
         self.handlers: dict[str, Handler] = {
-            FIND_TOOLS.name: self._find_tools,
+            FIND_TOOLS.name: find_tools,
             CALL_TOOL.name: self._call_meta,
             REQUEST_CAPABILITY.name: self._request_capability,
             SET_MILESTONE.name: self._set_milestone,
@@ -368,8 +389,9 @@ class Gateway(GatewayCore):
         order they were answered (:func:`recorded_after_reply`)."""
 
     def replace_router(self, router: Router) -> Router:
-        """Swap in a router over a resynced catalog; returns the old one (to close)."""
-        old = super().replace_router(router)
+        """Swap in a router over a resynced catalog (:meth:`Shared.replace_router`); returns
+        the old one (to close). What the shell made of the old catalog is dropped."""
+        old = self.shared.replace_router(router)
         self.binding.bound.clear()  # definitions are read again from the resynced servers
         self.passthrough.invalidate()
         self.relay.invalidate()
@@ -389,8 +411,9 @@ class Gateway(GatewayCore):
 
     def status(self) -> dict[str, Any]:
         """What ``toolroute status`` prints: each server's state and the quarantined tools."""
-        held = {n: h.to_dict() for n, h in self.quarantined.items()}
-        return snapshot(self.pool, held, faults=self.faults)
+        shared = self.shared
+        held = {n: h.to_dict() for n, h in shared.quarantined.items()}
+        return snapshot(shared.pool, held, faults=shared.faults)
 
     def allowed_for(self, ctx: Request) -> Allowed:
         """The allow-list of the authenticated client of this request (None: everything)."""
@@ -406,32 +429,29 @@ class Gateway(GatewayCore):
         self.relay.seen(ctx)
         meta = [self.find_tools_tool, CALL_TOOL, REQUEST_CAPABILITY]
         milestones = any(
-            g.milestone for g in (*self.tool_gates.values(), *self.server_gates.values())
+            g.milestone
+            for g in (*self.shared.tool_gates.values(), *self.shared.server_gates.values())
         )
         if milestones:
             meta.append(SET_MILESTONE)
         if self.code_mode is not None:
             meta.append(self.code_mode.tool)
         allowed = self.allowed_for(ctx)
-        if (
-            self.settings.expose == "all"
-        ):  # every allowed tool; set_milestone where preconditions need it
+        expose = self.shared.settings.expose
+        if expose == "all":  # every allowed tool; set_milestone where preconditions need it
             if self.warmup is not None:  # at start: the quick servers' tools reviewed first
                 await self.warmup.wait()
             listed = await self.passthrough.listed()
             tools = [t for t, name in listed if allowed is None or allowed(name)]
             return types.ListToolsResult(tools=[*tools, *([SET_MILESTONE] if milestones else [])])
         bound: list[types.Tool] = []
-        if self.settings.expose == "bind":
-            state = self.sessions.for_request(ctx)
+        if expose == "bind":
+            state = self.shared.sessions.for_request(ctx)
             self.binding.joined(ctx, state)
             if self.warmup is not None:  # at start: a new process lists what the store holds
                 await self.warmup.wait()  # for this client once its servers are indexed
             bound = await self.binding.bound_for(state, allowed)
         return types.ListToolsResult(tools=[*meta, *bound])
-
-    warmup: Warmup | None = None
-    """At start, what a call waits for: the quick servers indexed (gateway/ops/startup.py)."""
 
     async def _warmed(self) -> None:
         if self.warmup is not None:
@@ -446,7 +466,7 @@ class Gateway(GatewayCore):
         elif name in self.handlers:
             return None
         server = server_of(name) if isinstance(name, str) else ""
-        return server if server in self.pool.servers else None
+        return server if server in self.shared.pool.servers else None
 
     async def _call_tool(self, ctx: Request, params: types.CallToolRequestParams) -> CallResult:
         """A ``tools/call`` request, as data, through :data:`REQUEST_STEPS`."""
@@ -459,7 +479,7 @@ class Gateway(GatewayCore):
             ctx,
             params,
             params.arguments or {},
-            self.sessions.for_request(ctx),
+            self.shared.sessions.for_request(ctx),
             self.allowed_for(ctx),
             authenticated_client(ctx) or "",
             caller,
@@ -470,14 +490,15 @@ class Gateway(GatewayCore):
     async def _dispatch(self, request: _Request) -> CallResult:
         """A passed-through tool, a meta-tool, or a bound tool, in that order."""
         ctx, params = request.ctx, request.params
-        if self.settings.expose == "all":
+        expose = self.shared.settings.expose
+        if expose == "all":
             name = await self.passthrough.resolve(params.name)
             if name is not None:
                 return await self._gated(request, name, request.args)
         handler = self.handlers.get(params.name)
         if handler is not None:
             return await handler(request)
-        if self.settings.expose == "bind" and params.name in self.presenter.tools_by_name:
+        if expose == "bind" and params.name in self.shared.presenter.tools_by_name:
             self.binding.joined(ctx, request.state)
             return await self._gated(request, params.name, request.args)
         return error_result(
@@ -498,10 +519,10 @@ class Gateway(GatewayCore):
         server = r.args.get("server")
         if server is not None and not r.args.get("query") and not r.args.get("subtask"):
             before = set(r.state.promoted)
-            listed = self.inventory(
+            listed = self.finder.inventory(
                 server, r.args.get("k"), r.state, r.allowed, r.args.get("cursor")
             )
-            if self.settings.expose == "bind" and not listed.is_error:
+            if self.shared.settings.expose == "bind" and not listed.is_error:
                 found = (listed.structured_content or {})["candidates"]
                 await self.binding.bind(r.ctx, r.state, found, before)
             return listed
@@ -509,17 +530,19 @@ class Gateway(GatewayCore):
         subtask = r.args.get("subtask")  # the Python API's functional subtask, still accepted
         if not query and isinstance(subtask, dict) and subtask.get("operation"):
             query = subtask_text(subtask)
-        k, _ = coerce_k(r.args.get("k"), self.k, 50)
+        k, _ = coerce_k(r.args.get("k"), self.shared.settings.k, 50)
         if not isinstance(query, str) or not query.strip():
             return _invalid("find_tools needs `query`: what you need to get done, in words")
         before = set(r.state.promoted)
-        found = await self.find_async(query, k, r.state, may_use=r.allowed, client=r.client)
+        found = await self.finder.find_async(query, k, r.state, may_use=r.allowed, client=r.client)
         if self.suggester is not None and (found.get("no_tool_fits") or found.get("doubtful_fit")):
             found.update(await self.suggester.answer(query))  # registry servers that would
-        indexing = self.pool.notes.get("indexing", {})  # servers whose tools are not found yet
+        indexing = self.shared.pool.notes.get(
+            "indexing", {}
+        )  # servers whose tools are not found yet
         if shown := {n: v for n, v in indexing.items() if self._may_use(r.ctx, n)}:
             found["indexing"] = shown
-        if self.settings.expose == "bind":
+        if self.shared.settings.expose == "bind":
             await self.binding.bind(r.ctx, r.state, found["candidates"], before)
         return json_result(found)
 
@@ -539,12 +562,12 @@ class Gateway(GatewayCore):
         need = r.args.get("need")
         if not isinstance(need, str) or not need.strip():
             return _invalid("request_capability needs `need`")
-        k, problem = coerce_k(r.args.get("k"), min(self.k, 20), 20)
+        k, problem = coerce_k(r.args.get("k"), min(self.shared.settings.k, 20), 20)
         if problem:
             return _invalid(problem)
         before = set(r.state.promoted)
-        result = await self.request_capability(r.state, need, k, r.allowed)
-        if self.settings.expose == "bind" and not result.is_error:
+        result = await self.finder.request_capability(r.state, need, k, r.allowed)
+        if self.shared.settings.expose == "bind" and not result.is_error:
             found = (result.structured_content or {})["candidates"]
             await self.binding.bind(r.ctx, r.state, found, before)
         return result

@@ -7,9 +7,9 @@ preconditions and scopes, :mod:`toolroute.route.preconditions`, with the similar
 top-k of :mod:`toolroute.present.presenter`), and two-phase lazy schema loading (a summary
 pool in context, full schemas only for the promoted tools: the presenter and the gateway;
 :class:`~toolroute.papers.tool_attention.agent_loop.ToolAttention` is its Alg. 1 for a
-Python agent loop, in a module of its own: it stands on the gateway's core, which the strategy
-registry here must not load). The ``tool-attention`` strategy ranks by the ISO score alone and
-is presented in two phases.
+Python agent loop, in a module of its own: it stands on the gateway's finder, which the
+strategy registry here must not load). The ``tool-attention`` strategy ranks by the ISO score
+alone and is presented in two phases.
 """
 
 from __future__ import annotations

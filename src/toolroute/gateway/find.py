@@ -1,86 +1,55 @@
-"""The gateway's core, free of any transport: route → gate → present, and the call path.
+"""What finds tools, free of any transport: route → gate → present → promote, following the
+gate of *Tool Attention*, over the data the gateway's parts share
+(:class:`toolroute.gateway.shared.Shared`).
 
-One core for every shell over it — the MCP server (:class:`toolroute.gateway.shell.server.Gateway`,
-both protocol eras, stdio and HTTP) and the Python
-:class:`toolroute.papers.tool_attention.agent_loop.ToolAttention` — following the gate of
-*Tool Attention*:
-
-- :meth:`GatewayCore.find` ranks ``route_depth(k)`` candidates (in a worker thread with
-  :meth:`~GatewayCore.find_async`), drops those outside the client's allow-list and those whose
+- :meth:`Finder.find` ranks ``route_depth(k)`` candidates (in a worker thread with
+  :meth:`~Finder.find_async`), drops those outside the client's allow-list and those whose
   preconditions fail, presents the gated top-k (θ, pinned first) and promotes them for the
-  caller (:class:`toolroute.gateway.calls.access.SessionStates`); the routing is audited as a
-  :class:`~toolroute.present.events.RoutingEvent`.
-- What calls is :attr:`GatewayCore.calls`, the gateway's call path
-  (:class:`toolroute.gateway.calls.path.CallPath`: allow-list, arguments, call gate,
-  preconditions, limits, learn, quarantine, known tool, schema, forward), the call as data
-  (:class:`~toolroute.gateway.calls.pipeline.Call`); the core supplies what its steps read
-  (:class:`toolroute.gateway.calls.pipeline.Host`: data). :meth:`GatewayCore.gated_call` runs
-  one call through it and records its outcome as it returns (the MCP shell records after its
-  reply instead).
+  caller (:class:`toolroute.gateway.calls.access.SessionStates`), so that the call gate
+  admits them; the routing is audited as a :class:`~toolroute.present.events.RoutingEvent`.
+- :meth:`Finder.inventory` lists one server's tools a page at a time, and
+  :meth:`Finder.request_capability` re-routes on a missing capability.
 - Every refusal is an ``isError`` result whose JSON names one
   :class:`~toolroute.errors.ErrorCode` and says what to do next.
 
-A shell supplies the transport's part as data: each call's caller (where a server's progress,
-logs and requests during the call go: ``Call.caller``), and at construction a ``bridge`` for
-calls that must run through another path (a 2026-07-28 client calling a 2025 server).
+The MCP shell (:class:`toolroute.gateway.shell.server.Gateway`) and the Python
+:class:`toolroute.papers.tool_attention.agent_loop.ToolAttention` hold one each.
 """
 
 from __future__ import annotations
 
 import difflib
 import functools
-import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, replace
-from typing import Any, Literal, Protocol, TypeVar
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import anyio
 import mcp.types as types
 
 from toolroute.catalog.candidate import Candidate
 from toolroute.catalog.name import SEPARATOR, qualified_name
-from toolroute.downstream.servers import CallContext, DownstreamPool
 from toolroute.errors import ErrorCode
-from toolroute.gateway.calls import pipeline
-from toolroute.gateway.calls.access import (
-    ANONYMOUS,
-    CallGate,
-    SessionStates,
-    gate_scope,
-)
 from toolroute.gateway.calls.arguments import MAX_NAME_CHARS
-from toolroute.gateway.calls.path import CallPath
-from toolroute.gateway.calls.pipeline import Call, json_result, refusal
-from toolroute.gateway.calls.preconditions import blocked_by, preconditions_for
-from toolroute.gateway.calls.quarantine import Held
+from toolroute.gateway.calls.pipeline import json_result, refusal
 from toolroute.gateway.cursor import page_cursor, read_cursor
-from toolroute.gateway.health import Faults
+from toolroute.gateway.shared import Shared
 from toolroute.learn.memory import shown_keys
-from toolroute.policy import LimitSettings
 from toolroute.present.events import EventSink, RoutingEvent, query_hash
-from toolroute.present.presenter import Presentation, PresentConfig, Presenter
-from toolroute.route.preconditions import Preconditions, SessionState
+from toolroute.present.presenter import Presentation
+from toolroute.route.preconditions import SessionState
 from toolroute.router import Router, find_server
-from toolroute.settings import DEFAULTS, ToolrouteSettings
-from toolroute.stats import Outcome
 
 __all__ = [
     "MAX_CAPABILITY_REQUESTS",
     "ROUTE_THREADS",
     "Allowed",
-    "CallResult",
-    "GatewayCore",
-    "Metrics",
-    "NoMetrics",
+    "Finder",
     "Shortlist",
     "error_result",
-    "json_result",
     "route_depth",
 ]
-
-log = logging.getLogger(__name__)
 
 ROUTE_THREADS = 2
 """find_tools routings running at once in worker threads (more wait for a free one)."""
@@ -90,7 +59,6 @@ Routing's loop guard)."""
 
 Allowed = Callable[[str], bool] | None
 """A client's allow-list over ``server__tool`` names (None: every tool)."""
-CallResult = types.CallToolResult | types.InputRequiredResult
 
 
 def route_depth(k: int) -> int:
@@ -99,50 +67,11 @@ def route_depth(k: int) -> int:
     return max(4 * k, 20)
 
 
-def _present_config(
-    settings: ToolrouteSettings, config: PresentConfig | None = None
-) -> PresentConfig:
-    """``config`` (default: the presenter's defaults) as the settings say: ``k`` tools shown,
-    those under θ held back, the pinned first."""
-    return replace(
-        config or PresentConfig(),
-        top_k=settings.k,
-        threshold=settings.threshold,
-        pinned=settings.pinned,
-    )
-
-
 def error_result(
     code: ErrorCode, message: str, *, tool: str | None = None, **extra: Any
 ) -> types.CallToolResult:
     """An ``isError`` result naming ``code`` (:func:`toolroute.errors.error_payload`)."""
     return refusal(code, message, tool=tool, **extra)
-
-
-T = TypeVar("T")
-
-
-class Metrics(Protocol):
-    """What counts the gateway's calls and times its store
-    (:class:`toolroute.gateway.ops._metrics.GatewayMetrics`)."""
-
-    enabled: bool
-
-    async def observed(self, params: types.CallToolRequestParams, call: Awaitable[T]) -> T: ...
-
-    def store(self, operation: str) -> AbstractContextManager[None]: ...
-
-
-class NoMetrics:
-    """Metrics off (``[metrics] enabled = false``): the same calls, nothing counted."""
-
-    enabled = False
-
-    async def observed(self, params: types.CallToolRequestParams, call: Awaitable[T]) -> T:
-        return await call
-
-    def store(self, operation: str) -> AbstractContextManager[None]:
-        return nullcontext()
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,111 +102,18 @@ class Shortlist:
         }
 
 
-class GatewayCore:
-    """Sessions and promotion, the call gate, execution and recording over a :class:`Router`
-    and (for calls) a :class:`DownstreamPool`."""
+class Finder:
+    """Finds tools for a caller over ``shared``: ranks, gates, presents, promotes, and audits
+    each routing to the store and ``events`` (``audit``: whether it does)."""
 
     def __init__(
-        self,
-        router: Router,
-        pool: DownstreamPool | None = None,
-        settings: ToolrouteSettings = DEFAULTS,
-        *,
-        presenter: Presenter | None = None,
-        tool_gates: Mapping[str, Preconditions] | None = None,
-        server_gates: Mapping[str, Preconditions] | None = None,
-        events: Sequence[EventSink] = (),
-        on_outcome: Callable[[Outcome], None] | None = None,
-        audit: bool = True,
-        bridge: pipeline.Bridge | None = None,
-        metrics: Metrics | None = None,
-        limits: LimitSettings | None = None,
+        self, shared: Shared, *, events: Sequence[EventSink] = (), audit: bool = True
     ) -> None:
-        """``settings``: the ``[toolroute]`` settings it runs with (:meth:`apply` takes new
-        ones); ``presenter``: how found tools are shown (default: the settings' ``k``,
-        ``threshold`` and ``pinned``); ``metrics``: what counts calls and times the store
-        (None: nothing counted); ``limits``: the ``[limits]`` each client's calls are held to
-        (None: none)."""
-        self.router = router
-        self.pool = pool if pool is not None else DownstreamPool({})
-        self.settings = settings
-        """The settings in effect (:meth:`apply` swaps them)."""
-        self.gate_scope = gate_scope(settings.call_gate)
-        self.call_gate = self.gate_scope != "off"
-        self.presenter = presenter or Presenter(router.catalog, _present_config(settings))
-        self.tool_gates = dict(tool_gates or {})
-        self.server_gates = dict(server_gates or {})
+        self.shared = shared
         self.events = tuple(events)
         self.audit = audit
         """Whether each routing is written to the store and the event sinks."""
-        self.quarantined: dict[str, Held] = {}
-        """Held tools by name (:class:`~toolroute.gateway.calls.quarantine.Held`), set by sync."""
-        self.faults = Faults()
-        """What the gateway cannot write now (store, events log, status file): in status()."""
         self._route_limiter = anyio.CapacityLimiter(ROUTE_THREADS)
-        self.metrics: Metrics = metrics if metrics is not None else NoMetrics()
-        self.bridge = bridge
-        """Another way downstream for some calls (the shell's, between protocol eras)."""
-        self.sessions = SessionStates(
-            self.gate_scope,
-            lambda: SessionState(
-                scopes=set(self.settings.scopes), milestones=set(self.settings.milestones)
-            ),
-            store=lambda: self.router.store,
-        )
-        # pass-through lists every tool, so its calls are not gated
-        gated = self.call_gate and settings.expose != "all"
-        self.gate = CallGate(self.gate_scope, gated, self.sessions)
-        self.calls = CallPath(self, limits, on_outcome)
-        """What calls: the call path, bound once (its steps read this core per call)."""
-
-    # -- the settings, read per request ---------------------------------------------------
-
-    @property
-    def k(self) -> int:
-        """find_tools' shortlist where the caller gives none."""
-        return self.settings.k
-
-    @property
-    def strategy(self) -> str:
-        return self.settings.strategy
-
-    @property
-    def call_timeout_s(self) -> float:
-        return self.settings.call_timeout_s
-
-    @property
-    def expose(self) -> Literal["meta", "bind", "all"]:
-        return self.settings.expose
-
-    def apply(self, settings: ToolrouteSettings) -> None:
-        """Run with ``settings`` from the next request on, in one step: ``k``, the call
-        timeout, θ, the pins and "no tool fits" take effect at once. What the gateway was
-        built with (``expose``, ``call_gate``, ``strategy``, scopes and milestones, the store)
-        stays as it started: a reload passes those as running
-        (:func:`toolroute.gateway.ops.reload.applied`)."""
-        p = self.presenter
-        self.settings = settings
-        self.presenter = Presenter(p.catalog, _present_config(settings, p.config), p.tokens)
-        self.router.params = replace(self.router.params, abstain=settings.abstain)
-
-    def replace_router(self, router: Router) -> Router:
-        """Swap in a router over a resynced catalog; returns the old one (to close)."""
-        old, self.router = self.router, router
-        self.presenter = Presenter(router.catalog, self.presenter.config, self.presenter.tokens)
-        return old
-
-    def state(self, session: object = None) -> SessionState:
-        """The state of one client connection (scopes, successful calls, milestones, promoted)."""
-        return self.sessions.for_connection(session)
-
-    def blocked(self, name: str, server: str, state: SessionState) -> str | None:
-        """Why the preconditions hold ``name`` back in ``state`` (None: they pass)."""
-        return blocked_by(
-            preconditions_for(name, server, self.tool_gates, self.server_gates), state
-        )
-
-    # -- route → gate → present → promote --------------------------------------------------
 
     def find(
         self,
@@ -294,7 +130,7 @@ class GatewayCore:
         if listed is not None:
             return listed
         notes: dict[str, Any] = {}
-        ranked = self.rank(self.router, query, k, notes=notes)
+        ranked = self.rank(self.shared.router, query, k, notes=notes)
         found = self.shortlist(query, k, state, ranked, start, remember, may_use).found(k)
         return _with_verdict(found, notes)
 
@@ -313,7 +149,7 @@ class GatewayCore:
         listed = self._named_inventory(query, k, state, may_use)
         if listed is not None:
             return listed
-        router = self.router
+        router = self.shared.router
         if router.catalog.tool_count:
             router.stats  # noqa: B018 -- loaded here: the store stays on the event loop's thread
         notes: dict[str, Any] = {}
@@ -337,7 +173,11 @@ class GatewayCore:
         if not router.catalog.tool_count:  # no server has answered yet
             return []
         return router.route(
-            query, k=route_depth(k), strategy=self.strategy, client=client, notes=notes
+            query,
+            k=route_depth(k),
+            strategy=self.shared.settings.strategy,
+            client=client,
+            notes=notes,
         )
 
     def shortlist(
@@ -351,7 +191,7 @@ class GatewayCore:
         may_use: Allowed = None,
     ) -> Shortlist:
         """Gate the ranked candidates, present the top ``k`` and (``remember``) promote them."""
-        state = state if state is not None else self.state()
+        state = state if state is not None else self.shared.sessions.for_connection(None)
         if remember:
             state.last_query = query
         if may_use is not None:  # another client's tools: not even named as gated out
@@ -359,12 +199,12 @@ class GatewayCore:
         allowed, blocked = [], []
         for c in ranked:
             name = qualified_name(c.server, c.tool)
-            reason = self.blocked(name, c.server, state)
+            reason = self.shared.blocked(name, c.server, state)
             if reason:
                 blocked.append((name, reason))
             else:
                 allowed.append(c)
-        shown = self.presenter.present(allowed, top_k=k)
+        shown = self.shared.presenter.present(allowed, top_k=k)
         # pinned tools outside the client's allow-list too
         promoted = tuple(
             c
@@ -373,8 +213,8 @@ class GatewayCore:
         )
         names = [qualified_name(c.server, c.tool) for c in promoted]
         if remember:
-            self.sessions.promote(state, names)
-            state.last_shown = shown_keys(promoted, self.presenter.config.pinned, SEPARATOR)
+            self.shared.sessions.promote(state, names)
+            state.last_shown = shown_keys(promoted, self.shared.presenter.config.pinned, SEPARATOR)
         if self.audit:
             self._audit(query, ranked, [*blocked, *shown.gated_out], names, shown, start)
         return Shortlist(shown, promoted, tuple(blocked))
@@ -390,7 +230,7 @@ class GatewayCore:
     ) -> None:
         event = RoutingEvent(
             query_hash=query_hash(query),
-            strategy=self.strategy,
+            strategy=self.shared.settings.strategy,
             candidates=[
                 {"name": qualified_name(c.server, c.tool), "score": round(c.score, 4)}
                 for c in ranked
@@ -401,16 +241,14 @@ class GatewayCore:
             phase2_tokens=shown.phase2_tokens,
             latency_ms=round((time.perf_counter() - start) * 1000, 3),
         )
-        with self.faults.audit("store"), self.metrics.store("record_event"):  # never fails
-            self.router.store.record_event(event.to_json())
+        with (
+            self.shared.faults.audit("store"),
+            self.shared.metrics.store("record_event"),
+        ):  # never fails
+            self.shared.router.store.record_event(event.to_json())
         for sink in self.events:
-            with self.faults.audit(getattr(sink, "part", "events")):
+            with self.shared.faults.audit(getattr(sink, "part", "events")):
                 sink.emit(event)
-
-    def admits(self, state: SessionState, name: str) -> bool:
-        """Whether the call gate lets ``state``'s caller call ``name`` now
-        (:meth:`~toolroute.gateway.calls.access.CallGate.admits`)."""
-        return self.gate.admits(state, name, self.presenter.config.pinned)
 
     def _named_inventory(
         self, query: str, k: int, state: SessionState | None, may_use: Allowed
@@ -425,7 +263,7 @@ class GatewayCore:
         name = " ".join(words)
         if not name or len(name) > MAX_NAME_CHARS:
             return None
-        if find_server(self.router.catalog, name) is None:
+        if find_server(self.shared.router.catalog, name) is None:
             return None
         result = self.inventory(name, k, state, may_use)
         if result.is_error:  # not a server this client may use: route the words instead
@@ -452,18 +290,18 @@ class GatewayCore:
                 ErrorCode.INVALID_ARGUMENTS,
                 f"`server` must be a server name of 1 to {MAX_NAME_CHARS} characters",
             )
-        size = self.k if k is None else k
+        size = self.shared.settings.k if k is None else k
         if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= 50:
             return error_result(ErrorCode.INVALID_ARGUMENTS, "`k` must be an integer in 1..50")
-        state = state if state is not None else self.state()
+        state = state if state is not None else self.shared.sessions.for_connection(None)
         visible = [
             s
-            for s in self.router.catalog.servers
+            for s in self.shared.router.catalog.servers
             if may_use is None or any(may_use(qualified_name(s.id, t.name)) for t in s.tools)
         ]
         # looked up among every server, so a name never reaches past an id or key the client
         # may not use to another server's
-        found = find_server(self.router.catalog, server)
+        found = find_server(self.shared.router.catalog, server)
         if found is not None and all(s is not found for s in visible):
             found = None
         if found is None:
@@ -487,12 +325,12 @@ class GatewayCore:
         shown, blocked = [], []
         for t in page:
             name = qualified_name(found.id, t.name)
-            reason = self.blocked(name, found.id, state)
+            reason = self.shared.blocked(name, found.id, state)
             if reason:
                 blocked.append({"name": name, "reason": reason})
             else:
                 shown.append(t)
-        self.sessions.promote(state, [qualified_name(found.id, t.name) for t in shown])
+        self.shared.sessions.promote(state, [qualified_name(found.id, t.name) for t in shown])
         end = start + len(page)
         return json_result(
             {
@@ -533,7 +371,7 @@ class GatewayCore:
             query, k + len(shown_before), state, remember=False, may_use=allowed
         )
         fresh = [c for c in found["candidates"] if c["name"] not in shown_before][:k]
-        self.sessions.promote(state, [c["name"] for c in fresh])
+        self.shared.sessions.promote(state, [c["name"] for c in fresh])
         return json_result(
             {
                 "candidates": fresh,
@@ -541,35 +379,6 @@ class GatewayCore:
                 "attempts_left": MAX_CAPABILITY_REQUESTS - state.capability_requests,
             }
         )
-
-    # -- the call path ---------------------------------------------------------------------
-
-    async def gated_call(
-        self,
-        name: str,
-        arguments: dict[str, Any],
-        state: SessionState,
-        allowed: Allowed = None,
-        client: str = "",
-        *,
-        caller: CallContext | None = None,
-        identity: str = ANONYMOUS,
-    ) -> CallResult:
-        """One tool call of a client through every step of the call path, as data
-        (:class:`~toolroute.gateway.calls.pipeline.Call`), recorded as it returns:
-        ``client`` names whose usage memory a completed call feeds, ``caller`` where the
-        server's messages during it go, ``identity`` whom the limits count it against."""
-        return await self.calls.call(
-            Call(name, arguments, state, allowed, client, caller, identity)
-        )
-
-    def _names(self) -> list[str]:
-        return list(self.presenter.tools_by_name)
-
-    async def call(self, name: str, arguments: dict[str, Any]) -> CallResult:
-        """Run one call through the call's own steps (quarantine, known tool, schema,
-        forward) and record it: for a caller already checked, e.g. a test or the Python API."""
-        return await self.calls.call(Call(name, arguments, self.state()), checked=True)
 
 
 def _with_verdict(found: dict[str, Any], notes: dict[str, Any]) -> dict[str, Any]:
