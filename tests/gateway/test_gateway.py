@@ -2,7 +2,7 @@
 server-memory, server-filesystem, server-everything), driven by real MCP clients: the SDK
 client in memory and over stdio / streamable HTTP, and the npm MCP Inspector CLI. What needs no
 process (the call gate, preconditions, bind mode, request_capability, re-listing on
-list_changed) is tested against in-memory servers in tests/gateway/test_core.py.
+list_changed) is tested against in-memory servers in tests/gateway/test_find.py.
 
 `.ci/run` installs the npm servers into .toolroute/npm; the tests skip with the reason when
 node or those packages are absent.

@@ -1,6 +1,6 @@
-"""The gateway's loop (route → gate → present → refuse unpromoted calls, execution, recording:
-what finds tools, what calls them and the data they share) driven through in-memory
-downstreams: real SDK servers in this process (the reference time server, PyPI
+"""The gateway's loop (route → gate → present → refuse unpromoted calls, execution, recording):
+what finds tools (gateway/find.py), what calls them and the data they share, driven through
+in-memory downstreams: real SDK servers in this process (the reference time server, PyPI
 mcp-server-time, and a small notes server), reached through the same pool and SDK client as a
 stdio or HTTP server, with no process. Routing uses a deterministic embedder.
 """
