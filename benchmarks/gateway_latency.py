@@ -33,7 +33,7 @@ direct and through the gateway, so that what the relay adds to a read or a get i
 what it adds to a tool call.
 
 --breakdown also times, in this process and in blocks, the pieces of one call_tool: the
-gateway's own downstream call (its pool's client to the same server), ``Gateway.call``
+gateway's own downstream call (its downstreams' client to the same server), ``Gateway.call``
 (argument validation + that call + recording the outcome), the whole handler behind the SDK's
 server (an in-memory client: dispatch, request validation, serialisation; as served, without
 the SDK's per-request OTel span, and with it as the SDK adds it by default),
@@ -453,7 +453,7 @@ async def _breakdown(args: argparse.Namespace, tmp: Path) -> dict[str, list[floa
 
     from toolroute.config import load_config
     from toolroute.gateway.calls import argument_errors
-    from toolroute.gateway.ops.app import make_gateway, running_pool
+    from toolroute.gateway.ops.app import make_gateway, running_downstreams
     from toolroute.gateway.ops.syncing import sync_router
     from toolroute.sdk import OpenTelemetryMiddleware
     from toolroute.stats import Outcome
@@ -463,15 +463,15 @@ async def _breakdown(args: argparse.Namespace, tmp: Path) -> dict[str, list[floa
     cfg = load_config(config, None)
     own = {"store": str(tmp / "store-breakdown"), "call_gate": "off"}
     cfg = replace(cfg, settings=cfg.settings.model_copy(update=own))
-    async with running_pool(cfg) as pool:
-        router, _ = await sync_router(cfg, pool)
-        gw = make_gateway(cfg, router, pool)  # as served: no SDK span unless otel is on
+    async with running_downstreams(cfg) as downstreams:
+        router, _ = await sync_router(cfg, downstreams)
+        gw = make_gateway(cfg, router, downstreams)  # as served: no SDK span unless otel is on
         name = VIA_ARGS["name"]
         schema = dict(gw.shared.presenter.tools_by_name[name].input_schema)
         outcome = Outcome("time", "get_current_time", success=True, latency_s=0.001)
 
         async def downstream() -> None:
-            _check_time((await pool["time"].call_tool("get_current_time", TZ_ARGS, 30))[0])
+            _check_time((await downstreams["time"].call_tool("get_current_time", TZ_ARGS, 30))[0])
 
         async def gateway_call() -> None:
             _check_time(await gw.calls.checked(name, TZ_ARGS))
@@ -482,7 +482,7 @@ async def _breakdown(args: argparse.Namespace, tmp: Path) -> dict[str, list[floa
         async def record_wait() -> None:
             router.record(outcome)
 
-        traced = make_gateway(cfg, router, pool)
+        traced = make_gateway(cfg, router, downstreams)
         traced.server.middleware = [OpenTelemetryMiddleware()]  # the SDK's default
         try:
             async with (
@@ -490,7 +490,7 @@ async def _breakdown(args: argparse.Namespace, tmp: Path) -> dict[str, list[floa
                 Client(traced.server, mode="legacy") as c_traced,
             ):
                 paths: dict[str, Call] = {
-                    "gateway's downstream call (pool client, stdio)": downstream,
+                    "gateway's downstream call (downstreams client, stdio)": downstream,
                     "Gateway.call (validate + downstream + record)": gateway_call,
                     "handler behind the SDK server (in-memory client)": _caller(
                         c, "call_tool", VIA_ARGS, _check_time

@@ -30,7 +30,7 @@ from mcp import Client
 
 from toolroute.config import load_config
 from toolroute.embed.onnx import OnnxEmbedder
-from toolroute.gateway.ops.app import running_pool
+from toolroute.gateway.ops.app import running_downstreams
 from toolroute.gateway.ops.syncing import sync_router
 from toolroute.gateway.shell.server import Gateway
 from toolroute.settings import ToolrouteSettings
@@ -69,9 +69,11 @@ async def run_once(
 ) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         cfg = load_config(_config(Path(tmp), fail_share, latency_s, seed))
-        async with running_pool(cfg) as pool:
-            router, _ = await sync_router(cfg, pool, embedder=embedder)
-            gw = Gateway(router, pool, ToolrouteSettings(k=4, strategy=strategy, call_timeout_s=20))
+        async with running_downstreams(cfg) as downstreams:
+            router, _ = await sync_router(cfg, downstreams, embedder=embedder)
+            gw = Gateway(
+                router, downstreams, ToolrouteSettings(k=4, strategy=strategy, call_timeout_s=20)
+            )
             firsts: list[str] = []
             failures = 0
             try:

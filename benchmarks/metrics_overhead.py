@@ -2,7 +2,7 @@
 
     python -m benchmarks.metrics_overhead [--calls 400] [--batch 20] [--micro 20000] [--out F]
 
-In one process, over one downstream pool (the reference time server, ``python -m
+In one process, over one downstream downstreams (the reference time server, ``python -m
 mcp_server_time``) and one router, two gateways are made by ``make_gateway`` from the same
 config but for ``[metrics] enabled`` (true / false), each behind the official SDK client over
 its in-memory transport (the gateway's whole handler: dispatch, validation, the downstream call
@@ -30,7 +30,7 @@ import anyio
 from mcp import Client, types
 
 from toolroute.config import load_config
-from toolroute.gateway.ops.app import make_gateway, running_pool
+from toolroute.gateway.ops.app import make_gateway, running_downstreams
 from toolroute.gateway.ops.syncing import sync_router
 
 PY = sys.executable
@@ -58,10 +58,10 @@ async def _measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     own = {"store": str(tmp / "store"), "call_gate": "off"}
     cfg = replace(cfg, settings=cfg.settings.model_copy(update=own))
     times: dict[str, list[float]] = {}
-    async with running_pool(cfg) as pool:
-        router, _ = await sync_router(cfg, pool)
-        on = make_gateway(replace(cfg, metrics=True), router, pool)
-        off = make_gateway(replace(cfg, metrics=False), router, pool)
+    async with running_downstreams(cfg) as downstreams:
+        router, _ = await sync_router(cfg, downstreams)
+        on = make_gateway(replace(cfg, metrics=True), router, downstreams)
+        off = make_gateway(replace(cfg, metrics=False), router, downstreams)
         assert on.shared.metrics.enabled and not off.shared.metrics.enabled
         async with (
             Client(on.server, mode="legacy") as c_on,  # type: ignore[arg-type]
@@ -121,8 +121,9 @@ def _table(report: dict[str, Any], args: argparse.Namespace, seconds: float) -> 
         f"`python -m benchmarks.metrics_overhead --calls {args.calls} --batch {args.batch} "
         f"--micro {args.micro}` ({seconds:.0f} s, one run)",
         "",
-        "Two gateways over one pool and router, `[metrics] enabled` true vs false, each behind "
-        "the official client's in-memory transport; batches alternate (rotating order).",
+        "Two gateways over the same downstreams and router, `[metrics] enabled` true vs false, "
+        "each behind the official client's in-memory transport; batches alternate (rotating "
+        "order).",
         "",
         "| path | calls | p50 ms | p95 ms | mean ms |",
         "|---|---:|---:|---:|---:|",

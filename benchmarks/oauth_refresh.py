@@ -5,8 +5,8 @@
 Starts the OAuth-protected MCP server and its authorization server of the tests
 (tests/fixtures/oauth_server.py, both on loopback), signs in as ``toolroute auth`` does (the
 authorize redirect followed by httpx in place of a browser), and opens the gateway's
-downstream pool on it with the stored token. Then times, in alternating batches (the order
-rotates each round, so machine noise hits both alike), ``echo`` through the pool:
+downstream downstreams on it with the stored token. Then times, in alternating batches (the order
+rotates each round, so machine noise hits both alike), ``echo`` through the downstreams:
 
 - **plain**: the token is valid, sent as it is;
 - **refresh**: the token is marked expired just before the call, so the call first refreshes
@@ -70,7 +70,7 @@ def _summary(samples: list[float]) -> tuple[float, float, float]:
 async def measure(calls: int, warmup: int, store: Path) -> dict[str, Any]:
     from toolroute.config import load_config
     from toolroute.downstream.signin import sign_in
-    from toolroute.gateway.ops.app import running_pool
+    from toolroute.gateway.ops.app import running_downstreams
     from toolroute.store import Store
 
     proc = subprocess.Popen(
@@ -93,8 +93,8 @@ async def measure(calls: int, warmup: int, store: Path) -> dict[str, Any]:
         # a serving gateway holds its store open (the router's): without that connection the
         # credentials' every close would be the last one, and checkpoint the WAL to disk
         gateway_store = Store(store / "db")
-        async with running_pool(cfg) as pool:
-            down = pool["prot"]
+        async with running_downstreams(cfg) as downstreams:
+            down = downstreams["prot"]
             assert down.status == "up" and down.auth is not None, down.error
 
             async def one(kind: str) -> float:
@@ -140,7 +140,7 @@ async def measure(calls: int, warmup: int, store: Path) -> dict[str, Any]:
 def render(result: dict[str, Any], calls: int, warmup: int, runtime_s: float) -> str:
     plain, refresh, store = result["plain"], result["refresh"], result["store"]
     lines = [
-        "| call through the pool | calls | p50 ms | p95 ms | mean ms |",
+        "| call through the downstreams | calls | p50 ms | p95 ms | mean ms |",
         "|---|---:|---:|---:|---:|",
         f"| plain (valid token) | {calls} | {plain[0]:.2f} | {plain[1]:.2f} | {plain[2]:.2f} |",
         f"| refresh first (expired token) | {calls} | {refresh[0]:.2f} | {refresh[1]:.2f}"

@@ -15,7 +15,7 @@ import pytest
 from tests.conftest import MEMORY_JS, TIME_MAIN
 from toolroute.config import load_config
 from toolroute.embed.onnx import OnnxEmbedder
-from toolroute.gateway.ops.app import running_pool
+from toolroute.gateway.ops.app import running_downstreams
 from toolroute.gateway.ops.syncing import sync_router
 from toolroute.router import Router
 
@@ -42,8 +42,8 @@ def router(tmp_path_factory: pytest.TempPathFactory, onnx: OnnxEmbedder) -> Iter
 
     async def sync() -> Router:
         with anyio.fail_after(60):
-            async with running_pool(cfg) as pool:
-                r, _ = await sync_router(cfg, pool, embedder=onnx)
+            async with running_downstreams(cfg) as downstreams:
+                r, _ = await sync_router(cfg, downstreams, embedder=onnx)
                 return r
 
     r = anyio.run(sync)

@@ -19,7 +19,7 @@ import pytest
 
 from toolroute.catalog.models import Catalog
 from toolroute.config import GatewayConfig
-from toolroute.downstream.servers import DownstreamPool
+from toolroute.downstream.servers import Downstreams
 from toolroute.gateway.ops.app import build_router, make_gateway
 from toolroute.gateway.shared import Shared
 from toolroute.gateway.shell.server import Gateway
@@ -66,7 +66,7 @@ def test_the_gateway_runs_with_the_configs_settings_object_itself(tmp_path: Path
     config = GatewayConfig(servers={}, settings=settings)
     router = build_router(config, Catalog(servers=()))
     try:
-        gateway = make_gateway(config, router, DownstreamPool({}))
+        gateway = make_gateway(config, router, Downstreams({}))
         assert gateway.shared.settings is settings
         assert gateway.shared.presenter.config.top_k == 3
         assert gateway.shared.presenter.config.threshold == 0.2

@@ -170,8 +170,8 @@ class GatewayConfig:
     command's own (``--store``, else the file's)."""
     path: Path | None = None
     """The mcpServers file this came from (names the default store of its gateway)."""
-    tool_gates: dict[str, Preconditions] = field(default_factory=dict)
-    server_gates: dict[str, Preconditions] = field(default_factory=dict)
+    tool_preconditions: dict[str, Preconditions] = field(default_factory=dict)
+    server_preconditions: dict[str, Preconditions] = field(default_factory=dict)
     server_meta: dict[str, dict[str, float]] = field(default_factory=dict)
     tool_meta: dict[str, dict[str, float]] = field(default_factory=dict)
     values: tuple[tuple[str, float], ...] = ()
@@ -393,7 +393,7 @@ def _inputs_used(entry: Any) -> list[str]:
     return sorted(set(_INPUT.findall(json.dumps(entry))))
 
 
-def _gates(tables: dict[str, Any]) -> dict[str, Preconditions]:
+def _preconditions(tables: dict[str, Any]) -> dict[str, Preconditions]:
     """The preconditions (``requires_scope``, ``after``, ``milestone``) of each ``[tools."…"]``
     or ``[servers.X]`` table that sets one."""
     return {
@@ -525,8 +525,8 @@ def load_config(
         llm=llm,
         servers=servers,
         path=p.resolve(),
-        tool_gates=_gates(tools),
-        server_gates=_gates(t.servers),
+        tool_preconditions=_preconditions(tools),
+        server_preconditions=_preconditions(t.servers),
         server_meta={
             k: v.model_dump(exclude_none=True, exclude=GATE_FIELDS | {"value_usd"})
             for k, v in t.servers.items()

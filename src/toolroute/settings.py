@@ -278,13 +278,13 @@ class _Http(BaseModel):
     empty: none, the TCP peer is the client (a header from anyone else is ignored)."""
 
 
-class _Gate(BaseModel):
+class _Requires(BaseModel):
     requires_scope: list[str] = Field(default_factory=list)
     after: list[str] = Field(default_factory=list)
     milestone: str | None = None
 
 
-class _ServerMeta(_Gate):
+class _ServerMeta(_Requires):
     model_config = ConfigDict(extra="forbid")
     ask_cost: float | None = Field(default=None, ge=0)
     connect_latency_s: float | None = Field(default=None, ge=0)
@@ -292,7 +292,7 @@ class _ServerMeta(_Gate):
     value_usd: float | None = Field(default=None, ge=0)
 
 
-class _ToolMeta(_Gate):
+class _ToolMeta(_Requires):
     model_config = ConfigDict(extra="forbid")
     price: float | None = Field(default=None, ge=0)
     latency_s: float | None = Field(default=None, ge=0)
@@ -437,7 +437,7 @@ def client_access(source: Path, auth: _Auth | None, secrets: bool) -> tuple[Clie
 
 def curation_of(tools: dict[str, _ToolMeta]) -> tuple[Curation, dict[str, _ToolMeta]]:
     """The curation of ``[tools."…"]``, and the tables keyed by the names the gateway
-    exposes (a renamed tool's price, gates and value follow it to its new name)."""
+    exposes (a renamed tool's price, preconditions and value follow it to its new name)."""
     overrides = {
         tuple(name.split(SEPARATOR, 1)): ToolOverride(
             m.name, m.description, m.annotations, m.hidden, m.pin

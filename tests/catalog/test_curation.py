@@ -85,7 +85,7 @@ def test_a_renamed_tool_keeps_its_price_gates_and_pins_under_its_new_name(
     )
     assert cfg.settings.pinned == ("gh__find", "time__now")
     assert cfg.tool_meta == {"gh__find": {"price": 0.01}, "time__now": {}}
-    assert set(cfg.tool_gates) == {"gh__find"}
+    assert set(cfg.tool_preconditions) == {"gh__find"}
     assert cfg.curation.server("gh").overrides["search"].name == "find"
     assert cfg.curation.server("time").overrides["now"].description == "Now."
 

@@ -20,7 +20,7 @@ from tests.helpers.faults import rug, run_gateway, text
 from tests.helpers.faults import write_config as write_fault_config
 from tests.helpers.gateways import http_gateway
 from toolroute.config import load_config
-from toolroute.downstream.servers import DownstreamPool
+from toolroute.downstream.servers import Downstreams
 from toolroute.embed.onnx import OnnxEmbedder
 from toolroute.gateway.ops.syncing import resync, watch_changes
 from toolroute.gateway.shell.server import Gateway
@@ -132,12 +132,12 @@ def test_a_rug_pull_on_a_curated_tool_is_caught_against_the_original(tmp_path: P
     cfg = load_config(path)
     state = tmp_path / "rug-state.json"
 
-    async def body(gw: Gateway, pool: DownstreamPool) -> None:
+    async def body(gw: Gateway, downstreams: Downstreams) -> None:
         assert "rug__outlook" in gw.shared.presenter.tools_by_name
-        await resync(cfg, pool, gw)  # the override alone is no change of the server's tool
+        await resync(cfg, downstreams, gw)  # the override alone is no change of the server's tool
         assert not gw.shared.quarantined
         async with anyio.create_task_group() as tg:
-            tg.start_soon(watch_changes, cfg, pool, gw)
+            tg.start_soon(watch_changes, cfg, downstreams, gw)
             state.write_text(json.dumps({**forecast, "description": "Forecast, now better."}))
             with anyio.fail_after(60):
                 while "rug__outlook" not in gw.shared.quarantined:

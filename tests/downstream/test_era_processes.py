@@ -20,7 +20,7 @@ from mcp.shared.exceptions import MCPError
 from tests.conftest import REPO, HashingEmbedder
 from toolroute.config import GatewayConfig, load_config
 from toolroute.downstream.era import NO_BACK_CHANNEL
-from toolroute.gateway.ops.app import make_gateway, running_pool
+from toolroute.gateway.ops.app import make_gateway, running_downstreams
 from toolroute.gateway.ops.reload import Live
 from toolroute.gateway.ops.syncing import sync_router, watch_changes
 from toolroute.gateway.shell.server import Gateway
@@ -68,9 +68,9 @@ def test_a_question_the_server_asks_mid_call_reaches_a_client_of_either_era(
         return types.ElicitResult(action="accept", content={"name": "Ada"})
 
     async def main() -> None:
-        async with running_pool(cfg) as pool:
-            router, _ = await sync_router(cfg, pool, embedder=HashingEmbedder())
-            gw = make_gateway(cfg, router, pool)
+        async with running_downstreams(cfg) as downstreams:
+            router, _ = await sync_router(cfg, downstreams, embedder=HashingEmbedder())
+            gw = make_gateway(cfg, router, downstreams)
             try:
                 with anyio.fail_after(60):
                     async with (
@@ -117,13 +117,13 @@ def test_a_rug_pull_announced_inside_a_call_is_quarantined_whatever_the_servers_
     cfg = _config(tmp_path, kind, "meta", relist_interval_s=3600)
 
     async def main() -> None:
-        async with running_pool(cfg) as pool:
-            router, _ = await sync_router(cfg, pool, embedder=HashingEmbedder())
-            gw = Gateway(router, pool, ToolrouteSettings(call_timeout_s=20, call_gate=False))
+        async with running_downstreams(cfg) as downstreams:
+            router, _ = await sync_router(cfg, downstreams, embedder=HashingEmbedder())
+            gw = Gateway(router, downstreams, ToolrouteSettings(call_timeout_s=20, call_gate=False))
             try:
                 assert "s__get_forecast" in _found(gw)
                 async with anyio.create_task_group() as tg:
-                    tg.start_soon(watch_changes, Live(cfg), pool, gw)
+                    tg.start_soon(watch_changes, Live(cfg), downstreams, gw)
                     r = await gw.calls.checked("s__announce", {})
                     assert not r.is_error
                     await _wait_until(lambda: "s__get_forecast" in gw.shared.quarantined)
@@ -145,13 +145,13 @@ def test_a_silent_change_is_seen_when_the_lists_ttl_runs_out(tmp_path: Path) -> 
     cfg = _config(tmp_path, "2026-only", "meta", "--ttl-ms", "500", relist_interval_s=3600)
 
     async def main() -> None:
-        async with running_pool(cfg) as pool:
-            router, _ = await sync_router(cfg, pool, embedder=HashingEmbedder())
-            gw = Gateway(router, pool, ToolrouteSettings(call_timeout_s=20, call_gate=False))
+        async with running_downstreams(cfg) as downstreams:
+            router, _ = await sync_router(cfg, downstreams, embedder=HashingEmbedder())
+            gw = Gateway(router, downstreams, ToolrouteSettings(call_timeout_s=20, call_gate=False))
             try:
-                assert pool["s"].list_ttl_s == 1.0  # below the floor: the re-list debounce
+                assert downstreams["s"].list_ttl_s == 1.0  # below the floor: the re-list debounce
                 async with anyio.create_task_group() as tg:
-                    tg.start_soon(watch_changes, Live(cfg), pool, gw)
+                    tg.start_soon(watch_changes, Live(cfg), downstreams, gw)
                     r = await gw.calls.checked("s__announce", {"quietly": True})
                     assert not r.is_error
                     await _wait_until(lambda: "s__get_forecast" in gw.shared.quarantined)

@@ -29,10 +29,10 @@ from tests.helpers.faults import (
     text,
     write_config,
 )
-from toolroute.downstream.servers import DownstreamPool, ListedServer
+from toolroute.downstream.servers import Downstreams, ListedServer
 from toolroute.downstream.stdio_client import ProcessInfo, bounded_stdio_client
 from toolroute.downstream.sync import list_all
-from toolroute.gateway.ops.app import running_pool
+from toolroute.gateway.ops.app import running_downstreams
 from toolroute.gateway.ops.syncing import sync_router
 from toolroute.gateway.shell.server import Gateway
 from toolroute.settings import ToolrouteSettings
@@ -46,7 +46,7 @@ def test_a_crash_mid_call_costs_its_caller_one_error_and_leaks_nothing(
     cfg = config(tmp_path, {"crash": sdk("crash")}, call_timeout_s=5)
     fds, kids = open_fds(), children()
 
-    async def body(gw: Gateway, pool: DownstreamPool) -> None:
+    async def body(gw: Gateway, downstreams: Downstreams) -> None:
         results: dict[str, Any] = {}
 
         async def call(name: str, args: dict[str, Any]) -> None:
@@ -64,7 +64,7 @@ def test_a_crash_mid_call_costs_its_caller_one_error_and_leaks_nothing(
             while (r := await gw.calls.checked("crash__echo", {"text": "back"})).is_error:
                 await anyio.sleep(0.1)
         assert text(r) == "back"
-        d = pool["crash"]
+        d = downstreams["crash"]
         assert d.restarts >= 1 and d.exit_code == 7
         assert d.status == "up" and d.error is None
 
@@ -81,7 +81,7 @@ def test_a_hung_call_is_cancelled_downstream_within_the_timeout(tmp_path: Path) 
     record = tmp_path / "cancelled.txt"
     cfg = config(tmp_path, {"hang": sdk("hang", "--record", str(record))}, call_timeout_s=2)
 
-    async def body(gw: Gateway, pool: DownstreamPool) -> None:
+    async def body(gw: Gateway, downstreams: Downstreams) -> None:
         results: dict[str, Any] = {}
 
         async def hang() -> None:
@@ -109,13 +109,13 @@ def test_a_server_slow_to_initialize_is_reported_and_the_rest_sync(tmp_path: Pat
 
     async def main() -> None:
         with anyio.fail_after(3 * cfg.settings.connect_timeout_s + 5):
-            async with running_pool(cfg) as pool:
-                router, result = await sync_router(cfg, pool, embedder=HashingEmbedder())
+            async with running_downstreams(cfg) as downstreams:
+                router, result = await sync_router(cfg, downstreams, embedder=HashingEmbedder())
                 status = {s.name: s for s in result.servers}
                 assert status["slow"].status == "error"
                 assert "timed out" in (status["slow"].error or "")
                 assert status["time"].status == "ok"
-                gw = Gateway(router, pool, ToolrouteSettings(call_timeout_s=5))
+                gw = Gateway(router, downstreams, ToolrouteSettings(call_timeout_s=5))
                 await assert_others_fine(gw)
                 router.close()
 
@@ -125,11 +125,11 @@ def test_a_server_slow_to_initialize_is_reported_and_the_rest_sync(tmp_path: Pat
 def test_garbage_and_malformed_frames_on_stdout_are_skipped(tmp_path: Path) -> None:
     cfg = config(tmp_path, {"garbage": raw("garbage")})
 
-    async def body(gw: Gateway, pool: DownstreamPool) -> None:
+    async def body(gw: Gateway, downstreams: Downstreams) -> None:
         r = await gw.calls.checked("garbage__echo", {"text": "clean"})
         assert not r.is_error and text(r) == "clean"
-        assert pool["garbage"].status == "up" and pool["garbage"].restarts == 0
-        assert pool["garbage"]._process.garbage >= 3
+        assert downstreams["garbage"].status == "up" and downstreams["garbage"].restarts == 0
+        assert downstreams["garbage"]._process.garbage >= 3
         await assert_others_fine(gw)
 
     run_gateway(cfg, body)
@@ -195,8 +195,8 @@ def test_thousands_of_tools_paged_or_not_and_a_cycling_cursor_are_listed(
     )
 
     async def main() -> None:
-        async with running_pool(cfg) as pool:
-            listed = await list_all(pool, cfg.settings.connect_timeout_s)
+        async with running_downstreams(cfg) as downstreams:
+            listed = await list_all(downstreams, cfg.settings.connect_timeout_s)
             tools = {
                 name: len(got.tools)
                 for name, got in listed.items()
@@ -219,7 +219,7 @@ def test_a_server_with_thousands_of_tools_is_indexed_routed_and_called(
     cfg = config(tmp_path, {"many": sdk("many", "--many", str(many))}, connect_timeout_s=60)
     wanted = many * 4242 // 10_000
 
-    async def body(gw: Gateway, pool: DownstreamPool) -> None:
+    async def body(gw: Gateway, downstreams: Downstreams) -> None:
         assert gw.shared.router.catalog.server("many").tools[-1].name == f"tool_{many - 1:05d}"
         found = gw.finder.find(f"synthetic tool number {wanted} for paging tests", 5)
         assert f"many__tool_{wanted:05d}" in {c["name"] for c in found["candidates"]}
@@ -232,7 +232,7 @@ def test_a_server_with_thousands_of_tools_is_indexed_routed_and_called(
 def test_duplicate_tool_names_within_and_across_servers_stay_distinct(tmp_path: Path) -> None:
     cfg = config(tmp_path, {"dupes": sdk("dupes"), "other": sdk("hang", "--record", "/dev/null")})
 
-    async def body(gw: Gateway, pool: DownstreamPool) -> None:
+    async def body(gw: Gateway, downstreams: Downstreams) -> None:
         dupes = gw.shared.router.catalog.server("dupes")
         assert [t.name for t in dupes.tools] == ["echo"]  # listed twice, kept once (the first)
         assert dupes.tools[0].description == "Echo the text back unchanged."
@@ -250,8 +250,8 @@ def test_a_server_that_exits_at_once_is_reported_with_its_code_and_logged_once(
 ) -> None:
     cfg = config(tmp_path, {"exits": raw("exit")})
 
-    async def body(gw: Gateway, pool: DownstreamPool) -> None:
-        d = pool["exits"]
+    async def body(gw: Gateway, downstreams: Downstreams) -> None:
+        d = downstreams["exits"]
         with anyio.fail_after(20):  # backoff 0.5 + 1 + 2 s: three retries
             while d.restarts < 3:
                 await anyio.sleep(0.1)

@@ -15,7 +15,7 @@ from tests.helpers.net import Denying as _Denying
 from tests.helpers.net import denying_server
 from toolroute.downstream.servers import DownstreamError
 from toolroute.downstream.sync import list_all
-from toolroute.gateway.ops.app import running_pool
+from toolroute.gateway.ops.app import running_downstreams
 
 pytestmark = pytest.mark.integration
 
@@ -78,11 +78,11 @@ def test_a_url_server_answering_401_is_reported_as_needing_credentials(
 
         async def main() -> None:
             with anyio.fail_after(30):
-                async with running_pool(cfg) as pool:
-                    got = (await list_all(pool, 10, ["locked"]))["locked"]
+                async with running_downstreams(cfg) as downstreams:
+                    got = (await list_all(downstreams, 10, ["locked"]))["locked"]
                     assert isinstance(got, DownstreamError)
-                    assert pool["locked"].status == "down"
-                    why = str(pool["locked"].error)
+                    assert downstreams["locked"].status == "down"
+                    why = str(downstreams["locked"].error)
                     assert why.startswith("unauthorized (HTTP 401): "), why
                     assert '"headers"' in why and "Authorization" in why
                     if headers:
@@ -98,8 +98,8 @@ def test_a_call_refused_with_401_after_connecting_names_the_credentials(tmp_path
 
         async def main() -> None:
             with anyio.fail_after(30):
-                async with running_pool(cfg) as pool:
-                    d = pool["expiring"]
+                async with running_downstreams(cfg) as downstreams:
+                    d = downstreams["expiring"]
                     assert d.status == "up", d.error
                     with pytest.raises(DownstreamError) as refused:
                         await d.call_tool("echo", {})

@@ -34,7 +34,7 @@ from tests.helpers.net import stop
 from toolroute.config import load_config
 from toolroute.downstream.oauth import SECRET_KEY_ENV, StoredCredentials
 from toolroute.downstream.sync import list_all
-from toolroute.gateway.ops.app import running_pool
+from toolroute.gateway.ops.app import running_downstreams
 from toolroute.store import open_store
 
 pytestmark = pytest.mark.integration
@@ -312,10 +312,10 @@ def test_a_stored_token_past_its_expiry_is_refreshed_when_the_gateway_connects(
 
         async def main() -> None:
             with anyio.fail_after(30):
-                async with running_pool(cfg) as pool:
-                    listed = (await list_all(pool, 10))["prot"]
+                async with running_downstreams(cfg) as downstreams:
+                    listed = (await list_all(downstreams, 10))["prot"]
                     assert not isinstance(listed, Exception), listed
-                    result, _ = await pool["prot"].call_tool("echo", {"text": "back"})
+                    result, _ = await downstreams["prot"].call_tool("echo", {"text": "back"})
                     assert "echo: back" in text(result)
 
         anyio.run(main)
@@ -338,8 +338,8 @@ def test_a_token_is_never_sent_to_a_server_at_another_url(
 
         async def main() -> None:
             with anyio.fail_after(30):
-                async with running_pool(load_config(config)) as pool:
-                    assert pool["prot"].status == "up", pool["prot"].error
+                async with running_downstreams(load_config(config)) as downstreams:
+                    assert downstreams["prot"].status == "up", downstreams["prot"].error
 
         anyio.run(main)
         issued = protected.stats()["issued"]
@@ -414,9 +414,9 @@ def test_a_url_server_with_a_header_from_the_environment_sends_it_and_no_oauth(
 
         async def main() -> None:
             with anyio.fail_after(30):
-                async with running_pool(load_config(config)) as pool:
-                    assert pool["keyed"].auth is None  # its own token: no OAuth flow
-                    result, _ = await pool["keyed"].call_tool("whisper", {"text": "psst"})
+                async with running_downstreams(load_config(config)) as downstreams:
+                    assert downstreams["keyed"].auth is None  # its own token: no OAuth flow
+                    result, _ = await downstreams["keyed"].call_tool("whisper", {"text": "psst"})
                     assert "whispered: psst" in text(result)
 
         anyio.run(main)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.faults import assert_others_fine, config, raw, run_gateway, text
-from toolroute.downstream.servers import DownstreamPool
+from toolroute.downstream.servers import Downstreams
 from toolroute.gateway.shell.server import Gateway
 
 pytestmark = pytest.mark.integration
@@ -19,7 +19,7 @@ def test_a_tool_whose_input_schema_is_not_an_object_is_skipped_and_its_server_st
 ) -> None:
     cfg = config(tmp_path, {"bad": raw("bad-schema")})
 
-    async def body(gw: Gateway, pool: DownstreamPool) -> None:
+    async def body(gw: Gateway, downstreams: Downstreams) -> None:
         assert [t.name for t in gw.shared.router.catalog.server("bad").tools] == ["echo"]
         r = await gw.calls.checked("bad__echo", {"text": "kept"})
         assert not r.is_error and text(r) == "kept"

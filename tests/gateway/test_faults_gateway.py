@@ -30,9 +30,9 @@ from tests.helpers.faults import (
 )
 from toolroute.cli import main
 from toolroute.config import load_config
-from toolroute.downstream.servers import DownstreamPool
+from toolroute.downstream.servers import Downstreams
 from toolroute.embed.base import Matrix
-from toolroute.gateway.ops.app import make_gateway, running_pool
+from toolroute.gateway.ops.app import make_gateway, running_downstreams
 from toolroute.gateway.ops.reload import Live
 from toolroute.gateway.ops.syncing import sync_router, watch_changes
 from toolroute.gateway.shell.server import Gateway
@@ -76,10 +76,10 @@ def test_a_rug_pull_is_quarantined_until_approved(
     )
     query = "weather forecast for a city"
 
-    async def body(gw: Gateway, pool: DownstreamPool) -> None:
+    async def body(gw: Gateway, downstreams: Downstreams) -> None:
         assert "rug__get_forecast" in found_names(gw, query)
         async with anyio.create_task_group() as tg:
-            tg.start_soon(watch_changes, Live(cfg), pool, gw)
+            tg.start_soon(watch_changes, Live(cfg), downstreams, gw)
             state.write_text(json.dumps(changed))
             if list_changed:
                 await gw.calls.checked("rug__announce", {})
@@ -138,8 +138,8 @@ def test_no_reference_server_tool_is_flagged_as_poisoned(tmp_path: Path) -> None
     cfg = config(tmp_path, servers, connect_timeout_s=60)
 
     async def main_() -> None:
-        async with running_pool(cfg) as pool:
-            router, result = await sync_router(cfg, pool, embedder=HashingEmbedder())
+        async with running_downstreams(cfg) as downstreams:
+            router, result = await sync_router(cfg, downstreams, embedder=HashingEmbedder())
             assert all(s.status == "ok" for s in result.servers), result.to_dict()
             assert router.catalog.tool_count > 30
             assert result.quarantined == []
@@ -169,12 +169,12 @@ def test_the_gateway_starts_with_no_server_up_and_picks_them_up(tmp_path: Path) 
         return json.loads(out.output)  # type: ignore[no-any-return]
 
     async def main_() -> None:
-        async with running_pool(cfg) as pool:
-            router, result = await sync_router(cfg, pool, embedder=HashingEmbedder())
+        async with running_downstreams(cfg) as downstreams:
+            router, result = await sync_router(cfg, downstreams, embedder=HashingEmbedder())
             assert router.catalog.tool_count == 0 and result.index.added == 0
-            gw = make_gateway(cfg, router, pool)
+            gw = make_gateway(cfg, router, downstreams)
             async with anyio.create_task_group() as tg:
-                tg.start_soon(watch_changes, Live(cfg), pool, gw)
+                tg.start_soon(watch_changes, Live(cfg), downstreams, gw)
                 async with Client(gw.server, raise_exceptions=True) as c:
                     r = await c.call_tool("find_tools", {"query": "current time"})
                     assert not r.is_error and r.structured_content["candidates"] == []
@@ -183,7 +183,7 @@ def test_the_gateway_starts_with_no_server_up_and_picks_them_up(tmp_path: Path) 
                     assert late_state["status"] == "down" and late_state["exit_code"] == 1
                     assert late_state["error"] == "exited with code 1: not yet: no go"
                     flag.touch()
-                    await wait_until(lambda: pool["late"].status == "up")
+                    await wait_until(lambda: downstreams["late"].status == "up")
                     await wait_until(lambda: gw.shared.router.catalog.tool_count == 2)
                     r = await c.call_tool("find_tools", {"query": "current time in Tokyo"})
                     names = [x["name"] for x in r.structured_content["candidates"]]
@@ -224,9 +224,9 @@ def test_a_slow_routing_never_holds_up_another_clients_call(tmp_path: Path) -> N
     call = {"name": "time__get_current_time", "arguments": {"timezone": "Asia/Tokyo"}}
 
     async def main_() -> None:
-        async with running_pool(cfg) as pool:
-            router, _ = await sync_router(cfg, pool, embedder=slow)
-            gw = Gateway(router, pool, ToolrouteSettings(call_gate=False))
+        async with running_downstreams(cfg) as downstreams:
+            router, _ = await sync_router(cfg, downstreams, embedder=slow)
+            gw = Gateway(router, downstreams, ToolrouteSettings(call_gate=False))
             found: dict[str, Any] = {}
             async with (
                 Client(gw.server) as a,

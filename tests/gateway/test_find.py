@@ -1,7 +1,7 @@
 """The gateway's loop (route → gate → present → refuse unpromoted calls, execution, recording):
 what finds tools (gateway/find.py), what calls them and the data they share, driven through
 in-memory downstreams: real SDK servers in this process (the reference time server, PyPI
-mcp-server-time, and a small notes server), reached through the same pool and SDK client as a
+mcp-server-time, and a small notes server), reached through the same downstreams and SDK client as a
 stdio or HTTP server, with no process. Routing uses a deterministic embedder.
 """
 
@@ -32,7 +32,7 @@ from toolroute.gateway.calls.path import CallPath
 from toolroute.gateway.calls.pipeline import Call
 from toolroute.gateway.find import MAX_CAPABILITY_REQUESTS, Finder, route_depth
 from toolroute.gateway.ops._metrics import GatewayMetrics
-from toolroute.gateway.ops.app import make_gateway, running_pool
+from toolroute.gateway.ops.app import make_gateway, running_downstreams
 from toolroute.gateway.ops.syncing import sync_router
 from toolroute.gateway.shared import Shared
 from toolroute.gateway.shell.server import Gateway
@@ -127,10 +127,10 @@ def _config(
 
 @asynccontextmanager
 async def _gateway(cfg: GatewayConfig) -> AsyncIterator[Gateway]:
-    async with running_pool(cfg) as pool:
-        router, _ = await sync_router(cfg, pool, embedder=HashingEmbedder())
+    async with running_downstreams(cfg) as downstreams:
+        router, _ = await sync_router(cfg, downstreams, embedder=HashingEmbedder())
         try:
-            yield make_gateway(cfg, router, pool)
+            yield make_gateway(cfg, router, downstreams)
         finally:
             router.close()
 
@@ -167,7 +167,7 @@ def test_find_then_call_runs_an_in_memory_server_and_records_the_outcome(
 
     async def main() -> None:
         async with _gateway(cfg) as gw, Client(gw.server, raise_exceptions=True) as c:
-            assert gw.shared.pool["time"].stateless is (era == "2026-07-28")
+            assert gw.shared.downstreams["time"].stateless is (era == "2026-07-28")
             tools = [t.name for t in (await c.list_tools()).tools]
             assert tools == ["find_tools", "call_tool", "request_capability"]
             r = await c.call_tool("find_tools", {"query": "current time in Tokyo", "k": 3})
@@ -244,7 +244,7 @@ def test_call_gate_refuses_a_tool_until_find_tools_promotes_it(tmp_path: Path) -
 
 def test_a_milestone_precondition_hides_a_tool_until_it_is_set(tmp_path: Path) -> None:
     gate = {"time__convert_time": Preconditions(milestone="plan_confirmed")}
-    cfg = _config(tmp_path, fields={"tool_gates": gate})
+    cfg = _config(tmp_path, fields={"tool_preconditions": gate})
     find = {"query": "convert 9:00 from Tokyo time to Paris time", "k": 2}
     convert = {
         "name": "time__convert_time",
@@ -501,7 +501,7 @@ def test_list_changed_from_a_server_resyncs_its_tools(tmp_path: Path, era: str) 
     async def main() -> None:
         async with _gateway(cfg) as gw, anyio.create_task_group() as tg:
             assert "changing__fresh_tool" not in _names_of(gw.finder.find(query, 3))
-            tg.start_soon(watch_changes, Live(cfg), gw.shared.pool, gw)
+            tg.start_soon(watch_changes, Live(cfg), gw.shared.downstreams, gw)
             assert not (await gw.calls.checked("changing__add_tool", {})).is_error
             with anyio.fail_after(10):
                 while "changing__fresh_tool" not in _names_of(gw.finder.find(query, 3)):
@@ -593,7 +593,7 @@ def test_calls_to_a_server_that_announces_no_change_note_one_relist_until_it_is_
 
     async def main() -> None:
         async with _gateway(cfg) as gw:
-            time_server = gw.shared.pool["time"]
+            time_server = gw.shared.downstreams["time"]
             notes: list[bool] = []
             time_server.on_change = lambda: notes.append(time_server.tools_changed.is_set())
             for taken in range(2):
@@ -615,7 +615,7 @@ def test_a_calls_possible_silent_change_is_told_to_the_pool_once_its_answer_is_o
 
     async def main() -> None:
         async with _gateway(cfg) as gw:
-            time_server = gw.shared.pool["time"]
+            time_server = gw.shared.downstreams["time"]
             notes: list[bool] = []
             time_server.on_change = lambda: notes.append(time_server.tools_changed.is_set())
             time_server.tools_changed = anyio.Event()
@@ -681,7 +681,7 @@ def test_a_server_relisted_after_its_calls_is_reviewed_again_only_when_its_listi
     async def main() -> None:
         async with _gateway(cfg) as gw, anyio.create_task_group() as tg:
             store_dir = gw.shared.router.store.directory
-            tg.start_soon(watch_changes, live, gw.shared.pool, gw)
+            tg.start_soon(watch_changes, live, gw.shared.downstreams, gw)
             await relisted(gw, {})  # the watcher's first re-list: reviewed
             writes = meta_writes(store_dir)
             await relisted(gw, {})  # listed as before: not reviewed

@@ -22,7 +22,7 @@ from mcp import Client
 
 from tests.conftest import TIME_MAIN, HashingEmbedder
 from toolroute.config import GatewayConfig, load_config
-from toolroute.gateway.ops.app import make_gateway, running_pool
+from toolroute.gateway.ops.app import make_gateway, running_downstreams
 from toolroute.gateway.ops.reload import Live
 from toolroute.gateway.ops.syncing import sync_router, watch_changes
 from toolroute.gateway.shell.server import Gateway
@@ -49,9 +49,9 @@ def _disk_full(*_: Any, **__: Any) -> None:
 
 def _run(cfg: GatewayConfig, body: Any) -> None:
     async def main() -> None:
-        async with running_pool(cfg) as pool:
-            router, _ = await sync_router(cfg, pool, embedder=HashingEmbedder())
-            gw = make_gateway(cfg, router, pool)
+        async with running_downstreams(cfg) as downstreams:
+            router, _ = await sync_router(cfg, downstreams, embedder=HashingEmbedder())
+            gw = make_gateway(cfg, router, downstreams)
             try:
                 with anyio.fail_after(60):
                     await body(gw)
@@ -160,12 +160,14 @@ def test_an_unwritable_status_file_leaves_the_gateway_serving_and_says_so(
         (store / "status.json").unlink(missing_ok=True)
         (store / "status.json" / "blocked").mkdir(parents=True)  # replace() onto it fails
         async with anyio.create_task_group() as tg:
-            tg.start_soon(watch_changes, Live(cfg), gw.shared.pool, gw)
+            tg.start_soon(watch_changes, Live(cfg), gw.shared.downstreams, gw)
             async with Client(gw.server) as c:
                 while "status file" not in gw.shared.faults.now():
                     await anyio.sleep(0.05)
-                gw.shared.pool["time"].tools_changed.set()  # a change: the watcher writes again
-                while gw.shared.pool["time"].tools_changed.is_set():
+                gw.shared.downstreams[
+                    "time"
+                ].tools_changed.set()  # a change: the watcher writes again
+                while gw.shared.downstreams["time"].tools_changed.is_set():
                     await anyio.sleep(0.05)
                 assert "time__get_current_time" in _found(await c.call_tool("find_tools", QUERY))
                 line = gw.status()["faults"]["status file"]

@@ -33,7 +33,7 @@ from tests.conftest import (
 )
 from toolroute.config import load_config
 from toolroute.embed.onnx import OnnxEmbedder
-from toolroute.gateway.ops.app import running_pool
+from toolroute.gateway.ops.app import running_downstreams
 from toolroute.gateway.ops.syncing import sync_once, sync_router
 from toolroute.gateway.shell.server import Gateway
 from toolroute.settings import ToolrouteSettings
@@ -116,9 +116,9 @@ def test_gateway_finds_and_calls_through_a_real_client(
     cfg = load_config(config_file)
 
     async def main() -> None:
-        async with running_pool(cfg) as pool:
-            router, _ = await sync_router(cfg, pool, embedder=onnx)
-            gw = Gateway(router, pool, ToolrouteSettings(call_timeout_s=20, call_gate=False))
+        async with running_downstreams(cfg) as downstreams:
+            router, _ = await sync_router(cfg, downstreams, embedder=onnx)
+            gw = Gateway(router, downstreams, ToolrouteSettings(call_timeout_s=20, call_gate=False))
             async with Client(gw.server, raise_exceptions=True) as c:
                 names = [t.name for t in (await c.list_tools()).tools]
                 assert names == ["find_tools", "call_tool", "request_capability"]
@@ -184,9 +184,9 @@ def test_killed_downstream_errors_cleanly_then_works_after_restart(
     call = {"name": "time__get_current_time", "arguments": {"timezone": "Europe/Paris"}}
 
     async def main() -> None:
-        async with running_pool(cfg) as pool:
-            router, _ = await sync_router(cfg, pool, embedder=onnx)
-            gw = Gateway(router, pool, ToolrouteSettings(call_timeout_s=10, call_gate=False))
+        async with running_downstreams(cfg) as downstreams:
+            router, _ = await sync_router(cfg, downstreams, embedder=onnx)
+            gw = Gateway(router, downstreams, ToolrouteSettings(call_timeout_s=10, call_gate=False))
             async with Client(gw.server, raise_exceptions=True) as c:
                 assert not (await c.call_tool("call_tool", call)).is_error
                 subprocess.run(["pkill", "-9", "-f", marker], check=True)
@@ -199,12 +199,12 @@ def test_killed_downstream_errors_cleanly_then_works_after_restart(
                     assert r.structured_content["error"] in ("crashed", "unavailable")
                     assert "hint" in r.structured_content
                 else:
-                    assert pool["time"].restarts >= 1 and "Europe/Paris" in _text(r)
+                    assert downstreams["time"].restarts >= 1 and "Europe/Paris" in _text(r)
                 with anyio.fail_after(30):  # the owner task restarts it with backoff
                     while (r := await c.call_tool("call_tool", call)).is_error:
                         await anyio.sleep(0.2)
                 assert "Europe/Paris" in _text(r)
-                assert pool["time"].restarts >= 1
+                assert downstreams["time"].restarts >= 1
             router.close()
 
     anyio.run(main)
@@ -416,10 +416,10 @@ def test_streamable_http_downstream_syncs_and_calls(tmp_path: Path, onnx: OnnxEm
                     except OSError:
                         assert proc.poll() is None, "the everything server exited"
                         await anyio.sleep(0.2)
-            async with running_pool(cfg) as pool:
-                router, result = await sync_router(cfg, pool, embedder=onnx)
+            async with running_downstreams(cfg) as downstreams:
+                router, result = await sync_router(cfg, downstreams, embedder=onnx)
                 assert {s.name: s.status for s in result.servers} == {"web": "ok", "time": "ok"}
-                gw = Gateway(router, pool)
+                gw = Gateway(router, downstreams)
                 r = await gw.calls.checked("web__get-sum", {"a": 2, "b": 40})
                 assert not r.is_error and "42" in _text(r)
                 router.close()
@@ -449,13 +449,13 @@ def test_malformed_replies_are_contained_to_their_server(
     )
 
     async def main() -> None:
-        async with running_pool(cfg) as pool:
-            router, result = await sync_router(cfg, pool, embedder=onnx)
+        async with running_downstreams(cfg) as downstreams:
+            router, result = await sync_router(cfg, downstreams, embedder=onnx)
             status = {s.name: (s.status, s.tools) for s in result.servers}
             # badlist's one tool has a non-object inputSchema: that tool is skipped (by name,
             # in the log), the server is not failed for it
             assert status == {"time": ("ok", 2), "badlist": ("ok", 0), "badcall": ("ok", 1)}
-            gw = Gateway(router, pool, ToolrouteSettings(call_gate=False))
+            gw = Gateway(router, downstreams, ToolrouteSettings(call_gate=False))
             r = await gw.calls.checked("badcall__oops", {})
             assert r.is_error and r.structured_content["error"] == "protocol"
             assert router.stats.tool(("badcall", "oops")).calls == 1  # recorded as a failure

@@ -121,7 +121,9 @@ def test_bad_inventory_arguments_are_refused_with_what_to_send(router: Router) -
 
 
 def test_a_gated_tool_is_listed_as_gated_out_and_not_promoted(router: Router) -> None:
-    finder = Finder(Shared(router, tool_gates={"git__git_op_00": Preconditions(milestone="ready")}))
+    finder = Finder(
+        Shared(router, tool_preconditions={"git__git_op_00": Preconditions(milestone="ready")})
+    )
     state = SessionState()
     page = _payload(finder.inventory("git", 2, state))
     assert [c["tool"] for c in page["candidates"]] == ["git_op_01"]

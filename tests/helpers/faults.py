@@ -16,8 +16,8 @@ import anyio
 from tests.conftest import MEMORY_JS, REPO, TIME_MAIN, HashingEmbedder
 from tests.helpers import configs
 from toolroute.config import GatewayConfig, load_config
-from toolroute.downstream.servers import DownstreamPool
-from toolroute.gateway.ops.app import running_pool
+from toolroute.downstream.servers import Downstreams
+from toolroute.gateway.ops.app import running_downstreams
 from toolroute.gateway.ops.syncing import sync_router
 from toolroute.gateway.shell.server import Gateway
 
@@ -69,7 +69,7 @@ async def assert_others_fine(gw: Gateway) -> None:
     """The reference servers answer as usual."""
     r = await gw.calls.checked("time__get_current_time", {"timezone": "Asia/Tokyo"})
     assert not r.is_error and "Asia/Tokyo" in text(r)
-    if "memory" in gw.shared.pool.servers:
+    if "memory" in gw.shared.downstreams.servers:
         r = await gw.calls.checked("memory__read_graph", {})
         assert not r.is_error, text(r)
 
@@ -95,16 +95,16 @@ def open_fds() -> int:
 
 
 def run_gateway(
-    cfg: GatewayConfig, body: Callable[[Gateway, DownstreamPool], Any], **gateway: Any
+    cfg: GatewayConfig, body: Callable[[Gateway, Downstreams], Any], **gateway: Any
 ) -> None:
-    """Start the pool and a gateway (hashing embedder), run ``body``, stop everything."""
+    """Start the downstreams and a gateway (hashing embedder), run ``body``, stop everything."""
 
     async def main() -> None:
-        async with running_pool(cfg) as pool:
-            router, _ = await sync_router(cfg, pool, embedder=HashingEmbedder())
-            gw = Gateway(router, pool, cfg.settings, **gateway)
+        async with running_downstreams(cfg) as downstreams:
+            router, _ = await sync_router(cfg, downstreams, embedder=HashingEmbedder())
+            gw = Gateway(router, downstreams, cfg.settings, **gateway)
             try:
-                await body(gw, pool)
+                await body(gw, downstreams)
             finally:
                 gw.shared.router.close()
 

@@ -25,7 +25,7 @@ from tests.helpers import configs
 from tests.helpers.configs import TIME_SERVER
 from tests.helpers.net import free_port, stop, wait_for_port
 from toolroute.embed.base import Embedder
-from toolroute.gateway.ops.app import make_gateway, running_pool
+from toolroute.gateway.ops.app import make_gateway, running_downstreams
 from toolroute.gateway.ops.serving_http import http_app
 from toolroute.gateway.ops.syncing import sync_router
 
@@ -43,9 +43,9 @@ def write_config(directory: Path, store: str, *, changing: bool = False, **setti
 async def http_gateway(cfg: Any, embedder: Embedder) -> AsyncIterator[tuple[str, Any]]:
     """The gateway of ``cfg`` served over HTTP in this event loop (the same app and guard as
     ``toolroute serve``); yields its /mcp URL and the gateway."""
-    async with running_pool(cfg) as pool:
-        router, _ = await sync_router(cfg, pool, embedder=embedder)
-        gateway = make_gateway(cfg, router, pool)
+    async with running_downstreams(cfg) as downstreams:
+        router, _ = await sync_router(cfg, downstreams, embedder=embedder)
+        gateway = make_gateway(cfg, router, downstreams)
         server = uvicorn.Server(uvicorn.Config(http_app(cfg, gateway), log_level="warning"))
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))

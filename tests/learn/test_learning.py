@@ -26,7 +26,7 @@ from tests.helpers.configs import TIME_SERVER, write_config
 from toolroute.config import load_config
 from toolroute.embed.onnx import OnnxEmbedder
 from toolroute.gateway.calls.pipeline import Call
-from toolroute.gateway.ops.app import running_pool
+from toolroute.gateway.ops.app import running_downstreams
 from toolroute.gateway.ops.syncing import sync_router
 from toolroute.gateway.shell.server import Gateway
 from toolroute.settings import ToolrouteSettings
@@ -76,9 +76,11 @@ async def _calls(
     """Rounds of find_tools + call_tool through one gateway; ``workload`` "alternate" calls
     both providers in turn, "follow" calls the first candidate (the agent trusts the ranking).
     Stops once the reliable provider has ranked first 5 times in a row."""
-    async with running_pool(cfg) as pool:
-        router, _ = await sync_router(cfg, pool, embedder=embedder)
-        gw = Gateway(router, pool, ToolrouteSettings(k=4, strategy=strategy, call_timeout_s=20))
+    async with running_downstreams(cfg) as downstreams:
+        router, _ = await sync_router(cfg, downstreams, embedder=embedder)
+        gw = Gateway(
+            router, downstreams, ToolrouteSettings(k=4, strategy=strategy, call_timeout_s=20)
+        )
         log["hybrid_before"] = router.route(QUERY, k=4, strategy="hybrid")
         calls: list[tuple[str, bool]] = []
         firsts: list[str] = []
@@ -105,11 +107,13 @@ async def _calls(
 
 
 async def _restart(cfg: Any, embedder: OnnxEmbedder, strategy: str, log: dict[str, Any]) -> None:
-    async with running_pool(cfg) as pool:
-        router, sync = await sync_router(cfg, pool, embedder=embedder)
+    async with running_downstreams(cfg) as downstreams:
+        router, sync = await sync_router(cfg, downstreams, embedder=embedder)
         log["resync"] = sync.index
         log["stats_restart"] = {s: router.stats.server(s) for s in ("clock-a", "clock-b")}
-        gw = Gateway(router, pool, ToolrouteSettings(k=4, strategy=strategy, call_timeout_s=20))
+        gw = Gateway(
+            router, downstreams, ToolrouteSettings(k=4, strategy=strategy, call_timeout_s=20)
+        )
         async with Client(gw.server, raise_exceptions=True) as c:
             with anyio.fail_after(30):
                 found = await c.call_tool("find_tools", {"query": QUERY, "k": 4})
@@ -189,9 +193,9 @@ def test_the_usage_memory_ranks_what_a_client_keeps_calling_first_for_it_alone(
             await rounds()
 
     async def rounds() -> None:
-        async with running_pool(cfg) as pool:
-            router, _ = await sync_router(cfg, pool, embedder=embedder)
-            gw = Gateway(router, pool, ToolrouteSettings(call_timeout_s=20, call_gate=False))
+        async with running_downstreams(cfg) as downstreams:
+            router, _ = await sync_router(cfg, downstreams, embedder=embedder)
+            gw = Gateway(router, downstreams, ToolrouteSettings(call_timeout_s=20, call_gate=False))
             assert first(await gw.finder.find_async(paraphrase, 3, client="alice")) == TOOL
             state = gw.shared.sessions.for_client("token:alice")
             for _ in range(4):
@@ -205,9 +209,11 @@ def test_the_usage_memory_ranks_what_a_client_keeps_calling_first_for_it_alone(
             )
             assert first(await gw.finder.find_async(paraphrase, 3, client="bob")) == TOOL
             router.close()
-        async with running_pool(cfg) as pool:  # a restart: a new gateway over the same store
-            router, _ = await sync_router(cfg, pool, embedder=embedder)
-            gw = Gateway(router, pool, ToolrouteSettings(call_timeout_s=20, call_gate=False))
+        async with running_downstreams(
+            cfg
+        ) as downstreams:  # a restart: a new gateway over the same store
+            router, _ = await sync_router(cfg, downstreams, embedder=embedder)
+            gw = Gateway(router, downstreams, ToolrouteSettings(call_timeout_s=20, call_gate=False))
             assert (
                 first(await gw.finder.find_async(paraphrase, 3, client="alice")) == "convert_time"
             )

@@ -14,7 +14,7 @@ import pytest
 from tests.helpers.configs import TIME_SERVER, write_config
 from toolroute.config import load_config
 from toolroute.gateway.calls.pipeline import Call
-from toolroute.gateway.ops.app import running_pool
+from toolroute.gateway.ops.app import running_downstreams
 from toolroute.gateway.ops.syncing import sync_router
 from toolroute.gateway.shell.server import Gateway
 from toolroute.settings import ToolrouteSettings
@@ -43,9 +43,9 @@ def test_a_call_past_the_answer_lowers_what_it_passed_over_for_that_client_only(
             await rounds()
 
     async def rounds() -> None:
-        async with running_pool(cfg) as pool:
-            router, _ = await sync_router(cfg, pool, embedder=embedder)
-            gw = Gateway(router, pool, ToolrouteSettings(call_timeout_s=20, call_gate=False))
+        async with running_downstreams(cfg) as downstreams:
+            router, _ = await sync_router(cfg, downstreams, embedder=embedder)
+            gw = Gateway(router, downstreams, ToolrouteSettings(call_timeout_s=20, call_gate=False))
             state = gw.shared.sessions.for_client("token:alice")
             shown = (await gw.finder.find_async(QUERY, 1, state, client="alice"))["candidates"]
             top = (shown[0]["server"], shown[0]["tool"])

@@ -27,7 +27,7 @@ from toolroute.catalog.models import Catalog, Server, Tool
 from toolroute.config import load_config
 from toolroute.embed.onnx import OnnxEmbedder
 from toolroute.gateway.calls.quarantine import Quarantine, approve
-from toolroute.gateway.ops.app import make_gateway, running_pool, store_dir_of
+from toolroute.gateway.ops.app import make_gateway, running_downstreams, store_dir_of
 from toolroute.gateway.ops.syncing import sync_router
 from toolroute.store import open_store
 
@@ -61,9 +61,9 @@ def _config(tmp_path: Path, registry: str = "") -> Path:
 @asynccontextmanager
 async def _gateway(config: Path, onnx: OnnxEmbedder) -> AsyncIterator[tuple[Client, Any]]:
     cfg = load_config(config)
-    async with running_pool(cfg) as pool:
-        router, _ = await sync_router(cfg, pool, embedder=onnx)
-        gw = make_gateway(cfg, router, pool)
+    async with running_downstreams(cfg) as downstreams:
+        router, _ = await sync_router(cfg, downstreams, embedder=onnx)
+        gw = make_gateway(cfg, router, downstreams)
         async with Client(gw.server, raise_exceptions=True) as c:
             yield c, gw
         router.close()

@@ -2,7 +2,7 @@
 
 Eqs. 5–7 and §5.2 of *Tool Attention Is All You Need: Dynamic Tool Gating and Lazy Schema
 Loading for Eliminating the MCP/Tools Tax in Scalable Agentic Workflows* (Tool Attention): sweep
-the threshold on a queries file and keep the value whose gated top-k set has the best mean F1
+the threshold on a queries file and keep the value whose kept top-k set has the best mean F1
 against the ground truth (precision over promoted tools, recall over required groups)."""
 
 from __future__ import annotations

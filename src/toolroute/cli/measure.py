@@ -358,7 +358,7 @@ def calibrate(
 ) -> None:
     """Find θ for the similarity threshold: the F1-best threshold on QUERIES.
 
-    For each θ, the gated set of a query is its top-k candidates scoring at least θ;
+    For each θ, the kept set of a query is its top-k candidates scoring at least θ;
     precision is over that set, recall over the required tool groups.
     """
     resolve_strategy(strategy)

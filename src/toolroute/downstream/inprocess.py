@@ -2,7 +2,7 @@
 HTTP (the transport seam of the house style: httpx's ``MockTransport``, the SDK's
 ``Client(server)``).
 
-A :class:`MemorySpec` names a ``Server`` or ``MCPServer`` object; the pool's
+A :class:`MemorySpec` names a ``Server`` or ``MCPServer`` object; the downstreams'
 :class:`~toolroute.downstream.servers.Downstream` connects to it with the SDK's own in-memory
 connection, so the whole gateway (sync, routing, the call gate, execution, recording) runs
 against real MCP servers with no process, pipe or socket. ``era="2026-07-28"`` talks to it the

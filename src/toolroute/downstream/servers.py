@@ -1,5 +1,5 @@
 """All downstream servers: their owner tasks started and stopped together, and servers added,
-removed and replaced one at a time while the pool runs (live reconfiguration,
+removed and replaced one at a time while they run (live reconfiguration,
 :mod:`toolroute.gateway.ops.reload`). One server's session and lifecycle is
 :class:`~toolroute.downstream.session.Downstream`; its names are re-exported here.
 """
@@ -15,11 +15,11 @@ from toolroute.downstream.callers import CallContext
 from toolroute.downstream.listing import ListedServer
 from toolroute.downstream.session import Downstream, DownstreamError
 
-__all__ = ["CallContext", "Downstream", "DownstreamError", "DownstreamPool", "ListedServer"]
+__all__ = ["CallContext", "Downstream", "DownstreamError", "Downstreams", "ListedServer"]
 
 
-class DownstreamPool:
-    """All downstream servers; ``async with pool.running():`` starts and stops their owners.
+class Downstreams:
+    """All downstream servers; ``async with downstreams.running():`` starts and stops their owners.
     While :meth:`run` runs, servers can be added, removed and replaced one at a time (live
     reconfiguration, :mod:`toolroute.gateway.ops.reload`)."""
 
@@ -79,7 +79,7 @@ class DownstreamPool:
         """Start ``d``; a server of the same name is retired (its calls in flight have
         ``grace_s`` to finish, new calls go to ``d``)."""
         if self._tg is None:
-            raise RuntimeError("the pool is not running")
+            raise RuntimeError("the downstream servers are not running")
         old = self.servers.get(d.name)
         self.servers[d.name] = d
         d.on_change = self.note_change

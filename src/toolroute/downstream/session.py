@@ -126,11 +126,12 @@ class Downstream:
         self._asks = Asks(name)
         self._process = ProcessInfo()
         self.tools_changed = anyio.Event()
-        self._unnoted = False  # a call may have changed the tools: not told to the pool yet
+        self._unnoted = False  # a call may have changed the tools: not told to the downstreams yet
         self.on_notification: NotificationHook | None = None
         self.on_change: Callable[[], None] | None = None
         """Called when what the gateway follows changes: the tools (list_changed), a
-        (re)connect, the status or restarts (the pool's change event, downstream/servers.py)."""
+        (re)connect, the status or restarts (the downstreams' change event,
+        downstream/servers.py)."""
         self._calls: list[CallContext] = []  # in flight, oldest first
         self._client: Client | None = None
         self._ready = anyio.Event()
@@ -359,7 +360,7 @@ class Downstream:
 
     def answered(self) -> None:
         """A call of this server was answered: a change of its tools it may have made
-        unannounced (:meth:`call_tool`) is told to the pool (waking its watcher) now."""
+        unannounced (:meth:`call_tool`) is told to the downstreams (waking its watcher) now."""
         if self._unnoted:
             self._unnoted = False
             self._changed()

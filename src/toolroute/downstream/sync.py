@@ -18,7 +18,7 @@ import anyio
 from toolroute.catalog.models import Catalog, Server, Tool
 from toolroute.catalog.name import qualified_name
 from toolroute.config import GatewayConfig
-from toolroute.downstream.servers import DownstreamError, DownstreamPool, ListedServer
+from toolroute.downstream.servers import DownstreamError, Downstreams, ListedServer
 
 __all__ = ["Listings", "ServerStatus", "catalog_from_listing", "list_all"]
 
@@ -41,7 +41,7 @@ class ServerStatus:
 
 
 async def list_all(
-    pool: DownstreamPool,
+    downstreams: Downstreams,
     timeout_s: float,
     names: Collection[str] | None = None,
     on_page: Callable[[str, int], None] | None = None,
@@ -55,9 +55,9 @@ async def list_all(
     async def one(name: str) -> None:
         try:
             with anyio.fail_after(timeout_s):
-                await pool[name].client()  # connected, or its error at once
+                await downstreams[name].client()  # connected, or its error at once
             paged = (lambda n: on_page(name, n)) if on_page is not None else None
-            out[name] = await pool[name].list_tools(page_timeout_s=timeout_s, on_page=paged)
+            out[name] = await downstreams[name].list_tools(page_timeout_s=timeout_s, on_page=paged)
         except DownstreamError as e:
             out[name] = e
         except TimeoutError:
@@ -69,7 +69,7 @@ async def list_all(
             out[name] = DownstreamError(name, None, "protocol", f"{type(e).__name__}: {e}")
 
     async with anyio.create_task_group() as tg:
-        for name in pool.servers:
+        for name in downstreams.servers:
             if names is None or name in names:
                 tg.start_soon(one, name)
     return out
@@ -85,7 +85,7 @@ class Listings:
 
     async def refresh(
         self,
-        pool: DownstreamPool,
+        downstreams: Downstreams,
         timeout_s: float,
         only: Collection[str] | None = None,
         among: Collection[str] | None = None,
@@ -95,7 +95,7 @@ class Listings:
         gateway still listing its other servers at start does not wait for them)."""
         names = [
             n
-            for n in pool.servers
+            for n in downstreams.servers
             if only is None
             or n in only
             or (among is None and not isinstance(self.last.get(n), ListedServer))
@@ -103,10 +103,10 @@ class Listings:
         if among is not None:
             names = [n for n in names if n in among]
         if names:
-            self.last.update(await list_all(pool, timeout_s, names))
+            self.last.update(await list_all(downstreams, timeout_s, names))
         return {
             n: self.last[n]
-            for n in pool.servers
+            for n in downstreams.servers
             if n in self.last and (among is None or n in among)
         }
 

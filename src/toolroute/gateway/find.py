@@ -4,7 +4,7 @@ gate of *Tool Attention*, over the data the gateway's parts share
 
 - :meth:`Finder.find` ranks ``route_depth(k)`` candidates (in a worker thread with
   :meth:`~Finder.find_async`), drops those outside the client's allow-list and those whose
-  preconditions fail, presents the gated top-k (θ, pinned first) and promotes them for the
+  preconditions fail, presents the top-k at or above θ (pinned first) and promotes them for the
   caller (:class:`toolroute.gateway.calls.access.SessionStates`), so that the call gate
   admits them; the routing is audited as a :class:`~toolroute.present.events.RoutingEvent`.
 - :meth:`Finder.inventory` lists one server's tools a page at a time, and
@@ -62,7 +62,7 @@ Allowed = Callable[[str], bool] | None
 
 
 def route_depth(k: int) -> int:
-    """How many candidates to rank for a shortlist of ``k``: enough that gates, allow-lists
+    """How many candidates to rank for a shortlist of ``k``: enough that preconditions, allow-lists
     and θ still leave k to present."""
     return max(4 * k, 20)
 
@@ -76,7 +76,8 @@ def error_result(
 
 @dataclass(frozen=True, slots=True)
 class Shortlist:
-    """One routing after the gates: what was presented and what the preconditions held back."""
+    """One routing after preconditions, θ and top-k: what was presented and what the
+    preconditions held back."""
 
     presentation: Presentation
     promoted: tuple[Candidate, ...]
@@ -103,7 +104,7 @@ class Shortlist:
 
 
 class Finder:
-    """Finds tools for a caller over ``shared``: ranks, gates, presents, promotes, and audits
+    """Finds tools for a caller over ``shared``: ranks, filters, presents, promotes, and audits
     each routing to the store and ``events`` (``audit``: whether it does)."""
 
     def __init__(
@@ -124,7 +125,7 @@ class Finder:
         may_use: Allowed = None,
     ) -> dict[str, Any]:
         """Route, drop tools outside the client's allow-list and tools whose preconditions
-        fail, promote the gated top-k (θ, pinned)."""
+        fail, promote the top-k at or above θ (pinned first)."""
         start = time.perf_counter()
         listed = self._named_inventory(query, k, state, may_use)
         if listed is not None:
@@ -190,11 +191,12 @@ class Finder:
         remember: bool = True,
         may_use: Allowed = None,
     ) -> Shortlist:
-        """Gate the ranked candidates, present the top ``k`` and (``remember``) promote them."""
+        """Filter the ranked candidates (preconditions, θ, top-k), present the top ``k`` and
+        (``remember``) promote them."""
         state = state if state is not None else self.shared.sessions.for_connection(None)
         if remember:
             state.last_query = query
-        if may_use is not None:  # another client's tools: not even named as gated out
+        if may_use is not None:  # another client's tools: not even named as held back
             ranked = [c for c in ranked if may_use(qualified_name(c.server, c.tool))]
         allowed, blocked = [], []
         for c in ranked:
@@ -223,7 +225,7 @@ class Finder:
         self,
         query: str,
         ranked: list[Candidate],
-        gated: list[tuple[str, str]],
+        held: list[tuple[str, str]],
         active: list[str],
         shown: Presentation,
         start: float,
@@ -235,7 +237,7 @@ class Finder:
                 {"name": qualified_name(c.server, c.tool), "score": round(c.score, 4)}
                 for c in ranked
             ],
-            gated_out=[{"name": n, "reason": r} for n, r in gated],
+            gated_out=[{"name": n, "reason": r} for n, r in held],
             active=active,
             phase1_tokens=shown.phase1_tokens,
             phase2_tokens=shown.phase2_tokens,

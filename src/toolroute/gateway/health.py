@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from toolroute.downstream.servers import DownstreamPool
+from toolroute.downstream.servers import Downstreams
 from toolroute.errors import ErrorCode, error_payload
 
 __all__ = [
@@ -146,7 +146,7 @@ class ServerState:
         return asdict(self)
 
 
-def server_states(pool: DownstreamPool) -> list[ServerState]:
+def server_states(downstreams: Downstreams) -> list[ServerState]:
     return [
         ServerState(
             d.name,
@@ -158,24 +158,24 @@ def server_states(pool: DownstreamPool) -> list[ServerState]:
             d.changed_at,
             fix=d.auth.fix if d.auth is not None and d.sign_in and d.status != "up" else None,
         )  # fmt: skip
-        for d in pool.servers.values()
+        for d in downstreams.servers.values()
     ]
 
 
 def snapshot(
-    pool: DownstreamPool,
+    downstreams: Downstreams,
     held: dict[str, dict[str, Any]] | None = None,
     *,
     running: bool = True,
     faults: Faults | None = None,
 ) -> dict[str, Any]:
     """The JSON ``toolroute status`` prints: servers, quarantined tools, pid, what the
-    gateway cannot write (``faults``, only when something fails), and the pool's notes
+    gateway cannot write (``faults``, only when something fails), and the downstreams' notes
     (``names``, ``indexing``: only while they say something)."""
     out: dict[str, Any] = {
         "pid": os.getpid(),
         "running": running,
-        "servers": {s.name: s.to_dict() for s in server_states(pool)},
+        "servers": {s.name: s.to_dict() for s in server_states(downstreams)},
         "quarantined": held or {},
     }
     failing = faults.now() if faults is not None else {}
@@ -183,5 +183,5 @@ def snapshot(
         out["faults"] = failing
     if faults is not None and faults.config:
         out["config"] = dict(sorted(faults.config.items()))
-    out.update((section, dict(notes)) for section, notes in pool.notes.items() if notes)
+    out.update((section, dict(notes)) for section, notes in downstreams.notes.items() if notes)
     return out

@@ -20,7 +20,7 @@ from typing import Protocol, TypeVar
 
 import mcp.types as types
 
-from toolroute.downstream.servers import DownstreamPool
+from toolroute.downstream.servers import Downstreams
 from toolroute.gateway.calls import pipeline
 from toolroute.gateway.calls.access import CallGate, SessionStates, gate_scope
 from toolroute.gateway.calls.preconditions import blocked_by, preconditions_for
@@ -74,17 +74,17 @@ def _present_config(
 
 class Shared:
     """The data a gateway's finding and calling read, over a :class:`Router` and (for calls)
-    a :class:`DownstreamPool`."""
+    a :class:`Downstreams`."""
 
     def __init__(
         self,
         router: Router,
-        pool: DownstreamPool | None = None,
+        downstreams: Downstreams | None = None,
         settings: ToolrouteSettings = DEFAULTS,
         *,
         presenter: Presenter | None = None,
-        tool_gates: Mapping[str, Preconditions] | None = None,
-        server_gates: Mapping[str, Preconditions] | None = None,
+        tool_preconditions: Mapping[str, Preconditions] | None = None,
+        server_preconditions: Mapping[str, Preconditions] | None = None,
         bridge: pipeline.Bridge | None = None,
         metrics: Metrics | None = None,
     ) -> None:
@@ -94,12 +94,12 @@ class Shared:
         shell's, between protocol eras); ``metrics``: what counts calls and times the store
         (None: nothing counted)."""
         self.router = router
-        self.pool = pool if pool is not None else DownstreamPool({})
+        self.downstreams = downstreams if downstreams is not None else Downstreams({})
         self.settings = settings
         """The settings in effect (:meth:`apply` swaps them)."""
         self.presenter = presenter or Presenter(router.catalog, _present_config(settings))
-        self.tool_gates: Mapping[str, Preconditions] = dict(tool_gates or {})
-        self.server_gates: Mapping[str, Preconditions] = dict(server_gates or {})
+        self.tool_preconditions: Mapping[str, Preconditions] = dict(tool_preconditions or {})
+        self.server_preconditions: Mapping[str, Preconditions] = dict(server_preconditions or {})
         self.quarantined: Mapping[str, Held] = {}
         """Held tools by name (:class:`~toolroute.gateway.calls.quarantine.Held`), set by sync."""
         self.faults = Faults()
@@ -142,7 +142,8 @@ class Shared:
     def blocked(self, name: str, server: str, state: SessionState) -> str | None:
         """Why the preconditions hold ``name`` back in ``state`` (None: they pass)."""
         return blocked_by(
-            preconditions_for(name, server, self.tool_gates, self.server_gates), state
+            preconditions_for(name, server, self.tool_preconditions, self.server_preconditions),
+            state,
         )
 
     def admits(self, state: SessionState, name: str) -> bool:

@@ -8,8 +8,8 @@ Schema Loading for Eliminating the MCP/Tools Tax in Scalable Agentic Workflows* 
   §5.6): one compact line per tool — or, beyond the paper, one line per *server* when the catalog
   is large (``pool="auto"`` switches above ``pool_limit`` tools, because a pool of several
   hundred tools alone costs more than the token budget the gateway aims at).
-- **Phase 2, promoted schemas** (per turn): full JSON schemas of the gated top-k only, pinned tools
-  first (always visible, as Anthropic and FastMCP offer).
+- **Phase 2, promoted schemas** (per turn): full JSON schemas of the top-k at or above θ only,
+  pinned tools first (always visible, as Anthropic and FastMCP offer).
 
 The promoted set exports as ready-to-bind OpenAI and Anthropic tool definitions: the integration
 point of Adaptive Tool Routing §IV ("filter before the tools reach the system prompt"); a Python
@@ -59,7 +59,7 @@ class PresentConfig:
     pool_limit: int = 150
     """With ``pool="auto"``: above this many tools the summary pool lists servers, not tools."""
     pinned: tuple[str, ...] = ()
-    """``server__tool`` names always promoted, before the gated ones."""
+    """``server__tool`` names always promoted, before the ranked ones."""
     summary_words: int = 12
 
 
@@ -158,10 +158,10 @@ class Presenter:
         return "\n".join(lines)
 
     def present(self, candidates: Sequence[Candidate], top_k: int | None = None) -> Presentation:
-        """Gate (θ, top-k) the ranked candidates and promote their schemas, pinned first."""
+        """Filter (θ, top-k) the ranked candidates and promote their schemas, pinned first."""
         cfg = self.config
         promoted: list[Candidate] = []
-        gated: list[tuple[str, str]] = []
+        held: list[tuple[str, str]] = []
         seen: set[str] = set()
         for name in cfg.pinned:
             t = self.tools_by_name.get(name)
@@ -176,9 +176,9 @@ class Presenter:
             if name in seen:
                 continue
             if cfg.threshold is not None and c.score < cfg.threshold:
-                gated.append((name, f"score {c.score:.3f} below threshold {cfg.threshold}"))
+                held.append((name, f"score {c.score:.3f} below threshold {cfg.threshold}"))
             elif budget <= 0:
-                gated.append((name, "beyond top-k"))
+                held.append((name, "beyond top-k"))
             else:
                 promoted.append(c)
                 seen.add(name)
@@ -190,7 +190,7 @@ class Presenter:
         return Presentation(
             pool=self.pool,
             promoted=tuple(promoted),
-            gated_out=tuple(gated),
+            gated_out=tuple(held),
             phase1_tokens=self.pool_tokens,
             phase2_tokens=sum(self.tokens.many(texts)) if texts else 0,
         )

@@ -1,5 +1,5 @@
 """State-aware gating (Tool Attention, eq. 6, §5.4): deterministic preconditions checked against the
-session's state, beside the similarity gate (θ, top-k) of :mod:`toolroute.present.presenter`.
+session's state, beside the similarity threshold (θ, top-k) of :mod:`toolroute.present.presenter`.
 This module holds the data (what toolroute.toml declares, and the session state); the rule that
 checks one against the other, at find time and at call time, is
 :mod:`toolroute.gateway.calls.preconditions`.

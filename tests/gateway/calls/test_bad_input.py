@@ -26,7 +26,7 @@ from mcp import Client
 from tests.conftest import REPO
 from toolroute.config import load_config
 from toolroute.embed.onnx import OnnxEmbedder
-from toolroute.gateway.ops.app import running_pool
+from toolroute.gateway.ops.app import running_downstreams
 from toolroute.gateway.ops.syncing import sync_router
 from toolroute.gateway.shell.server import Gateway
 from toolroute.settings import ToolrouteSettings
@@ -257,9 +257,9 @@ def test_hostile_argument_sets_reach_the_server_zero_times(
     leaks: list[tuple[int, str]] = []
 
     async def main() -> None:
-        async with running_pool(cfg) as pool:
-            router, _ = await sync_router(cfg, pool, embedder=onnx)
-            gw = Gateway(router, pool, ToolrouteSettings(call_gate="off"))
+        async with running_downstreams(cfg) as downstreams:
+            router, _ = await sync_router(cfg, downstreams, embedder=onnx)
+            gw = Gateway(router, downstreams, ToolrouteSettings(call_gate="off"))
             schemas = {n: gw.shared.presenter.tools_by_name[n].input_schema for n in VALID}
             for n, s in schemas.items():
                 validators[n] = jsonschema.Draft202012Validator(s)  # type: ignore[assignment]
@@ -300,9 +300,9 @@ def test_invalid_k_query_or_subtask_is_an_error_naming_what_is_accepted(
     cfg = _config(tmp_path, tmp_path / "received.jsonl")
 
     async def main() -> None:
-        async with running_pool(cfg) as pool:
-            router, _ = await sync_router(cfg, pool, embedder=onnx)
-            gw = Gateway(router, pool)
+        async with running_downstreams(cfg) as downstreams:
+            router, _ = await sync_router(cfg, downstreams, embedder=onnx)
+            gw = Gateway(router, downstreams)
             async with Client(gw.server) as c:
                 with anyio.fail_after(120):
                     for k in (2.5, True, False, [3], {"k": 3}, "three"):

@@ -132,7 +132,7 @@ def test_a_calls_caller_and_identity_reach_the_limits_and_the_server_as_data() -
     gateway = SimpleNamespace(presenter=SimpleNamespace(tools_by_name={}))
     limits = Counted(LimitSettings(Limit(calls_per_minute=60)), cast(Any, gateway))
     host = SimpleNamespace(
-        pool=SimpleNamespace(servers={"time": SimpleNamespace(call_tool=call_tool)}),
+        downstreams=SimpleNamespace(servers={"time": SimpleNamespace(call_tool=call_tool)}),
         bridge=None,
         settings=SimpleNamespace(call_timeout_s=5.0),
     )
@@ -150,14 +150,14 @@ def test_forward_takes_the_bridge_when_it_answers_and_notes_only_a_results_outco
     class Bridge:
         async def call(self, server: str, tool: str, *rest: Any) -> Any:
             if tool == "direct":
-                return None  # not a call it takes: the pool's
+                return None  # not a call it takes: the downstreams'
             return (asked, 0.0) if tool == "asks" else (_result("bridged"), 0.2)
 
     async def call_tool(tool: str, *rest: Any, caller: Any) -> Any:
-        return _result("pool"), 0.1
+        return _result("downstreams"), 0.1
 
     host = SimpleNamespace(
-        pool=SimpleNamespace(servers={"s": SimpleNamespace(call_tool=call_tool)}),
+        downstreams=SimpleNamespace(servers={"s": SimpleNamespace(call_tool=call_tool)}),
         bridge=Bridge(),
         settings=SimpleNamespace(call_timeout_s=5.0),
     )
@@ -168,7 +168,7 @@ def test_forward_takes_the_bridge_when_it_answers_and_notes_only_a_results_outco
         return [await path(call) for call in calls]
 
     bridged, direct, asks = anyio.run(main)
-    assert (_text(bridged), _text(direct), asks) == ("bridged", "pool", asked)
+    assert (_text(bridged), _text(direct), asks) == ("bridged", "downstreams", asked)
     noted = [[(o.tool, o.latency_s) for o in c.records if isinstance(o, Outcome)] for c in calls]
     assert noted == [[("bridged", 0.2)], [("direct", 0.1)], []]  # a round is no outcome yet
 

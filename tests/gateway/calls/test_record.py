@@ -32,7 +32,7 @@ def _recorder() -> tuple[Recorder, _Router]:
     router = _Router()
     gateway = SimpleNamespace(
         router=router,
-        pool=SimpleNamespace(
+        downstreams=SimpleNamespace(
             servers={"s": SimpleNamespace(answered=lambda: router.done.append(("answered",)))}
         ),
         faults=SimpleNamespace(audit=lambda part: nullcontext()),
@@ -91,7 +91,7 @@ def test_a_failing_store_is_noted_and_the_records_after_it_still_land() -> None:
         router=SimpleNamespace(
             record=broken, remember_use=router.remember_use, remember_skip=router.remember_skip
         ),
-        pool=SimpleNamespace(servers={}),
+        downstreams=SimpleNamespace(servers={}),
         faults=faults,
         metrics=SimpleNamespace(store=lambda operation: nullcontext()),
     )

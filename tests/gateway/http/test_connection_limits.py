@@ -22,7 +22,7 @@ from tests.helpers.gateways import write_config
 from tests.helpers.net import free_port
 from toolroute.config import load_config
 from toolroute.gateway.http.connection_limits import HttpLimits
-from toolroute.gateway.ops.app import make_gateway, running_pool
+from toolroute.gateway.ops.app import make_gateway, running_downstreams
 from toolroute.gateway.ops.serving_http import serve_http
 from toolroute.gateway.ops.syncing import sync_router
 
@@ -37,9 +37,9 @@ async def serving(tmp_path: Path, limits: HttpLimits) -> AsyncIterator[int]:
     """`serve_http` with ``limits`` in this event loop; yields its port."""
     cfg = load_config(write_config(tmp_path, str(tmp_path / "store")))
     port = free_port()
-    async with running_pool(cfg) as pool:
-        router, _ = await sync_router(cfg, pool, embedder=HashingEmbedder())
-        gateway = make_gateway(cfg, router, pool)
+    async with running_downstreams(cfg) as downstreams:
+        router, _ = await sync_router(cfg, downstreams, embedder=HashingEmbedder())
+        gateway = make_gateway(cfg, router, downstreams)
         async with anyio.create_task_group() as tg:
             tg.start_soon(serve_http, cfg, gateway, "127.0.0.1", port, limits)
             with anyio.fail_after(30):

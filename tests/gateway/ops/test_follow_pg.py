@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import SMALL_CATALOG, HashingEmbedder
 from toolroute.catalog import catalog_from_dict
-from toolroute.downstream.servers import DownstreamPool
+from toolroute.downstream.servers import Downstreams
 from toolroute.gateway.ops.follow import StoreWatch, follow_store
 from toolroute.gateway.shell.server import Gateway
 from toolroute.router import Router
@@ -32,7 +32,7 @@ def test_another_process_s_approval_reaches_the_watch_by_notify(pg: LocalPostgre
     url = pg.create_database(f"follow_{uuid.uuid4().hex[:12]}")
     router = Router(catalog_from_dict(SMALL_CATALOG), store=url, embedder=HashingEmbedder())
     router.index()
-    gateway = Gateway(router, DownstreamPool({}))
+    gateway = Gateway(router, Downstreams({}))
     watch = StoreWatch(lambda: gateway.shared.router.store, file_check_s=3600)  # no timed look
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
 

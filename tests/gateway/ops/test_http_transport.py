@@ -88,7 +88,7 @@ def test_replies_are_sse_by_default_and_sdk_request_spans_follow_the_otel_settin
                 traced = make_gateway(
                     _config(tmp_path / "otel", "otel = true\n"),
                     gateway.shared.router,
-                    gateway.shared.pool,
+                    gateway.shared.downstreams,
                 )
                 middleware = traced.server.middleware
                 assert any(isinstance(m, OpenTelemetryMiddleware) for m in middleware)

@@ -17,7 +17,7 @@ from mcp import Client
 
 from tests.conftest import REPO, HashingEmbedder
 from toolroute.config import load_config
-from toolroute.gateway.ops.app import make_gateway, running_pool
+from toolroute.gateway.ops.app import make_gateway, running_downstreams
 from toolroute.gateway.ops.reload import Live
 from toolroute.gateway.ops.syncing import RELIST_DEBOUNCE_S, sync_router, watch_changes
 
@@ -48,15 +48,17 @@ def test_a_server_announcing_a_change_on_every_listing_is_relisted_alone_and_deb
     cfg = load_config(path)
 
     async def main() -> None:
-        async with running_pool(cfg) as pool:
-            router, result = await sync_router(cfg, pool, embedder=HashingEmbedder())
+        async with running_downstreams(cfg) as downstreams:
+            router, result = await sync_router(cfg, downstreams, embedder=HashingEmbedder())
             assert {s.name: s.tools for s in result.servers} == {"noisy": 2, "quiet": 2}
-            gw = make_gateway(cfg, router, pool)
+            gw = make_gateway(cfg, router, downstreams)
             noisy_before, quiet_before = _listings(noisy), _listings(quiet)
             start = anyio.current_time()
             with anyio.fail_after(WINDOW_S + 30):
                 async with anyio.create_task_group() as tg:
-                    tg.start_soon(watch_changes, Live(cfg, listings=result.listings), pool, gw)
+                    tg.start_soon(
+                        watch_changes, Live(cfg, listings=result.listings), downstreams, gw
+                    )
                     await anyio.sleep(WINDOW_S)
                     tg.cancel_scope.cancel()
             elapsed = anyio.current_time() - start
@@ -95,9 +97,9 @@ def test_a_relayed_request_the_client_never_answers_is_given_up_after_the_call_t
             released.set()  # cancelled: the gateway gave the request up
 
     async def main() -> None:
-        async with running_pool(cfg) as pool:
-            router, _ = await sync_router(cfg, pool, embedder=HashingEmbedder())
-            gw = make_gateway(cfg, router, pool)
+        async with running_downstreams(cfg) as downstreams:
+            router, _ = await sync_router(cfg, downstreams, embedder=HashingEmbedder())
+            gw = make_gateway(cfg, router, downstreams)
             async with Client(gw.server, mode="legacy", sampling_callback=never_answers) as c:
                 with anyio.fail_after(20):
                     r = await c.call_tool(

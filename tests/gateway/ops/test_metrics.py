@@ -153,7 +153,7 @@ def test_metrics_are_off_when_the_config_says_so(
 def test_two_gateways_in_one_process_keep_their_own_counts() -> None:
     def gateway() -> Any:
         shared = SimpleNamespace(
-            pool=SimpleNamespace(servers={}),
+            downstreams=SimpleNamespace(servers={}),
             router=SimpleNamespace(catalog=SimpleNamespace(tool_count=0)),
             quarantined={},
             presenter=SimpleNamespace(tools_by_name={}),

@@ -13,7 +13,7 @@ import pytest
 
 from toolroute.catalog.models import Catalog
 from toolroute.config import GatewayConfig, load_config
-from toolroute.downstream.servers import DownstreamPool
+from toolroute.downstream.servers import Downstreams
 from toolroute.errors import ConfigError
 from toolroute.gateway.ops.reload import (
     RESTART_FIELDS,
@@ -115,7 +115,7 @@ def test_a_refused_reload_is_shown_in_the_gateways_status_until_one_loads(tmp_pa
         return old
 
     with Router(Catalog(servers=()), store=tmp_path / "store") as router:
-        gateway = Gateway(router, DownstreamPool({}))
+        gateway = Gateway(router, Downstreams({}))
         live = Live(old, load)
         assert anyio.run(reload_once, live, None, gateway) is None
         assert "invalid JSON" in gateway.status()["config"]["reload"]

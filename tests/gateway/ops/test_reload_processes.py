@@ -24,7 +24,7 @@ from tests.helpers.faults import run_gateway
 from tests.helpers.gateways import TOOLROUTE, GatewayProcess
 from tests.helpers.net import post_initialize
 from toolroute.config import load_config
-from toolroute.downstream.servers import DownstreamPool
+from toolroute.downstream.servers import Downstreams
 from toolroute.gateway.ops.reload import apply
 from toolroute.gateway.ops.syncing import live_of
 from toolroute.gateway.shell.server import Gateway
@@ -221,16 +221,16 @@ def test_a_curation_edit_relists_only_that_server_and_restarts_nothing(tmp_path:
     )
     new = load_config(path)
 
-    async def body(gw: Gateway, pool: DownstreamPool) -> None:
-        before = dict(pool.servers)
-        change = await apply(live_of(old), new, pool, gw)
+    async def body(gw: Gateway, downstreams: Downstreams) -> None:
+        before = dict(downstreams.servers)
+        change = await apply(live_of(old), new, downstreams, gw)
         assert (change.relisted, change.added, change.removed, change.restarted) == (
             ("time",),
             (),
             (),
             (),
         )
-        assert all(pool[n] is before[n] for n in before)  # no process restarted
+        assert all(downstreams[n] is before[n] for n in before)  # no process restarted
         assert change.reindexed == 1 and change.tools == 3
         assert "time__now" in gw.shared.presenter.tools_by_name
         assert "time__get_current_time" not in gw.shared.presenter.tools_by_name

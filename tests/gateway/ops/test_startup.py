@@ -6,7 +6,7 @@ from __future__ import annotations
 import anyio
 import mcp.types as types
 
-from toolroute.downstream.servers import DownstreamPool, ListedServer
+from toolroute.downstream.servers import Downstreams, ListedServer
 from toolroute.downstream.sync import Listings
 from toolroute.gateway.ops.startup import STEP_TOOLS, Warmup, next_step
 from toolroute.gateway.shell._relay import MAX_ASKS_PER_SESSION, Relay
@@ -56,7 +56,7 @@ def test_a_call_at_start_waits_for_its_own_server_only() -> None:
 
 
 def test_a_session_holds_a_bounded_number_of_waiting_requests() -> None:
-    relay = Relay(DownstreamPool({}), bus=None)  # type: ignore[arg-type]
+    relay = Relay(Downstreams({}), bus=None)  # type: ignore[arg-type]
     slots = [relay.ask_slot(1, "sampling/createMessage") for _ in range(MAX_ASKS_PER_SESSION)]
     assert all(slot.__enter__() for slot in slots)
     with relay.ask_slot(1, "sampling/createMessage") as admitted:

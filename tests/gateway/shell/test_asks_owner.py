@@ -18,7 +18,7 @@ from mcp.server import Server
 from tests.conftest import HashingEmbedder
 from toolroute.config import GatewayConfig
 from toolroute.downstream.inprocess import memory_specs
-from toolroute.gateway.ops.app import make_gateway, running_pool
+from toolroute.gateway.ops.app import make_gateway, running_downstreams
 from toolroute.gateway.ops.syncing import sync_router
 from toolroute.settings import ToolrouteSettings
 
@@ -77,9 +77,9 @@ def test_a_request_during_calls_of_two_clients_reaches_the_client_whose_call_ask
     answers: dict[str, str] = {}
 
     async def main() -> None:
-        async with running_pool(cfg) as pool:
-            router, _ = await sync_router(cfg, pool, embedder=HashingEmbedder())
-            gw = make_gateway(cfg, router, pool)
+        async with running_downstreams(cfg) as downstreams:
+            router, _ = await sync_router(cfg, downstreams, embedder=HashingEmbedder())
+            gw = make_gateway(cfg, router, downstreams)
             try:
                 with anyio.fail_after(30):
                     async with _client(gw, "bob") as bob, _client(gw, "alice") as alice:

@@ -22,7 +22,7 @@ from tests.conftest import REPO, TIME_MAIN, TOOLROUTE, HashingEmbedder
 from tests.helpers.gateways import GatewayProcess
 from toolroute.config import load_config
 from toolroute.embed.onnx import OnnxEmbedder
-from toolroute.gateway.ops.app import make_gateway, running_pool
+from toolroute.gateway.ops.app import make_gateway, running_downstreams
 from toolroute.gateway.ops.syncing import sync_router
 
 pytestmark = pytest.mark.integration
@@ -60,9 +60,9 @@ def test_a_client_calls_the_tool_find_tools_just_returned_in_memory(
     cfg = load_config(_config(tmp_path))
 
     async def main() -> None:
-        async with running_pool(cfg) as pool:
-            router, _ = await sync_router(cfg, pool, embedder=onnx)
-            gw = make_gateway(cfg, router, pool)
+        async with running_downstreams(cfg) as downstreams:
+            router, _ = await sync_router(cfg, downstreams, embedder=onnx)
+            gw = make_gateway(cfg, router, downstreams)
             with anyio.fail_after(60):
                 async with Client(gw.server, mode=mode) as c:  # type: ignore[arg-type]
                     assert (await _find_then_call(c))["timezone"] == "Asia/Tokyo"
@@ -78,9 +78,9 @@ def test_the_refusal_says_what_to_do_and_never_asks_a_client_that_just_searched_
     convert = {"name": "time__convert_time", "arguments": {}}
 
     async def main() -> None:
-        async with running_pool(cfg) as pool:
-            router, _ = await sync_router(cfg, pool, embedder=onnx)
-            gw = make_gateway(cfg, router, pool)
+        async with running_downstreams(cfg) as downstreams:
+            router, _ = await sync_router(cfg, downstreams, embedder=onnx)
+            gw = make_gateway(cfg, router, downstreams)
             async with Client(gw.server) as c:
                 before = (await c.call_tool("call_tool", TOKYO)).structured_content
                 assert before is not None and before["error"] == "tool_not_available"
@@ -109,9 +109,12 @@ def test_a_promotion_reaches_the_same_client_in_another_gateway_process_only(
         return Client(gw.server, mode=mode, client_info=info)  # type: ignore[arg-type]
 
     async def main() -> None:
-        async with running_pool(cfg) as pool:
-            router, _ = await sync_router(cfg, pool, embedder=onnx)
-            first, second = make_gateway(cfg, router, pool), make_gateway(cfg, router, pool)
+        async with running_downstreams(cfg) as downstreams:
+            router, _ = await sync_router(cfg, downstreams, embedder=onnx)
+            first, second = (
+                make_gateway(cfg, router, downstreams),
+                make_gateway(cfg, router, downstreams),
+            )
             with anyio.fail_after(60):
                 async with named(first, "agent-a") as c:
                     await c.call_tool("find_tools", {"query": "what time is it in Tokyo"})
@@ -140,9 +143,9 @@ def test_client_scope_lets_a_gateway_per_call_client_call_what_the_last_one_foun
     info = Implementation(name="inspector-cli", version="1")
 
     async def one_process(tool: str, args: dict[str, Any]) -> Any:
-        async with running_pool(cfg) as pool:
-            router, _ = await sync_router(cfg, pool, embedder=onnx)
-            gw = make_gateway(cfg, router, pool)
+        async with running_downstreams(cfg) as downstreams:
+            router, _ = await sync_router(cfg, downstreams, embedder=onnx)
+            gw = make_gateway(cfg, router, downstreams)
             async with Client(gw.server, mode="legacy", client_info=info) as c:
                 result = await c.call_tool(tool, args)
             router.close()
@@ -243,10 +246,10 @@ def test_a_servers_question_reaches_a_client_of_either_era_and_the_answer_goes_b
         )
 
     async def main() -> None:
-        async with running_pool(cfg) as pool:
-            router, _ = await sync_router(cfg, pool, embedder=HashingEmbedder())
-            gw = make_gateway(cfg, router, pool)
-            assert pool["s"].stateless == (downstream == "2026-07-28")
+        async with running_downstreams(cfg) as downstreams:
+            router, _ = await sync_router(cfg, downstreams, embedder=HashingEmbedder())
+            gw = make_gateway(cfg, router, downstreams)
+            assert downstreams["s"].stateless == (downstream == "2026-07-28")
             with anyio.fail_after(60):
                 async with (
                     gw.continuations.serving(),

@@ -9,7 +9,7 @@ from typing import Any, cast
 
 from mcp.server.subscriptions import InMemorySubscriptionBus
 
-from toolroute.downstream.servers import DownstreamPool
+from toolroute.downstream.servers import Downstreams
 from toolroute.gateway.shell._relay import Relay, exposed_names
 
 
@@ -37,7 +37,7 @@ def test_a_refused_name_is_only_namespaced() -> None:
 
 
 def test_only_a_handshake_era_session_is_kept_to_be_told_of_changes_later() -> None:
-    relay = Relay(DownstreamPool({}), InMemorySubscriptionBus())
+    relay = Relay(Downstreams({}), InMemorySubscriptionBus())
     with ExitStack() as stack:
         connection = SimpleNamespace(exit_stack=stack)
 

@@ -27,7 +27,7 @@ from tests.fixtures import conformance_server as fixture
 from tests.helpers.relay import conformance_servers as _conformance
 from tests.helpers.relay import relay_config as _config
 from toolroute.config import load_config
-from toolroute.gateway.ops.app import running_pool
+from toolroute.gateway.ops.app import running_downstreams
 from toolroute.gateway.ops.syncing import sync_router
 from toolroute.gateway.shell._relay import STATUS_URI
 from toolroute.gateway.shell.server import Gateway
@@ -55,12 +55,14 @@ async def gateway(
     tmp: Path, servers: dict[str, Any], expose: Literal["meta", "bind", "all"]
 ) -> AsyncIterator[Gateway]:
     cfg = load_config(_config(tmp, servers, expose))
-    async with running_pool(cfg) as pool:
-        router, result = await sync_router(cfg, pool, embedder=HashingEmbedder())
+    async with running_downstreams(cfg) as downstreams:
+        router, result = await sync_router(cfg, downstreams, embedder=HashingEmbedder())
         assert all(s.status == "ok" for s in result.servers), result.to_dict()
         try:
             yield Gateway(
-                router, pool, ToolrouteSettings(call_timeout_s=20, expose=expose, call_gate=False)
+                router,
+                downstreams,
+                ToolrouteSettings(call_timeout_s=20, expose=expose, call_gate=False),
             )
         finally:
             router.close()
@@ -125,14 +127,14 @@ def test_pass_through_lists_every_tool_as_its_server_defines_it(tmp_path: Path) 
 def test_pass_through_still_enforces_preconditions(tmp_path: Path) -> None:
     async def main() -> None:
         cfg = load_config(_config(tmp_path, _conformance(), "all"))
-        async with running_pool(cfg) as pool:
-            router, _ = await sync_router(cfg, pool, embedder=HashingEmbedder())
+        async with running_downstreams(cfg) as downstreams:
+            router, _ = await sync_router(cfg, downstreams, embedder=HashingEmbedder())
             gate = Preconditions(milestone="plan_confirmed")
             gw = Gateway(
                 router,
-                pool,
+                downstreams,
                 ToolrouteSettings(expose="all"),
-                tool_gates={"conformance__test_sampling": gate},
+                tool_preconditions={"conformance__test_sampling": gate},
             )
             async with Client(gw.server, mode="legacy") as c:
                 names = [t.name for t in (await c.list_tools()).tools]

@@ -17,7 +17,7 @@ from tests.conftest import SMALL_CATALOG, HashingEmbedder
 from toolroute.catalog import catalog_from_dict
 from toolroute.codemode.execute import code_mode
 from toolroute.codemode.limits import CodeModeLimits
-from toolroute.downstream.servers import DownstreamPool
+from toolroute.downstream.servers import Downstreams
 from toolroute.gateway.calls.record import Recorder
 from toolroute.gateway.shell.server import Gateway, _Request, recorded_after_reply
 from toolroute.route.preconditions import SessionState
@@ -42,7 +42,7 @@ def _shell() -> tuple[Any, list[str]]:
     written: list[str] = []
     gateway = SimpleNamespace(
         router=SimpleNamespace(record=lambda outcome: written.append(outcome.tool)),
-        pool=SimpleNamespace(servers={}),
+        downstreams=SimpleNamespace(servers={}),
         faults=SimpleNamespace(audit=lambda part: nullcontext()),
         metrics=SimpleNamespace(store=lambda operation: nullcontext()),
     )
@@ -111,9 +111,9 @@ def test_code_mode_given_when_the_gateway_is_made_lists_execute_and_answers_with
     ) as router:
         router.index()
         settings = ToolrouteSettings(call_gate="off")
-        plain = Gateway(router, DownstreamPool({}), settings)
+        plain = Gateway(router, Downstreams({}), settings)
         coded = Gateway(
-            router, DownstreamPool({}), settings, code_mode_for=code_mode(CodeModeLimits())
+            router, Downstreams({}), settings, code_mode_for=code_mode(CodeModeLimits())
         )
 
         async def main() -> None:

@@ -43,7 +43,7 @@ import mcp.types as types
 from mcp.shared.exceptions import MCPError
 
 from toolroute.catalog.name import split_name
-from toolroute.downstream.servers import CallContext, DownstreamError, DownstreamPool
+from toolroute.downstream.servers import CallContext, DownstreamError, Downstreams
 from toolroute.errors import ErrorCode, error_payload
 from toolroute.gateway.calls.access import ANONYMOUS, CallGate
 from toolroute.gateway.calls.arguments import MAX_NAME_CHARS, check_arguments, check_call
@@ -145,7 +145,7 @@ class Bridge(Protocol):
         caller: CallContext | None,
         timeout_s: float,
     ) -> tuple[CallResult, float] | None:
-        """The answer and its latency as the pool's ``call_tool`` gives them (raising
+        """The answer and its latency as the downstreams' ``call_tool`` gives them (raising
         :class:`DownstreamError` the same way); None: not a call this bridge takes."""
         ...
 
@@ -157,13 +157,13 @@ class Host(Protocol):
     @property
     def presenter(self) -> _Tools: ...
     @property
-    def pool(self) -> DownstreamPool: ...
+    def downstreams(self) -> Downstreams: ...
     @property
     def gate(self) -> CallGate: ...
     @property
-    def tool_gates(self) -> Mapping[str, Preconditions]: ...
+    def tool_preconditions(self) -> Mapping[str, Preconditions]: ...
     @property
-    def server_gates(self) -> Mapping[str, Preconditions]: ...
+    def server_preconditions(self) -> Mapping[str, Preconditions]: ...
     @property
     def quarantined(self) -> Mapping[str, Held]: ...
     @property
@@ -288,7 +288,9 @@ def not_promoted(gate: CallGate, call: Call, pinned: Collection[str]) -> types.C
 def preconditions(host: Host, call: Call, next: Next) -> Awaitable[CallResult]:
     """A tool's scopes, required earlier calls and milestones hold in the caller's state."""
     if call.name in host.presenter.tools_by_name:
-        needs = preconditions_for(call.name, call.server, host.tool_gates, host.server_gates)
+        needs = preconditions_for(
+            call.name, call.server, host.tool_preconditions, host.server_preconditions
+        )
         reason = blocked_by(needs, call.state)
         if reason:
             return Answer(refusal(ErrorCode.PRECONDITION_FAILED, reason, tool=call.name))
@@ -338,8 +340,8 @@ def quarantine(host: Host, call: Call, next: Next) -> Awaitable[CallResult]:
 def known_tool(host: Host, call: Call, next: Next) -> Awaitable[CallResult]:
     """The tool exists in the catalog and its server is configured (a server still being
     listed or indexed at start says so: the call may work in a moment)."""
-    if call.name not in host.presenter.tools_by_name or call.server not in host.pool.servers:
-        indexing = host.pool.notes.get("indexing", {}).get(call.server)
+    if call.name not in host.presenter.tools_by_name or call.server not in host.downstreams.servers:
+        indexing = host.downstreams.notes.get("indexing", {}).get(call.server)
         if indexing is not None:
             return Answer(
                 refusal(
@@ -378,7 +380,7 @@ async def forward(host: Host, call: Call, next: Next) -> CallResult:
         if host.bridge is not None:
             answer = await host.bridge.call(server, tool, call.arguments, caller, timeout_s)
         if answer is None:
-            answer = await host.pool.servers[server].call_tool(
+            answer = await host.downstreams.servers[server].call_tool(
                 tool, call.arguments, timeout_s, caller=caller
             )
     except DownstreamError as e:

@@ -16,7 +16,7 @@ __all__ = ["blocked_by", "preconditions_for"]
 
 
 def blocked_by(pre: Preconditions | None, state: SessionState) -> str | None:
-    """Why a tool is gated out in this state (Tool Attention eq. 6: g = 0), or None when it
+    """Why a tool is held back in this state (Tool Attention eq. 6: g = 0), or None when it
     passes."""
     if pre is None:
         return None

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from toolroute.catalog.models import ToolKey
-from toolroute.downstream.servers import DownstreamPool
+from toolroute.downstream.servers import Downstreams
 from toolroute.errors import log_failure
 from toolroute.learn.memory import learn_from_call
 from toolroute.route.preconditions import SessionState
@@ -75,7 +75,7 @@ class Gateway(Protocol):
     @property
     def router(self) -> Router: ...
     @property
-    def pool(self) -> DownstreamPool: ...
+    def downstreams(self) -> Downstreams: ...
     @property
     def faults(self) -> _Audit: ...
     @property
@@ -107,7 +107,7 @@ class Recorder:
             g.router.record(outcome)
         if self.on_outcome is not None:
             self.on_outcome(outcome)
-        server = g.pool.servers.get(outcome.server)
+        server = g.downstreams.servers.get(outcome.server)
         if server is not None:
             server.answered()
 

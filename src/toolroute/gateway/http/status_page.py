@@ -5,12 +5,12 @@ It shows what a person opens first when an agent "can't find" a tool: each downs
 server's state (``up``, ``down`` with its error, restarts), its tools with their posted price
 and the statistics learned from executed calls (success, latency, calls: EHRR eq. 8), and the
 last routing decisions with their explanation (candidates and scores, what was promoted, what
-was gated out and why; the query itself is stored only as a hash, as Tool Attention's audit
+was held out and why; the query itself is stored only as a hash, as Tool Attention's audit
 log does).
 
 The routes join the gateway's own Starlette app, inside the same ``HttpGuard`` as ``/mcp``
 (:mod:`toolroute.gateway.http.auth`: Host, Origin and bearer-token checks), so the page follows the
-MCP endpoint's rules exactly. Nothing here writes to the store: the page only reads the pool,
+MCP endpoint's rules exactly. Nothing here writes to the store: the page only reads the downstreams,
 the router's catalog and the store (sign-ins live in memory).
 
 A client with an allow-list (``[auth.clients.X]`` ``servers``/``tools``) sees only the servers
@@ -50,7 +50,7 @@ from toolroute.gateway.http.login import COOKIE, LOGIN_SCOPE_KEY, SESSION_TTL_S,
 from toolroute.learn.estimate import LAMBDA
 
 if TYPE_CHECKING:
-    from toolroute.downstream.servers import DownstreamPool
+    from toolroute.downstream.servers import Downstreams
     from toolroute.gateway.shell.server import Gateway
 
 __all__ = ["Viewer", "mount_status_page", "render_html", "status_snapshot"]
@@ -62,7 +62,7 @@ LAST_EVENTS = 20
 
 def status_snapshot(
     gateway: Gateway,
-    pool: DownstreamPool,
+    downstreams: Downstreams,
     last: int = LAST_EVENTS,
     allowed: Callable[[str], bool] | None = None,
 ) -> dict[str, Any]:
@@ -74,7 +74,7 @@ def status_snapshot(
     outcomes = {(s, t): (ok, bad) for s, t, ok, bad, _ in router.store.outcome_counts()}
     by_id = {s.id: s for s in router.catalog.servers}
     servers: list[dict[str, Any]] = []
-    for name, down in pool.servers.items():
+    for name, down in downstreams.servers.items():
         listed = by_id.get(name)
         st = server_stats.get(name)
         tools: list[dict[str, Any]] = []
@@ -150,14 +150,14 @@ def mount_status_page(app: Starlette, gateway: Gateway, url: str | None = None) 
         who = viewer(request)
         if who is None:
             return _login_page(401)
-        snap = status_snapshot(gateway, gateway.shared.pool, allowed=who.allowed)
+        snap = status_snapshot(gateway, gateway.shared.downstreams, allowed=who.allowed)
         return _html(await anyio.to_thread.run_sync(render_html, snap, who))
 
     async def data(request: Request) -> Response:
         who = viewer(request)
         if who is None:  # the guard lets no such request by; kept for safety's sake
             return _login_page(401)
-        snap = status_snapshot(gateway, gateway.shared.pool, allowed=who.allowed)
+        snap = status_snapshot(gateway, gateway.shared.downstreams, allowed=who.allowed)
         return Response(
             await anyio.to_thread.run_sync(json.dumps, snap),
             media_type="application/json",
@@ -388,7 +388,7 @@ DECISION_COLUMNS = (
     (
         "held back (why)",
         "Candidates that were not promoted, and why: beyond the top k, below the score "
-        "threshold, or stopped by a gate.",
+        "threshold, or held back by a precondition.",
     ),
     (
         "tokens shown (summaries + schemas)",
@@ -507,13 +507,13 @@ def _decisions(events: list[dict[str, Any]], viewer: Viewer | None) -> list[str]
         cands = ", ".join(
             f"<code>{_e(c['name'])}</code> {c['score']:.3f}" for c in ev["candidates"][:5]
         )
-        gated = "<br>".join(
+        held = "<br>".join(
             f"<code>{_e(g['name'])}</code>: {_e(g['reason'])}" for g in ev["gated_out"][:5]
         )
         active = "<br>".join(f"<code>{_e(a)}</code>" for a in ev["active"])
         out.append(
             f"<tr><td>{at}</td><td><code>{_e(ev['query_hash'])}</code></td>"
-            f"<td>{active}</td><td>{cands}</td><td>{gated}</td>"
+            f"<td>{active}</td><td>{cands}</td><td>{held}</td>"
             f'<td class="n">{ev["phase1_tokens"]} + {ev["phase2_tokens"]}</td>'
             f'<td class="n">{ev["latency_ms"]:.1f}</td></tr>'
         )

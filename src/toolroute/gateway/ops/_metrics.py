@@ -211,7 +211,7 @@ class GatewayMetrics(NoMetrics):
     def _server(self, server: object) -> str:
         return (
             server
-            if isinstance(server, str) and server in self.gateway.shared.pool.servers
+            if isinstance(server, str) and server in self.gateway.shared.downstreams.servers
             else "-"
         )
 
@@ -256,7 +256,7 @@ class _GatewayState(Collector):
             "toolroute_downstream_restarts", "Times the server was restarted after it failed.",
             labels=["server"],
         )  # fmt: skip
-        for name, d in sorted(g.shared.pool.servers.items()):
+        for name, d in sorted(g.shared.downstreams.servers.items()):
             up.add_metric([name], 1.0 if d.status == "up" else 0.0)
             tools.add_metric([name], float(d.tools or 0))
             restarts.add_metric([name], float(d.restarts))

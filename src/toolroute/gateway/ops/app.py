@@ -1,4 +1,4 @@
-"""Wiring: a config's downstream pool, router and gateway (:func:`make_gateway`), and the
+"""Wiring: a config's downstream downstreams, router and gateway (:func:`make_gateway`), and the
 store and embedder a gateway uses. :mod:`.syncing` lists and indexes the servers behind it,
 :mod:`.serving` serves it (``toolroute serve``).
 """
@@ -18,7 +18,7 @@ from toolroute.catalog.curation import servers_line
 from toolroute.catalog.models import Catalog
 from toolroute.config import GatewayConfig
 from toolroute.downstream.oauth import downstream_auth
-from toolroute.downstream.servers import Downstream, DownstreamPool
+from toolroute.downstream.servers import Downstream, Downstreams
 from toolroute.embed.onnx import OnnxEmbedder
 from toolroute.embed.recent import QueryMemo
 from toolroute.errors import ConfigError
@@ -42,8 +42,8 @@ __all__ = [
     "gateway_store_dir",
     "make_downstream",
     "make_gateway",
-    "make_pool",
-    "running_pool",
+    "make_downstreams",
+    "running_downstreams",
     "store_dir_of",
 ]
 
@@ -74,21 +74,21 @@ def make_downstream(config: GatewayConfig, name: str) -> Downstream:
     return d
 
 
-def make_pool(config: GatewayConfig) -> DownstreamPool:
-    return DownstreamPool({name: make_downstream(config, name) for name in config.servers})
+def make_downstreams(config: GatewayConfig) -> Downstreams:
+    return Downstreams({name: make_downstream(config, name) for name in config.servers})
 
 
 @asynccontextmanager
-async def running_pool(config: GatewayConfig) -> AsyncIterator[DownstreamPool]:
+async def running_downstreams(config: GatewayConfig) -> AsyncIterator[Downstreams]:
     """Start every downstream owner task; stop them all on exit."""
-    pool = make_pool(config)
+    downstreams = make_downstreams(config)
     async with anyio.create_task_group() as tg:
-        await tg.start(pool.run)
+        await tg.start(downstreams.run)
         try:
-            await pool.wait_connected(config.settings.connect_timeout_s)
-            yield pool
+            await downstreams.wait_connected(config.settings.connect_timeout_s)
+            yield downstreams
         finally:
-            pool.stop()
+            downstreams.stop()
 
 
 def store_dir_of(config: GatewayConfig) -> StoreTarget:
@@ -139,9 +139,9 @@ def gateway_embedder(config: GatewayConfig, transport: str = "stdio") -> Embedde
 
 
 def make_gateway(
-    config: GatewayConfig, router: Router, pool: DownstreamPool, warmup: Warmup | None = None
+    config: GatewayConfig, router: Router, downstreams: Downstreams, warmup: Warmup | None = None
 ) -> Gateway:
-    """The gateway with every setting of the config (gates, presentation, events) and its
+    """The gateway with every setting of the config (preconditions, presentation, events) and its
     hooks: metrics, limits, code mode, registry suggestions, and ``warmup`` (what a request at
     start waits for; None: nothing)."""
     s = config.settings
@@ -156,11 +156,11 @@ def make_gateway(
         suggester = suggester_for(config, router.embedder, registry, store_dir_of(config))
     gateway = Gateway(
         router,
-        pool,
+        downstreams,
         s,
         clients={c.client_id: c for c in config.clients},
-        tool_gates=config.tool_gates,
-        server_gates=config.server_gates,
+        tool_preconditions=config.tool_preconditions,
+        server_preconditions=config.server_preconditions,
         events=[
             *([EventLog(Path(s.events_log).expanduser())] if s.events_log else []),
             *([OtelExporter()] if s.otel else []),

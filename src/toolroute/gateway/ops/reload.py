@@ -9,7 +9,7 @@ nothing else is touched:
   configuration"); a server whose entry changed is restarted: new calls go to the new process,
   the old one's calls in flight have ``call_timeout_s`` to finish;
 - a server whose curation or ``[tools]``/``[servers]`` metadata changed is re-listed;
-- tokens and allow-lists (``[auth]``), Host/Origin lists and gates are swapped in place, and
+- tokens and allow-lists (``[auth]``), Host/Origin lists and preconditions are swapped in place, and
   the new ``[toolroute]`` settings object is applied in one step (``Shared.apply``: pins,
   ``k``, ``threshold``, "no tool fits", the call timeout);
 - only the servers above are listed again, and only their changed tools re-embedded.
@@ -48,7 +48,7 @@ from toolroute.settings import ToolrouteSettings
 if TYPE_CHECKING:
     from collections.abc import Collection, Sequence
 
-    from toolroute.downstream.servers import Downstream, DownstreamPool
+    from toolroute.downstream.servers import Downstream, Downstreams
     from toolroute.downstream.sync import Listings
     from toolroute.gateway.shell.server import Gateway
     from toolroute.policy import ClientAccess
@@ -73,7 +73,7 @@ class Resync(Protocol):
     async def __call__(
         self,
         config: GatewayConfig,
-        pool: DownstreamPool,
+        downstreams: Downstreams,
         gateway: Gateway,
         listings: Listings | None = None,
         only: Collection[str] | None = None,
@@ -128,8 +128,16 @@ RESTART_FIELDS = (
 """Settings a running gateway does not take over; a change is logged as needing a restart.
 Each name is a ``[toolroute]`` setting (:class:`ToolrouteSettings`) or else a field of the
 config (another table), as in the two lists below."""
-SWAPPED_FIELDS = ("pinned", "k", "threshold", "abstain", "tool_gates", "server_gates", "approved")
-"""Settings a running gateway takes at once (:meth:`Shared.apply`, the gates, and the
+SWAPPED_FIELDS = (
+    "pinned",
+    "k",
+    "threshold",
+    "abstain",
+    "tool_preconditions",
+    "server_preconditions",
+    "approved",
+)
+"""Settings a running gateway takes at once (:meth:`Shared.apply`, the preconditions, and the
 quarantine of the servers listed again)."""
 SPEC_FIELDS = ("connect_timeout_s", "call_timeout_s", "max_result_bytes")
 """Settings every downstream is built with: a change restarts them all."""
@@ -182,7 +190,7 @@ class Reload:
     """Same entry, but its curation or tool/server metadata changed."""
     tokens: bool = False
     gateway: tuple[str, ...] = ()
-    """Gateway settings swapped in place (pinned, k, gates, ...)."""
+    """Gateway settings swapped in place (pinned, k, preconditions, ...)."""
     needs_restart: tuple[str, ...] = ()
     reindexed: int = 0
     """Tools added to or updated in the index (the others kept their vectors)."""
@@ -239,14 +247,16 @@ def diff(old: GatewayConfig, new: GatewayConfig) -> Reload:
     )
 
 
-async def apply(live: Live, new: GatewayConfig, pool: DownstreamPool, gateway: Gateway) -> Reload:
+async def apply(
+    live: Live, new: GatewayConfig, downstreams: Downstreams, gateway: Gateway
+) -> Reload:
     """Move a serving gateway from ``live.config`` to ``new``: start, stop and restart only
     the servers that changed, re-index only their tools, swap tokens, allow-lists and the
     other in-place settings. Returns what changed (also logged, one line each)."""
     start = time.perf_counter()
     change = diff(live.config, new)
     async with live.lock:  # the change watcher would list the new servers as they connect
-        report = await _apply(live, new, change, pool, gateway)
+        report = await _apply(live, new, change, downstreams, gateway)
     change = replace(
         change,
         reindexed=report.added + report.updated if report is not None else 0,
@@ -269,17 +279,17 @@ async def apply(live: Live, new: GatewayConfig, pool: DownstreamPool, gateway: G
 
 
 async def _apply(
-    live: Live, new: GatewayConfig, change: Reload, pool: DownstreamPool, gateway: Gateway
+    live: Live, new: GatewayConfig, change: Reload, downstreams: Downstreams, gateway: Gateway
 ) -> IndexReport | None:
     assert live.make_downstream is not None and live.resync is not None  # set by serve
     make_downstream, resync = live.make_downstream, live.resync
     for name in (*change.added, *change.restarted):
         d = make_downstream(new, name)
-        pool.add(d, grace_s=new.settings.call_timeout_s)
+        downstreams.add(d, grace_s=new.settings.call_timeout_s)
     for name in change.relisted:
-        pool[name].curation = new.curation.server(name)
+        downstreams[name].curation = new.curation.server(name)
     for name in change.removed:
-        pool.remove(name)
+        downstreams.remove(name)
         if live.listings is not None:
             live.listings.last.pop(name, None)
     live.config = new
@@ -287,13 +297,13 @@ async def _apply(
     gateway.clients = {c.client_id: c for c in new.clients}
     if live.http is not None and change.tokens:
         live.http.reconfigure(new.clients, new.allowed_hosts, new.allowed_origins)
-    gateway.shared.tool_gates = dict(new.tool_gates)
-    gateway.shared.server_gates = dict(new.server_gates)
+    gateway.shared.tool_preconditions = dict(new.tool_preconditions)
+    gateway.shared.server_preconditions = dict(new.server_preconditions)
     # k, the call timeout, θ, pins and "no tool fits", from the next request on: one step
     gateway.shared.apply(applied(gateway.shared.settings, new.settings))
     for name in (*change.added, *change.restarted):  # bounded: a dead one is listed later
-        await pool[name].settled(new.settings.connect_timeout_s)
-    report = await resync(new, pool, gateway, live.listings, change.servers)
+        await downstreams[name].settled(new.settings.connect_timeout_s)
+    report = await resync(new, downstreams, gateway, live.listings, change.servers)
     bound = gateway.binding.bound  # bind mode: a removed or hidden tool leaves tools/list
     for name in list(bound):
         if name not in gateway.shared.presenter.tools_by_name:
@@ -347,7 +357,7 @@ def check_safe(old: GatewayConfig, new: GatewayConfig) -> None:
         )
 
 
-async def reload_once(live: Live, pool: DownstreamPool, gateway: Gateway) -> Reload | None:
+async def reload_once(live: Live, downstreams: Downstreams, gateway: Gateway) -> Reload | None:
     """Read the files again (off the event loop, within :data:`LOAD_TIMEOUT_S`) and apply a
     complete, valid and safe new config; anything else (a file missing, empty, unreadable,
     not a regular file, invalid, still being written, or dropping ``[auth]`` without
@@ -373,7 +383,7 @@ async def reload_once(live: Live, pool: DownstreamPool, gateway: Gateway) -> Rel
         log.info("config files changed, but not the config")
         return None
     try:
-        change = await apply(live, new, pool, gateway)
+        change = await apply(live, new, downstreams, gateway)
     except Exception:  # top level of the reload: the gateway keeps serving what it has
         log.exception("config reload failed; serving with what was applied")
         return None
@@ -396,7 +406,7 @@ def _watched(config: GatewayConfig) -> set[Path]:
     return {p for p in (config.path, config.settings_path, *config.links) if p is not None}
 
 
-async def follow_config(live: Live, pool: DownstreamPool, gateway: Gateway) -> None:
+async def follow_config(live: Live, downstreams: Downstreams, gateway: Gateway) -> None:
     """Reload on every change of the config files and on SIGHUP, until cancelled."""
     stop = anyio.Event()  # the watch thread checks it: shutdown does not wait for a change
 
@@ -407,7 +417,7 @@ async def follow_config(live: Live, pool: DownstreamPool, gateway: Gateway) -> N
             stop.set()
 
     async with anyio.create_task_group() as tg:
-        tg.start_soon(_on_sighup, live, pool, gateway)
+        tg.start_soon(_on_sighup, live, downstreams, gateway)
         tg.start_soon(stop_on_cancel)
         folders = {p.parent for p in _watched(live.config)}
         if not folders:  # a config built in Python: SIGHUP only
@@ -419,10 +429,10 @@ async def follow_config(live: Live, pool: DownstreamPool, gateway: Gateway) -> N
         async for _ in awatch(
             *folders, watch_filter=wanted, debounce=400, step=30, stop_event=stop
         ):
-            await reload_once(live, pool, gateway)
+            await reload_once(live, downstreams, gateway)
 
 
-async def _on_sighup(live: Live, pool: DownstreamPool, gateway: Gateway) -> None:
+async def _on_sighup(live: Live, downstreams: Downstreams, gateway: Gateway) -> None:
     hup = getattr(signal, "SIGHUP", None)
     if hup is None:  # Windows: the file watch only
         return
@@ -430,6 +440,6 @@ async def _on_sighup(live: Live, pool: DownstreamPool, gateway: Gateway) -> None
         with anyio.open_signal_receiver(hup) as signals:
             async for _ in signals:
                 log.warning("SIGHUP: reloading the config")
-                await reload_once(live, pool, gateway)
+                await reload_once(live, downstreams, gateway)
     except (NotImplementedError, ValueError, RuntimeError):  # not the main thread
         log.info("SIGHUP reload unavailable here; the file watch still reloads")

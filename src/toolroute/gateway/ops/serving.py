@@ -14,10 +14,10 @@ import anyio
 
 from toolroute.catalog.models import Catalog
 from toolroute.config import GatewayConfig
-from toolroute.downstream.servers import DownstreamPool
+from toolroute.downstream.servers import Downstreams
 from toolroute.downstream.sync import Listings
 from toolroute.gateway.health import snapshot
-from toolroute.gateway.ops.app import build_router, gateway_embedder, make_gateway, make_pool
+from toolroute.gateway.ops.app import build_router, gateway_embedder, make_downstreams, make_gateway
 from toolroute.gateway.ops.follow import StoreWatch, follow_store
 from toolroute.gateway.ops.reload import follow_config
 from toolroute.gateway.ops.startup import Warmup, index_at_start
@@ -47,13 +47,13 @@ async def serve(
     routable as soon as it is indexed (:mod:`toolroute.gateway.ops.startup`); with ``reload``
     (what reads the config files again), follow edits of the config and SIGHUP
     (:mod:`toolroute.gateway.ops.reload`)."""
-    pool = make_pool(config)
+    downstreams = make_downstreams(config)
     async with anyio.create_task_group() as owners:
-        await owners.start(pool.run)  # the servers connect while the gateway serves
+        await owners.start(downstreams.run)  # the servers connect while the gateway serves
         empty = build_router(config, Catalog(servers=()), gateway_embedder(config, transport))
         # what a call at start waits for: its server, or the quick ones, indexed (bounded)
-        warmup = Warmup(config.settings.connect_timeout_s, pool.servers)
-        gateway = make_gateway(config, empty, pool, warmup)
+        warmup = Warmup(config.settings.connect_timeout_s, downstreams.servers)
+        gateway = make_gateway(config, empty, downstreams, warmup)
         shared = gateway.shared
         # `toolroute status` shows this gateway from its first second, not a previous one
         write_status(shared.router.store.directory, gateway.status(), shared.faults)
@@ -64,10 +64,10 @@ async def serve(
                 fresh = config.servers and not empty.store.tool_hashes()
                 if fresh and config.settings.expose != "all":
                     tg.start_soon(_load_model, empty)  # a fresh store: every tool is embedded
-                tg.start_soon(_index_then_watch, live, pool, gateway, watch, warmup)
+                tg.start_soon(_index_then_watch, live, downstreams, gateway, watch, warmup)
                 tg.start_soon(follow_store, gateway, watch)  # replicas of a shared store
                 if reload is not None:
-                    tg.start_soon(follow_config, live, pool, gateway)
+                    tg.start_soon(follow_config, live, downstreams, gateway)
                 if transport == "stdio":
                     # after EOF, requests under way may finish: a downstream call ends by
                     # call_timeout_s, the margin is for the gateway's own work around it
@@ -81,22 +81,22 @@ async def serve(
             gateway.record_answering()  # what the requests still answering left behind
             local_dir = shared.router.store.directory
             shared.router.close()
-            pool.stop()
-            write_status(local_dir, snapshot(pool, running=False), shared.faults)
+            downstreams.stop()
+            write_status(local_dir, snapshot(downstreams, running=False), shared.faults)
 
 
 async def _index_then_watch(
-    live: Live, pool: DownstreamPool, gateway: Gateway, watch: StoreWatch, warmup: Warmup
+    live: Live, downstreams: Downstreams, gateway: Gateway, watch: StoreWatch, warmup: Warmup
 ) -> None:
     """Index every server as it is listed, then follow their changes; the status file
     follows the start's progress meanwhile."""
     async with anyio.create_task_group() as tg:
-        tg.start_soon(_write_status_on_change, pool, gateway)
-        connects = await index_at_start(live, pool, gateway, warmup)
+        tg.start_soon(_write_status_on_change, downstreams, gateway)
+        connects = await index_at_start(live, downstreams, gateway, warmup)
         tg.cancel_scope.cancel()
     trim_heap()  # what indexing freed goes back to the OS
     freeze_heap()
-    await watch_changes(live, pool, gateway, None, watch, connects)
+    await watch_changes(live, downstreams, gateway, None, watch, connects)
 
 
 async def _load_model(router: Router) -> None:
@@ -108,16 +108,16 @@ async def _load_model(router: Router) -> None:
         log.exception("loading the embedding model failed")
 
 
-async def _write_status_on_change(pool: DownstreamPool, gateway: Gateway) -> None:
-    """Write ``status.json`` whenever the pool notes a change (until cancelled: the change
+async def _write_status_on_change(downstreams: Downstreams, gateway: Gateway) -> None:
+    """Write ``status.json`` whenever the downstreams note a change (until cancelled: the change
     watcher does it after the start), at most every :data:`STATUS_RETRY_S`."""
     written: dict[str, Any] | None = None
     while True:
-        pool.take_changes()
+        downstreams.take_changes()
         status = gateway.status()
         if status != written and write_status(
             gateway.shared.router.store.directory, status, gateway.shared.faults
         ):
             written = status
         await anyio.sleep(STATUS_RETRY_S)
-        await pool.wait_change(STATUS_RETRY_S)
+        await downstreams.wait_change(STATUS_RETRY_S)

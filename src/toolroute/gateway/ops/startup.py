@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 import anyio
 import anyio.from_thread
 
-from toolroute.downstream.servers import DownstreamPool, ListedServer
+from toolroute.downstream.servers import Downstreams, ListedServer
 from toolroute.downstream.sync import Listings, list_all
 
 if TYPE_CHECKING:
@@ -103,8 +103,8 @@ class Warmup:
 class IndexProgress:
     """One step's progress, from the embedding worker thread to the status and the log."""
 
-    def __init__(self, pool: DownstreamPool, servers: Collection[str], tools: int) -> None:
-        self.pool = pool
+    def __init__(self, downstreams: Downstreams, servers: Collection[str], tools: int) -> None:
+        self.downstreams = downstreams
         self.servers = list(servers)
         self.tools = tools
         self._shown = self._logged = 0.0
@@ -115,10 +115,10 @@ class IndexProgress:
 
     def show(self, done: int) -> None:
         """On the event loop: the status note of each server in the step."""
-        notes = self.pool.notes.setdefault("indexing", {})
+        notes = self.downstreams.notes.setdefault("indexing", {})
         for name in self.servers:
             notes[name] = f"indexing: {done:,} of {self.tools:,} tools"
-        self.pool.note_change()
+        self.downstreams.note_change()
 
     def __call__(self, done_texts: int, total_texts: int) -> None:
         """``CachedEmbedder``'s progress (texts embedded, in the worker thread), as tools;
@@ -158,7 +158,7 @@ def next_step(ready: list[str], listings: Listings) -> list[str]:
 
 
 async def index_at_start(
-    live: Live, pool: DownstreamPool, gateway: Gateway, warmup: Warmup | None = None
+    live: Live, downstreams: Downstreams, gateway: Gateway, warmup: Warmup | None = None
 ) -> dict[str, int]:
     """List every server and index each as its listing arrives, steps side by side, swapping
     the gateway's router after each; ``warmup`` learns each server as it becomes ready.
@@ -170,10 +170,10 @@ async def index_at_start(
     if live.listings is None:
         live.listings = Listings()
     listings = live.listings
-    names = list(pool.servers)
-    notes = pool.notes.setdefault("indexing", {})
+    names = list(downstreams.servers)
+    notes = downstreams.notes.setdefault("indexing", {})
     notes.update((n, "listing its tools") for n in names)
-    pool.note_change()
+    downstreams.note_change()
     send, receive = anyio.create_memory_object_stream[str](max(len(names), 1))
     indexed: set[str] = set()
     listed: set[str] = set()
@@ -184,14 +184,14 @@ async def index_at_start(
 
     def paged(name: str, so_far: int) -> None:
         notes[name] = f"listing its tools: {so_far:,} so far"
-        pool.note_change()
+        downstreams.note_change()
         if so_far > STEP_TOOLS:
             ready(name)
 
     async def slow_after_connect(name: str) -> None:
         with anyio.move_on_after(config.settings.connect_timeout_s):
             with contextlib.suppress(Exception):  # its error is the listing's to report
-                await pool[name].client()
+                await downstreams[name].client()
             await anyio.sleep(SLOW_LISTING_S)
             if name not in listed:
                 ready(name)
@@ -202,15 +202,17 @@ async def index_at_start(
         async with anyio.create_task_group() as watch:
             watch.start_soon(slow_after_connect, name)
             listings.last.update(
-                await list_all(pool, config.settings.connect_timeout_s, [name], paged)
+                await list_all(downstreams, config.settings.connect_timeout_s, [name], paged)
             )
             listed.add(name)
             watch.cancel_scope.cancel()
-        if name in pool.servers:
-            connects[name] = pool[name].connects
+        if name in downstreams.servers:
+            connects[name] = downstreams[name].connects
         got = listings.last.get(name)
         failed = got is not None and not isinstance(got, ListedServer)
-        if failed and name in pool.servers and pool[name].status == "up":  # down: logged
+        if (
+            failed and name in downstreams.servers and downstreams[name].status == "up"
+        ):  # down: logged
             log.warning("server %s: %s (its last known tools are kept)", name, got)
         await send.send(name)
 
@@ -227,7 +229,7 @@ async def index_at_start(
         nonlocal small, idle
         tools = sum(_count(listings, n) for n in step)
         big = tools > STEP_TOOLS
-        progress = IndexProgress(pool, step, tools)
+        progress = IndexProgress(downstreams, step, tools)
         if big:
             for n in step:
                 ready(n)
@@ -239,7 +241,7 @@ async def index_at_start(
             # the slow part, beside the other steps: the step's new texts into the cache
             await resync(
                 config,
-                pool,
+                downstreams,
                 gateway,
                 listings,
                 (),
@@ -250,7 +252,9 @@ async def index_at_start(
             )
             async with live.lock:  # the swap, over every server indexed so far
                 indexed.update(step)
-                await resync(live.config, pool, gateway, listings, only=(), among=set(indexed))
+                await resync(
+                    live.config, downstreams, gateway, listings, only=(), among=set(indexed)
+                )
         except Exception:  # keep serving what is indexed; the watcher retries later
             log.exception("indexing %s failed", progress.label)
             indexed.update(step)
@@ -264,7 +268,7 @@ async def index_at_start(
             ready(n)
         if (passthrough := getattr(gateway, "passthrough", None)) is not None:
             passthrough.invalidate()  # the step's servers are reviewed: listed from now on
-        pool.note_change()
+        downstreams.note_change()
         log.info("indexed %s: %s tools", progress.label, f"{tools:,}")
 
     waiting = len(names)

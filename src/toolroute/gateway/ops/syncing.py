@@ -21,14 +21,14 @@ import anyio
 from toolroute.catalog.models import Catalog, Tool
 from toolroute.catalog.name import is_plain, qualified_name
 from toolroute.config import SEPARATOR, GatewayConfig
-from toolroute.downstream.servers import DownstreamError, DownstreamPool, ListedServer
+from toolroute.downstream.servers import DownstreamError, Downstreams, ListedServer
 from toolroute.downstream.sync import Listings, ServerStatus, catalog_from_listing, list_all
 from toolroute.gateway.calls.quarantine import Held, Quarantine, revision
 from toolroute.gateway.ops.app import (
     build_router,
     describe_find_tools,
     make_downstream,
-    running_pool,
+    running_downstreams,
     store_dir_of,
 )
 from toolroute.gateway.ops.follow import StoreWatch
@@ -100,7 +100,7 @@ def live_of(
 
 async def review(
     config: GatewayConfig,
-    pool: DownstreamPool,
+    downstreams: Downstreams,
     listings: Listings | None = None,
     only: Collection[str] | None = None,
     among: Collection[str] | None = None,
@@ -116,9 +116,11 @@ async def review(
     imitates lists. The review itself (hashes, pins, poisoned descriptions: seconds for
     tens of thousands of tools) runs in a worker thread, so the gateway answers meanwhile."""
     if listings is None:
-        listing = await list_all(pool, config.settings.connect_timeout_s)
+        listing = await list_all(downstreams, config.settings.connect_timeout_s)
     else:
-        listing = await listings.refresh(pool, config.settings.connect_timeout_s, only, among)
+        listing = await listings.refresh(
+            downstreams, config.settings.connect_timeout_s, only, among
+        )
     others: list[Tool] = []
     waiting: list[str] = []
     # only a name not plain (not its own skeleton) is ever flagged a look-alike
@@ -128,17 +130,17 @@ async def review(
         others = [
             Tool(server=n, name=t.name, description="", input_schema={})
             for n, x in listings.last.items()
-            if n not in among and n in pool.servers and isinstance(x, ListedServer)
+            if n not in among and n in downstreams.servers and isinstance(x, ListedServer)
             for t in x.listed
         ]
-        waiting = [n for n in pool.servers if n not in listings.last]
+        waiting = [n for n in downstreams.servers if n not in listings.last]
     catalog, statuses, held = await anyio.to_thread.run_sync(
         _review, config, listing, among, others, waiting
     )
-    catalog = _without(catalog, held, pool)
+    catalog = _without(catalog, held, downstreams)
     for s in statuses:
-        pool[s.name].tools = s.tools
-    pool.note_change()  # the tools counts (and the quarantine set next) are in the status
+        downstreams[s.name].tools = s.tools
+    downstreams.note_change()  # the tools counts (and the quarantine set next) are in the status
     return catalog, statuses, held
 
 
@@ -185,7 +187,7 @@ def _review(
     return catalog, statuses, held
 
 
-def _without(catalog: Catalog, held: list[Held], pool: DownstreamPool) -> Catalog:
+def _without(catalog: Catalog, held: list[Held], downstreams: Downstreams) -> Catalog:
     """The curated catalog without the tools whose original is held."""
     names = {h.name for h in held}
     if not names:
@@ -197,7 +199,7 @@ def _without(catalog: Catalog, held: list[Held], pool: DownstreamPool) -> Catalo
                 tools=tuple(
                     t
                     for t in s.tools
-                    if f"{s.id}{SEPARATOR}{_own(pool, s.id, t.name)}" not in names
+                    if f"{s.id}{SEPARATOR}{_own(downstreams, s.id, t.name)}" not in names
                 ),
             )
             for s in catalog.servers
@@ -205,15 +207,15 @@ def _without(catalog: Catalog, held: list[Held], pool: DownstreamPool) -> Catalo
     )
 
 
-def _own(pool: DownstreamPool, server: str, tool: str) -> str:
-    d = pool.servers.get(server)
+def _own(downstreams: Downstreams, server: str, tool: str) -> str:
+    d = downstreams.servers.get(server)
     return d.renames.get(tool, tool) if d is not None else tool
 
 
-def held_by_name(held: list[Held], pool: DownstreamPool) -> dict[str, Held]:
+def held_by_name(held: list[Held], downstreams: Downstreams) -> dict[str, Held]:
     """The held tools by their own and their curated names (call_tool refuses either)."""
     out = {h.name: h for h in held}
-    for d in pool.servers.values():
+    for d in downstreams.servers.values():
         for exposed, own in d.renames.items():
             if (h := out.get(f"{d.name}{SEPARATOR}{own}")) is not None:
                 out[f"{d.name}{SEPARATOR}{exposed}"] = h
@@ -222,14 +224,14 @@ def held_by_name(held: list[Held], pool: DownstreamPool) -> dict[str, Held]:
 
 async def sync_router(
     config: GatewayConfig,
-    pool: DownstreamPool,
+    downstreams: Downstreams,
     embedder: Embedder | None = None,
     progress: Progress | None = None,
 ) -> tuple[Router, SyncResult]:
     """List every server, index what changed, and return a ready router (over no tools at
     all when no server answered: the gateway still starts and picks them up later)."""
     listings = Listings()
-    catalog, statuses, held = await review(config, pool, listings)
+    catalog, statuses, held = await review(config, downstreams, listings)
     router = build_router(config, catalog, embedder)
     report = index_for(config, router, catalog, progress)
     return router, SyncResult(statuses, report, held, listings)
@@ -248,15 +250,15 @@ def index_for(
 
 
 async def sync_once(config: GatewayConfig, progress: Progress | None = None) -> SyncResult:
-    async with running_pool(config) as pool:
-        router, result = await sync_router(config, pool, progress=progress)
+    async with running_downstreams(config) as downstreams:
+        router, result = await sync_router(config, downstreams, progress=progress)
         router.close()
     return result
 
 
 async def watch_changes(
     source: Live | GatewayConfig,
-    pool: DownstreamPool,
+    downstreams: Downstreams,
     gateway: Gateway,
     listings: Listings | None = None,
     watch: StoreWatch | None = None,
@@ -273,7 +275,7 @@ async def watch_changes(
     tools may have changed unannounced (after its calls, or when its list expired) that lists
     exactly what it listed before is not reviewed again: nothing would change.
 
-    Between turns it sleeps on the pool's change event (a server's tools, connection or
+    Between turns it sleeps on the downstreams' change event (a server's tools, connection or
     status, a fault, a store notification), waking on its own only when a debounced server
     is due, at the relist interval, to retry an unwritten status file, and, for a store no
     notification covers (SQLite), every ``file_check_s`` for :class:`StoreWatch`'s look."""
@@ -284,18 +286,18 @@ async def watch_changes(
     config = live.config
     watch = watch if watch is not None else StoreWatch(lambda: gateway.shared.router.store)
     # each server's connection count at its last listing (``connects``: given by the start)
-    connects = {d.name: d.connects for d in pool.servers.values()} | dict(connects or {})
+    connects = {d.name: d.connects for d in downstreams.servers.values()} | dict(connects or {})
     listed_at: dict[str, float] = {}
     rev = revision(gateway.shared.router.store)
     next_relist = anyio.current_time() + config.settings.relist_interval_s
     written: dict[str, Any] | None = None
     reviewed: GatewayConfig | None = None  # the config of this loop's last review
-    watch.on_notify = pool.note_change
+    watch.on_notify = downstreams.note_change
     faults = getattr(getattr(gateway, "shared", None), "faults", None)
     if faults is not None:
-        faults.on_change = pool.note_change
+        faults.on_change = downstreams.note_change
     while True:
-        pool.take_changes()  # before reading the state: a change from now on wakes the wait
+        downstreams.take_changes()  # before reading the state: a change from now on wakes the wait
         config = live.config
         status = gateway.status()
         if status != written and write_status(
@@ -305,10 +307,10 @@ async def watch_changes(
         now = anyio.current_time()
         pending = {
             d.name: listed_at.get(d.name, -RELIST_DEBOUNCE_S) + RELIST_DEBOUNCE_S
-            for d in pool.servers.values()
+            for d in downstreams.servers.values()
             if d.tools_changed.is_set() or connects.get(d.name) != d.connects
         }
-        changed = [d for d in pool.servers.values() if pending.get(d.name, now + 1) <= now]
+        changed = [d for d in downstreams.servers.values() if pending.get(d.name, now + 1) <= now]
         # the store is read only when it may have changed (StoreWatch), not every turn
         new_rev = revision(gateway.shared.router.store) if watch.changed() else rev
         due = now >= next_relist
@@ -320,14 +322,16 @@ async def watch_changes(
                 # no notification: look when StoreWatch's next look is due (it was just
                 # asked, so a hair later than file_check_s from now)
                 wake = min(wake, now + watch.file_check_s + 0.01)
-            await pool.wait_change(wake - now)
+            await downstreams.wait_change(wake - now)
             continue
         # nothing but a possible unannounced change: no reconnect, approval or new config,
         # and every server's last listing worked (a failed one is listed at every review)
         maybe = not due and new_rev == rev and config is reviewed
         maybe = maybe and all(connects.get(d.name) == d.connects for d in changed)
-        maybe = maybe and all(isinstance(listings.last.get(n), ListedServer) for n in pool.servers)
-        for d in pool.servers.values() if due else changed:
+        maybe = maybe and all(
+            isinstance(listings.last.get(n), ListedServer) for n in downstreams.servers
+        )
+        for d in downstreams.servers.values() if due else changed:
             d.tools_changed = anyio.Event()  # a notification from now on means another change
             connects[d.name] = d.connects
             listed_at[d.name] = now
@@ -339,11 +343,11 @@ async def watch_changes(
             async with live.lock:
                 if maybe and only:
                     if await _lists_as_before(
-                        pool, listings, only, config.settings.connect_timeout_s
+                        downstreams, listings, only, config.settings.connect_timeout_s
                     ):
                         continue
                     only = set()  # listed just now: the review reuses that listing
-                await resync(config, pool, gateway, listings, only)
+                await resync(config, downstreams, gateway, listings, only)
                 reviewed = config
         except Exception:  # keep serving the previous index rather than dying
             log.exception("re-listing the servers failed; keeping the previous index")
@@ -372,12 +376,12 @@ async def _embed_new(
 
 
 async def _lists_as_before(
-    pool: DownstreamPool, listings: Listings, names: Collection[str], timeout_s: float
+    downstreams: Downstreams, listings: Listings, names: Collection[str], timeout_s: float
 ) -> bool:
     """List ``names`` again (kept in ``listings``): whether each listed exactly what it listed
     last time (a failed listing never counts as the same)."""
     before = {n: listings.last.get(n) for n in names}
-    now = await listings.refresh(pool, timeout_s, names)
+    now = await listings.refresh(downstreams, timeout_s, names)
     return all(
         isinstance(now.get(n), ListedServer) and now.get(n) == was for n, was in before.items()
     )
@@ -385,7 +389,7 @@ async def _lists_as_before(
 
 async def resync(
     config: GatewayConfig,
-    pool: DownstreamPool,
+    downstreams: Downstreams,
     gateway: Gateway,
     listings: Listings | None = None,
     only: Collection[str] | None = None,
@@ -421,10 +425,10 @@ async def resync(
                 await _embed_new(config, gateway.shared.router, part, shown)
                 done += n
         return None
-    catalog, statuses, held = await review(config, pool, listings, only, among)
+    catalog, statuses, held = await review(config, downstreams, listings, only, among)
     before = {(t.key, t.hash) for t in gateway.shared.router.catalog.tools()}
     after = {(t.key, t.hash) for t in catalog.tools()}
-    gateway.shared.quarantined = held_by_name(held, pool)
+    gateway.shared.quarantined = held_by_name(held, downstreams)
     if before == after:
         return None
     router = build_router(config, catalog, gateway.shared.router.embedder)

@@ -36,7 +36,7 @@ import mcp.types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.exceptions import MCPError
 
-from toolroute.downstream.servers import CallContext, DownstreamError, DownstreamPool
+from toolroute.downstream.servers import CallContext, DownstreamError, Downstreams
 from toolroute.gateway.shell._caller import Caller
 
 __all__ = ["STATE_PREFIX", "Bridge", "Continuations", "EraBridge", "Finished", "InvalidState"]
@@ -297,9 +297,9 @@ class EraBridge:
     """The call path's bridge (:class:`toolroute.gateway.calls.pipeline.Bridge`): a 2026-07-28
     client's call of a 2025 server, or the retry of one, run through ``continuations``."""
 
-    def __init__(self, continuations: Continuations, pool: DownstreamPool) -> None:
+    def __init__(self, continuations: Continuations, downstreams: Downstreams) -> None:
         self.continuations = continuations
-        self.pool = pool
+        self.downstreams = downstreams
 
     async def call(
         self,
@@ -309,7 +309,7 @@ class EraBridge:
         caller: CallContext | None,
         timeout_s: float,
     ) -> tuple[Any, float] | None:
-        """The answer (an input-required round, or the result) and its latency, as the pool's
+        """The answer (an input-required round, or the result) and its latency, as the downstreams'
         ``call_tool`` gives them; None for a call that is not bridged."""
         if not isinstance(caller, Caller) or not caller.stateless:
             return None
@@ -326,7 +326,7 @@ class EraBridge:
                 out = await self.continuations.start(
                     client,
                     caller.capabilities,
-                    lambda bridge: self.pool[server].call_tool(
+                    lambda bridge: self.downstreams[server].call_tool(
                         tool, arguments, timeout_s, caller=bridge
                     ),
                 )
@@ -344,4 +344,4 @@ class EraBridge:
     def _bridges(self, server: str) -> bool:
         """Whether a 2026-07-28 caller's call to ``server`` runs bridged: the server speaks
         2025-11-25, so it asks for input by request, and the bridge can run."""
-        return self.continuations.running and not self.pool.servers[server].stateless
+        return self.continuations.running and not self.downstreams.servers[server].stateless

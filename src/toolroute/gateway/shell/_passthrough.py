@@ -33,7 +33,7 @@ import anyio
 import mcp.types as types
 
 from toolroute.catalog.name import namespace_of, qualified_name, split_name
-from toolroute.downstream.servers import DownstreamError, DownstreamPool
+from toolroute.downstream.servers import DownstreamError, Downstreams
 from toolroute.gateway.shell._relay import exposed_names
 
 __all__ = ["RESERVED", "PassThrough"]
@@ -48,10 +48,10 @@ class PassThrough:
     """The merged tool list of every downstream server under collision-safe names."""
 
     def __init__(
-        self, pool: DownstreamPool, held: Callable[[], Container[str]] | None = None
+        self, downstreams: Downstreams, held: Callable[[], Container[str]] | None = None
     ) -> None:
         """``held``: the names (``<server>__<tool>``) of the quarantined tools, left out."""
-        self.pool = pool
+        self.downstreams = downstreams
         self.held = held or (lambda: ())
         self._tools: dict[str, tuple[str, types.Tool]] | None = None
         self._lock = anyio.Lock()
@@ -70,25 +70,27 @@ class PassThrough:
             listed: dict[str, tuple[types.Tool, ...]] = {}
             # a server not reviewed yet (still listed or indexed at start) is left out, and
             # so not listed here either: a big or endless listing holds back no other's tools
-            unreviewed = set(self.pool.notes.get("indexing", {}))
+            unreviewed = set(self.downstreams.notes.get("indexing", {}))
 
             async def one(server: str) -> None:
                 try:
-                    listed[server] = (await self.pool[server].list_tools()).tools
+                    listed[server] = (await self.downstreams[server].list_tools()).tools
                 except DownstreamError as e:  # a down server lists nothing until it is back
                     log.warning("pass-through: %s", e)
 
             async with anyio.create_task_group() as tg:
-                for server in self.pool.servers:
+                for server in self.downstreams.servers:
                     if server not in unreviewed:
                         tg.start_soon(one, server)
-            for d in self.pool.servers.values():  # a curated tool's own name stays its server's
+            for (
+                d
+            ) in self.downstreams.servers.values():  # a curated tool's own name stays its server's
                 for own in d.renames.values():
                     self.claims.setdefault(own, d.name)
             held = self.held()
             pairs = [
                 (s, t)
-                for s in self.pool.servers
+                for s in self.downstreams.servers
                 if s not in unreviewed
                 for t in listed.get(s, ())
                 if qualified_name(s, t.name) not in held
@@ -96,7 +98,7 @@ class PassThrough:
             self._retire([(s, t.name) for s, t in pairs])
             names = exposed_names(
                 ((s, t.name) for s, t in pairs),
-                self.pool.servers,
+                self.downstreams.servers,
                 refused={*RESERVED, *self.retired},
             )
             by_pair = {(s, t.name): t for s, t in pairs}
@@ -134,7 +136,7 @@ class PassThrough:
             namespaced = ", ".join(qualified_name(s, name) for s in servers)
             notes[name] = f"listed by {' and '.join(servers)}: only {namespaced}"
         for s, t in pairs:
-            owner = namespace_of(t.name, self.pool.servers)
+            owner = namespace_of(t.name, self.downstreams.servers)
             if owner is not None and owner != s:
                 notes[t.name] = (
                     f"listed by {s} inside server {owner}'s namespace: "
@@ -144,13 +146,13 @@ class PassThrough:
                 notes[t.name] = f"listed by {s}, a gateway tool's name: only " + qualified_name(
                     s, t.name
                 )
-        if notes != self.pool.notes.get("names", {}):
-            before = self.pool.notes.get("names", {})
+        if notes != self.downstreams.notes.get("names", {}):
+            before = self.downstreams.notes.get("names", {})
             for name, why in notes.items():
                 if before.get(name) != why and "namespace" in why:
                     log.warning("pass-through: %r %s", name, why)
-            self.pool.notes["names"] = notes
-            self.pool.note_change()
+            self.downstreams.notes["names"] = notes
+            self.downstreams.note_change()
 
     async def listed(self) -> list[tuple[types.Tool, str]]:
         """The tools to list, each under its exposed name, with its ``<server>__<tool>`` name

@@ -42,7 +42,7 @@ from mcp.shared.subscriptions import (
 from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 
 from toolroute.catalog.name import namespace_of, qualified_name, server_of, split_name
-from toolroute.downstream.servers import DownstreamPool
+from toolroute.downstream.servers import Downstreams
 from toolroute.gateway.calls.access import Request, is_stateless
 from toolroute.gateway.shell._caller import Caller, connection_key
 from toolroute.sdk import connection_of
@@ -129,7 +129,7 @@ class Relay:
 
     def __init__(
         self,
-        pool: DownstreamPool,
+        downstreams: Downstreams,
         bus: InMemorySubscriptionBus,
         on_tools_changed: Callable[[], None] | None = None,
         may_use: Callable[[Any, str], bool] | None = None,
@@ -140,7 +140,7 @@ class Relay:
         request may use that server's resources and prompts (its allow-list); default yes.
         ``status``: the gateway's own state (``toolroute status``), served as the resource
         :data:`STATUS_URI` beside the relayed ones."""
-        self.pool = pool
+        self.downstreams = downstreams
         self.bus = bus
         self.on_tools_changed = on_tools_changed
         self.may_use = may_use or (lambda ctx, server: True)
@@ -154,7 +154,7 @@ class Relay:
         self._resources: dict[str, tuple[str, str]] | None = None
         self._templates: dict[str, tuple[str, str]] | None = None
         self._prompts: dict[str, tuple[str, str]] | None = None
-        for d in pool.servers.values():
+        for d in downstreams.servers.values():
             d.on_notification = self._on_downstream
 
     def install(self, server: Server[Any]) -> None:
@@ -224,7 +224,7 @@ class Relay:
             keys.discard(key)
 
     def invalidate(self) -> None:
-        """Forget the merged lists (a server's lists changed or the pool resynced)."""
+        """Forget the merged lists (a server's lists changed or the downstreams resynced)."""
         self._resources = self._templates = self._prompts = None
 
     # --- lists ----------------------------------------------------------------------------
@@ -235,7 +235,7 @@ class Relay:
     def _serving(self, capability: str) -> list[str]:
         """Connected servers that declared ``capability`` (resources, prompts, ...)."""
         names = []
-        for name, d in self.pool.servers.items():
+        for name, d in self.downstreams.servers.items():
             caps = d.capabilities  # of the open session: listing never waits for a reconnect
             if caps is not None and getattr(caps, capability, None) is not None:
                 names.append(name)
@@ -256,7 +256,7 @@ class Relay:
             cursor: str | None = None
             try:
                 for _ in range(MAX_PAGES):
-                    page = await self.pool[server].request(
+                    page = await self.downstreams[server].request(
                         lambda c, cur=cursor: fetch(c, cur)  # type: ignore[misc]
                     )
                     items.extend(getattr(page, field))
@@ -270,14 +270,16 @@ class Relay:
         async with anyio.create_task_group() as tg:
             for server in self._serving(capability):
                 tg.start_soon(one, server)
-        return [(s, item) for s in self.pool.servers if s in found for item in found[s]]
+        return [(s, item) for s in self.downstreams.servers if s in found for item in found[s]]
 
     def _exposed(
         self, ctx: Request | None, listed: list[tuple[str, Any]], field: str
     ) -> tuple[dict[str, tuple[str, str]], list[Any]]:
         """The exposed names of ``listed`` items (keyed by their ``field``: uri, uri_template or
         name) and the items under those names that this client may use."""
-        names = exposed_names(((s, getattr(item, field)) for s, item in listed), self.pool.servers)
+        names = exposed_names(
+            ((s, getattr(item, field)) for s, item in listed), self.downstreams.servers
+        )
         back = {v: k for k, v in names.items()}
         items = [
             item.model_copy(update={field: back[(s, getattr(item, field))]})
@@ -321,7 +323,7 @@ class Relay:
 
     def _split(self, name: str) -> tuple[str, str] | None:
         server, rest = split_name(name)
-        return (server, rest) if server in self.pool.servers and rest else None
+        return (server, rest) if server in self.downstreams.servers and rest else None
 
     async def resource_owner(self, uri: str) -> tuple[str, str]:
         """(server, its own URI) for an exposed URI: listed, namespaced, or matching a template."""
@@ -403,7 +405,7 @@ class Relay:
                 )
             return await c.read_resource(uri)  # the SDK answers input-required itself
 
-        return await self.pool[server].request(send, caller)
+        return await self.downstreams[server].request(send, caller)
 
     def _read_status(self, ctx: Request) -> types.ReadResourceResult:
         """The status snapshot, cut to the servers this client may use."""
@@ -429,7 +431,7 @@ class Relay:
         first = (server, uri) not in self.subscribers
         self.subscribers.setdefault((server, uri), set()).add(connection_key(ctx))
         if first:
-            await self.pool[server].request(
+            await self.downstreams[server].request(
                 lambda c: c.session.send_request(
                     types.SubscribeRequest(params=types.SubscribeRequestParams(uri=uri)),
                     types.EmptyResult,
@@ -446,7 +448,7 @@ class Relay:
         keys = self.subscribers.get((server, uri), set())
         keys.discard(connection_key(ctx))
         if not keys and self.subscribers.pop((server, uri), None) is not None:
-            await self.pool[server].request(
+            await self.downstreams[server].request(
                 lambda c: c.session.send_request(
                     types.UnsubscribeRequest(params=types.UnsubscribeRequestParams(uri=uri)),
                     types.EmptyResult,
@@ -474,7 +476,7 @@ class Relay:
                 )
             return await c.get_prompt(name, params.arguments)
 
-        return await self.pool[server].request(send, caller)
+        return await self.downstreams[server].request(send, caller)
 
     async def complete(
         self, ctx: Request, params: types.CompleteRequestParams
@@ -491,7 +493,7 @@ class Relay:
             ref = ref.model_copy(update={"uri": uri})
         if server not in self._serving("completions"):  # nothing to complete with: no values
             return types.CompleteResult(completion=types.Completion(values=[]))
-        result: types.CompleteResult = await self.pool[server].request(
+        result: types.CompleteResult = await self.downstreams[server].request(
             lambda c: c.session.send_request(
                 types.CompleteRequest(params=params.model_copy(update={"ref": ref})),
                 types.CompleteResult,
@@ -508,7 +510,7 @@ class Relay:
 
         async def one(server: str) -> None:
             try:
-                await self.pool[server].request(
+                await self.downstreams[server].request(
                     lambda c: c.session.send_request(
                         types.SetLevelRequest(params=types.SetLevelRequestParams(level=level)),
                         types.EmptyResult,

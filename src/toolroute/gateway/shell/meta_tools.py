@@ -136,7 +136,7 @@ CALL_TOOL = types.Tool(
 SET_MILESTONE = types.Tool(
     name="set_milestone",
     description=(
-        "Record that the session reached a milestone (e.g. 'plan_confirmed'); tools gated on "
+        "Record that the session reached a milestone (e.g. 'plan_confirmed'); tools that require "
         "it become available to find_tools."
     ),
     input_schema={

@@ -47,7 +47,7 @@ from mcp.server.subscriptions import (
 )
 
 from toolroute.catalog.name import qualified_name, server_of
-from toolroute.downstream.servers import CallContext, DownstreamPool
+from toolroute.downstream.servers import CallContext, Downstreams
 from toolroute.errors import ErrorCode, StoreError
 from toolroute.gateway.calls.access import (
     ClientAccess,
@@ -296,13 +296,13 @@ class Gateway:
     def __init__(
         self,
         router: Router,
-        pool: DownstreamPool,
+        downstreams: Downstreams,
         settings: ToolrouteSettings = DEFAULTS,
         *,
         clients: Mapping[str, ClientAccess] | None = None,
         presenter: Presenter | None = None,
-        tool_gates: Mapping[str, Preconditions] | None = None,
-        server_gates: Mapping[str, Preconditions] | None = None,
+        tool_preconditions: Mapping[str, Preconditions] | None = None,
+        server_preconditions: Mapping[str, Preconditions] | None = None,
         events: Sequence[EventSink] = (),
         on_outcome: Callable[[Outcome], None] | None = None,
         metrics: Callable[[Gateway], Metrics] | None = None,
@@ -320,14 +320,14 @@ class Gateway:
         self.continuations = Continuations(wait_s=settings.call_timeout_s)
         self.shared = Shared(
             router,
-            pool,
+            downstreams,
             settings,
             presenter=presenter,
-            tool_gates=tool_gates,
-            server_gates=server_gates,
+            tool_preconditions=tool_preconditions,
+            server_preconditions=server_preconditions,
             # 2025 servers' requests during a call, bridged to 2026-07-28 clients (runs while
             # ``continuations.serving()`` is entered: ``toolroute serve`` enters it)
-            bridge=EraBridge(self.continuations, pool),
+            bridge=EraBridge(self.continuations, downstreams),
             metrics=metrics(self) if metrics is not None else None,
         )
         """What finding and calling share: router, presenter, settings, sessions, faults."""
@@ -342,7 +342,9 @@ class Gateway:
         """At start, what a call waits for: the quick servers indexed (gateway/ops/startup.py)."""
         self.find_tools_tool = FIND_TOOLS  # app.describe_find_tools names the servers in it
         self.bus = InMemorySubscriptionBus()
-        self.passthrough = PassThrough(pool, lambda: self.shared.quarantined)  # held: unlisted
+        self.passthrough = PassThrough(
+            downstreams, lambda: self.shared.quarantined
+        )  # held: unlisted
         self.binding = Binding(  # bind mode, and every 2026-07-28 client's listen stream
             self.shared.sessions,
             self.bus,
@@ -378,7 +380,7 @@ class Gateway:
             ]
         relisted = self.passthrough.invalidate if settings.expose == "all" else None
         self.relay = Relay(  # resources, prompts, ... and the toolroute://status resource
-            pool, self.bus, relisted, self._may_use, status=self.status
+            downstreams, self.bus, relisted, self._may_use, status=self.status
         )
         self.relay.ask_timeout_s = settings.call_timeout_s  # its call ends by then too
         self.relay.ready = self._warmed
@@ -413,7 +415,7 @@ class Gateway:
         """What ``toolroute status`` prints: each server's state and the quarantined tools."""
         shared = self.shared
         held = {n: h.to_dict() for n, h in shared.quarantined.items()}
-        return snapshot(shared.pool, held, faults=shared.faults)
+        return snapshot(shared.downstreams, held, faults=shared.faults)
 
     def allowed_for(self, ctx: Request) -> Allowed:
         """The allow-list of the authenticated client of this request (None: everything)."""
@@ -430,7 +432,10 @@ class Gateway:
         meta = [self.find_tools_tool, CALL_TOOL, REQUEST_CAPABILITY]
         milestones = any(
             g.milestone
-            for g in (*self.shared.tool_gates.values(), *self.shared.server_gates.values())
+            for g in (
+                *self.shared.tool_preconditions.values(),
+                *self.shared.server_preconditions.values(),
+            )
         )
         if milestones:
             meta.append(SET_MILESTONE)
@@ -466,7 +471,7 @@ class Gateway:
         elif name in self.handlers:
             return None
         server = server_of(name) if isinstance(name, str) else ""
-        return server if server in self.shared.pool.servers else None
+        return server if server in self.shared.downstreams.servers else None
 
     async def _call_tool(self, ctx: Request, params: types.CallToolRequestParams) -> CallResult:
         """A ``tools/call`` request, as data, through :data:`REQUEST_STEPS`."""
@@ -537,7 +542,7 @@ class Gateway:
         found = await self.finder.find_async(query, k, r.state, may_use=r.allowed, client=r.client)
         if self.suggester is not None and (found.get("no_tool_fits") or found.get("doubtful_fit")):
             found.update(await self.suggester.answer(query))  # registry servers that would
-        indexing = self.shared.pool.notes.get(
+        indexing = self.shared.downstreams.notes.get(
             "indexing", {}
         )  # servers whose tools are not found yet
         if shown := {n: v for n, v in indexing.items() if self._may_use(r.ctx, n)}:
