@@ -32,6 +32,7 @@ from mcp import Client, types
 from toolroute.config import load_config
 from toolroute.gateway.ops.app import make_gateway, running_pool
 from toolroute.gateway.ops.syncing import sync_router
+from toolroute.settings import MetricsTable
 
 PY = sys.executable
 TIME = {"command": PY, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]}
@@ -60,8 +61,8 @@ async def _measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     times: dict[str, list[float]] = {}
     async with running_pool(cfg) as pool:
         router, _ = await sync_router(cfg, pool)
-        on = make_gateway(replace(cfg, metrics=True), router, pool)
-        off = make_gateway(replace(cfg, metrics=False), router, pool)
+        on = make_gateway(replace(cfg, metrics=MetricsTable(enabled=True)), router, pool)
+        off = make_gateway(replace(cfg, metrics=MetricsTable(enabled=False)), router, pool)
         assert on.metrics.enabled and not off.metrics.enabled
         async with (
             Client(on.server, mode="legacy") as c_on,  # type: ignore[arg-type]

@@ -151,8 +151,8 @@ def make_gateway(config: GatewayConfig, router: Router, pool: DownstreamPool) ->
             *([EventLog(Path(s.events_log).expanduser())] if s.events_log else []),
             *([OtelExporter()] if s.otel else []),
         ],
-        metrics=GatewayMetrics if config.metrics else None,  # gateway/ops/_metrics.py
-        limits=config.limits,  # gateway/calls/_limits.py
+        metrics=GatewayMetrics if config.metrics.enabled else None,  # gateway/ops/_metrics.py
+        limits=config.limit_settings,  # gateway/calls/_limits.py
     )
     describe_find_tools(gateway)
     if s.code_mode:  # the sandbox is imported only where code mode is on
