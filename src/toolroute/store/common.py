@@ -264,10 +264,10 @@ class Store:
         """
         return self._fold(outcome, server, tool, smoothing or DEFAULT_SMOOTHING)
 
-    def _fold(
+    def _fold_in_sql(
         self, outcome: Outcome, server: ServerStats, tool: ToolStats, lam: Smoothing
     ) -> tuple[ServerStats, ToolStats]:
-        """:meth:`record_outcome`'s update: eq. 8 on the stored rows, in SQL."""
+        """Eq. 8 on the stored rows, in SQL."""
         y = 1.0 if outcome.success else 0.0
         fail = 1.0 if outcome.server_failed else 0.0
         lat = outcome.latency_s
@@ -291,6 +291,9 @@ class Store:
             ServerStats(row[0], row[1], row[2], row[3], int(row[4])),
             ToolStats(success=row[5], latency_s=row[6], calls=int(row[7])),
         )
+
+    _fold = _fold_in_sql
+    """How :meth:`record_outcome` updates the stored rows (PostgreSQL may take row locks)."""
 
     def _write_outcome(self, server: Row, tool: Row, outcome: Row) -> Row:
         """The stored server and tool states after the update, as one row."""

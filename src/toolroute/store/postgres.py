@@ -147,7 +147,7 @@ class PostgresStore(Store):
         FOR UPDATE, updated in Python (economics) and written; an unseen row is inserted with
         the caller's state, and losing that race re-reads the row."""
         if self.stats_update == "sql":
-            return super()._fold(outcome, server, tool, lam)
+            return self._fold_in_sql(outcome, server, tool, lam)
         with self._tx():
             inserted = self._rows(
                 "INSERT INTO server_stats (server, success, variance, fail_prob, latency_s, calls)"
