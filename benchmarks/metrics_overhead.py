@@ -32,6 +32,7 @@ from mcp import Client, types
 from toolroute.config import load_config
 from toolroute.gateway.ops.app import make_gateway, running_downstreams
 from toolroute.gateway.ops.syncing import sync_router
+from toolroute.settings import MetricsTable
 
 PY = sys.executable
 TIME = {"command": PY, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]}
@@ -60,8 +61,8 @@ async def _measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     times: dict[str, list[float]] = {}
     async with running_downstreams(cfg) as downstreams:
         router, _ = await sync_router(cfg, downstreams)
-        on = make_gateway(replace(cfg, metrics=True), router, downstreams)
-        off = make_gateway(replace(cfg, metrics=False), router, downstreams)
+        on = make_gateway(replace(cfg, metrics=MetricsTable(enabled=True)), router, downstreams)
+        off = make_gateway(replace(cfg, metrics=MetricsTable(enabled=False)), router, downstreams)
         assert on.shared.metrics.enabled and not off.shared.metrics.enabled
         async with (
             Client(on.server, mode="legacy") as c_on,  # type: ignore[arg-type]

@@ -92,6 +92,10 @@ from toolroute.settings import (
     CURATION_FIELDS,
     DEFAULTS,
     GATE_FIELDS,
+    AuthTable,
+    HttpTable,
+    LimitsTable,
+    MetricsTable,
     RegistrySettings,
     Toml,
     ToolrouteSettings,
@@ -179,24 +183,18 @@ class GatewayConfig:
     llm: LLMConfig | None = None
     """Endpoint of the optional LLM stages: ``[llm]`` in toolroute.toml, else the
     ``TOOLROUTE_LLM_*`` environment, else None (offline fallbacks)."""
+    auth: AuthTable | None = None
+    """``[auth]`` as written; its tokens, read from the environment, are :attr:`clients`."""
     clients: tuple[ClientAccess, ...] = ()
     """HTTP clients and their tokens (``[auth]``); empty: no authentication."""
-    allowed_hosts: tuple[str, ...] = ()
-    """Host headers accepted over HTTP besides loopback (``host:port``, ``host:*``)."""
-    allowed_origins: tuple[str, ...] = ()
-    """Origin headers accepted over HTTP besides loopback (``scheme://host:port``, ``…:*``)."""
-    forwarded_allow_ips: tuple[str, ...] = ()
-    """``[http] forwarded_allow_ips``: the reverse proxies whose ``X-Forwarded-For`` names the
-    client (the status sign-in throttle keys on it); empty: no forwarded header is trusted."""
-    http_session_idle_s: float = Toml().http.session_idle_s
-    """``[http] session_idle_s``: an idle MCP session is ended after this long."""
-    http_json_response: bool = False
-    """Answer each HTTP request with one JSON body, not an SSE stream: less CPU per request,
-    but a call's progress, log and sampling messages cannot reach the client."""
-    limits: LimitSettings | None = None
-    """``[limits]``: per-client rate, calls in flight and USD per day (gateway/calls/_limits.py)."""
-    metrics: bool = True
-    """``[metrics] enabled``: serve ``/metrics`` over HTTP (gateway/ops/_metrics.py)."""
+    http: HttpTable = field(default_factory=HttpTable)
+    """``[http]``: the Host and Origin headers accepted besides loopback, the proxies whose
+    ``X-Forwarded-For`` names the client, idle sessions, JSON or SSE replies."""
+    limits: LimitsTable | None = None
+    """``[limits]``: per-client rate, calls in flight and USD per day, as the call path
+    counts them: :attr:`limit_settings` (gateway/calls/_limits.py)."""
+    metrics: MetricsTable = field(default_factory=MetricsTable)
+    """``[metrics]``: whether ``/metrics`` is served over HTTP (gateway/ops/_metrics.py)."""
     curation: Curation = field(default_factory=Curation)
     """Renamed, re-described, re-annotated, hidden and pinned tools (``[tools."…"]``)."""
     settings_path: Path | None = None
@@ -208,9 +206,6 @@ class GatewayConfig:
     links: tuple[Path, ...] = ()
     """The files' paths as given, where a symlink stands between them and :attr:`path` or
     :attr:`settings_path`: a reload follows a swap of the link itself too."""
-    auth_off: bool = False
-    """``[auth] enabled = false``: HTTP without tokens, said explicitly. A reload may drop the
-    tokens a running gateway requires only with it (:mod:`toolroute.gateway.ops.reload`)."""
     code_mode_limits: CodeModeLimits = field(default_factory=CodeModeLimits)
     """``[code_mode]``: the limits of the ``execute`` meta-tool (:mod:`toolroute.codemode`),
     listed where the ``code_mode`` setting is on."""
@@ -223,6 +218,18 @@ class GatewayConfig:
         """The ``store`` setting as a directory or a ``postgresql://`` URL (None: the
         default store of this config, :func:`toolroute.gateway.ops.app.store_dir_of`)."""
         return store_target(self.settings_path, self.settings.store)
+
+    @property
+    def auth_off(self) -> bool:
+        """``[auth] enabled = false``: HTTP without tokens, said explicitly. A reload may drop
+        the tokens a running gateway requires only with it
+        (:mod:`toolroute.gateway.ops.reload`)."""
+        return self.auth is not None and not self.auth.enabled
+
+    @property
+    def limit_settings(self) -> LimitSettings | None:
+        """``[limits]`` as the call path counts it; None: no ``[limits]`` table."""
+        return limit_settings(self.limits)
 
 
 def _where(source: str, err: ValidationError, prefix: str = "") -> ConfigError:
@@ -509,19 +516,15 @@ def load_config(
         links=tuple(
             a for a in (p.absolute(), toml_path.absolute()) if a != a.resolve(strict=False)
         ),
-        auth_off=t.auth is not None and not t.auth.enabled,
+        auth=t.auth,
         curation=curation,
         code_mode_limits=code_mode_limits(t),
         registry=t.registry,
         settings_path=toml_path.resolve(),
         clients=clients,
-        allowed_hosts=tuple(t.http.allowed_hosts),
-        allowed_origins=tuple(t.http.allowed_origins),
-        http_json_response=t.http.json_response,
-        http_session_idle_s=t.http.session_idle_s,
-        forwarded_allow_ips=tuple(t.http.forwarded_allow_ips),
-        limits=limit_settings(t.limits),
-        metrics=t.metrics.enabled,
+        http=t.http,
+        limits=t.limits,
+        metrics=t.metrics,
         llm=llm,
         servers=servers,
         path=p.resolve(),

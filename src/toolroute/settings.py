@@ -24,6 +24,10 @@ __all__ = [
     "CURATION_FIELDS",
     "DEFAULTS",
     "GATE_FIELDS",
+    "AuthTable",
+    "HttpTable",
+    "LimitsTable",
+    "MetricsTable",
     "Toml",
     "RegistrySettings",
     "ToolrouteSettings",
@@ -244,31 +248,41 @@ class _Llm(BaseModel):
 
 
 class _Client(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
     token_env: str = Field(min_length=1)
     servers: list[str] = Field(default_factory=list)
     tools: list[str] = Field(default_factory=list)
 
 
-class _Auth(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class AuthTable(BaseModel):
+    """The ``[auth]`` table as written (the tokens themselves are read from the environment
+    by :func:`client_access`); the config holds it whole."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
     enabled: bool = True
     """False: no tokens at all, said explicitly (logged as a warning, shown in status)."""
     bearer_token_env: str | None = None
     clients: dict[str, _Client] = Field(default_factory=dict)
 
     @model_validator(mode="after")
-    def _off_means_no_tokens(self) -> _Auth:
+    def _off_means_no_tokens(self) -> AuthTable:
         if not self.enabled and (self.bearer_token_env or self.clients):
             raise ValueError("enabled = false with tokens given: remove one or the other")
         return self
 
 
-class _Http(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class HttpTable(BaseModel):
+    """The ``[http]`` table: what the HTTP transport accepts and how it answers; the config
+    holds it whole."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
     allowed_hosts: list[str] = Field(default_factory=list)
+    """Host headers accepted besides loopback (``host:port``, ``host:*``)."""
     allowed_origins: list[str] = Field(default_factory=list)
+    """Origin headers accepted besides loopback (``scheme://host:port``, ``…:*``)."""
     json_response: bool = False
+    """One JSON body per request, not an SSE stream: less CPU per request, but a call's
+    progress, log and sampling messages cannot reach the client."""
     session_idle_s: float = Field(default=600.0, gt=0, allow_inf_nan=False)
     """An MCP session with no request in flight and no open stream for this long is ended
     (its id then answers 404 and the client initializes again): abandoned sessions never
@@ -319,7 +333,7 @@ class _ToolMeta(_Requires):
 
 # -- [limits] and [metrics] (gateway/calls/_limits.py, gateway/ops/_metrics.py) ---------------
 class _ToolLimit(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
     calls_per_minute: float | None = Field(default=None, gt=0)
     burst: int | None = Field(default=None, ge=1)
     max_concurrent: int | None = Field(default=None, ge=1)
@@ -329,17 +343,25 @@ class _ClientLimit(_ToolLimit):
     budget_usd_per_day: float | None = Field(default=None, ge=0)
 
 
-class _Limits(_ClientLimit):
+class LimitsTable(_ClientLimit):
+    """The ``[limits]`` table: every client's limits, per-client overrides, per-tool limits;
+    the config holds it whole, the call path counts its :func:`limit_settings`."""
+
     clients: dict[str, _ClientLimit] = Field(default_factory=dict)
     tools: dict[str, _ToolLimit] = Field(default_factory=dict)
 
 
-class _Metrics(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class MetricsTable(BaseModel):
+    """The ``[metrics]`` table; the config holds it whole."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
     enabled: bool = True
+    """Serve ``/metrics`` (Prometheus) over HTTP, behind ``[auth]``."""
 
 
-def limit_settings(t: _Limits | None) -> LimitSettings | None:
+def limit_settings(t: LimitsTable | None) -> LimitSettings | None:
+    """``[limits]`` as the call path counts it; None: no ``[limits]`` table."""
+
     def one(v: _ToolLimit) -> Limit:
         return Limit(**v.model_dump(exclude={"clients", "tools"}))
 
@@ -379,12 +401,12 @@ def code_mode_limits(t: Toml) -> CodeModeLimits:
 # -- the whole file ---------------------------------------------------------------------------
 class Toml(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    limits: _Limits | None = None
-    metrics: _Metrics = Field(default_factory=_Metrics)
+    limits: LimitsTable | None = None
+    metrics: MetricsTable = Field(default_factory=MetricsTable)
     toolroute: _Settings = Field(default_factory=_Settings)
     llm: _Llm | None = None
-    auth: _Auth | None = None
-    http: _Http = Field(default_factory=_Http)
+    auth: AuthTable | None = None
+    http: HttpTable = Field(default_factory=HttpTable)
     servers: dict[str, _ServerMeta] = Field(default_factory=dict)
     tools: dict[str, _ToolMeta] = Field(default_factory=dict)
     code_mode: _CodeMode = Field(default_factory=_CodeMode)
@@ -405,7 +427,7 @@ def store_target(toml_path: Path | None, value: str | None) -> StoreTarget | Non
         raise ConfigError(f"{toml_path}: {e}") from None
 
 
-def client_access(source: Path, auth: _Auth | None, secrets: bool) -> tuple[ClientAccess, ...]:
+def client_access(source: Path, auth: AuthTable | None, secrets: bool) -> tuple[ClientAccess, ...]:
     """The HTTP clients of ``[auth]``, their tokens read from the environment (without
     ``secrets``, a client whose variable is unset is left out instead of refused)."""
     if auth is None or not auth.enabled:

@@ -29,6 +29,7 @@ __all__ = [
     "DEFAULT_CONNECT_S",
     "PRIOR_SUCCESS_MEAN",
     "PSEUDO_CALLS",
+    "ClosableSink",
     "Outcome",
     "StatsBook",
     "StatsSink",
@@ -77,6 +78,8 @@ class StatsSink(Protocol):
 
 
 class ClosableSink(StatsSink, Protocol):
+    """A sink that holds a resource to release (a store is one)."""
+
     def close(self) -> None: ...
 
 

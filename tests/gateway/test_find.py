@@ -38,11 +38,10 @@ from toolroute.gateway.shared import Shared
 from toolroute.gateway.shell.server import Gateway
 from toolroute.learn.estimate import PRIOR_SUCCESS
 from toolroute.papers.tool_attention.agent_loop import ToolAttention
-from toolroute.policy import Limit, LimitSettings
 from toolroute.present.presenter import PresentConfig
 from toolroute.route.preconditions import Preconditions, SessionState
 from toolroute.router import Router
-from toolroute.settings import ToolrouteSettings
+from toolroute.settings import LimitsTable, MetricsTable, ToolrouteSettings
 
 TOKYO = {"name": "time__get_current_time", "arguments": {"timezone": "Asia/Tokyo"}}
 
@@ -192,8 +191,8 @@ def test_find_then_call_runs_an_in_memory_server_and_records_the_outcome(
 def test_a_gateway_holds_calls_to_its_limits_and_counts_them_from_construction(
     tmp_path: Path,
 ) -> None:
-    limits = LimitSettings(Limit(calls_per_minute=1, burst=1))
-    cfg = _config(tmp_path, fields={"limits": limits, "metrics": True}, call_gate="off")
+    limits = LimitsTable(calls_per_minute=1, burst=1)
+    cfg = _config(tmp_path, fields={"limits": limits, "metrics": MetricsTable()}, call_gate="off")
 
     async def main() -> None:
         async with _gateway(cfg) as gw, Client(gw.server, raise_exceptions=True) as c:

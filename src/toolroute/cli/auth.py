@@ -12,10 +12,8 @@ from toolroute.cli.common import (
     _config,
     _friendly,
     _store_dir,
-    config_option,
+    gateway_options,
     json_option,
-    settings_option,
-    store_option,
 )
 from toolroute.config import HttpSpec
 from toolroute.downstream.signin import sign_in
@@ -23,9 +21,7 @@ from toolroute.errors import ConfigError
 
 
 @click.command()
-@config_option
-@settings_option
-@store_option
+@gateway_options
 @click.argument("server")
 @click.option(
     "--no-browser",

@@ -234,6 +234,12 @@ settings_option = click.option(
 )
 
 
+def gateway_options(f: F) -> F:
+    """``--config``, ``--settings`` and ``--store``: what a command over a config's gateway
+    (sync, status, approve, auth, add) takes, to read with :func:`_config`."""
+    return config_option(settings_option(store_option(f)))
+
+
 def _config(
     config_path: Path, settings: Path | None, store: Path | None, *, secrets: bool = True
 ) -> GatewayConfig:

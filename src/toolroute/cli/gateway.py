@@ -18,10 +18,8 @@ from toolroute.cli.common import (
     _friendly,
     _local_dir,
     _store_dir,
-    config_option,
+    gateway_options,
     json_option,
-    settings_option,
-    store_option,
 )
 from toolroute.errors import ConfigError
 from toolroute.gateway.calls.quarantine import approve as approve_tools
@@ -33,9 +31,7 @@ from toolroute.store import open_store
 
 
 @click.command()
-@config_option
-@settings_option
-@store_option
+@gateway_options
 @click.option(
     "--allow-partial",
     is_flag=True,
@@ -76,9 +72,7 @@ def sync(
 
 
 @click.command()
-@config_option
-@settings_option
-@store_option
+@gateway_options
 @json_option
 @click.option(
     "--open",
@@ -146,9 +140,7 @@ def _open_link(local_dir: Path, as_json: bool) -> None:
 
 
 @click.command()
-@config_option
-@settings_option
-@store_option
+@gateway_options
 @click.argument("tools", nargs=-1)
 @click.option("--all", "approve_all", is_flag=True, help="Approve every tool in quarantine.")
 @_friendly

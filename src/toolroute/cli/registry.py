@@ -12,19 +12,15 @@ from toolroute.cli.common import (
     _config,
     _friendly,
     _local_dir,
-    config_option,
+    gateway_options,
     json_option,
-    settings_option,
-    store_option,
 )
 from toolroute.errors import RegistryError
 from toolroute.registry import command as r
 
 
 @click.command()
-@config_option
-@settings_option
-@store_option
+@gateway_options
 @json_option
 @click.argument("server")
 @click.option("--name", default=None, help="Its name in the servers file (default: from SERVER).")

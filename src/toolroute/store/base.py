@@ -23,8 +23,8 @@ from platformdirs import user_data_dir
 from toolroute.catalog.models import Catalog, Server, Tool, ToolKey
 from toolroute.embed.base import Matrix
 from toolroute.errors import StoreError
-from toolroute.learn.estimate import ServerStats, Smoothing, ToolStats
-from toolroute.stats import Outcome
+from toolroute.learn.estimate import ServerStats, ToolStats
+from toolroute.stats import ClosableSink
 
 __all__ = [
     "PG_SCHEMES",
@@ -174,15 +174,16 @@ class SyncReport:
         return bool(self.added or self.updated or self.removed)
 
 
-class StoreInterface(Protocol):
-    """What the router, the stats book and the gateway need of a store (both backends)."""
+class StoreInterface(ClosableSink, Protocol):
+    """What the router, the stats book and the gateway need of a store (both backends): the
+    stats book's sink (:class:`~toolroute.stats.ClosableSink`: ``record_outcome``, ``close``)
+    and the rest below."""
 
     directory: Path
     """A local directory for per-process files (the LLM answer cache)."""
     shared: bool
     """True when other gateway replicas may write the same store (PostgreSQL)."""
 
-    def close(self) -> None: ...
     def get_meta(self, key: str) -> str | None: ...
     def set_meta(self, items: Mapping[str, str]) -> None: ...
     def tool_hashes(self) -> dict[ToolKey, str]: ...
@@ -192,13 +193,6 @@ class StoreInterface(Protocol):
     def catalog_version(self) -> int: ...
     def get_vectors(self, model: str, keys: Iterable[str], dim: int) -> dict[str, Matrix]: ...
     def put_vectors(self, model: str, items: Mapping[str, Matrix]) -> None: ...
-    def record_outcome(
-        self,
-        outcome: Outcome,
-        server: ServerStats,
-        tool: ToolStats,
-        smoothing: Smoothing | None = None,
-    ) -> tuple[ServerStats, ToolStats]: ...
     def load_stats(self) -> tuple[dict[str, ServerStats], dict[ToolKey, ToolStats]]: ...
     def outcome_counts(self) -> list[tuple[str, str, int, int, int]]: ...
     def outcome_count(self) -> int: ...

@@ -20,7 +20,7 @@ import socket
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -262,17 +262,18 @@ class Store:
         applied to the stored row, in SQL, so the result includes every other replica's calls.
         Returns the stored states (what the caller should route with from now on).
         """
-        lam = smoothing or DEFAULT_SMOOTHING
+        return self._fold(outcome, server, tool, smoothing or DEFAULT_SMOOTHING)
+
+    def _fold_in_sql(
+        self, outcome: Outcome, server: ServerStats, tool: ToolStats, lam: Smoothing
+    ) -> tuple[ServerStats, ToolStats]:
+        """Eq. 8 on the stored rows, in SQL."""
         y = 1.0 if outcome.success else 0.0
         fail = 1.0 if outcome.server_failed else 0.0
         lat = outcome.latency_s
         server_params = (
             outcome.server,
-            server.success,
-            server.variance,
-            server.fail_prob,
-            server.latency_s,
-            server.calls,
+            *astuple(server),  # the columns in the dataclass's order, as read back below
             *(lam.rate, lam.rate, y),
             *(lam.variance, lam.variance, y, y),
             *(lam.fail, lam.fail, fail),
@@ -281,9 +282,7 @@ class Store:
         tool_params = (
             outcome.server,
             outcome.tool,
-            tool.success,
-            tool.latency_s,
-            tool.calls,
+            *astuple(tool),
             *(lam.rate, lam.rate, y),
             *(lam.latency, lam.latency, lat),
         )
@@ -292,6 +291,9 @@ class Store:
             ServerStats(row[0], row[1], row[2], row[3], int(row[4])),
             ToolStats(success=row[5], latency_s=row[6], calls=int(row[7])),
         )
+
+    _fold = _fold_in_sql
+    """How :meth:`record_outcome` updates the stored rows (PostgreSQL may take row locks)."""
 
     def _write_outcome(self, server: Row, tool: Row, outcome: Row) -> Row:
         """The stored server and tool states after the update, as one row."""

@@ -24,13 +24,14 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import astuple
 from functools import lru_cache
 from typing import Any, Literal
 
 import psycopg
 
 from toolroute.errors import StoreError
-from toolroute.learn.estimate import DEFAULT_SMOOTHING, ServerStats, Smoothing, ToolStats
+from toolroute.learn.estimate import ServerStats, Smoothing, ToolStats
 from toolroute.stats import Outcome
 from toolroute.store import sql
 from toolroute.store.base import default_store_dir, redact_url
@@ -135,38 +136,23 @@ class PostgresStore(Store):
             self._rows("SET LOCAL synchronous_commit TO OFF")
             self._rows(sql.INSERT_EVENT, (event_json,))
 
-    def record_outcome(
-        self,
-        outcome: Outcome,
-        server: ServerStats,
-        tool: ToolStats,
-        smoothing: Smoothing | None = None,
-    ) -> tuple[ServerStats, ToolStats]:
-        if self.stats_update == "sql":
-            return super().record_outcome(outcome, server, tool, smoothing)
-        return self._record_locked(outcome, server, tool, smoothing or DEFAULT_SMOOTHING)
-
     def _write_outcome(self, server: Row, tool: Row, outcome: Row) -> Row:
         """One statement, one round trip (sql.RECORD_OUTCOME_CHAINED)."""
         return self._rows(sql.RECORD_OUTCOME_CHAINED, (*server, *tool, *outcome))[0]
 
-    def _record_locked(
+    def _fold(
         self, outcome: Outcome, server: ServerStats, tool: ToolStats, lam: Smoothing
     ) -> tuple[ServerStats, ToolStats]:
-        """Row locks: read the stored row FOR UPDATE, update it in Python (economics), write it.
-        An unseen row is inserted with the caller's state; losing that race re-reads the row."""
+        """``stats_update="sql"``: as SQLite, in SQL. ``"lock"``: row locks, the stored row read
+        FOR UPDATE, updated in Python (economics) and written; an unseen row is inserted with
+        the caller's state, and losing that race re-reads the row."""
+        if self.stats_update == "sql":
+            return self._fold_in_sql(outcome, server, tool, lam)
         with self._tx():
             inserted = self._rows(
                 "INSERT INTO server_stats (server, success, variance, fail_prob, latency_s, calls)"
                 " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (server) DO NOTHING RETURNING 1",
-                (
-                    outcome.server,
-                    server.success,
-                    server.variance,
-                    server.fail_prob,
-                    server.latency_s,
-                    server.calls,
-                ),
+                (outcome.server, *astuple(server)),  # the columns in the dataclass's order
             )
             if not inserted:
                 (row,) = self._rows(
@@ -180,20 +166,13 @@ class PostgresStore(Store):
                 self._rows(
                     "UPDATE server_stats SET success = ?, variance = ?, fail_prob = ?,"
                     " latency_s = ?, calls = ? WHERE server = ?",
-                    (
-                        server.success,
-                        server.variance,
-                        server.fail_prob,
-                        server.latency_s,
-                        server.calls,
-                        outcome.server,
-                    ),
+                    (*astuple(server), outcome.server),
                 )
             key = (outcome.server, outcome.tool)
             inserted = self._rows(
                 "INSERT INTO tool_stats (server, tool, success, latency_s, calls)"
                 " VALUES (?, ?, ?, ?, ?) ON CONFLICT (server, tool) DO NOTHING RETURNING 1",
-                (*key, tool.success, tool.latency_s, tool.calls),
+                (*key, *astuple(tool)),
             )
             if not inserted:
                 (row,) = self._rows(
@@ -205,7 +184,7 @@ class PostgresStore(Store):
                 self._rows(
                     "UPDATE tool_stats SET success = ?, latency_s = ?, calls = ?"
                     " WHERE server = ? AND tool = ?",
-                    (tool.success, tool.latency_s, tool.calls, *key),
+                    (*astuple(tool), *key),
                 )
             self._rows(sql.INSERT_OUTCOME, self._outcome_row(outcome))
         return server, tool

@@ -247,14 +247,14 @@ def test_limits_are_read_from_toolroute_toml(tmp_path: Path) -> None:
             "[metrics]\nenabled = false\n",
         )
     )
-    assert cfg.limits == LimitSettings(
+    assert cfg.limit_settings == LimitSettings(
         Limit(120, None, 4, 2.5),
         {"ci": Limit(budget_usd_per_day=50)},
         {"time__get_current_time": Limit(calls_per_minute=10, burst=2)},
     )
-    assert cfg.metrics is False
+    assert cfg.metrics.enabled is False
     plain = load_config(_config(tmp_path / "plain", ""))
-    assert plain.limits is None and plain.metrics is True
+    assert plain.limits is None and plain.limit_settings is None and plain.metrics.enabled
 
 
 @pytest.mark.parametrize(

@@ -61,7 +61,7 @@ def test_json_response_answers_with_one_json_body_and_calls_still_work(
     tmp_path: Path, onnx: OnnxEmbedder
 ) -> None:
     cfg = _config(tmp_path, "[http]\njson_response = true\n")
-    assert cfg.http_json_response
+    assert cfg.http.json_response
 
     async def main() -> None:
         with anyio.fail_after(120):
@@ -76,7 +76,7 @@ def test_replies_are_sse_by_default_and_sdk_request_spans_follow_the_otel_settin
     tmp_path: Path, onnx: OnnxEmbedder
 ) -> None:
     cfg = _config(tmp_path, "")
-    assert not cfg.settings.otel and not cfg.http_json_response
+    assert not cfg.settings.otel and not cfg.http.json_response
 
     async def main() -> None:
         with anyio.fail_after(120):

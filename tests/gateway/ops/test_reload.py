@@ -19,6 +19,7 @@ from toolroute.gateway.ops.reload import (
     RESTART_FIELDS,
     SPEC_FIELDS,
     SWAPPED_FIELDS,
+    TOKEN_FIELDS,
     Live,
     applied,
     check_safe,
@@ -28,7 +29,7 @@ from toolroute.gateway.ops.reload import (
 from toolroute.gateway.shared import Shared
 from toolroute.gateway.shell.server import Gateway
 from toolroute.router import Router
-from toolroute.settings import ToolrouteSettings
+from toolroute.settings import HttpTable, ToolrouteSettings
 
 TOKEN = "t" * 20
 
@@ -165,12 +166,26 @@ def test_a_fifo_or_a_directory_in_place_of_a_config_file_is_refused_without_wait
 
 
 def test_a_reload_knows_what_to_do_with_every_setting() -> None:
-    """Each ``[toolroute]`` setting is taken at once, restarts the servers, or waits for the
-    next start; each other name is a field of the config (another table)."""
+    """Each ``[toolroute]`` and ``[http]`` setting is taken at once, restarts the servers,
+    waits for the next start, or is swapped into the HTTP front door; each other name is a
+    field of the config (another table)."""
     settings = set(ToolrouteSettings.model_fields)
-    listed = {*SWAPPED_FIELDS, *RESTART_FIELDS, *SPEC_FIELDS}
-    assert settings - listed == set()
-    assert listed - settings <= {f.name for f in dataclasses.fields(GatewayConfig)}
+    http = {f"http.{name}" for name in HttpTable.model_fields}
+    listed = {*SWAPPED_FIELDS, *RESTART_FIELDS, *SPEC_FIELDS, *TOKEN_FIELDS}
+    assert (settings | http) - listed == set()
+    fields = {f.name for f in dataclasses.fields(GatewayConfig)}
+    assert listed - settings - http <= fields
+
+
+def test_http_changes_swap_the_front_doors_lists_or_are_said_to_need_a_restart(
+    tmp_path: Path,
+) -> None:
+    servers = {"a": {"command": "x"}}
+    old = load_config(_config(tmp_path, servers))
+    hosts = diff(old, load_config(_config(tmp_path, servers, '[http]\nallowed_hosts = ["h:*"]\n')))
+    assert hosts.tokens and hosts.needs_restart == ()
+    idle = diff(old, load_config(_config(tmp_path, servers, "[http]\nsession_idle_s = 60\n")))
+    assert not idle.tokens and idle.needs_restart == ("http.session_idle_s",)
 
 
 def test_a_code_mode_change_is_said_to_need_a_restart(tmp_path: Path) -> None:

@@ -165,8 +165,8 @@ def make_gateway(
             *([EventLog(Path(s.events_log).expanduser())] if s.events_log else []),
             *([OtelExporter()] if s.otel else []),
         ],
-        metrics=GatewayMetrics if config.metrics else None,  # gateway/ops/_metrics.py
-        limits=config.limits,  # gateway/calls/_limits.py
+        metrics=GatewayMetrics if config.metrics.enabled else None,  # gateway/ops/_metrics.py
+        limits=config.limit_settings,  # gateway/calls/_limits.py
         code_mode_for=code_mode_for,
         suggester=suggester,
         warmup=warmup,

@@ -115,9 +115,9 @@ RESTART_FIELDS = (
     "query_cache",
     "value_usd",
     "values",
-    "http_json_response",
-    "http_session_idle_s",
-    "forwarded_allow_ips",
+    "http.json_response",
+    "http.session_idle_s",
+    "http.forwarded_allow_ips",
     "relist_interval_s",
     "scopes",
     "milestones",
@@ -126,8 +126,9 @@ RESTART_FIELDS = (
     "code_mode_limits",
 )
 """Settings a running gateway does not take over; a change is logged as needing a restart.
-Each name is a ``[toolroute]`` setting (:class:`ToolrouteSettings`) or else a field of the
-config (another table), as in the two lists below."""
+Each name is a ``[toolroute]`` setting (:class:`ToolrouteSettings`), a setting of another
+table held by the config (``table.setting``) or else a field of the config, as in the two
+lists below."""
 SWAPPED_FIELDS = (
     "pinned",
     "k",
@@ -141,12 +142,17 @@ SWAPPED_FIELDS = (
 quarantine of the servers listed again)."""
 SPEC_FIELDS = ("connect_timeout_s", "call_timeout_s", "max_result_bytes")
 """Settings every downstream is built with: a change restarts them all."""
+TOKEN_FIELDS = ("clients", "http.allowed_hosts", "http.allowed_origins")
+"""What the HTTP front door checks each request against: swapped in place, in one step."""
 _SETTINGS = frozenset(ToolrouteSettings.model_fields)
 
 
 def _value(config: GatewayConfig, name: str) -> Any:
-    """The setting ``name``: a ``[toolroute]`` one from the settings object, else the
-    config's own field."""
+    """The setting ``name``: a ``[toolroute]`` one from the settings object, a
+    ``table.setting`` from the config's table, else the config's own field."""
+    table, dot, setting = name.rpartition(".")
+    if dot:
+        return getattr(getattr(config, table), setting)
     return getattr(config.settings if name in _SETTINGS else config, name)
 
 
@@ -231,11 +237,7 @@ def diff(old: GatewayConfig, new: GatewayConfig) -> Reload:
     relisted = tuple(
         n for n in common if n not in restarted and _server_part(old, n) != _server_part(new, n)
     )
-    tokens = (old.clients, old.allowed_hosts, old.allowed_origins) != (
-        new.clients,
-        new.allowed_hosts,
-        new.allowed_origins,
-    )
+    tokens = any(_value(old, f) != _value(new, f) for f in TOKEN_FIELDS)
     return Reload(
         added=tuple(n for n in new.servers if n not in old.servers),
         removed=tuple(n for n in old.servers if n not in new.servers),
@@ -296,7 +298,7 @@ async def _apply(
     # in place: what each request reads from the gateway
     gateway.clients = {c.client_id: c for c in new.clients}
     if live.http is not None and change.tokens:
-        live.http.reconfigure(new.clients, new.allowed_hosts, new.allowed_origins)
+        live.http.reconfigure(new.clients, new.http.allowed_hosts, new.http.allowed_origins)
     gateway.shared.tool_preconditions = dict(new.tool_preconditions)
     gateway.shared.server_preconditions = dict(new.server_preconditions)
     # k, the call timeout, θ, pins and "no tool fits", from the next request on: one step

@@ -40,9 +40,9 @@ def http_app(config: GatewayConfig, gateway: Gateway, url: str | None = None) ->
         streamable_http_path="/mcp",
         # one JSON body per POST instead of an SSE stream: cheaper, but no progress, log or
         # sampling relay during a call (the request's back-channel); off by default
-        json_response=config.http_json_response,
+        json_response=config.http.json_response,
         # an abandoned session is ended, not kept until the process exits
-        session_idle_timeout=config.http_session_idle_s,
+        session_idle_timeout=config.http.session_idle_s,
         max_request_body_size=DEFAULT_MAX_REQUEST_BODY_SIZE,  # the guard's limit, read first
         # the guard checks Host and Origin for every route, with the configured lists
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
@@ -52,8 +52,8 @@ def http_app(config: GatewayConfig, gateway: Gateway, url: str | None = None) ->
     guard = HttpGuard(
         app,
         clients=config.clients,
-        allowed_hosts=config.allowed_hosts,
-        allowed_origins=config.allowed_origins,
+        allowed_hosts=config.http.allowed_hosts,
+        allowed_origins=config.http.allowed_origins,
         logins=logins,
     )
     return guard
@@ -105,8 +105,8 @@ async def serve_http(
         # X-Forwarded-For names the client only from a configured proxy: uvicorn's default
         # trusts it from loopback, where anyone on the machine (or a local proxy passing it
         # on) could forge the address the status sign-in throttle keys on
-        proxy_headers=bool(config.forwarded_allow_ips),
-        forwarded_allow_ips=list(config.forwarded_allow_ips) or None,
+        proxy_headers=bool(config.http.forwarded_allow_ips),
+        forwarded_allow_ips=list(config.http.forwarded_allow_ips) or None,
         timeout_keep_alive=limits.keep_alive_s,
     )
     with sock:
