@@ -378,3 +378,4 @@ fi
 #   gateway_hop.md        the call path against the tree before it (--baseline-src: ae24ebb)
 #   gateway_hop_abstain.md  gateway_latency --baseline-src on a worktree of main at ba88a5b
 #   exact_forms_union_before.md  exact_forms --sets union --sample 0 on main at 9d2adeb
+#   recall_refactor_47.md  recall_suite --strategy default --abstain off on trees 9d2adeb and 0d673b6, then recall_compare (its own file says how)
