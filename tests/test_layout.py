@@ -33,3 +33,16 @@ def test_every_test_folder_is_a_package_of_src_or_one_beside_it() -> None:
 
 def test_every_test_folder_is_a_package_so_equal_file_names_never_collide() -> None:
     assert [str(d) for d in _folders() if not (TESTS / d / "__init__.py").is_file()] == []
+
+
+MAX_LINES = 600
+"""A module past this is more than one concept (issue 47 split the three that were)."""
+
+
+def test_no_source_module_is_longer_than_one_concept_needs() -> None:
+    long = {
+        str(p.relative_to(SRC)): n
+        for p in SRC.rglob("*.py")
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert long == {}, f"split these by concept (at most {MAX_LINES} lines): {long}"

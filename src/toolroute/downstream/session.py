@@ -129,9 +129,8 @@ class Downstream:
         self._unnoted = False  # a call may have changed the tools: not told to the downstreams yet
         self.on_notification: NotificationHook | None = None
         self.on_change: Callable[[], None] | None = None
-        """Called when what the gateway follows changes: the tools (list_changed), a
-        (re)connect, the status or restarts (the downstreams' change event,
-        downstream/servers.py)."""
+        """Called when what the gateway follows changes: tools, (re)connect, status, restarts
+        (the change event of downstream/servers.py)."""
         self._calls: list[CallContext] = []  # in flight, oldest first
         self._client: Client | None = None
         self._ready = anyio.Event()
