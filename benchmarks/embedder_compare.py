@@ -1,7 +1,7 @@
 """Today's embedder against a fine-tuned one, on every set, in one run, with paired intervals.
 
     python -m benchmarks.embedder_compare --model .toolroute/embedder-onnx [--sets a,b]
-        [--steps 100] [--exact 100] [--abstain default] [--store DIR]
+        [--steps 100] [--exact 100] [--abstain default] [--tuned-abstain FILE] [--store DIR]
         [--out benchmarks/results/embedder_compare.md] [--json FILE]
 
 ``--model`` is a folder as ``TOOLROUTE_EMBED_MODEL`` takes it (model.onnx, tokenizer.json,
@@ -10,7 +10,12 @@ models (vectors cached in the store under each model's own id) and answers the s
 recall_suite's views (whole requests, oracle and clause steps, exact names; the planner's steps
 come from today's model for both). ``S@tuned`` is strategy ``S`` over the fine-tuned model,
 compared with ``S`` over today's. Then the out-of-scope requests of benchmarks/out_of_scope (the
-set's own file, and union_test for the union): the share each answers with a tool.
+set's own file, and union_test for the union): the share each answers with a tool; and the
+in-scope requests each arm refused ("no tool fits": no tool at all).
+
+The abstention model is the shipped one in both arms, which applies only over the model it was
+fitted on (today's); ``--tuned-abstain FILE`` gives the fine-tuned arm its own
+(``benchmarks.abstain_train --write-model --model-out DIR`` over the fine-tuned vectors).
 
 No set here was trained on (benchmarks/train_data.py reads ../shared/benchmarks only to leave
 its tools and requests out).
@@ -50,6 +55,12 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--exact", type=int, default=100)
     ap.add_argument("--abstain", choices=("default", "strict", "off"), default="default")
+    ap.add_argument(
+        "--tuned-abstain",
+        type=Path,
+        default=None,
+        help="the fine-tuned arm's abstention model (an abstain.json fitted on its vectors)",
+    )
     ap.add_argument("--store", type=Path, default=REPO / ".toolroute" / "bench-store")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--json", type=Path, default=None)
@@ -59,6 +70,7 @@ def main() -> int:
 
     from toolroute.catalog import load_queries
     from toolroute.embed.onnx import OnnxEmbedder
+    from toolroute.route.abstain_model import load_model
     from toolroute.route.strategy import RouteParams
     from toolroute.router import Router
 
@@ -66,12 +78,21 @@ def main() -> int:
     from benchmarks.train_adapter import fast_model
 
     tuned = fast_model(args.model, args.store)
+    tuned_abstain = load_model(args.tuned_abstain) if args.tuned_abstain else None
+    if tuned_abstain is not None and tuned_abstain.embedder not in ("", tuned.model_id):
+        print(
+            f"error: {args.tuned_abstain} was fitted on {tuned_abstain.embedder}, "
+            f"not on {tuned.model_id}",
+            file=sys.stderr,
+        )
+        return 2
     strategies = args.strategy or ["default", "dense"]
     names = [n for s in strategies for n in (s, f"{s}@tuned")]
     for s in strategies:
         rs.DEVELOPED_ON[f"{s}@tuned"] = ()  # trained on none of these sets
     results: dict[str, dict[str, dict[str, Any]]] = {}
     oos: list[str] = []
+    refusals: list[str] = []
     t_start = time.perf_counter()
     for name in args.sets.split(","):
         cat, qf = rs.SETS[name]
@@ -79,7 +100,8 @@ def main() -> int:
         rates: dict[str, dict[str, tuple[float, int]]] = {}
         cases = None
         for model, suffix in ((base, ""), (tuned, "@tuned")):
-            params = RouteParams(abstain=args.abstain)
+            own = tuned_abstain if suffix else None
+            params = RouteParams(abstain=args.abstain, abstain_model=own)
             with Router(cat, store=args.store, embedder=model, params=params) as r:
                 r.index()
                 if cases is None:
@@ -92,6 +114,11 @@ def main() -> int:
                 for f in files:
                     for s in strategies:
                         rates.setdefault(f.stem, {})[s + suffix] = _oos_rate(r, s, f)
+        whole = results[name]["whole"]
+        n_in = len(cases["whole"]) if cases else 0
+        refusals.append(
+            f"| {name} | " + " | ".join(f"{len(whole[n]['refused'])}/{n_in}" for n in names) + " |"
+        )
         for stem, per in rates.items():
             oos.append(
                 f"| {name} | {stem} | "
@@ -113,13 +140,20 @@ def main() -> int:
         + "\n".join(oos)
         + "\n"
     )
+    refused_table = (
+        "## in-scope requests refused (no tool at all; lower is better)\n\n"
+        f"| set | {' | '.join(names)} |\n|---|{'---:|' * len(names)}\n" + "\n".join(refusals) + "\n"
+    )
     summary["out_of_scope"] = oos
+    summary["refused"] = refusals
     took = time.perf_counter() - t_start
     head = (
         f"`python -m benchmarks.embedder_compare {' '.join(sys.argv[1:])}` ({took:.0f} s, "
-        f"no LLM, abstain {args.abstain}; fine-tuned model {tuned.model_id})\n\n"
+        f"no LLM, abstain {args.abstain}; fine-tuned model {tuned.model_id}, its abstention "
+        f"{'fitted on its vectors' if tuned_abstain else 'the shipped one'})\n\n"
     )
-    write_report(head + "\n".join(blocks) + "\n" + oos_table, args.out, args.json, summary)
+    text = head + "\n".join(blocks) + "\n" + oos_table + "\n" + refused_table
+    write_report(text, args.out, args.json, summary)
     return 0
 
 
