@@ -136,6 +136,21 @@ if want retrieval; then
         run $PY -m benchmarks.embedder_compare --model "$FT-onnx" \
             --sets livemcpbench,metatool,mcpbench,tool_attention,sealtools --steps 0 --exact 0 \
             --abstain off --out "$R/embedder_compare_finetune_off.md"
+        # the abstention refitted to the fine-tuned model's vectors (written outside src), then
+        # default over today's model and abstention against default over the fine-tuned model
+        # with its own, on every set and on the small toolboxes
+        run env TOOLROUTE_EMBED_MODEL="$FT-onnx" $PY -m benchmarks.abstain_train --store "$STORE" \
+            --cache .toolroute/abstain-signals-finetune --learner trees --write-model \
+            --model-out .toolroute/abstain-finetune --out "$R/abstain_finetune.md" \
+            --json "$R/abstain_finetune.json"
+        run $PY -m benchmarks.embedder_compare --model "$FT-onnx" \
+            --tuned-abstain .toolroute/abstain-finetune/abstain.json \
+            --sets livemcpbench,union,mcpbench,metatool,sealtools,tool_attention --strategy default \
+            --steps 0 --exact 100 --out "$R/embedder_compare_default.md" \
+            --json "$R/embedder_compare_default.json"
+        run $PY -m benchmarks.small_toolbox run --sets sgd,clinc --model "$FT-onnx" \
+            --tuned-abstain .toolroute/abstain-finetune/abstain.json \
+            --arms "default,default@tuned+own abstention" --out "$R/small_toolbox_default.md"
     fi
     # registry servers suggested where no tool fits (docs/registry.md)
     run $PY -m benchmarks.registry_suggest --out "$R/registry_suggest.md"
