@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from benchmarks import recall_suite as rs
 from benchmarks._report import missing, write_report
 
@@ -37,12 +39,26 @@ REPO = rs.REPO
 OOS = REPO / "benchmarks" / "out_of_scope"
 
 
-def _oos_rate(router: Any, strategy: str, path: Path) -> tuple[float, int]:
+def _answered(router: Any, strategy: str, path: Path) -> np.ndarray:
+    """Per out-of-scope request of ``path``: 1.0 where it got a tool."""
     from toolroute.router import top_k
 
     rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
-    answered = [bool(top_k(router.scores(r["query"], strategy), 10)) for r in rows]
-    return sum(answered) / len(answered), len(answered)
+    return np.array([bool(top_k(router.scores(r["query"], strategy), 10)) for r in rows], float)
+
+
+def _shares(per: dict[str, np.ndarray], names: list[str]) -> str:
+    """Each arm's share (count/n), then each tuned arm against its base: the paired bootstrap
+    95 % interval of the difference."""
+    from toolroute.bench.paired import paired_bootstrap
+
+    cells = [f"{per[n].mean():.3f} ({int(per[n].sum())}/{per[n].size})" for n in names]
+    for n in names:
+        if n.endswith("@tuned"):
+            iv = paired_bootstrap(per[n], per[n.removesuffix("@tuned")])
+            word = "more" if iv.low > 0 else "fewer" if iv.high < 0 else "tie"
+            cells.append(f"{iv} {word}")
+    return " | ".join(cells)
 
 
 def main() -> int:
@@ -97,7 +113,7 @@ def main() -> int:
     for name in args.sets.split(","):
         cat, qf = rs.SETS[name]
         files = [OOS / f"{name}.jsonl"] + ([OOS / "union_test.jsonl"] if name == "union" else [])
-        rates: dict[str, dict[str, tuple[float, int]]] = {}
+        rates: dict[str, dict[str, np.ndarray]] = {}
         cases = None
         for model, suffix in ((base, ""), (tuned, "@tuned")):
             own = tuned_abstain if suffix else None
@@ -113,20 +129,11 @@ def main() -> int:
                         results.setdefault(name, {}).setdefault(view, {})[s + suffix] = v
                 for f in files:
                     for s in strategies:
-                        rates.setdefault(f.stem, {})[s + suffix] = _oos_rate(r, s, f)
+                        rates.setdefault(f.stem, {})[s + suffix] = _answered(r, s, f)
         whole = results[name]["whole"]
-        n_in = len(cases["whole"]) if cases else 0
-        refusals.append(
-            f"| {name} | " + " | ".join(f"{len(whole[n]['refused'])}/{n_in}" for n in names) + " |"
-        )
+        refusals.append(f"| {name} | {_shares({n: whole[n]['refused'] for n in names}, names)} |")
         for stem, per in rates.items():
-            oos.append(
-                f"| {name} | {stem} | "
-                + " | ".join(
-                    f"{per[n][0]:.3f} ({round(per[n][0] * per[n][1])}/{per[n][1]})" for n in names
-                )
-                + " |"
-            )
+            oos.append(f"| {name} | {stem} | {_shares(per, names)} |")
         print(f"{name}: done at {time.perf_counter() - t_start:.0f} s", file=sys.stderr, flush=True)
     blocks = []
     summary: dict[str, Any] = {}
@@ -134,15 +141,16 @@ def main() -> int:
         table, summ = rs.render(results, [s, f"{s}@tuned"], s)
         blocks.append(f"## {s} over today's model vs over the fine-tuned one\n\n{table}")
         summary[s] = summ
+    deltas = [f"Δ {n} [95 % CI]" for n in names if n.endswith("@tuned")]
     oos_table = (
         "## out-of-scope requests answered with a tool (lower is better)\n\n"
-        f"| set | requests | {' | '.join(names)} |\n|---|---|{'---:|' * len(names)}\n"
-        + "\n".join(oos)
-        + "\n"
+        f"| set | requests | {' | '.join(names + deltas)} |\n"
+        f"|---|---|{'---:|' * len(names)}{'---|' * len(deltas)}\n" + "\n".join(oos) + "\n"
     )
     refused_table = (
         "## in-scope requests refused (no tool at all; lower is better)\n\n"
-        f"| set | {' | '.join(names)} |\n|---|{'---:|' * len(names)}\n" + "\n".join(refusals) + "\n"
+        f"| set | {' | '.join(names + deltas)} |\n"
+        f"|---|{'---:|' * len(names)}{'---|' * len(deltas)}\n" + "\n".join(refusals) + "\n"
     )
     summary["out_of_scope"] = oos
     summary["refused"] = refusals
