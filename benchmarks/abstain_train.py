@@ -1,7 +1,8 @@
 """Train and measure the abstention model ("no tool fits", route/abstain.py).
 
     python -m benchmarks.abstain_train [--sets a,b] [--store DIR] [--cache DIR]
-        [--out benchmarks/results/abstain.md] [--json FILE] [--write-model [--model-out DIR]]
+        [--out benchmarks/results/abstain.md] [--json FILE]
+        [--write-model [--model-out DIR] [--model-name abstain]]
         [--features a,b] [--budget-default 0.01]
 
 The embedding model is the router's: today's default, or the folder ``TOOLROUTE_EMBED_MODEL``
@@ -38,7 +39,9 @@ Then:
 - ``--write-model``: the model fitted on every set, written to
   src/toolroute/data/abstain.json, with the vectors of every set's out-of-scope requests (not
   union_test's) in abstain_requests.npy beside it (what the router ships); with
-  ``--model-out DIR``, to DIR instead (a candidate measured before it ships).
+  ``--model-out DIR``, to DIR instead (a candidate measured before it ships); with
+  ``--model-name abstain_minilm``, as abstain_minilm.json and abstain_minilm_requests.npy (the
+  model shipped for the plain MiniLM, ``TOOLROUTE_EMBED_MODEL=minilm``).
 
 Logistic regression (L2, Newton steps) on standardised signals; every set weighs the same;
 inside a set the in-scope and out-of-scope halves weigh the same, and the short requests take
@@ -455,14 +458,12 @@ def check_written(
     sets: dict[str, dict[str, Any]],
     use: Sequence[str],
     names: Sequence[str],
-    path: Path | None = None,
+    path: Path,
 ) -> None:
-    """The router's reading of the written model (the shipped one, or ``path``) gives the
-    trainer's p on every row."""
-    from toolroute.route.abstain_model import default_model, load_model
+    """The router's reading of the written model gives the trainer's p on every row."""
+    from toolroute.route.abstain_model import load_model
 
-    default_model.cache_clear()
-    shipped_model = load_model(path) if path is not None else default_model()
+    shipped_model = load_model(path)
     for n, x in with_oos_gap(sets, names, use, own=True).items():
         mine = probabilities(model, x)
         theirs = np.array([shipped_model.probability(row) for row in x])
@@ -591,6 +592,11 @@ def main() -> int:
         default=None,
         help="with --write-model: write abstain.json and its requests here, not in src",
     )
+    ap.add_argument(
+        "--model-name",
+        default="abstain",
+        help="with --write-model: the files' stem (NAME.json, NAME_requests.npy)",
+    )
     ap.add_argument("--features", default=",".join(USE), help="the signals the model reads")
     ap.add_argument("--budget-default", type=float, default=BUDGETS["default"])
     ap.add_argument(
@@ -671,13 +677,14 @@ def main() -> int:
             "trained_on": names,
         }
         if "oos_gap" in use:
-            payload["requests"] = "abstain_requests.npy"
-            np.save(data / "abstain_requests.npy", requests_of(sets, names).astype(np.float16))
+            payload["requests"] = f"{args.model_name}_requests.npy"
+            vecs = requests_of(sets, names).astype(np.float16)
+            np.save(data / payload["requests"], vecs)
         compact = "trees" in payload
-        (data / "abstain.json").write_text(
+        (data / f"{args.model_name}.json").write_text(
             json.dumps(payload, indent=None if compact else 1) + "\n", encoding="utf-8"
         )
-        check_written(model, sets, use, names, data / "abstain.json" if args.model_out else None)
+        check_written(model, sets, use, names, data / f"{args.model_name}.json")
         text += f"\nShipped model (every set): {model.describe(use)}; thresholds {ts}\n"
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
