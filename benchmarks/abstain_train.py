@@ -621,7 +621,7 @@ def main() -> int:
     budgets = {**BUDGETS, "default": args.budget_default}
     LEARNER[0] = LEARNERS[args.learner]
 
-    from toolroute.embed.onnx import DEFAULT_MODEL_ID, OnnxEmbedder
+    from toolroute.embed.onnx import MINILM_MODEL_ID, OnnxEmbedder
 
     embedder = OnnxEmbedder()
     t0 = time.perf_counter()
@@ -631,8 +631,8 @@ def main() -> int:
         cached = args.cache / f"{name}.json" if args.cache else None
         if cached is not None and cached.exists():
             sets[name] = json.loads(cached.read_text())
-            # caches written before the model was recorded hold today's default's signals
-            theirs = sets[name].pop("embedder", DEFAULT_MODEL_ID)
+            # caches written before the model was recorded hold the plain MiniLM's signals
+            theirs = sets[name].pop("embedder", MINILM_MODEL_ID)
             if theirs != embedder.model_id:
                 print(
                     f"error: {cached} holds signals of {theirs}, not of {embedder.model_id}",
