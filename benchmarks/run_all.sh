@@ -391,12 +391,14 @@ fi
 if want scale; then
     # Index build, memory and route latency at 10k and 100k tools, beside the floor.
     if full; then A="--sizes 10000 100000 --rounds 3"; else A="--sizes 2000 --rounds 1"; fi
-    run $PY -m benchmarks.scale $A --store .toolroute/scale-store --out "$R/scale.md"
+    run $ML $PY -m benchmarks.scale $A --store .toolroute/scale-store-minilm --out "$R/scale.md"
+    # the same over the default tool embedder (issue 45; abstention over the pool of 256)
+    run $PY -m benchmarks.scale $A --store .toolroute/scale-store --out "$R/scale_default.md"
     # Restart: a fresh process's load and first route, this tree against the tree before the
     # derived data was saved with the snapshot (a4a5038), in one run.
     BASE=.toolroute/base-a4a5038
     [ -n "$DRY" ] || [ -d "$BASE/src" ] || { mkdir -p "$BASE" && git archive a4a5038 src | tar -x -C "$BASE"; }
-    run $PY -m benchmarks.scale $A --store .toolroute/scale-store --baseline-src "$BASE/src" \
+    run $ML $PY -m benchmarks.scale $A --store .toolroute/scale-store-minilm --baseline-src "$BASE/src" \
         --out "$R/scale_restart.md"
 fi
 
