@@ -38,7 +38,7 @@ RANKERS = ("default", "before", "adaptive")
 def run_set(name: str, store: Path, embedder: Any, before: Any) -> dict[str, Any]:
     from toolroute.bench.paired import per_query_metrics
     from toolroute.catalog import load_queries
-    from toolroute.route.abstain_model import default_model
+    from toolroute.route.abstain_model import shipped_model
     from toolroute.router import Router, top_k
 
     files = [OOS / f"{name}.jsonl"] + ([OOS / f"{TEST}.jsonl"] if name == "union" else [])
@@ -47,7 +47,8 @@ def run_set(name: str, store: Path, embedder: Any, before: Any) -> dict[str, Any
         ix = r.built
         base = r.params
         setups = {
-            "default": ("default", replace(base, abstain_model=default_model())),
+            # the model shipped for this embedder (TOOLROUTE_EMBED_MODEL=minilm: plain MiniLM's)
+            "default": ("default", replace(base, abstain_model=shipped_model(ix.model_id))),
             "before": ("default", replace(base, abstain_model=before)),
             "adaptive": ("adaptive", base),
         }
@@ -157,8 +158,8 @@ def main() -> int:
         print(f"{name}: done at {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     head = (
         f"`python -m benchmarks.abstain_compare {' '.join(sys.argv[1:])}` "
-        f"({time.perf_counter() - t0:.0f} s, MiniLM int8, one process, each set's rankers back "
-        "to back)"
+        f"({time.perf_counter() - t0:.0f} s, embedder {embedder.model_id}, one process, each "
+        "set's rankers back to back)"
     )
     text, summary = render(results, head)
     write_report(text, args.out, args.json, summary)

@@ -1,8 +1,14 @@
 """Train and measure the abstention model ("no tool fits", route/abstain.py).
 
     python -m benchmarks.abstain_train [--sets a,b] [--store DIR] [--cache DIR]
-        [--out benchmarks/results/abstain.md] [--json FILE] [--write-model]
+        [--out benchmarks/results/abstain.md] [--json FILE]
+        [--write-model [--model-out DIR] [--model-name abstain]]
         [--features a,b] [--budget-default 0.01]
+
+The embedding model is the router's: today's default, or the folder ``TOOLROUTE_EMBED_MODEL``
+names (a fine-tuned embedder); the model written records its ``model_id``, and the router
+applies it only over that model's vectors. Cached signals record the model too: a cache of
+another model's signals is refused, not mixed in.
 
 Per set (the five folders of ../shared/benchmarks and the union catalog with our union
 queries), ``default`` with abstention off ranks every in-scope query, the short requests of
@@ -32,7 +38,10 @@ Then:
   that catalog serves ("register a domain" by "when does the domain's registration expire");
 - ``--write-model``: the model fitted on every set, written to
   src/toolroute/data/abstain.json, with the vectors of every set's out-of-scope requests (not
-  union_test's) in abstain_requests.npy beside it (what the router ships).
+  union_test's) in abstain_requests.npy beside it (what the router ships); with
+  ``--model-out DIR``, to DIR instead (a candidate measured before it ships); with
+  ``--model-name abstain_minilm``, as abstain_minilm.json and abstain_minilm_requests.npy (the
+  model shipped for the plain MiniLM, ``TOOLROUTE_EMBED_MODEL=minilm``).
 
 Logistic regression (L2, Newton steps) on standardised signals; every set weighs the same;
 inside a set the in-scope and out-of-scope halves weigh the same, and the short requests take
@@ -445,13 +454,16 @@ def shipped(
 
 
 def check_written(
-    model: Any, sets: dict[str, dict[str, Any]], use: Sequence[str], names: Sequence[str]
+    model: Any,
+    sets: dict[str, dict[str, Any]],
+    use: Sequence[str],
+    names: Sequence[str],
+    path: Path,
 ) -> None:
     """The router's reading of the written model gives the trainer's p on every row."""
-    from toolroute.route.abstain_model import default_model
+    from toolroute.route.abstain_model import load_model
 
-    default_model.cache_clear()
-    shipped_model = default_model()
+    shipped_model = load_model(path)
     for n, x in with_oos_gap(sets, names, use, own=True).items():
         mine = probabilities(model, x)
         theirs = np.array([shipped_model.probability(row) for row in x])
@@ -574,6 +586,17 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--write-model", action="store_true")
+    ap.add_argument(
+        "--model-out",
+        type=Path,
+        default=None,
+        help="with --write-model: write abstain.json and its requests here, not in src",
+    )
+    ap.add_argument(
+        "--model-name",
+        default="abstain",
+        help="with --write-model: the files' stem (NAME.json, NAME_requests.npy)",
+    )
     ap.add_argument("--features", default=",".join(USE), help="the signals the model reads")
     ap.add_argument("--budget-default", type=float, default=BUDGETS["default"])
     ap.add_argument(
@@ -598,7 +621,7 @@ def main() -> int:
     budgets = {**BUDGETS, "default": args.budget_default}
     LEARNER[0] = LEARNERS[args.learner]
 
-    from toolroute.embed.onnx import OnnxEmbedder
+    from toolroute.embed.onnx import MINILM_MODEL_ID, OnnxEmbedder
 
     embedder = OnnxEmbedder()
     t0 = time.perf_counter()
@@ -608,12 +631,20 @@ def main() -> int:
         cached = args.cache / f"{name}.json" if args.cache else None
         if cached is not None and cached.exists():
             sets[name] = json.loads(cached.read_text())
+            # caches written before the model was recorded hold the plain MiniLM's signals
+            theirs = sets[name].pop("embedder", MINILM_MODEL_ID)
+            if theirs != embedder.model_id:
+                print(
+                    f"error: {cached} holds signals of {theirs}, not of {embedder.model_id}",
+                    file=sys.stderr,
+                )
+                return 2
             read += 1
         else:
             sets[name] = collect(name, args.store, embedder)
             if cached is not None:
                 cached.parent.mkdir(parents=True, exist_ok=True)
-                cached.write_text(json.dumps(sets[name]))
+                cached.write_text(json.dumps({**sets[name], "embedder": embedder.model_id}))
         print(f"{name}: signals at {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     _arrays(sets)
     if args.evaluate is not None:
@@ -631,11 +662,13 @@ def main() -> int:
     cached = " (signals read from the cache a full run wrote)" if read == len(names) else ""
     head = (
         f"`python -m benchmarks.abstain_train {' '.join(sys.argv[1:])}` "
-        f"({time.perf_counter() - t0:.0f} s{cached}, default with abstention off, MiniLM int8)"
+        f"({time.perf_counter() - t0:.0f} s{cached}, default with abstention off, "
+        f"embedder {embedder.model_id})"
     )
     text = render(sets, folds, head, ship)
     if args.write_model:
-        data = REPO / "src" / "toolroute" / "data"
+        data = args.model_out or REPO / "src" / "toolroute" / "data"
+        data.mkdir(parents=True, exist_ok=True)
         payload = {
             **model.payload(),
             "features": use,
@@ -644,13 +677,14 @@ def main() -> int:
             "trained_on": names,
         }
         if "oos_gap" in use:
-            payload["requests"] = "abstain_requests.npy"
-            np.save(data / "abstain_requests.npy", requests_of(sets, names).astype(np.float16))
+            payload["requests"] = f"{args.model_name}_requests.npy"
+            vecs = requests_of(sets, names).astype(np.float16)
+            np.save(data / payload["requests"], vecs)
         compact = "trees" in payload
-        (data / "abstain.json").write_text(
+        (data / f"{args.model_name}.json").write_text(
             json.dumps(payload, indent=None if compact else 1) + "\n", encoding="utf-8"
         )
-        check_written(model, sets, use, names)
+        check_written(model, sets, use, names, data / f"{args.model_name}.json")
         text += f"\nShipped model (every set): {model.describe(use)}; thresholds {ts}\n"
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

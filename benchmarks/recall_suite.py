@@ -201,7 +201,8 @@ def suite_cases(
 def run_set(
     router: Any, cases: dict[str, list[Case]], strategies: Sequence[str]
 ) -> dict[str, dict[str, Any]]:
-    """Per view (whole/oracle/clauses/exact) and strategy: per-query metric arrays and p50."""
+    """Per view (whole/oracle/clauses/exact) and strategy: per-query metric arrays, p50, and
+    per query whether it got no tool at all ("no tool fits": 1.0)."""
     from toolroute.bench.paired import per_query_metrics
     from toolroute.router import top_k
 
@@ -217,16 +218,24 @@ def run_set(
             name, _, variant = s.partition("/")
             router.params = replace(base, exact_names=variant != "raw")
             lat: list[float] = []
+            refused: list[bool] = []
 
-            def rank(text: str, name: str = name, lat: list[float] = lat) -> list[tuple[str, str]]:
+            def rank(
+                text: str, name: str = name, lat: list[float] = lat, refused: list[bool] = refused
+            ) -> list[tuple[str, str]]:
                 t0 = time.perf_counter()
                 rows = top_k(router.scores(text, name), 10)
                 lat.append((time.perf_counter() - t0) * 1000)
+                refused.append(not rows)
                 return [ix.keys[j] for j in rows]
 
             router.scores(qs[0][0], name)  # warm-up
             per = per_query_metrics(rank, qs)
-            out[view][s] = {"per_query": per, "p50_ms": float(np.percentile(lat, 50))}
+            out[view][s] = {
+                "per_query": per,
+                "p50_ms": float(np.percentile(lat, 50)),
+                "refused": np.array(refused, dtype=np.float64),
+            }
     router.params = base
     return out
 

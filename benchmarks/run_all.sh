@@ -36,6 +36,9 @@ done
 TR=.venv/bin/toolroute
 V="--plugin benchmarks/variants.py"  # the research variants (ehrr-*, adaptive-*, baselines)
 PY=.venv/bin/python
+# the plain MiniLM, the default embedder before the tool embedder (issue 45): the commands whose
+# figures were measured over it name it
+ML="env TOOLROUTE_EMBED_MODEL=minilm"
 B=../shared/benchmarks
 STORE=.toolroute/bench-store
 if [ -n "$QUICK" ]; then R=.toolroute/bench-quick; else R=benchmarks/results; fi
@@ -111,12 +114,12 @@ if want retrieval; then
         run $PY -m benchmarks.train_fit --model "$AD"
         for group in union,livemcpbench:union_live mcpbench,metatool,tool_attention:rest \
             sealtools:sealtools; do
-            run $PY -m benchmarks.embedder_compare --model "$AD" --sets "${group%%:*}" \
+            run $ML $PY -m benchmarks.embedder_compare --model "$AD" --sets "${group%%:*}" \
                 --steps 100 --exact 100 --out "$R/embedder_compare_${group#*:}.md" \
                 --json "$R/embedder_compare_${group#*:}.json"
         done
         for box in sgd clinc; do
-            run $PY -m benchmarks.small_toolbox run --sets $box --model "$AD" --fit "$FIT" \
+            run $ML $PY -m benchmarks.small_toolbox run --sets $box --model "$AD" --fit "$FIT" \
                 --out "$R/small_toolbox_$box.md"
         done
         # the full fine-tune (docs/training-data.md): 200 steps on the four intent sources,
@@ -131,11 +134,32 @@ if want retrieval; then
             --steps 1200 --minutes 50 --threads 1 --eval-every 300 --out "$FT" \
             --log "$R/train_embedder.jsonl"
         run $PY -m benchmarks.export_embedder --model "$FT" --out "$FT-onnx"
-        run $PY -m benchmarks.embedder_compare --model "$FT-onnx" --sets livemcpbench,metatool \
+        # "today's" arm of these comparisons: the plain MiniLM, the default they were made under
+        run $ML $PY -m benchmarks.embedder_compare --model "$FT-onnx" --sets livemcpbench,metatool \
             --steps 0 --exact 0 --out "$R/embedder_compare_finetune.md"
-        run $PY -m benchmarks.embedder_compare --model "$FT-onnx" \
+        run $ML $PY -m benchmarks.embedder_compare --model "$FT-onnx" \
             --sets livemcpbench,metatool,mcpbench,tool_attention,sealtools --steps 0 --exact 0 \
             --abstain off --out "$R/embedder_compare_finetune_off.md"
+        # the abstention refitted to the fine-tuned model's vectors (written outside src), then
+        # default over today's model and abstention against default over the fine-tuned model
+        # with its own, on every set and on the small toolboxes
+        run env TOOLROUTE_EMBED_MODEL="$FT-onnx" $PY -m benchmarks.abstain_train --store "$STORE" \
+            --cache .toolroute/abstain-signals-finetune --learner trees --write-model \
+            --model-out .toolroute/abstain-finetune --out "$R/abstain_finetune.md" \
+            --json "$R/abstain_finetune.json"
+        run $ML $PY -m benchmarks.embedder_compare --model "$FT-onnx" \
+            --tuned-abstain .toolroute/abstain-finetune/abstain.json \
+            --sets livemcpbench,union,mcpbench,metatool,sealtools,tool_attention --strategy default \
+            --steps 0 --exact 100 --out "$R/embedder_compare_default.md" \
+            --json "$R/embedder_compare_default.json"
+        run $ML $PY -m benchmarks.small_toolbox run --sets sgd,clinc --model "$FT-onnx" \
+            --tuned-abstain .toolroute/abstain-finetune/abstain.json \
+            --arms "default,default@tuned+own abstention" --out "$R/small_toolbox_default.md"
+        # the default's abstention as it ships (the candidate above, byte for byte: the same
+        # cached signals, the model now the default, so no TOOLROUTE_EMBED_MODEL)
+        run $PY -m benchmarks.abstain_train --cache .toolroute/abstain-signals-finetune \
+            --learner trees --write-model --out "$R/abstain_default.md" \
+            --json "$R/abstain_default.json"
     fi
     # registry servers suggested where no tool fits (docs/registry.md)
     run $PY -m benchmarks.registry_suggest --out "$R/registry_suggest.md"
@@ -143,14 +167,17 @@ if want retrieval; then
     # set), every strategy's false-positive rate on the out-of-scope sets beside its recall,
     # and exact-name R@1 per written form.
     if full; then
-        run $PY -m benchmarks.abstain_train --store "$STORE" --cache "$STORE/abstain-signals" \
-            --learner trees --out "$R/abstain.md" --json "$R/abstain.json" --write-model
+        # (MiniLM's, shipped for TOOLROUTE_EMBED_MODEL=minilm since the tool embedder became the
+        # default)
+        run $ML $PY -m benchmarks.abstain_train --store "$STORE" --cache "$STORE/abstain-signals" \
+            --learner trees --out "$R/abstain.md" --json "$R/abstain.json" --write-model \
+            --model-name abstain_minilm
         # main's logistic model over its 17 signals, refitted on the same requests; the trees
         # without verb_sim; their size; and each model file as the router reads it
-        run $PY -m benchmarks.abstain_train --cache "$STORE/abstain-signals" --learner logistic \
+        run $ML $PY -m benchmarks.abstain_train --cache "$STORE/abstain-signals" --learner logistic \
             --features cos1,cos_z,cos_margin,intent_min,server1,lex_cov1,lex_cov5,vocab_cov,action_ok,verb_ok,chat_gap,verb_named,op_server,op_top,server_gap,server_share,oos_gap \
             --out "$R/abstain_before.md"
-        run $PY -m benchmarks.abstain_train --cache "$STORE/abstain-signals" --learner trees \
+        run $ML $PY -m benchmarks.abstain_train --cache "$STORE/abstain-signals" --learner trees \
             --features cos1,cos_z,cos_margin,intent_min,server1,lex_cov1,lex_cov5,vocab_cov,action_ok,verb_ok,chat_gap,verb_named,op_server,op_top,server_gap,server_share,oos_gap,op_named,op_named_top,flat1 \
             --out "$R/abstain_no_verb_sim.md"
         run $PY -m benchmarks.abstain_grid --cache "$STORE/abstain-signals" --out "$R/abstain_grid.md"
@@ -161,20 +188,20 @@ if want retrieval; then
         run $PY -m benchmarks.abstain_probes --store "$STORE" \
             ${CROSS_ENCODER:+--cross-encoder "$CROSS_ENCODER"} ${PROBE_LLM:+--llm "$PROBE_LLM"} \
             --out "$R/abstain_probes.md"
-        run $PY -m benchmarks.abstain_train --cache "$STORE/abstain-signals" \
+        run $ML $PY -m benchmarks.abstain_train --cache "$STORE/abstain-signals" \
             --evaluate "$R/abstain/model_before.json" --out "$R/abstain_short_before.md"
-        run $PY -m benchmarks.abstain_train --cache "$STORE/abstain-signals" \
-            --evaluate src/toolroute/data/abstain.json --out "$R/abstain_short_after.md"
-        run $PY -m benchmarks.abstain_compare --store "$STORE" --before "$R/abstain/model_before.json" \
+        run $ML $PY -m benchmarks.abstain_train --cache "$STORE/abstain-signals" \
+            --evaluate src/toolroute/data/abstain_minilm.json --out "$R/abstain_short_after.md"
+        run $ML $PY -m benchmarks.abstain_compare --store "$STORE" --before "$R/abstain/model_before.json" \
             --out "$R/abstain_compare.md" --json "$R/abstain_compare.json"
         for name in livemcpbench mcpbench tool_attention sealtools metatool union; do
             Q="$B/$name/queries.jsonl"; [ "$name" = union ] && Q=benchmarks/union_queries.jsonl
-            run $TR bench --catalog "$B/$name/catalog.json" --queries "$Q" --store "$STORE" \
+            run $ML $TR bench --catalog "$B/$name/catalog.json" --queries "$Q" --store "$STORE" \
                 --out-of-scope "benchmarks/out_of_scope/$name.jsonl" -s default -s adaptive \
                 -s hybrid -s bm25 --out "$R/abstain/$name"
         done
         for mode in default strict; do
-            run $TR bench --catalog "$B/union/catalog.json" --queries benchmarks/union_queries.jsonl \
+            run $ML $TR bench --catalog "$B/union/catalog.json" --queries benchmarks/union_queries.jsonl \
                 --store "$STORE" --out-of-scope benchmarks/out_of_scope/union_test.jsonl \
                 --abstain "$mode" -s default -s adaptive -s hybrid -s bm25 \
                 --out "$R/abstain/union_test/$mode"
@@ -262,6 +289,12 @@ if want gateway; then
     FASTMCP=.toolroute/interop-venv/bin/python
     if [ -x "$FASTMCP" ]; then P="--proxy $FASTMCP"; else P=""; fi
     run $PY -m benchmarks.serve_rss $P --out "$R/serve_rss.md"
+    # issue 45: routed mode before the tool embedder became the default (main at 6469e2c)
+    # against this tree, in one run
+    BASE=.toolroute/base-6469e2c
+    [ -n "$DRY" ] || [ -d "$BASE/src" ] || { mkdir -p "$BASE" && git archive 6469e2c src | tar -x -C "$BASE"; }
+    run $PY -m benchmarks.serve_rss --src "$BASE/src" --src src --expose meta \
+        --out "$R/serve_rss_default.md"
     # What /metrics costs per request (metrics on against off in one run).
     if full; then MC=400; else MC=40; fi
     run $PY -m benchmarks.metrics_overhead --calls $MC --out "$R/metrics.md"
@@ -358,12 +391,14 @@ fi
 if want scale; then
     # Index build, memory and route latency at 10k and 100k tools, beside the floor.
     if full; then A="--sizes 10000 100000 --rounds 3"; else A="--sizes 2000 --rounds 1"; fi
-    run $PY -m benchmarks.scale $A --store .toolroute/scale-store --out "$R/scale.md"
+    run $ML $PY -m benchmarks.scale $A --store .toolroute/scale-store-minilm --out "$R/scale.md"
+    # the same over the default tool embedder (issue 45; abstention over the pool of 256)
+    run $PY -m benchmarks.scale $A --store .toolroute/scale-store --out "$R/scale_default.md"
     # Restart: a fresh process's load and first route, this tree against the tree before the
     # derived data was saved with the snapshot (a4a5038), in one run.
     BASE=.toolroute/base-a4a5038
     [ -n "$DRY" ] || [ -d "$BASE/src" ] || { mkdir -p "$BASE" && git archive a4a5038 src | tar -x -C "$BASE"; }
-    run $PY -m benchmarks.scale $A --store .toolroute/scale-store --baseline-src "$BASE/src" \
+    run $ML $PY -m benchmarks.scale $A --store .toolroute/scale-store-minilm --baseline-src "$BASE/src" \
         --out "$R/scale_restart.md"
 fi
 

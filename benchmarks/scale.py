@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import resource
 import subprocess
@@ -157,9 +158,23 @@ class Floor:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
-        from toolroute.embed.onnx import default_model_files
+        from toolroute.embed.onnx import (
+            MINILM,
+            MODEL_ENV,
+            default_model_files,
+            minilm_model_files,
+            model_dir_files,
+        )
 
-        model, tokenizer = default_model_files()
+        # the router's own model: the default, or the one TOOLROUTE_EMBED_MODEL chooses
+        chosen = os.environ.get(MODEL_ENV, "")
+        model, tokenizer = (
+            minilm_model_files()
+            if chosen == MINILM
+            else model_dir_files(Path(chosen))
+            if chosen
+            else default_model_files()
+        )
         self.tok = Tokenizer.from_file(str(tokenizer))
         self.tok.no_padding()
         self.tok.enable_truncation(256)
@@ -335,7 +350,14 @@ def exact_overlap(router: Any, queries: list[str]) -> float | None:
         exact_params = replace(p, intent_exact_top=0)
     else:
         return None
-    picks = [top_k(router.scores(q, "default"), 10) for q in queries]
+    # the ranking's shortcut against exact scoring: with the abstention off in both (a refused
+    # request has no ranking to compare)
+    exact_params = replace(exact_params, abstain="off")
+    params, router.params = router.params, replace(p, abstain="off")
+    try:
+        picks = [top_k(router.scores(q, "default"), 10) for q in queries]
+    finally:
+        router.params = params
     params, router.params = router.params, exact_params
     try:
         hits = []

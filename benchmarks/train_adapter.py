@@ -36,22 +36,25 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def base_embedder(store: Path) -> Any:
-    """Today's model behind the store's vector cache."""
+    """The plain MiniLM (the adapter's base) behind the store's vector cache."""
     from toolroute.embed.cache import CachedEmbedder
-    from toolroute.embed.onnx import OnnxEmbedder
+    from toolroute.embed.onnx import MINILM_MODEL_ID, OnnxEmbedder, minilm_model_files
     from toolroute.store import open_store
 
-    return CachedEmbedder(OnnxEmbedder(), open_store(store))
+    return CachedEmbedder(
+        OnnxEmbedder(*minilm_model_files(), model_id=MINILM_MODEL_ID), open_store(store)
+    )
 
 
 def export(w: np.ndarray, out: Path) -> str:
-    """Today's int8 model with ``last_hidden_state @ W.T`` appended; returns the sha256."""
+    """The plain MiniLM int8 model with ``last_hidden_state @ W.T`` appended; returns the
+    sha256."""
     import onnx
     from onnx import helper, numpy_helper
 
-    from toolroute.embed.onnx import default_model_files
+    from toolroute.embed.onnx import minilm_model_files
 
-    model_file, tokenizer = default_model_files()
+    model_file, tokenizer = minilm_model_files()
     m = onnx.load(str(model_file))
     old = m.graph.output[0].name
     m.graph.initializer.append(numpy_helper.from_array(w.T.astype(np.float32), "tool_adapter"))
@@ -79,11 +82,11 @@ class AdaptedEmbedder:
     :func:`fast_model` checks it against the file before it is used."""
 
     def __init__(self, folder: Path, store: Path) -> None:
-        from toolroute.embed.onnx import OnnxEmbedder
+        from toolroute.embed.onnx import MINILM_MODEL_ID, OnnxEmbedder, minilm_model_files
 
         self.w = np.load(folder / "adapter.npy")
         self.base = base_embedder(store)
-        self.spans = OnnxEmbedder()
+        self.spans = OnnxEmbedder(*minilm_model_files(), model_id=MINILM_MODEL_ID)
         pin = (folder / "model.onnx.sha256").read_text().split()[0]
         self._id = f"adapter:{pin[:12]}"
 

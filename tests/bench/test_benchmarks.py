@@ -37,18 +37,29 @@ def _run(
 
 
 def test_default_meets_the_livemcpbench_targets(shared_store: Path, onnx: OnnxEmbedder) -> None:
-    res = _run(
-        shared_store,
-        onnx,
-        "livemcpbench",
-        strategies=("default", "multi", "baseline-dense", "baseline-bm25", "baseline-hier5"),
-    )
+    res = _run(shared_store, onnx, "livemcpbench", strategies=("default", "multi"))
+    # over the tool embedder: 0.537 / 0.583 (0.557 / 0.584 over plain MiniLM, a tie:
+    # benchmarks/results/embedder_compare_default.md)
     assert res["default"]["recall@5"] >= 0.42
     assert res["default"]["mrr"] >= 0.50
-    # Issue 14: the steps priors (default) keep their gain over plain multi (0.547 vs 0.485).
+    # Issue 14: the steps priors (default) keep their gain over plain multi (0.537 vs 0.475).
     assert res["default"]["recall@5"] >= res["multi"]["recall@5"] + 0.04
     assert res["default"]["mrr"] >= res["multi"]["mrr"]
-    # The reference baselines of BASELINES.md are reproduced (int8 model, bm25s: small drift).
+
+
+def test_the_reference_baselines_are_reproduced_over_plain_minilm(
+    shared_store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from toolroute.embed.onnx import MINILM, MODEL_ENV
+
+    # BASELINES.md measured them with all-MiniLM-L6-v2 (int8 model, bm25s: small drift)
+    monkeypatch.setenv(MODEL_ENV, MINILM)
+    res = _run(
+        shared_store,
+        OnnxEmbedder(),
+        "livemcpbench",
+        strategies=("baseline-dense", "baseline-bm25", "baseline-hier5"),
+    )
     assert res["baseline-dense"]["recall@5"] == pytest.approx(0.379, abs=0.02)
     assert res["baseline-dense"]["recall@10"] == pytest.approx(0.479, abs=0.02)
     assert res["baseline-hier5"]["recall@10"] == pytest.approx(0.438, abs=0.03)

@@ -1,4 +1,6 @@
-"""The default embedder with the real int8 all-MiniLM-L6-v2 from PyPI packages (offline)."""
+"""The default embedder with the real int8 models (offline): the tool embedder shipped in the
+package, and the plain all-MiniLM-L6-v2 from PyPI packages that ``TOOLROUTE_EMBED_MODEL=minilm``
+selects."""
 
 from __future__ import annotations
 
@@ -118,6 +120,20 @@ def test_a_model_folder_named_by_the_setting_is_loaded_in_place_of_the_default(
     (tmp_path / "model.onnx.sha256").write_text(digest + "\n")
     monkeypatch.setenv(MODEL_ENV, str(tmp_path))
     chosen = OnnxEmbedder()
-    assert chosen.model_id == f"onnx:model.onnx:{digest[:12]}"  # its own cache key
+    # its id names its file's digest: the same file is the same cache key wherever it lies
+    assert chosen.model_id == f"onnx:model.onnx:{digest[:12]}" == onnx.model_id
     texts = ["merge the pull request", "what's the weather in Paris?"]
     assert np.allclose(chosen.embed(texts), onnx.embed(texts), atol=1e-5)
+
+
+def test_plain_minilm_is_selected_by_name_under_its_own_id(
+    monkeypatch: pytest.MonkeyPatch, onnx: OnnxEmbedder
+) -> None:
+    from toolroute.embed.onnx import DEFAULT_MODEL_ID, MINILM, MINILM_MODEL_ID, MODEL_ENV
+
+    monkeypatch.setenv(MODEL_ENV, MINILM)
+    minilm = OnnxEmbedder()
+    assert minilm.model_id == MINILM_MODEL_ID != onnx.model_id == DEFAULT_MODEL_ID
+    assert not minilm.loaded and minilm.dim == 384  # a shipped model loads on its first text
+    a, b = minilm.embed(["merge the pull request"])[0], onnx.embed(["merge the pull request"])[0]
+    assert abs(float(np.linalg.norm(a)) - 1.0) < 1e-5 and float(a @ b) < 0.999  # two models

@@ -105,6 +105,26 @@ def test_a_model_fitted_on_another_embedder_is_not_applied(tmp_path: Path) -> No
         assert "abstain" not in notes
 
 
+def test_without_a_model_the_shipped_one_of_the_index_embedder_is_applied(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the default embedder's model does not fit this index; another shipped one (plain
+    # MiniLM's, for who selects it) does, and is the one applied
+    fitted = hand_model(threshold=1.0)
+    monkeypatch.setattr(abstain, "default_model", lambda: hand_model(embedder="other/model"))
+    monkeypatch.setattr(
+        abstain, "shipped_model", lambda e: fitted if e == fitted.embedder else None
+    )
+    with small_router(tmp_path) as r:
+        notes: dict[str, Any] = {}
+        assert not r.route(FAR, k=2, notes=notes)
+        assert notes["abstain"].threshold == 1.0
+    monkeypatch.setattr(abstain, "shipped_model", lambda e: None)
+    with small_router(tmp_path) as r:
+        notes = {}
+        assert r.route(FAR, k=2, notes=notes) and "abstain" not in notes
+
+
 def test_bench_reports_the_false_positive_rate_beside_recall(tmp_path: Path) -> None:
     queries = [
         Query("in", NEAR, (frozenset({("time", "get_current_time")}),), "simple"),

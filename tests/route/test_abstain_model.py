@@ -38,6 +38,17 @@ def test_the_shipped_model_loads_and_is_fitted_on_the_default_embedder() -> None
     assert np.allclose(np.linalg.norm(model.requests, axis=1), 1.0, atol=1e-3)
 
 
+def test_plain_minilm_keeps_its_own_shipped_model() -> None:
+    from toolroute.embed.onnx import DEFAULT_MODEL_ID, MINILM_MODEL_ID
+    from toolroute.route.abstain_model import shipped_model
+
+    minilm = shipped_model(MINILM_MODEL_ID)
+    assert minilm is not None and minilm.embedder == MINILM_MODEL_ID
+    assert minilm.trees and minilm.requests is not None and minilm.requests.shape[1] == 384
+    assert shipped_model(DEFAULT_MODEL_ID) is default_model()
+    assert shipped_model("some/other-model") is None
+
+
 def _stump(feature: int, at: float, low: float, high: float) -> dict[str, list[Any]]:
     return {
         "feature": [feature, 0, 0],

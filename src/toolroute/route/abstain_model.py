@@ -24,7 +24,11 @@ from toolroute.embed.base import Matrix
 from toolroute.errors import ConfigError
 from toolroute.route.abstain_signals import FEATURES
 
-__all__ = ["AbstainModel", "Tree", "default_model", "load_model"]
+__all__ = ["SHIPPED", "AbstainModel", "Tree", "default_model", "load_model", "shipped_model"]
+
+SHIPPED = ("abstain.json", "abstain_minilm.json")
+"""The shipped models, in ``toolroute/data``: the default embedder's, then the plain
+all-MiniLM-L6-v2's (``TOOLROUTE_EMBED_MODEL=minilm``), each fitted on its own model's cosines."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,10 +124,25 @@ def load_model(path: str | Path) -> AbstainModel:
 
 @lru_cache(maxsize=1)
 def default_model() -> AbstainModel:
-    """The shipped model (``toolroute/data/abstain.json`` and the request vectors beside it)."""
+    """The default embedder's shipped model (``toolroute/data/abstain.json`` and the request
+    vectors beside it)."""
+    return _shipped(SHIPPED[0])
+
+
+@lru_cache(maxsize=4)
+def shipped_model(embedder: str) -> AbstainModel | None:
+    """The shipped model fitted on ``embedder``'s cosines (a ``model_id``), None if none is."""
+    for name in SHIPPED:
+        model = default_model() if name == SHIPPED[0] else _shipped(name)
+        if model.embedder == embedder:
+            return model
+    return None
+
+
+def _shipped(name: str) -> AbstainModel:
     data = resources.files("toolroute.data")
-    text = data.joinpath("abstain.json").read_text("utf-8")
-    return _model(json.loads(text), "toolroute/data/abstain.json", data.joinpath)
+    text = data.joinpath(name).read_text("utf-8")
+    return _model(json.loads(text), f"toolroute/data/{name}", data.joinpath)
 
 
 def _requests(opener: Any, name: str, where: str) -> Matrix:
