@@ -20,7 +20,7 @@ import socket
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import astuple, dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -273,7 +273,7 @@ class Store:
         lat = outcome.latency_s
         server_params = (
             outcome.server,
-            *astuple(server),  # the columns in the dataclass's order, as read back below
+            *columns(server),  # the columns in the dataclass's order, as read back below
             *(lam.rate, lam.rate, y),
             *(lam.variance, lam.variance, y, y),
             *(lam.fail, lam.fail, fail),
@@ -282,7 +282,7 @@ class Store:
         tool_params = (
             outcome.server,
             outcome.tool,
-            *astuple(tool),
+            *columns(tool),
             *(lam.rate, lam.rate, y),
             *(lam.latency, lam.latency, lat),
         )
@@ -548,6 +548,12 @@ class OAuthRow:
     tokens: bytes | None
     expires_at: float | None
     changed_at: float
+
+
+def columns(row: Any) -> tuple[Any, ...]:
+    """A stats dataclass's fields in order, as the store's columns: ``astuple`` without its
+    deep copy (this runs for every recorded call)."""
+    return tuple(getattr(row, f.name) for f in fields(row))
 
 
 def replica_name() -> str:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import astuple
 from functools import lru_cache
 from typing import Any, Literal
 
@@ -35,7 +34,7 @@ from toolroute.learn.estimate import ServerStats, Smoothing, ToolStats
 from toolroute.stats import Outcome
 from toolroute.store import sql
 from toolroute.store.base import default_store_dir, redact_url
-from toolroute.store.common import Row, Store, replica_name
+from toolroute.store.common import Row, Store, columns, replica_name
 
 __all__ = ["CATALOG_CHANNEL", "META_CHANNEL", "PostgresStore", "StatsUpdate"]
 
@@ -152,7 +151,7 @@ class PostgresStore(Store):
             inserted = self._rows(
                 "INSERT INTO server_stats (server, success, variance, fail_prob, latency_s, calls)"
                 " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (server) DO NOTHING RETURNING 1",
-                (outcome.server, *astuple(server)),  # the columns in the dataclass's order
+                (outcome.server, *columns(server)),  # the columns in the dataclass's order
             )
             if not inserted:
                 (row,) = self._rows(
@@ -166,13 +165,13 @@ class PostgresStore(Store):
                 self._rows(
                     "UPDATE server_stats SET success = ?, variance = ?, fail_prob = ?,"
                     " latency_s = ?, calls = ? WHERE server = ?",
-                    (*astuple(server), outcome.server),
+                    (*columns(server), outcome.server),
                 )
             key = (outcome.server, outcome.tool)
             inserted = self._rows(
                 "INSERT INTO tool_stats (server, tool, success, latency_s, calls)"
                 " VALUES (?, ?, ?, ?, ?) ON CONFLICT (server, tool) DO NOTHING RETURNING 1",
-                (*key, *astuple(tool)),
+                (*key, *columns(tool)),
             )
             if not inserted:
                 (row,) = self._rows(
@@ -184,7 +183,7 @@ class PostgresStore(Store):
                 self._rows(
                     "UPDATE tool_stats SET success = ?, latency_s = ?, calls = ?"
                     " WHERE server = ? AND tool = ?",
-                    (*astuple(tool), *key),
+                    (*columns(tool), *key),
                 )
             self._rows(sql.INSERT_OUTCOME, self._outcome_row(outcome))
         return server, tool
