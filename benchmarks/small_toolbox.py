@@ -2,7 +2,7 @@
 
     python -m benchmarks.small_toolbox build --sources DIR    # writes benchmarks/small_toolbox/
     python -m benchmarks.small_toolbox run [--sets clinc,sgd] [--model DIR] [--fit FILE.npz]
-        [--store DIR] [--out benchmarks/results/small_toolbox.md]
+        [--cross DIR] [--store DIR] [--out benchmarks/results/small_toolbox.md]
 
 Built from the sources' held-out splits only, which benchmarks/train_data.py never reads:
 CLINC150's test split and its out-of-scope test rows, and SGD's test schema and dialogues (real
@@ -18,8 +18,11 @@ a queries-file row plus ``toolbox`` (the (server, tool) pairs offered) and ``kin
 ``run`` routes each request over its own toolbox (a catalog of just those tools, vectors cached in
 the store) with ``default`` (abstain default) on today's model, and with ``--model`` on a
 fine-tuned one; with ``--fit``, the fit model (benchmarks/train_fit.py) decides "no tool fits"
-over the ranking instead of the abstention check. Reported: servable requests refused, R@1 of the
-servable ones, and the share of unservable ones (removed, oos) still answered with a tool.
+over the ranking instead of the abstention check; with ``--cross``, the cross-encoder
+(benchmarks/train_cross.py) over ``default``'s top 5 on today's model: reordering them with the
+abstention kept, and deciding and reordering with the abstention off. Reported: servable
+requests refused, R@1 of the servable ones, and the share of unservable ones (removed, oos)
+still answered with a tool.
 """
 
 from __future__ import annotations
@@ -219,7 +222,9 @@ def _box_catalog(catalog: dict, box: list[dict]) -> Any:
     return catalog_from_dict({"servers": servers})
 
 
-def evaluate(name: str, embedder: Any, store: Path, fit: Any | None) -> dict[str, Any]:
+def evaluate(
+    name: str, embedder: Any, store: Path, fit: Any | None, abstain: str | None = None
+) -> dict[str, Any]:
     """Per kind: requests, answered with a tool, R@1 (servable)."""
     from toolroute.route.strategy import RouteParams
     from toolroute.router import Router, top_k
@@ -231,7 +236,9 @@ def evaluate(name: str, embedder: Any, store: Path, fit: Any | None) -> dict[str
     lat: list[float] = []
     for r in rows:
         cat = _box_catalog(catalog, r["toolbox"])
-        params = RouteParams(abstain="off" if fit is not None else "default")
+        if abstain is None:
+            abstain = "off" if fit is not None else "default"
+        params = RouteParams(abstain=abstain)
         with Router(cat, store=store, embedder=embedder, params=params) as router:
             router.index()
             ix = router.built
@@ -262,17 +269,31 @@ def evaluate(name: str, embedder: Any, store: Path, fit: Any | None) -> dict[str
 def run(args: argparse.Namespace) -> int:
     from toolroute.embed.onnx import OnnxEmbedder
 
-    models: list[tuple[str, Any, Any]] = [("default", OnnxEmbedder(), None)]
+    today = OnnxEmbedder()
+    models: list[tuple[str, Any, Any, str | None]] = [("default", today, None, None)]
     if args.model is not None:
         from benchmarks.train_adapter import fast_model
 
         tuned = fast_model(args.model, args.store)
-        models.append(("default@tuned", tuned, None))
+        models.append(("default@tuned", tuned, None, None))
     if args.fit is not None:
         from benchmarks.train_fit import FitModel
 
         emb = models[-1][1]
-        models.append((f"{models[-1][0]}+fit", emb, FitModel.load(args.fit, emb)))
+        models.append((f"{models[-1][0]}+fit", emb, FitModel.load(args.fit, emb), None))
+    if args.cross is not None:
+        from benchmarks.train_cross import CrossFit
+
+        cross = CrossFit(args.cross, top=5)
+        models += [
+            ("default + cross rerank (abstain default)", today, cross.mode(True, False), "default"),
+            (
+                "default + cross decides + reranks (abstain off)",
+                today,
+                cross.mode(True, True),
+                "off",
+            ),
+        ]
     lines = [
         f"`python -m benchmarks.small_toolbox {' '.join(sys.argv[1:])}`",
         "",
@@ -282,9 +303,11 @@ def run(args: argparse.Namespace) -> int:
     ]
     examples = []
     for name in args.sets.split(","):
-        for label, emb, fit in models:
+        for label, emb, fit, abstain in models:
             t0 = time.perf_counter()
-            got = evaluate(name, emb, args.store, fit)
+            if fit is not None:
+                fit.head_ms.clear()
+            got = evaluate(name, emb, args.store, fit, abstain)
             sv, rm, oo = got["servable"], got.get("removed", {}), got["oos"]
 
             def share(d: dict, k: str) -> str:
@@ -320,6 +343,7 @@ def main() -> int:
     r.add_argument("--sets", default="clinc,sgd")
     r.add_argument("--model", type=Path, default=None)
     r.add_argument("--fit", type=Path, default=None)
+    r.add_argument("--cross", type=Path, default=None, help="the cross-encoder's ONNX folder")
     r.add_argument("--store", type=Path, default=REPO / ".toolroute" / "toolbox-store")
     r.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
