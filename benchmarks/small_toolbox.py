@@ -305,8 +305,6 @@ def run(args: argparse.Namespace) -> int:
     for name in args.sets.split(","):
         for label, emb, fit, abstain in models:
             t0 = time.perf_counter()
-            if fit is not None:
-                fit.head_ms.clear()
             got = evaluate(name, emb, args.store, fit, abstain)
             sv, rm, oo = got["servable"], got.get("removed", {}), got["oos"]
 

@@ -3,6 +3,7 @@
     python -m benchmarks.train_cross train --base /work/embedder-run2 --data .toolroute/train-data \
         --out .toolroute/cross [--minutes 50] [--log benchmarks/results/train_cross.jsonl]
     python -m benchmarks.train_cross export --model .toolroute/cross --out .toolroute/cross-onnx
+    python -m benchmarks.train_cross speed --model .toolroute/cross-onnx [--set union]
 
 MiniLM-L6 with a classification head (BertForSequenceClassification, one label), initialised from
 the fine-tuned embedder (benchmarks/train_embedder.py), trained on benchmarks/train_data.py's
@@ -29,6 +30,7 @@ import argparse
 import copy
 import hashlib
 import json
+import os
 import random
 import sys
 import time
@@ -101,9 +103,13 @@ class CrossFit:
 
     ``keep`` has the seam of train_fit.FitModel: it returns [] ("no tool fits") when no candidate's
     logit reaches the threshold, else the ranking, its top reordered by the logits when
-    ``rerank``. ``head_ms`` records the fit stage per call (tokenising and the model)."""
+    ``rerank``. ``head_ms`` records the fit stage per call (tokenising and the model); the logits
+    of a (request, candidates) already scored are reused, so arms over the same candidates share
+    one pass (``head_ms`` then records the passes made)."""
 
-    def __init__(self, folder: Path, top: int = 5, rerank: bool = True, decide: bool = True):
+    def __init__(
+        self, folder: Path, top: int = 5, rerank: bool = True, decide: bool = True, threads: int = 1
+    ):
         import onnxruntime as ort
 
         model = folder / "model.onnx"
@@ -115,16 +121,18 @@ class CrossFit:
         self.theta = float(meta["threshold"])
         self.tok = load_tokenizer(folder / "tokenizer.json", int(meta["max_tokens"]))
         opts = ort.SessionOptions()
-        opts.intra_op_num_threads = 1
+        opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = ort.InferenceSession(str(model), opts, providers=["CPUExecutionProvider"])
         self.top, self.rerank, self.decide = top, rerank, decide
         self.head_ms: list[float] = []
+        self.cache: dict[tuple[str, tuple[str, ...]], np.ndarray] = {}
 
     def mode(self, rerank: bool, decide: bool) -> CrossFit:
-        """The same model (one session) reranking and/or deciding; its own timings."""
+        """The same model (one session, its cache and timings) reranking and/or deciding."""
         other = copy.copy(self)
-        other.rerank, other.decide, other.head_ms = rerank, decide, []
+        other.rerank, other.decide = rerank, decide
         return other
 
     def logits(self, query: str, docs: list[str]) -> np.ndarray:
@@ -133,9 +141,12 @@ class CrossFit:
 
     def keep(self, query: str, tools: list[Any], order: list[int]) -> list[int]:
         n = min(self.top, len(order))
-        t0 = time.perf_counter()
-        z = self.logits(query, [tool_doc(t) for t in tools[:n]])
-        self.head_ms.append((time.perf_counter() - t0) * 1000)
+        docs = tuple(tool_doc(t) for t in tools[:n])
+        z = self.cache.get((query, docs))
+        if z is None:
+            t0 = time.perf_counter()
+            z = self.cache[(query, docs)] = self.logits(query, list(docs))
+            self.head_ms.append((time.perf_counter() - t0) * 1000)
         return fit_order(z, order, self.theta, rerank=self.rerank, decide=self.decide)
 
 
@@ -529,6 +540,62 @@ def export(args: argparse.Namespace) -> int:
     return 0
 
 
+def speed(args: argparse.Namespace) -> int:
+    """The fit stage alone (tokenising and the model) over N candidates of a real catalog, in
+    alternating blocks per thread count; the process's peak RSS. The candidates are ``default``'s
+    top N for the requests of a benchmark set, so their documents are real MCP tools."""
+    import resource
+
+    from benchmarks import recall_suite as rs
+    from toolroute.catalog import load_queries
+    from toolroute.router import Router, top_k
+
+    cat, qf = rs.SETS[args.set]
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    with Router(cat, store=args.store) as r:
+        r.index()
+        ix = r.built
+        cases = []
+        for q in load_queries(qf, r.catalog)[: args.queries]:
+            order = top_k(r.scores(q.text, "default"), max(args.top))
+            cases.append((q.text, [tool_doc(ix.tools[j]) for j in order]))
+    rss_router = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    fits = {t: CrossFit(args.model, threads=t) for t in args.threads}
+    for f in fits.values():
+        f.logits("warm", ["up"])
+    rss_models = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    times: dict[tuple[int, int], list[float]] = defaultdict(list)
+    for _ in range(args.rounds):  # alternating blocks: load falls on every arm alike
+        for t, f in fits.items():
+            for n in args.top:
+                for text, docs in cases:
+                    t0 = time.perf_counter()
+                    f.logits(text, docs[:n])
+                    times[(t, n)].append((time.perf_counter() - t0) * 1000)
+    out = {
+        "set": args.set,
+        "requests": len(cases),
+        "rounds": args.rounds,
+        "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
+        "rss_mb": {
+            "start": round(rss0),
+            "after_router": round(rss_router),
+            "after_cross_encoders": round(rss_models),
+        },
+        "fit_stage_ms": {
+            f"threads={t} candidates={n}": {
+                "p50": round(float(np.percentile(v, 50)), 2),
+                "p95": round(float(np.percentile(v, 95)), 2),
+            }
+            for (t, n), v in sorted(times.items())
+        },
+    }
+    print(json.dumps(out, indent=1))
+    if args.log is not None:
+        args.log.write_text(json.dumps(out, indent=1) + "\n")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -554,8 +621,17 @@ def main() -> int:
     e.add_argument("--data", type=Path, default=None, help="train data: dev pairs for the check")
     e.add_argument("--threads", type=int, default=1)
     e.add_argument("--log", type=Path, default=None)
+    sp = sub.add_parser("speed")
+    sp.add_argument("--model", type=Path, default=Path(".toolroute/cross-onnx"))
+    sp.add_argument("--set", default="union")
+    sp.add_argument("--store", type=Path, default=Path(".toolroute/bench-store"))
+    sp.add_argument("--queries", type=int, default=60)
+    sp.add_argument("--top", type=lambda v: [int(x) for x in v.split(",")], default=[3, 5, 10])
+    sp.add_argument("--threads", type=lambda v: [int(x) for x in v.split(",")], default=[1, 2])
+    sp.add_argument("--rounds", type=int, default=3)
+    sp.add_argument("--log", type=Path, default=None)
     args = ap.parse_args()
-    return train(args) if args.cmd == "train" else export(args)
+    return {"train": train, "export": export, "speed": speed}[args.cmd](args)
 
 
 if __name__ == "__main__":
