@@ -7,9 +7,10 @@
 Per set, in one run: ``default`` over today's model with its abstention (``abstain default``)
 against, with ``--fit``, ``default`` over the fine-tuned model with the abstention off and the
 fit head (benchmarks/train_fit.py) deciding over its top 10; with ``--cross``, the cross-encoder
-(benchmarks/train_cross.py) scoring ``default``'s top ``--cross-top``: reordering them with
-today's abstention kept (``cross rerank``), deciding "no tool fits" alone with the abstention off
-(``cross decides``: refused when no candidate's logit reaches its threshold), and both.
+(benchmarks/train_cross.py, run by benchmarks/cross_fit.py) scoring ``default``'s top
+``--cross-top``: reordering them with today's abstention kept (``cross rerank``), deciding "no
+tool fits" alone with the abstention off (``cross decides``: refused when no candidate's logit
+reaches its threshold), and both.
 Reported: servable requests refused (the set's queries), R@5 and MRR of what is answered (a
 refusal counts as a miss), the out-of-scope requests of benchmarks/out_of_scope answered with a
 tool (the set's file, and union_test for the union), and the fit stage's own p50 per request
@@ -61,9 +62,9 @@ def _arms(args: argparse.Namespace) -> list[tuple[str, Any, str, Any]]:
         tuned = fast_model(args.model, args.store)
         arms.append(("default@tuned + fit", tuned, "off", FitModel.load(args.fit, tuned)))
     if args.cross is not None:
-        from benchmarks.train_cross import CrossFit
+        from benchmarks.cross_fit import CrossFit
 
-        cross = CrossFit(args.cross, top=args.cross_top)
+        cross = CrossFit(args.cross, top=args.cross_top, max_tokens=args.cross_tokens)
         n = args.cross_top
         arms += [
             (f"cross rerank top {n} (abstain default)", today, "default", cross.mode(True, False)),
@@ -84,6 +85,7 @@ def main() -> int:
     ap.add_argument("--fit", type=Path, default=None, help="the fit head (train_fit.py)")
     ap.add_argument("--cross", type=Path, default=None, help="the cross-encoder's ONNX folder")
     ap.add_argument("--cross-top", type=int, default=5, help="candidates the cross-encoder scores")
+    ap.add_argument("--cross-tokens", type=int, default=None, help="cut pairs shorter than trained")
     ap.add_argument("--sets", default="union,livemcpbench,mcpbench,metatool")
     ap.add_argument("--store", type=Path, default=rs.REPO / ".toolroute" / "bench-store")
     ap.add_argument("--out", type=Path, default=None)

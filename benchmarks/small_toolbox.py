@@ -282,7 +282,7 @@ def run(args: argparse.Namespace) -> int:
         emb = models[-1][1]
         models.append((f"{models[-1][0]}+fit", emb, FitModel.load(args.fit, emb), None))
     if args.cross is not None:
-        from benchmarks.train_cross import CrossFit
+        from benchmarks.cross_fit import CrossFit
 
         cross = CrossFit(args.cross, top=5)
         models += [

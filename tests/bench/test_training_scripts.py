@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 from benchmarks import _tool_sources as ts
+from benchmarks import cross_fit as cf
 from benchmarks import small_toolbox as stb
 from benchmarks import train_cross as tc
 from benchmarks import train_data
@@ -389,15 +390,15 @@ def test_the_refusal_threshold_refuses_at_most_its_share_of_in_scope_requests() 
 def test_the_cross_fit_stage_refuses_keeps_or_reorders_only_its_top() -> None:
     order = [7, 9, 4, 1]
     z = np.array([-1.0, 2.0, 0.5])  # the logits of the first three
-    assert tc.fit_order(z, order, 3.0, rerank=True, decide=True) == []
-    assert tc.fit_order(z, order, 3.0, rerank=True, decide=False) == [9, 4, 7, 1]
-    assert tc.fit_order(z, order, 1.0, rerank=False, decide=True) == order
-    assert tc.fit_order(z, order, 1.0, rerank=True, decide=True) == [9, 4, 7, 1]
+    assert cf.fit_order(z, order, 3.0, rerank=True, decide=True) == []
+    assert cf.fit_order(z, order, 3.0, rerank=True, decide=False) == [9, 4, 7, 1]
+    assert cf.fit_order(z, order, 1.0, rerank=False, decide=True) == order
+    assert cf.fit_order(z, order, 1.0, rerank=True, decide=True) == [9, 4, 7, 1]
 
 
 def test_a_pair_is_request_then_tool_document_cut_to_the_token_limit() -> None:
-    tok = tc.load_tokenizer(default_tokenizer_file(), max_tokens=12)
-    enc = tc.encode_pairs(tok, [("merge it", "github: merge pull request: " + "word " * 40)])
+    tok = cf.load_tokenizer(default_tokenizer_file(), max_tokens=12)
+    enc = cf.encode_pairs(tok, [("merge it", "github: merge pull request: " + "word " * 40)])
     ids, types, mask = enc["input_ids"][0], enc["token_type_ids"][0], enc["attention_mask"][0]
     assert len(ids) == 12 and mask.all()
     assert list(types[:4]) == [0, 0, 0, 0] and types[4:].all()  # [CLS] merge it [SEP] | doc
@@ -411,7 +412,7 @@ def test_a_catalog_tool_document_names_its_server_words_and_parameters() -> None
         {"properties": {"pull_number": {}, "owner": {}}},
     )
     assert (
-        tc.tool_doc(tool)
+        cf.tool_doc(tool)
         == "git hub: merge pull request: Merge a pull request.: pull number, owner"
     )
 
