@@ -87,9 +87,12 @@ class CrossFit:
         if got != want:
             raise SystemExit(f"{model}: sha256 {got} is not the pinned {want}")
         meta = json.loads((folder / "fit.json").read_text())
-        self.theta = float(meta["threshold"])
         # fewer tokens than trained with: a cheaper pass, measured, not assumed, to cost nothing
-        self.tok = load_tokenizer(folder / "tokenizer.json", max_tokens or int(meta["max_tokens"]))
+        limit = max_tokens or int(meta["max_tokens"])
+        # the threshold calibrated on dev for this token limit (export --base), else training's
+        self.theta = float(meta.get("thresholds", {}).get(str(limit), meta["threshold"]))
+        self.rank_weight = float(meta.get("rank_weight", 0.0))
+        self.tok = load_tokenizer(folder / "tokenizer.json", limit)
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
@@ -117,20 +120,30 @@ class CrossFit:
             t0 = time.perf_counter()
             z = self.cache[(query, docs)] = self.logits(query, list(docs))
             self.head_ms.append((time.perf_counter() - t0) * 1000)
-        return fit_order(z, order, self.theta, rerank=self.rerank, decide=self.decide)
+        return fit_order(
+            z, order, self.theta, rerank=self.rerank, decide=self.decide, weight=self.rank_weight
+        )
 
 
 def fit_order(
-    z: np.ndarray, order: list[int], theta: float, *, rerank: bool, decide: bool
+    z: np.ndarray,
+    order: list[int],
+    theta: float,
+    *,
+    rerank: bool,
+    decide: bool,
+    weight: float = 0.0,
 ) -> list[int]:
     """The ranking after the fit stage, from the logits ``z`` of its first ``len(z)``: [] when
-    deciding and none reaches ``theta``; those first reordered by ``z`` when reranking."""
+    deciding and none reaches ``theta``; those first reordered by ``z - weight * position``
+    when reranking (``weight``: how much the router's own order still counts)."""
     if decide and (not len(z) or z.max() < theta):
         return []
     if not rerank:
         return order
     n = len(z)
-    return [order[i] for i in np.argsort(-z, kind="stable")] + order[n:]
+    score = z - weight * np.arange(n)
+    return [order[i] for i in np.argsort(-score, kind="stable")] + order[n:]
 
 
 def main() -> int:

@@ -21,7 +21,9 @@ dev no-tool requests it still answers. JSON lines in ``--log``: the training cur
 ``export`` writes ``model.onnx`` (int8 weights, as benchmarks/export_embedder.py; with
 ``--activations-int8``, onnxruntime's dynamic quantisation: int8 matrix products), its sha256,
 ``tokenizer.json`` and ``fit.json`` (threshold, token limit), and checks the ONNX logits against
-torch's on a sample of pairs. benchmarks/cross_fit.py runs it at routing time (onnxruntime).
+torch's on a sample of pairs; with ``--base`` (the embedder), it then calibrates the exported
+model on the dev split: its threshold per token limit and the weight of the embedder's order
+when it reranks (``calibrate``). benchmarks/cross_fit.py runs it at routing time (onnxruntime).
 """
 
 from __future__ import annotations
@@ -430,7 +432,7 @@ def export(args: argparse.Namespace) -> int:
         ]
     )
     theta = fit.theta
-    report = {
+    report: dict[str, Any] = {
         "model": str(out),
         "bytes": out.stat().st_size,
         "sha256": digest,
@@ -438,12 +440,73 @@ def export(args: argparse.Namespace) -> int:
         "logit_max_abs_diff": round(float(np.abs(ref - got).max()), 4),
         "logit_mean_abs_diff": round(float(np.abs(ref - got).mean()), 4),
         "same_side_of_threshold": round(float(((ref >= theta) == (got >= theta)).mean()), 4),
-        "threshold": theta,
+        "threshold_from_training": theta,
     }
+    if args.base is not None and args.data is not None:
+        report["dev_calibration"] = calibrate(
+            args.out, args.data, args.base, args.dev_rows, (48, MAX_TOKENS)
+        )
+        digest_after = hashlib.sha256(out.read_bytes()).hexdigest()
+        assert digest_after == digest
     print(json.dumps(report))
     if args.log is not None:
         args.log.write_text(json.dumps(report, indent=1) + "\n")
     return 0
+
+
+RANK_WEIGHTS = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 100.0)  # 100: the embedder's order kept
+
+
+def calibrate(folder: Path, data: Path, base: Path, n: int, tokens: tuple[int, ...]) -> dict:
+    """On the dev split only (never trained on), with the exported model as routing runs it:
+    per token limit, the threshold refusing 2 % of dev requests whose tool is in the embedder's
+    top 5 (and the dev no-tool requests still answered at it); the weight ``w`` of the
+    embedder's order in the rerank (``logit - w * position``) with the best dev R@1. Written
+    into the folder's fit.json."""
+    from benchmarks.train_embedder import Encoder
+
+    tools, rows = _load(data)
+    dev = random.Random(2).sample(rows["dev"], min(n, len(rows["dev"])))
+    oos = random.Random(2).sample(rows["oos_dev"], min(n // 2, len(rows["oos_dev"])))
+    nb = Neighbours(Encoder(base, max_query=48, max_tool=64), tools)
+    every = dev + oos
+    ranked = nb.ranked([r["query"] for r in every], [r["source"] for r in every])
+    meta = json.loads((folder / "fit.json").read_text())
+    out: dict[str, Any] = {"dev_requests": len(dev), "dev_no_tool": len(oos), "per_tokens": {}}
+    for limit in tokens:
+        fit = CrossFit(folder, max_tokens=limit)
+        per, best_in, best_oos = [], [], []
+        for r, near in zip(every, ranked, strict=True):
+            z = fit.logits(r["query"], [tools[t]["text"] for t in near[:5]])
+            if "tool" not in r:
+                best_oos.append(z.max())
+                continue
+            keys, gold = [tools[t]["key"] for t in near[:5]], tools[r["tool"]]["key"]
+            per.append((z, keys, gold))
+            if gold in keys:
+                best_in.append(z.max())
+        theta = refusal_threshold(np.array(best_in))
+        r1 = {
+            w: float(
+                np.mean(
+                    [keys[int(np.argmax(z - w * np.arange(len(z))))] == g for z, keys, g in per]
+                )
+            )
+            for w in RANK_WEIGHTS
+        }
+        out["per_tokens"][str(limit)] = {
+            "threshold": round(theta, 4),
+            "dev_servable_refused": round(float(np.mean([z.max() < theta for z, *_ in per])), 4),
+            "dev_no_tool_answered": round(float(np.mean(np.array(best_oos) >= theta)), 4),
+            "dev_r1_by_rank_weight": {str(w): round(v, 4) for w, v in r1.items()},
+        }
+    full = out["per_tokens"][str(max(tokens))]["dev_r1_by_rank_weight"]
+    weight = max(RANK_WEIGHTS, key=lambda w: (full[str(w)], w))  # ties: nearer the order kept
+    meta["thresholds"] = {k: v["threshold"] for k, v in out["per_tokens"].items()}
+    meta["rank_weight"] = weight
+    (folder / "fit.json").write_text(json.dumps(meta) + "\n")
+    out["rank_weight"] = weight
+    return out
 
 
 def main() -> int:
@@ -469,6 +532,8 @@ def main() -> int:
     e.add_argument("--model", type=Path, default=Path(".toolroute/cross"))
     e.add_argument("--out", type=Path, default=Path(".toolroute/cross-onnx"))
     e.add_argument("--data", type=Path, default=None, help="train data: dev pairs for the check")
+    e.add_argument("--base", type=Path, default=None, help="the embedder (torch): calibrate on dev")
+    e.add_argument("--dev-rows", type=int, default=400)
     e.add_argument("--threads", type=int, default=1)
     e.add_argument("--log", type=Path, default=None)
     e.add_argument(

@@ -396,6 +396,12 @@ def test_the_cross_fit_stage_refuses_keeps_or_reorders_only_its_top() -> None:
     assert cf.fit_order(z, order, 1.0, rerank=True, decide=True) == [9, 4, 7, 1]
 
 
+def test_the_rank_weight_lets_the_routers_order_outweigh_a_small_logit_margin() -> None:
+    z = np.array([1.0, 1.5, -3.0])
+    assert cf.fit_order(z, [7, 9, 4], 0.0, rerank=True, decide=False, weight=0.0) == [9, 7, 4]
+    assert cf.fit_order(z, [7, 9, 4], 0.0, rerank=True, decide=False, weight=1.0) == [7, 9, 4]
+
+
 def test_a_pair_is_request_then_tool_document_cut_to_the_token_limit() -> None:
     tok = cf.load_tokenizer(default_tokenizer_file(), max_tokens=12)
     enc = cf.encode_pairs(tok, [("merge it", "github: merge pull request: " + "word " * 40)])
