@@ -102,10 +102,13 @@ class CrossFit:
         self.head_ms: list[float] = []
         self.cache: dict[tuple[str, tuple[str, ...]], np.ndarray] = {}
 
-    def mode(self, rerank: bool, decide: bool) -> CrossFit:
-        """The same model (one session, its cache and timings) reranking and/or deciding."""
+    def mode(self, rerank: bool, decide: bool, weight: float | None = None) -> CrossFit:
+        """The same model (one session, its cache and timings) reranking and/or deciding;
+        ``weight``: the router's order's weight in the rerank, else the calibrated one."""
         other = copy.copy(self)
         other.rerank, other.decide = rerank, decide
+        if weight is not None:
+            other.rank_weight = weight
         return other
 
     def logits(self, query: str, docs: list[str]) -> np.ndarray:

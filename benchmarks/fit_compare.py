@@ -8,9 +8,10 @@ Per set, in one run: ``default`` over today's model with its abstention (``absta
 against, with ``--fit``, ``default`` over the fine-tuned model with the abstention off and the
 fit head (benchmarks/train_fit.py) deciding over its top 10; with ``--cross``, the cross-encoder
 (benchmarks/train_cross.py, run by benchmarks/cross_fit.py) scoring ``default``'s top
-``--cross-top``: reordering them with today's abstention kept (``cross rerank``), deciding "no
-tool fits" alone with the abstention off (``cross decides``: refused when no candidate's logit
-reaches its threshold), and both.
+``--cross-top``: reordering them by ``logit - w * position`` with today's abstention kept
+(``cross rerank``; ``w`` calibrated on dev, or ``--cross-rank-weight``), and deciding "no tool
+fits" alone, the router's order kept, with the abstention off (``cross decides``: refused when
+no candidate's logit reaches its threshold).
 Reported: servable requests refused (the set's queries), R@5 and MRR of what is answered (a
 refusal counts as a miss), the out-of-scope requests of benchmarks/out_of_scope answered with a
 tool (the set's file, and union_test for the union), and the fit stage's own p50 per request
@@ -66,15 +67,11 @@ def _arms(args: argparse.Namespace) -> list[tuple[str, Any, str, Any]]:
 
         cross = CrossFit(args.cross, top=args.cross_top, max_tokens=args.cross_tokens)
         n = args.cross_top
+        rerank = cross.mode(True, False, args.cross_rank_weight)
+        label = f"cross rerank top {n}, w {rerank.rank_weight:g} (abstain default)"
         arms += [
-            (f"cross rerank top {n} (abstain default)", today, "default", cross.mode(True, False)),
+            (label, today, "default", rerank),
             (f"cross decides top {n} (abstain off)", today, "off", cross.mode(False, True)),
-            (
-                f"cross decides + reranks top {n} (abstain off)",
-                today,
-                "off",
-                cross.mode(True, True),
-            ),
         ]
     return arms
 
@@ -86,6 +83,12 @@ def main() -> int:
     ap.add_argument("--cross", type=Path, default=None, help="the cross-encoder's ONNX folder")
     ap.add_argument("--cross-top", type=int, default=5, help="candidates the cross-encoder scores")
     ap.add_argument("--cross-tokens", type=int, default=None, help="cut pairs shorter than trained")
+    ap.add_argument(
+        "--cross-rank-weight",
+        type=float,
+        default=None,
+        help="the router's order's weight in the rerank (logit - w * position); else fit.json's",
+    )
     ap.add_argument("--sets", default="union,livemcpbench,mcpbench,metatool")
     ap.add_argument("--store", type=Path, default=rs.REPO / ".toolroute" / "bench-store")
     ap.add_argument("--out", type=Path, default=None)

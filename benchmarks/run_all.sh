@@ -137,9 +137,10 @@ if want retrieval; then
             --sets livemcpbench,metatool,mcpbench,tool_attention,sealtools --steps 0 --exact 0 \
             --abstain off --out "$R/embedder_compare_finetune_off.md"
         # the cross-encoder fit model (docs/training-data.md): from the full fine-tune's
-        # weights, one thread, 45 minutes; exported with int8 activations (the int8-weights
-        # export checked beside it); the fit stage over default's top 5 and, within the speed
-        # budget, its top 3 cut to 48 tokens; on the catalogs and the small toolboxes
+        # weights, one thread, 45 minutes; exported with int8 activations and calibrated on dev
+        # (the int8-weights export checked beside it); the fit stage over default's top 5 and,
+        # nearer the speed budget, its top 3 cut to 48 tokens; reranking with the cross-encoder
+        # alone (w 0: dev's calibration kept the router's order, w 100, which changes nothing)
         CX=.toolroute/cross
         run $PY -m benchmarks.train_cross train --base "$FT" --data .toolroute/train-data \
             --rows 5000 --dev-rows 300 --lr 5e-5 --warmup 30 --minutes 45 --eval-every 100 \
@@ -147,16 +148,18 @@ if want retrieval; then
         run $PY -m benchmarks.train_cross export --model "$CX" --out "$CX-w8" \
             --data .toolroute/train-data --log "$R/cross_export_w8.json"
         run $PY -m benchmarks.train_cross export --model "$CX" --out "$CX-onnx" \
-            --activations-int8 --data .toolroute/train-data --log "$R/cross_export.json"
+            --activations-int8 --data .toolroute/train-data --base "$FT" \
+            --log "$R/cross_export.json"
         run $PY -m benchmarks.cross_fit --model "$CX-onnx" --log "$R/cross_speed.json"
         run $PY -m benchmarks.cross_fit --model "$CX-onnx" --tokens 48 \
             --log "$R/cross_speed_48.json"
-        run $PY -m benchmarks.fit_compare --cross "$CX-onnx" --cross-top 5 \
+        run $PY -m benchmarks.fit_compare --cross "$CX-onnx" --cross-top 5 --cross-rank-weight 0 \
             --sets union,livemcpbench,mcpbench --out "$R/fit_compare_cross.md"
         run $PY -m benchmarks.fit_compare --cross "$CX-onnx" --cross-top 3 --cross-tokens 48 \
-            --sets union,livemcpbench,mcpbench --out "$R/fit_compare_cross_fast.md"
+            --cross-rank-weight 0 --sets union,livemcpbench,mcpbench \
+            --out "$R/fit_compare_cross_fast.md"
         run $PY -m benchmarks.small_toolbox run --sets sgd,clinc --cross "$CX-onnx" \
-            --out "$R/small_toolbox_cross.md"
+            --cross-rank-weight 0 --out "$R/small_toolbox_cross.md"
     fi
     # registry servers suggested where no tool fits (docs/registry.md)
     run $PY -m benchmarks.registry_suggest --out "$R/registry_suggest.md"

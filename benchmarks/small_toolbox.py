@@ -20,7 +20,7 @@ the store) with ``default`` (abstain default) on today's model, and with ``--mod
 fine-tuned one; with ``--fit``, the fit model (benchmarks/train_fit.py) decides "no tool fits"
 over the ranking instead of the abstention check; with ``--cross``, the cross-encoder
 (benchmarks/train_cross.py) over ``default``'s top 5 on today's model: reordering them with the
-abstention kept, and deciding and reordering with the abstention off. Reported: servable
+abstention kept, and deciding (the order kept) with the abstention off. Reported: servable
 requests refused, R@1 of the servable ones, and the share of unservable ones (removed, oos)
 still answered with a tool.
 """
@@ -285,14 +285,10 @@ def run(args: argparse.Namespace) -> int:
         from benchmarks.cross_fit import CrossFit
 
         cross = CrossFit(args.cross, top=5)
+        rerank = cross.mode(True, False, args.cross_rank_weight)
         models += [
-            ("default + cross rerank (abstain default)", today, cross.mode(True, False), "default"),
-            (
-                "default + cross decides + reranks (abstain off)",
-                today,
-                cross.mode(True, True),
-                "off",
-            ),
+            (f"default + cross rerank, w {rerank.rank_weight:g}", today, rerank, "default"),
+            ("default + cross decides (abstain off)", today, cross.mode(False, True), "off"),
         ]
     lines = [
         f"`python -m benchmarks.small_toolbox {' '.join(sys.argv[1:])}`",
@@ -342,6 +338,7 @@ def main() -> int:
     r.add_argument("--model", type=Path, default=None)
     r.add_argument("--fit", type=Path, default=None)
     r.add_argument("--cross", type=Path, default=None, help="the cross-encoder's ONNX folder")
+    r.add_argument("--cross-rank-weight", type=float, default=None, help="as fit_compare's")
     r.add_argument("--store", type=Path, default=REPO / ".toolroute" / "toolbox-store")
     r.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
