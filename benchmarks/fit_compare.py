@@ -111,6 +111,7 @@ def main() -> int:
         "|---|---|---:|---:|---:|---|---|---|---:|",
     ]
     examples: list[str] = []
+    lost: list[str] = []  # the cross-encoder's rerank: requests whose tool it moved off the top
     t_start = time.perf_counter()
     for name in args.sets.split(","):
         cat, qf = rs.SETS[name]
@@ -158,14 +159,18 @@ def main() -> int:
                     if fit is not None and fit.head_ms
                     else None,
                 }
-                if label.startswith("cross rerank"):  # what the reordering lost
-                    base_r5 = per[arms[0][0]]["r5"]
-                    for q, got, b, a in zip(queries, ranks[label], base_r5, r5, strict=True):
-                        if b > a and len(examples) < 36:
-                            examples.append(
-                                f"- {name}: reranking lost {sorted(q.groups[0])[:1]} for "
-                                f"{q.text[:100]!r}: now {got[:3]}"
-                            )
+                if label.startswith("cross rerank"):  # what the reordering lost: its top 1
+                    base_mrr = per[arms[0][0]]["mrr"]
+                    worse = [
+                        (q, got)
+                        for q, got, b, a in zip(queries, ranks[label], base_mrr, mrr, strict=True)
+                        if b == 1.0 and a < 1.0
+                    ]
+                    lost += [
+                        f"- {name}: {q.text[:90]!r}: {sorted(q.groups[0])[0][1]!r} fell behind "
+                        f"{got[0][1]!r}"
+                        for q, got in worse[:4]
+                    ]
         base = per[arms[0][0]]
         for label, *_ in arms:
             p = per[label]
@@ -184,6 +189,9 @@ def main() -> int:
             )
         print(f"{name}: done at {time.perf_counter() - t_start:.0f} s", file=sys.stderr, flush=True)
     text = "\n".join(lines) + "\n\nExamples (fit arm):\n\n" + "\n".join(examples) + "\n"
+    if lost:
+        head = "\nThe rerank moved the right tool off the top (4 a set):\n\n"
+        text += head + "\n".join(lost) + "\n"
     print(text)
     if args.out:
         args.out.write_text(text)

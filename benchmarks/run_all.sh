@@ -155,6 +155,9 @@ if want retrieval; then
             --log "$R/cross_speed_48.json"
         run $PY -m benchmarks.fit_compare --cross "$CX-onnx" --cross-top 5 --cross-rank-weight 0 \
             --sets union,livemcpbench,mcpbench --out "$R/fit_compare_cross.md"
+        run $PY -m benchmarks.cross_fit --model "$CX-w8" --top 3,5 --log "$R/cross_speed_w8.json"
+        run $PY -m benchmarks.fit_compare --cross "$CX-onnx" --cross-top 5 --cross-rank-weight 0 \
+            --sets metatool,sealtools --out "$R/fit_compare_cross_meta_seal.md"
         run $PY -m benchmarks.fit_compare --cross "$CX-onnx" --cross-top 3 --cross-tokens 48 \
             --cross-rank-weight 0 --sets union,livemcpbench,mcpbench \
             --out "$R/fit_compare_cross_fast.md"

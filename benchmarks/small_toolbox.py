@@ -37,6 +37,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from benchmarks.train_data import sgd_intent_turns
 
 REPO = Path(__file__).resolve().parents[1]
@@ -232,6 +234,7 @@ def evaluate(
     catalog = json.loads((HERE / f"{name}_catalog.json").read_text())
     rows = [json.loads(x) for x in (HERE / f"{name}.jsonl").read_text().splitlines()]
     stats: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    per: dict[str, list[float]] = defaultdict(list)  # per request, in the file's order: paired
     fails: list[str] = []
     lat: list[float] = []
     for r in rows:
@@ -254,6 +257,11 @@ def evaluate(
         rel = {(x["server"], x["tool"]) for x in r["relevant"]}
         if rel:
             s["r1"] += bool(ranked) and ranked[0] in rel
+            per["servable R@1"].append(float(bool(ranked) and ranked[0] in rel))
+            per["servable refused"].append(float(not ranked))
+        else:
+            per["unservable answered"].append(float(bool(ranked)))
+        if rel:
             if not ranked and len(fails) < 8:
                 fails.append(f"refused: {r['query']!r} (box of {len(r['toolbox'])})")
         elif ranked and len(fails) < 16:
@@ -263,6 +271,30 @@ def evaluate(
     if fit is not None and fit.head_ms:
         out["head_p50_ms"] = sorted(fit.head_ms)[len(fit.head_ms) // 2]
     out["examples"] = fails
+    out["per"] = {k: np.array(v) for k, v in per.items()}
+    return out
+
+
+def paired_lines(name: str, label: str, got: dict, base: dict) -> list[str]:
+    """Paired 95 % intervals of the arm's difference from the first arm, per measure."""
+    from toolroute.bench.paired import paired_bootstrap
+
+    out = []
+    for measure, higher_is_better in (
+        ("servable R@1", True),
+        ("servable refused", False),
+        ("unservable answered", False),
+    ):
+        iv = paired_bootstrap(got["per"][measure], base["per"][measure])
+        word = (
+            {"gain": "better", "loss": "worse"}
+            if higher_is_better
+            else {
+                "gain": "worse",
+                "loss": "better",
+            }
+        )
+        out.append(f"| {name} | {label} | {measure} | {iv} {word.get(iv.verdict, 'tie')} |")
     return out
 
 
@@ -298,10 +330,22 @@ def run(args: argparse.Namespace) -> int:
         "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     examples = []
+    paired = [
+        "",
+        f"Paired 95 % intervals against `{models[0][0]}` (unservable: removed and oos):",
+        "",
+        "| set | arm | measure | Δ [95 % CI] |",
+        "|---|---|---|---|",
+    ]
     for name in args.sets.split(","):
+        first: dict[str, Any] = {}
         for label, emb, fit, abstain in models:
             t0 = time.perf_counter()
             got = evaluate(name, emb, args.store, fit, abstain)
+            if not first:
+                first = got
+            else:
+                paired += paired_lines(name, label, got, first)
             sv, rm, oo = got["servable"], got.get("removed", {}), got["oos"]
 
             def share(d: dict, k: str) -> str:
@@ -320,7 +364,8 @@ def run(args: argparse.Namespace) -> int:
             )
             examples += [f"- {name}, {label}: {e}" for e in got["examples"]]
             print(f"{name} {label}: {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
-    text = "\n".join(lines) + "\n\nExamples of misses:\n\n" + "\n".join(examples) + "\n"
+    text = "\n".join(lines + (paired if len(models) > 1 else [])) + "\n"
+    text += "\nExamples of misses:\n\n" + "\n".join(examples) + "\n"
     print(text)
     if args.out:
         args.out.write_text(text)
