@@ -2,7 +2,8 @@
 
     python -m benchmarks.small_toolbox build --sources DIR    # writes benchmarks/small_toolbox/
     python -m benchmarks.small_toolbox run [--sets clinc,sgd] [--model DIR] [--fit FILE.npz]
-        [--tuned-abstain FILE] [--store DIR] [--out benchmarks/results/small_toolbox.md]
+        [--tuned-abstain FILE] [--cross DIR] [--store DIR]
+        [--out benchmarks/results/small_toolbox.md]
 
 Built from the sources' held-out splits only, which benchmarks/train_data.py never reads:
 CLINC150's test split and its out-of-scope test rows, and SGD's test schema and dialogues (real
@@ -19,9 +20,11 @@ a queries-file row plus ``toolbox`` (the (server, tool) pairs offered) and ``kin
 the store) with ``default`` (abstain default) on today's model, and with ``--model`` on a
 fine-tuned one; with ``--fit``, the fit model (benchmarks/train_fit.py) decides "no tool fits"
 over the ranking instead of the abstention check; with ``--tuned-abstain``, the fine-tuned model's
-arm uses that abstention model (fitted on its vectors) instead of the shipped one, which applies
-over today's model only. Reported: servable requests refused, R@1 of the
-servable ones, and the share of unservable ones (removed, oos) still answered with a tool.
+arm uses that abstention model (fitted on its vectors) instead of the shipped one; with
+``--cross``, the cross-encoder (benchmarks/train_cross.py) over ``default``'s top 5 on the
+first arm's model: reordering them with the abstention kept, and deciding (the order kept)
+with the abstention off. Reported: servable requests refused, R@1 of the servable ones, and
+the share of unservable ones (removed, oos) still answered with a tool.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from benchmarks.train_data import sgd_intent_turns
 
@@ -222,7 +227,12 @@ def _box_catalog(catalog: dict, box: list[dict]) -> Any:
 
 
 def evaluate(
-    name: str, embedder: Any, store: Path, fit: Any | None, abstain_model: Any = None
+    name: str,
+    embedder: Any,
+    store: Path,
+    fit: Any | None,
+    abstain: str | None = None,
+    abstain_model: Any = None,
 ) -> dict[str, Any]:
     """Per kind: requests, answered with a tool, R@1 (servable)."""
     from toolroute.route.strategy import RouteParams
@@ -231,13 +241,14 @@ def evaluate(
     catalog = json.loads((HERE / f"{name}_catalog.json").read_text())
     rows = [json.loads(x) for x in (HERE / f"{name}.jsonl").read_text().splitlines()]
     stats: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    per: dict[str, list[float]] = defaultdict(list)  # per request, in the file's order: paired
     fails: list[str] = []
     lat: list[float] = []
     for r in rows:
         cat = _box_catalog(catalog, r["toolbox"])
-        params = RouteParams(
-            abstain="off" if fit is not None else "default", abstain_model=abstain_model
-        )
+        if abstain is None:
+            abstain = "off" if fit is not None else "default"
+        params = RouteParams(abstain=abstain, abstain_model=abstain_model)
         with Router(cat, store=store, embedder=embedder, params=params) as router:
             router.index()
             ix = router.built
@@ -253,6 +264,11 @@ def evaluate(
         rel = {(x["server"], x["tool"]) for x in r["relevant"]}
         if rel:
             s["r1"] += bool(ranked) and ranked[0] in rel
+            per["servable R@1"].append(float(bool(ranked) and ranked[0] in rel))
+            per["servable refused"].append(float(not ranked))
+        else:
+            per["unservable answered"].append(float(bool(ranked)))
+        if rel:
             if not ranked and len(fails) < 8:
                 fails.append(f"refused: {r['query']!r} (box of {len(r['toolbox'])})")
         elif ranked and len(fails) < 16:
@@ -262,6 +278,30 @@ def evaluate(
     if fit is not None and fit.head_ms:
         out["head_p50_ms"] = sorted(fit.head_ms)[len(fit.head_ms) // 2]
     out["examples"] = fails
+    out["per"] = {k: np.array(v) for k, v in per.items()}
+    return out
+
+
+def paired_lines(name: str, label: str, got: dict, base: dict) -> list[str]:
+    """Paired 95 % intervals of the arm's difference from the first arm, per measure."""
+    from toolroute.bench.paired import paired_bootstrap
+
+    out = []
+    for measure, higher_is_better in (
+        ("servable R@1", True),
+        ("servable refused", False),
+        ("unservable answered", False),
+    ):
+        iv = paired_bootstrap(got["per"][measure], base["per"][measure])
+        word = (
+            {"gain": "better", "loss": "worse"}
+            if higher_is_better
+            else {
+                "gain": "worse",
+                "loss": "better",
+            }
+        )
+        out.append(f"| {name} | {label} | {measure} | {iv} {word.get(iv.verdict, 'tie')} |")
     return out
 
 
@@ -269,20 +309,30 @@ def run(args: argparse.Namespace) -> int:
     from toolroute.embed.onnx import OnnxEmbedder
     from toolroute.route.abstain_model import load_model
 
-    models: list[tuple[str, Any, Any, Any]] = [("default", OnnxEmbedder(), None, None)]
+    today = OnnxEmbedder()
+    models: list[tuple[str, Any, Any, str | None, Any]] = [("default", today, None, None, None)]
     if args.model is not None:
         from benchmarks.train_adapter import fast_model
 
         tuned = fast_model(args.model, args.store)
-        models.append(("default@tuned", tuned, None, None))
+        models.append(("default@tuned", tuned, None, None, None))
         if args.tuned_abstain is not None:
             own = load_model(args.tuned_abstain)
-            models.append(("default@tuned+own abstention", tuned, None, own))
+            models.append(("default@tuned+own abstention", tuned, None, None, own))
     if args.fit is not None:
         from benchmarks.train_fit import FitModel
 
         emb = models[-1][1]
-        models.append((f"{models[-1][0]}+fit", emb, FitModel.load(args.fit, emb), None))
+        models.append((f"{models[-1][0]}+fit", emb, FitModel.load(args.fit, emb), None, None))
+    if args.cross is not None:
+        from benchmarks.cross_fit import CrossFit
+
+        cross = CrossFit(args.cross, top=5)
+        rerank = cross.mode(True, False, args.cross_rank_weight)
+        models += [
+            (f"default + cross rerank, w {rerank.rank_weight:g}", today, rerank, "default", None),
+            ("default + cross decides (abstain off)", today, cross.mode(False, True), "off", None),
+        ]
     if args.arms:
         models = [m for m in models if m[0] in args.arms.split(",")]
     lines = [
@@ -293,10 +343,22 @@ def run(args: argparse.Namespace) -> int:
         "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     examples = []
+    paired = [
+        "",
+        f"Paired 95 % intervals against `{models[0][0]}` (unservable: removed and oos):",
+        "",
+        "| set | arm | measure | Δ [95 % CI] |",
+        "|---|---|---|---|",
+    ]
     for name in args.sets.split(","):
-        for label, emb, fit, abstain_model in models:
+        first: dict[str, Any] = {}
+        for label, emb, fit, abstain, abstain_model in models:
             t0 = time.perf_counter()
-            got = evaluate(name, emb, args.store, fit, abstain_model)
+            got = evaluate(name, emb, args.store, fit, abstain, abstain_model)
+            if not first:
+                first = got
+            else:
+                paired += paired_lines(name, label, got, first)
             sv, rm, oo = got["servable"], got.get("removed", {}), got["oos"]
 
             def share(d: dict, k: str) -> str:
@@ -315,7 +377,8 @@ def run(args: argparse.Namespace) -> int:
             )
             examples += [f"- {name}, {label}: {e}" for e in got["examples"]]
             print(f"{name} {label}: {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
-    text = "\n".join(lines) + "\n\nExamples of misses:\n\n" + "\n".join(examples) + "\n"
+    text = "\n".join(lines + (paired if len(models) > 1 else [])) + "\n"
+    text += "\nExamples of misses:\n\n" + "\n".join(examples) + "\n"
     print(text)
     if args.out:
         args.out.write_text(text)
@@ -338,6 +401,8 @@ def main() -> int:
         default="",
         help="only these arms, comma-separated (default, default@tuned, ...): all when empty",
     )
+    r.add_argument("--cross", type=Path, default=None, help="the cross-encoder's ONNX folder")
+    r.add_argument("--cross-rank-weight", type=float, default=None, help="as fit_compare's")
     r.add_argument("--store", type=Path, default=REPO / ".toolroute" / "toolbox-store")
     r.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()

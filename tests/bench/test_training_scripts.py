@@ -1,5 +1,6 @@
 """The model-training scripts' pure parts: near misses, the tool-style sources and the check
-that leaves the evaluation sets out, small toolboxes, the fit head's maths.
+that leaves the evaluation sets out, small toolboxes, the fit head's maths, the cross-encoder's
+pairs, groups, metrics and decision.
 
 None of them needs torch (the CI installs no training extra) nor ../shared; the builds read
 tiny snapshots made here with git.
@@ -16,9 +17,14 @@ from pathlib import Path
 
 import numpy as np
 from benchmarks import _tool_sources as ts
+from benchmarks import cross_fit as cf
 from benchmarks import small_toolbox as stb
+from benchmarks import train_cross as tc
 from benchmarks import train_data
 from benchmarks.train_fit import FitModel, features
+
+from toolroute.catalog.models import Tool
+from toolroute.embed.onnx import default_tokenizer_file
 
 
 def _build() -> train_data.Build:
@@ -366,3 +372,66 @@ def test_the_fit_model_refuses_when_no_candidate_reaches_its_threshold() -> None
     tools = [_Tool(("s", "other"), "other", "x"), _Tool(("s", "fit"), "fit", "x")]
     assert _head(0.999).keep("q", tools, [7, 9]) == []
     assert _head(0.5).keep("q", tools[:1], [7]) == []
+
+
+def test_the_auc_counts_pairs_a_positive_wins_and_ties_half() -> None:
+    assert tc.auc(np.array([2.0, 3.0]), np.array([1.0, 0.0])) == 1.0
+    assert tc.auc(np.array([0.0]), np.array([1.0])) == 0.0
+    assert tc.auc(np.array([1.0, 3.0]), np.array([1.0, 2.0])) == 0.625  # (0.5 + 0 + 1 + 1) / 4
+
+
+def test_the_refusal_threshold_refuses_at_most_its_share_of_in_scope_requests() -> None:
+    best = np.arange(100, dtype=float)  # 0..99
+    theta = tc.refusal_threshold(best, 0.02)
+    assert (best < theta).sum() == 2
+    assert tc.refusal_threshold(best, 0.0) == 0.0
+
+
+def test_the_cross_fit_stage_refuses_keeps_or_reorders_only_its_top() -> None:
+    order = [7, 9, 4, 1]
+    z = np.array([-1.0, 2.0, 0.5])  # the logits of the first three
+    assert cf.fit_order(z, order, 3.0, rerank=True, decide=True) == []
+    assert cf.fit_order(z, order, 3.0, rerank=True, decide=False) == [9, 4, 7, 1]
+    assert cf.fit_order(z, order, 1.0, rerank=False, decide=True) == order
+    assert cf.fit_order(z, order, 1.0, rerank=True, decide=True) == [9, 4, 7, 1]
+
+
+def test_the_rank_weight_lets_the_routers_order_outweigh_a_small_logit_margin() -> None:
+    z = np.array([1.0, 1.5, -3.0])
+    assert cf.fit_order(z, [7, 9, 4], 0.0, rerank=True, decide=False, weight=0.0) == [9, 7, 4]
+    assert cf.fit_order(z, [7, 9, 4], 0.0, rerank=True, decide=False, weight=1.0) == [7, 9, 4]
+
+
+def test_a_pair_is_request_then_tool_document_cut_to_the_token_limit() -> None:
+    tok = cf.load_tokenizer(default_tokenizer_file(), max_tokens=12)
+    enc = cf.encode_pairs(tok, [("merge it", "github: merge pull request: " + "word " * 40)])
+    ids, types, mask = enc["input_ids"][0], enc["token_type_ids"][0], enc["attention_mask"][0]
+    assert len(ids) == 12 and mask.all()
+    assert list(types[:4]) == [0, 0, 0, 0] and types[4:].all()  # [CLS] merge it [SEP] | doc
+
+
+def test_a_catalog_tool_document_names_its_server_words_and_parameters() -> None:
+    tool = Tool(
+        "git-hub",
+        "mergePullRequest",
+        "Merge a  pull request.",
+        {"properties": {"pull_number": {}, "owner": {}}},
+    )
+    assert (
+        cf.tool_doc(tool)
+        == "git hub: merge pull request: Merge a pull request.: pull number, owner"
+    )
+
+
+def test_a_training_group_is_the_tool_its_near_miss_and_other_keys_never_the_same_operation() -> (
+    None
+):
+    tools = {
+        t: {"key": k}
+        for t, k in [("a1", "A"), ("a2", "A"), ("b", "B"), ("c", "C"), ("d", "D"), ("n", "N")]
+    }
+    rows = [{"query": "q", "tool": "a1", "negative": "n"}, {"query": "chit-chat"}]
+    near = [["a2", "n", "a1", "b", "c", "d"], ["c", "d", "b"]]
+    groups = tc._groups(rows, near, tools)
+    assert groups[0] == ("q", ["a1", "n", "b", "c"], 0)
+    assert groups[1] == ("chit-chat", ["c", "d"], -1)
