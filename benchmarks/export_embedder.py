@@ -16,6 +16,7 @@ import hashlib
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 SAMPLE = [
     "I am still waiting on my card?",
@@ -86,6 +87,38 @@ def weight_only_int8(src: Path, dst: Path) -> int:
     return done
 
 
+def export_fp32(model: Any, path: Path, output: str) -> None:
+    """A BERT-style torch module's ``output`` (``last_hidden_state`` per token, or ``logits`` per
+    row) as an fp32 ONNX graph with dynamic batch and sequence axes, the runtime's three inputs."""
+    import torch
+
+    class Wrapped(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.m = model
+
+        def forward(self, input_ids, attention_mask, token_type_ids):  # type: ignore[no-untyped-def]
+            out = self.m(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            )
+            return getattr(out, output)
+
+    inputs = ("input_ids", "attention_mask", "token_type_ids")
+    axes = {n: {0: "batch", 1: "sequence"} for n in inputs}
+    axes[output] = {0: "batch", 1: "sequence"} if output == "last_hidden_state" else {0: "batch"}
+    ids = torch.ones((2, 8), dtype=torch.long)
+    torch.onnx.export(
+        Wrapped().eval(),
+        (ids, torch.ones_like(ids), torch.zeros_like(ids)),
+        str(path),
+        input_names=list(inputs),
+        output_names=[output],
+        dynamic_axes=axes,
+        opset_version=17,
+        dynamo=False,
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", type=Path, default=Path(".toolroute/embedder"))
@@ -105,31 +138,8 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     model = AutoModel.from_pretrained(str(args.model)).eval()
 
-    class Wrapped(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.bert = model
-
-        def forward(self, input_ids, attention_mask, token_type_ids):  # type: ignore[no-untyped-def]
-            return self.bert(
-                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
-            ).last_hidden_state
-
-    ids = torch.ones((2, 8), dtype=torch.long)
     fp32 = args.out / "model-fp32.onnx"
-    torch.onnx.export(
-        Wrapped().eval(),
-        (ids, torch.ones_like(ids), torch.zeros_like(ids)),
-        str(fp32),
-        input_names=["input_ids", "attention_mask", "token_type_ids"],
-        output_names=["last_hidden_state"],
-        dynamic_axes={
-            n: {0: "batch", 1: "sequence"}
-            for n in ("input_ids", "attention_mask", "token_type_ids", "last_hidden_state")
-        },
-        opset_version=17,
-        dynamo=False,
-    )
+    export_fp32(model, fp32, "last_hidden_state")
     out = args.out / "model.onnx"
     weight_only_int8(fp32, out)
     fp32.unlink()

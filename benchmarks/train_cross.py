@@ -356,38 +356,14 @@ def export(args: argparse.Namespace) -> int:
     import torch
     from transformers import BertForSequenceClassification
 
-    from benchmarks.export_embedder import weight_only_int8
+    from benchmarks.export_embedder import export_fp32, weight_only_int8
 
     torch.set_num_threads(args.threads)
     args.out.mkdir(parents=True, exist_ok=True)
     model = BertForSequenceClassification.from_pretrained(str(args.model)).eval()
 
-    class Wrapped(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.m = model
-
-        def forward(self, input_ids, attention_mask, token_type_ids):  # type: ignore[no-untyped-def]
-            return self.m(
-                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
-            ).logits
-
-    ids = torch.ones((2, 8), dtype=torch.long)
     fp32 = args.out / "model-fp32.onnx"
-    torch.onnx.export(
-        Wrapped().eval(),
-        (ids, torch.ones_like(ids), torch.zeros_like(ids)),
-        str(fp32),
-        input_names=["input_ids", "attention_mask", "token_type_ids"],
-        output_names=["logits"],
-        dynamic_axes={
-            n: {0: "batch", 1: "sequence"}
-            for n in ("input_ids", "attention_mask", "token_type_ids")
-        }
-        | {"logits": {0: "batch"}},
-        opset_version=17,
-        dynamo=False,
-    )
+    export_fp32(model, fp32, "logits")
     out = args.out / "model.onnx"
     if args.activations_int8:  # int8 matmuls (MatMulInteger): faster on VNNI, less exact
         from onnxruntime.quantization import QuantType, quantize_dynamic
