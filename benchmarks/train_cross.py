@@ -183,7 +183,7 @@ def train(args: argparse.Namespace) -> int:
     import torch
     from transformers import BertForSequenceClassification
 
-    from benchmarks.train_embedder import Encoder
+    from benchmarks.train_embedder import Encoder, optimise
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -276,26 +276,7 @@ def train(args: argparse.Namespace) -> int:
                 )
             k += len(cands)
         loss = bce + torch.stack(ce).mean()
-        elapsed = time.monotonic() - t0
-        progress = max(step / args.steps, elapsed / (args.minutes * 60))
-        lr = args.lr * min(1.0, step / args.warmup) * max(0.0, 1.0 - progress)
-        for grp in opt.param_groups:
-            grp["lr"] = lr
-        opt.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, 1.0)
-        opt.step()
-        losses.append(loss.item())
-        done = step >= args.steps or elapsed > args.minutes * 60
-        if step % 10 == 0:
-            write(
-                {
-                    "step": step,
-                    "elapsed_s": round(elapsed, 1),
-                    "loss": round(float(np.mean(losses[-10:])), 4),
-                    "lr": round(lr, 8),
-                }
-            )
+        done = optimise(opt, params, loss, losses, step, args, args.warmup, t0, write)
         if step % args.eval_every == 0 or done:
             m = evaluate(model, tok, tools, dev, dev_oos, dev_gold)
             kept = m["dev_auc"] > best

@@ -25,6 +25,7 @@ import random
 import time
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 
 def _load(data: Path) -> tuple[dict, dict]:
@@ -123,6 +124,46 @@ def batches(rows: list[dict], size: int, rng: random.Random):
         yield out
 
 
+def optimise(
+    opt: Any,
+    params: Any,
+    loss: Any,
+    losses: list[float],
+    step: int,
+    args: Any,
+    warmup: int,
+    t0: float,
+    write: Any,
+) -> bool:
+    """One optimiser step at the step's rate, the loss logged every 10 steps; whether training
+    is done. The rate: linear warm-up, then linear decay to 0 at ``args.steps`` or
+    ``args.minutes``, whichever comes first (a busy machine stops on time with the rate
+    decayed, not mid-plateau)."""
+    import torch
+
+    elapsed = time.monotonic() - t0
+    progress = max(step / args.steps, elapsed / (args.minutes * 60))
+    lr = args.lr * min(1.0, step / warmup) * max(0.0, 1.0 - progress)
+    for g in opt.param_groups:
+        g["lr"] = lr
+    opt.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(params, 1.0)
+    opt.step()
+    losses.append(loss.item())
+    if step % 10 == 0:
+        recent = losses[-10:]
+        write(
+            {
+                "step": step,
+                "elapsed_s": round(elapsed, 1),
+                "loss": round(sum(recent) / len(recent), 4),
+                "lr": round(lr, 8),
+            }
+        )
+    return step >= args.steps or elapsed > args.minutes * 60
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--base", type=Path, required=True)
@@ -185,33 +226,12 @@ def main() -> None:
         )
         logits = logits.masked_fill(mask, -1e4)
         loss = torch.nn.functional.cross_entropy(logits, torch.arange(len(batch)))
-        # linear warm-up, then linear decay to 0 at the step or the time budget, whichever
-        # comes first (a busy machine stops on time with the rate decayed, not mid-plateau)
-        elapsed = time.monotonic() - t0
-        progress = max(step / args.steps, elapsed / (args.minutes * 60))
-        lr = args.lr * min(1.0, step / warm) * max(0.0, 1.0 - progress)
-        for g in opt.param_groups:
-            g["lr"] = lr
-        opt.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, 1.0)
-        opt.step()
-        losses.append(loss.item())
-        done = step >= args.steps or elapsed > args.minutes * 60
-        if step % 10 == 0:
-            write(
-                {
-                    "step": step,
-                    "elapsed_s": round(elapsed, 1),
-                    "loss": round(sum(losses[-10:]) / len(losses[-10:]), 4),
-                    "lr": round(lr, 8),
-                }
-            )
+        done = optimise(opt, params, loss, losses, step, args, warm, t0, write)
         if step % args.eval_every == 0 or done:
             write(
                 {
                     "step": step,
-                    "elapsed_s": round(elapsed, 1),
+                    "elapsed_s": round(time.monotonic() - t0, 1),
                     **dev_metrics(enc, tools, rows["dev"]),
                 }
             )
