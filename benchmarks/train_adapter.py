@@ -32,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.train_embedder import jsonl_log
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -188,13 +190,7 @@ def main() -> int:
         out["mean_r1"] = round(float(np.mean([v for k, v in out.items() if k.endswith("_r1")])), 4)
         return out
 
-    args.log.parent.mkdir(parents=True, exist_ok=True)
-    log = args.log.open("w")
-
-    def write(rec: dict) -> None:
-        log.write(json.dumps(rec) + "\n")
-        log.flush()
-        print(json.dumps(rec), flush=True)
+    write = jsonl_log(args.log)
 
     eye = torch.eye(tv.shape[1])
     w = torch.nn.Parameter(eye.clone())

@@ -125,27 +125,33 @@ def _groups(rows: list[dict], ranked: list[list[str]], tools: dict) -> list:
     return out
 
 
-def evaluate(model: Any, tok: Any, tools: dict, dev: list, oos: list, gold_keys: list) -> dict:
-    """AUC / accuracy of the dev pairs; R@1 of reranking each request's embedder top 5; the 2 %
-    refusal threshold and the dev no-tool requests still answered at it."""
+def torch_logits(model: Any, tok: Any, pairs: list[tuple[str, str]]) -> np.ndarray:
+    """The torch cross-encoder's logit of each (request, tool text) pair, 64 pairs a pass."""
     import torch
 
-    model.eval()
-    texts = [(q, tools[t]["text"]) for q, cands, _ in dev + oos for t in cands]
     with torch.no_grad():
-        z = np.concatenate(
+        return np.concatenate(
             [
                 model(
                     **{
                         k: torch.from_numpy(v)
-                        for k, v in encode_pairs(tok, texts[i : i + 64]).items()
+                        for k, v in encode_pairs(tok, pairs[i : i + 64]).items()
                     }
                 )
                 .logits.reshape(-1)
                 .numpy()
-                for i in range(0, len(texts), 64)
+                for i in range(0, len(pairs), 64)
             ]
         )
+
+
+def evaluate(model: Any, tok: Any, tools: dict, dev: list, oos: list, gold_keys: list) -> dict:
+    """AUC / accuracy of the dev pairs; R@1 of reranking each request's embedder top 5; the 2 %
+    refusal threshold and the dev no-tool requests still answered at it."""
+
+    model.eval()
+    texts = [(q, tools[t]["text"]) for q, cands, _ in dev + oos for t in cands]
+    z = torch_logits(model, tok, texts)
     model.train()
     pos, neg, best_in, best_oos = [], [], [], []
     r1_emb = r1_cross = eligible = 0
@@ -183,7 +189,7 @@ def train(args: argparse.Namespace) -> int:
     import torch
     from transformers import BertForSequenceClassification
 
-    from benchmarks.train_embedder import Encoder, optimise
+    from benchmarks.train_embedder import Encoder, jsonl_log, optimise
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -220,13 +226,7 @@ def train(args: argparse.Namespace) -> int:
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.01)
     tok = load_tokenizer(args.base / "tokenizer.json")
-    args.log.parent.mkdir(parents=True, exist_ok=True)
-    log = args.log.open("w")
-
-    def write(rec: dict) -> None:
-        log.write(json.dumps(rec) + "\n")
-        log.flush()
-        print(json.dumps(rec), flush=True)
+    write = jsonl_log(args.log)
 
     write(
         {
@@ -367,20 +367,7 @@ def export(args: argparse.Namespace) -> int:
                 (r["query"], tools[r["negative"]]["text"]),
             ]
     tok = load_tokenizer(args.model / "tokenizer.json", MAX_TOKENS)
-    with torch.no_grad():
-        ref = np.concatenate(
-            [
-                model(
-                    **{
-                        k: torch.from_numpy(v)
-                        for k, v in encode_pairs(tok, pairs[i : i + 64]).items()
-                    }
-                )
-                .logits.reshape(-1)
-                .numpy()
-                for i in range(0, len(pairs), 64)
-            ]
-        )
+    ref = torch_logits(model, tok, pairs)
     fit = CrossFit(args.out)
     got = np.concatenate(
         [

@@ -24,6 +24,7 @@ import json
 import random
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +125,20 @@ def batches(rows: list[dict], size: int, rng: random.Random):
         yield out
 
 
+def jsonl_log(path: Path) -> Callable[[dict], None]:
+    """A training curve's writer: each record one JSON line in ``path`` (flushed, so a stopped
+    run keeps its curve) and on stdout."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    log = path.open("w")
+
+    def write(rec: dict) -> None:
+        log.write(json.dumps(rec) + "\n")
+        log.flush()
+        print(json.dumps(rec), flush=True)
+
+    return write
+
+
 def optimise(
     opt: Any,
     params: Any,
@@ -195,13 +210,7 @@ def main() -> None:
     params = [p for p in enc.model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.01)
     warm = 30
-    args.log.parent.mkdir(parents=True, exist_ok=True)
-    log = args.log.open("w")
-
-    def write(rec: dict) -> None:
-        log.write(json.dumps(rec) + "\n")
-        log.flush()
-        print(json.dumps(rec), flush=True)
+    write = jsonl_log(args.log)
 
     t0 = time.monotonic()
     write({"step": 0, "elapsed_s": 0.0, **dev_metrics(enc, tools, rows["dev"])})
