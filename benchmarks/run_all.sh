@@ -130,7 +130,11 @@ if want retrieval; then
             --out .toolroute/train-data-intents
         run $PY -m benchmarks.train_embedder --base "$MINILM" --data .toolroute/train-data-intents \
             --steps 200 --minutes 55 --out "$FT-200" --log "$R/train_embedder_run1.jsonl"
-        run $PY -m benchmarks.train_embedder --base "$FT-200" --data .toolroute/train-data \
+        # (the six sources it was trained on; since then rows of multi-tool requests carry
+        # the tools they also need, masked in the loss: a rerun differs slightly)
+        run $PY -m benchmarks.train_data --sources "$SRC" --out .toolroute/train-data-six \
+            --only sgd,clinc,banking77,hwu64,apibank,mcp_servers
+        run $PY -m benchmarks.train_embedder --base "$FT-200" --data .toolroute/train-data-six \
             --steps 1200 --minutes 50 --threads 1 --eval-every 300 --out "$FT" \
             --log "$R/train_embedder.jsonl"
         run $PY -m benchmarks.export_embedder --model "$FT" --out "$FT-onnx"

@@ -12,7 +12,9 @@ its row counts are listed there (``--table`` prints that table from a build).
 Two kinds of sources: intent sets (SGD, CLINC150, Banking77, HWU64: consumer requests and
 their intents) and tool-style ones (API-Bank's requests and API records; the MCP reference
 servers' tool definitions, which have no requests: each tool gets its description's first
-sentence and a request made from its name and parameters by one template).
+sentence and a request made from its name and parameters by one template) and API-style ones
+(NESTFUL, RestBench, ToolAlpaca's evaluation files: requests over small APIs, most needing
+several operations; benchmarks/_api_sources.py).
 
 What is built (JSON lines, one file per split):
 
@@ -21,7 +23,8 @@ What is built (JSON lines, one file per split):
   miss is drawn from) and ``key`` (the same operation under two service versions, e.g. SGD's
   Flights_1 / Flights_2, shares a key and is never a negative).
 - ``train.jsonl`` / ``dev.jsonl``: ``{"query", "tool", "negative", "source"}`` — a request, the
-  tool it needs, and a near miss: a sibling of the same service or domain doing another operation.
+  tool it needs, and a near miss: a sibling of the same service or domain doing another operation;
+  ``"also"``: the other tools a request needing several needs (never its negatives).
 - ``oos_train.jsonl`` / ``oos_dev.jsonl``: requests no tool serves (CLINC's out-of-scope rows,
   HWU64's chit-chat), ``{"query", "source"}``.
 - ``commits.json``: the commit of each snapshot (and ``name@pinned``: the commit read);
@@ -52,6 +55,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks._api_sources import nestful, restbench, toolalpaca
 from benchmarks._tool_sources import apibank, mcp_servers, norm, sibling_near_misses, words
 
 __all__ = ["SOURCES", "Build", "build", "sgd_intent_turns"]
@@ -100,6 +104,23 @@ SOURCES: dict[str, Source] = {
         "src/*/ tool definitions (name, description, input schema) at the pinned commit; "
         "requests: the description's first sentence, and name + parameters by a template",
         pinned=MCP_SERVERS,
+    ),
+    "nestful": Source(
+        "IBM+NESTFUL",
+        "Apache-2.0",
+        "data/executable/*, data/non-executable/non-executable-glaive-* (requests and the "
+        "call sequences serving them; function specs)",
+    ),
+    "restbench": Source(
+        "Yifan-Song793+RestGPT",
+        "MIT",
+        "datasets/{tmdb,spotify}.json (requests, solution operations); specs/*_oas.json",
+    ),
+    "toolalpaca": Source(
+        "tangqiaoyu+ToolAlpaca",
+        "Apache-2.0",
+        "data/eval_simulated.json, eval_real.json (APIs, functions, instructions and the "
+        "functions each calls; the training file is not in the snapshot)",
     ),
 }
 INTENT_SOURCES = ("sgd", "clinc", "banking77", "hwu64")  # one random stream, as first built
@@ -424,7 +445,13 @@ def _interleave(mine: list[dict], more: list[dict], rng: random.Random) -> list[
     return out
 
 
-TOOL_SOURCES = {"apibank": apibank, "mcp_servers": mcp_servers}
+TOOL_SOURCES = {
+    "apibank": apibank,
+    "mcp_servers": mcp_servers,
+    "nestful": nestful,
+    "restbench": restbench,
+    "toolalpaca": toolalpaca,
+}
 INTENT_FNS = {"sgd": _sgd, "clinc": _clinc, "banking77": _banking, "hwu64": _hwu}
 
 
@@ -467,10 +494,26 @@ def build(
         b.tools.update(part.tools)
         b.dropped.update(part.dropped)
         b.left_out.update(part.left_out)
+        for q, tids in part.related.items():
+            b.related[q] |= tids
         for split, rows in part.rows.items():
             own.shuffle(rows)
             b.rows[split] = _interleave(b.rows[split], rows, own)
+    _mark_also(b)
     return b
+
+
+def _mark_also(b: Build) -> None:
+    """Give each row of a request that needs several tools the others (``also``, sorted,
+    with what ``b.related`` adds): the trainer never shows them as its negatives."""
+    for rows in (b.rows["train"], b.rows["dev"]):
+        needs: dict[str, set[str]] = defaultdict(set)
+        for r in rows:
+            needs[r["query"]].add(r["tool"])
+        for r in rows:
+            also = (needs[r["query"]] | b.related.get(r["query"], set())) - {r["tool"]}
+            if also:
+                r["also"] = sorted(also)
 
 
 def table(b: Build) -> str:

