@@ -164,6 +164,27 @@ if want retrieval; then
         run $PY -m benchmarks.abstain_train --cache .toolroute/abstain-signals-finetune \
             --learner trees --write-model --out "$R/abstain_default.md" \
             --json "$R/abstain_default.json"
+        # run 3 (docs/training-data.md): from MiniLM on all nine sources, the API-style ones
+        # drawn more often, a quarter of the batches multi-step requests; its own abstention;
+        # against the default (run 2) on every set and on the small toolboxes
+        R3=.toolroute/embedder-run3
+        run $PY -m benchmarks.train_data --sources "$SRC" --out .toolroute/train-data-nine
+        run $PY -m benchmarks.train_embedder --base "$MINILM" --data .toolroute/train-data-nine \
+            --steps 1400 --minutes 62 --eval-every 200 --dev-rows 1000 --source-power 0.5 \
+            --compound 0.25 --out "$R3" --log "$R/train_embedder_run3.jsonl"
+        run $PY -m benchmarks.export_embedder --model "$R3" --out "$R3-onnx"
+        run env TOOLROUTE_EMBED_MODEL="$R3-onnx" $PY -m benchmarks.abstain_train \
+            --store "$STORE" --cache .toolroute/abstain-signals-run3 --learner trees \
+            --write-model --model-out .toolroute/abstain-run3 --out "$R/abstain_run3.md" \
+            --json "$R/abstain_run3.json"
+        run $PY -m benchmarks.embedder_compare --model "$R3-onnx" \
+            --tuned-abstain .toolroute/abstain-run3/abstain.json \
+            --sets livemcpbench,union,mcpbench,metatool,sealtools,tool_attention --strategy default \
+            --steps 0 --exact 100 --out "$R/embedder_compare_run3.md" \
+            --json "$R/embedder_compare_run3.json"
+        run $PY -m benchmarks.small_toolbox run --sets sgd,clinc --model "$R3-onnx" \
+            --tuned-abstain .toolroute/abstain-run3/abstain.json \
+            --arms "default,default@tuned+own abstention" --out "$R/small_toolbox_run3.md"
         # the cross-encoder fit model (docs/training-data.md): from the full fine-tune's
         # weights, one thread, 45 minutes; exported with int8 activations and calibrated on dev
         # (the int8-weights export checked beside it), all over the plain MiniLM it was measured on; the fit stage over default's top 5 and,
