@@ -74,6 +74,12 @@ SHARED = Path(os.environ.get("TOOLROUTE_SHARED", REPO.parent / "shared")) / "ben
 OOS = REPO / "benchmarks" / "out_of_scope"
 SHORT = REPO / "benchmarks" / "in_scope"
 SETS = ("livemcpbench", "mcpbench", "tool_attention", "sealtools", "metatool", "union")
+BOX_SETS = ("sgd_box", "clinc_box")
+"""Small toolboxes from the sources' dev splits (``small_toolbox build --split dev``: SGD dev,
+CLINC val; no model trained on their requests), each request routed over its own box of 1-20
+tools: how the check meets the most common real set-up. Opt-in (``--sets``). The two share
+their out-of-scope requests (CLINC's), so each is held out from the other."""
+BOX_KINDS = {"servable": "in", "removed": "near", "oos": "far"}
 UNION_PARTS = ("livemcpbench", "mcpbench", "tool_attention")
 TEST = "union_test"
 """The union's second out-of-scope set: measured, never fitted or chosen on."""
@@ -97,8 +103,14 @@ def queries_file(name: str) -> Path:
 
 
 def shares_catalog(a: str, b: str) -> bool:
-    """The two sets' catalogs overlap (the union holds three of them)."""
-    return a == b or (a == "union" and b in UNION_PARTS) or (b == "union" and a in UNION_PARTS)
+    """The two sets' catalogs overlap (the union holds three of them), or their requests do
+    (the two toolbox sets share CLINC's out-of-scope ones)."""
+    return (
+        a == b
+        or (a == "union" and b in UNION_PARTS)
+        or (b == "union" and a in UNION_PARTS)
+        or (a in BOX_SETS and b in BOX_SETS)
+    )
 
 
 def short_files(name: str) -> list[tuple[str, str]]:
@@ -110,14 +122,12 @@ def short_files(name: str) -> list[tuple[str, str]]:
 
 def collect(name: str, store: Path, embedder: Any) -> dict[str, Any]:
     """Signals, vector and R@5 of every in-scope and out-of-scope request of one set."""
-    from toolroute.bench.metrics import query_metrics
+    if name in BOX_SETS:
+        return collect_boxes(name, store, embedder)
     from toolroute.catalog import load_queries
-    from toolroute.route.abstain_signals import signals
-    from toolroute.route.strategy import RouteParams, resolve_strategy
-    from toolroute.router import Router, top_k
+    from toolroute.route.strategy import RouteParams
+    from toolroute.router import Router
 
-    strat = resolve_strategy("default")
-    computed = tuple(f for f in FEATURES if f != "oos_gap")
     rows: dict[str, list[Any]] = {k: [] for k in ("x", "vec", "label", "r5", "kind", "query")}
     with Router(
         SHARED / name / "catalog.json",
@@ -137,23 +147,61 @@ def collect(name: str, store: Path, embedder: Any) -> dict[str, Any]:
             out = map(json.loads, f.read_text().splitlines())
             cases.extend((d["query"], [], tag + d["kind"]) for d in out)
         for text, groups, kind in cases:
-            scores = r.scores(text, "default")
-            ctx = r.query_context(text, strat.embeds)
-            ctx = type(ctx)(
-                text=ctx.text,
-                vector=ctx.vector,
-                intents=ctx.intents,
-                intent_vectors=ctx.intent_vectors,
-                embed=lambda texts: r.embedder.embed(texts),
-            )
-            sig = signals(r.built, ctx, scores, features=computed)
-            top = [r.built.keys[i] for i in top_k(scores, 10)]
-            rows["x"].append([sig.get(f, 0.0) for f in FEATURES])
-            rows["vec"].append([round(float(v), 6) for v in ctx.vector])
-            rows["label"].append(1 if groups else 0)
-            rows["r5"].append(query_metrics(top, groups)["recall@5"] if groups else 0.0)
-            rows["kind"].append(kind)
-            rows["query"].append(text)
+            _row(rows, r, text, groups, kind)
+    return rows
+
+
+def _row(rows: dict[str, list[Any]], r: Any, text: str, groups: list, kind: str) -> None:
+    """One request's signals (abstention off), vector and R@5 over router ``r``."""
+    from toolroute.bench.metrics import query_metrics
+    from toolroute.route.abstain_signals import signals
+    from toolroute.route.strategy import resolve_strategy
+    from toolroute.router import top_k
+
+    scores = r.scores(text, "default")
+    ctx = r.query_context(text, resolve_strategy("default").embeds)
+    ctx = type(ctx)(
+        text=ctx.text,
+        vector=ctx.vector,
+        intents=ctx.intents,
+        intent_vectors=ctx.intent_vectors,
+        embed=lambda texts: r.embedder.embed(texts),
+    )
+    sig = signals(r.built, ctx, scores, features=tuple(f for f in FEATURES if f != "oos_gap"))
+    top = [r.built.keys[i] for i in top_k(scores, 10)]
+    rows["x"].append([sig.get(f, 0.0) for f in FEATURES])
+    rows["vec"].append([round(float(v), 6) for v in ctx.vector])
+    rows["label"].append(1 if groups else 0)
+    rows["r5"].append(query_metrics(top, groups)["recall@5"] if groups else 0.0)
+    rows["kind"].append(kind)
+    rows["query"].append(text)
+
+
+def collect_boxes(name: str, store: Path, embedder: Any) -> dict[str, Any]:
+    """As :func:`collect`, for a toolbox set: each request over its own box."""
+    from benchmarks.small_toolbox import HERE, _box_catalog
+    from toolroute.route.strategy import RouteParams
+    from toolroute.router import Router
+
+    stem = name.removesuffix("_box") + "_dev"
+    path = HERE / f"{stem}.jsonl"
+    if not path.exists():
+        sys.exit(f"error: {path} missing: python -m benchmarks.small_toolbox build --split dev")
+    catalog = json.loads((HERE / f"{stem}_catalog.json").read_text())
+    measured = {
+        json.loads(x)["query"] for x in (HERE / f"{stem[:-4]}.jsonl").read_text().splitlines()
+    }
+    rows: dict[str, list[Any]] = {k: [] for k in ("x", "vec", "label", "r5", "kind", "query")}
+    for line in path.read_text().splitlines():
+        d = json.loads(line)
+        if d["query"] in measured:  # a stock reply ("I want to book it") the test set holds too
+            continue
+        cat = _box_catalog(catalog, d["toolbox"])
+        rel = frozenset((x["server"], x["tool"]) for x in d["relevant"])
+        params = RouteParams(abstain="off")
+        with Router(cat, store=store, embedder=embedder, params=params) as r:
+            r.index()
+            _row(rows, r, d["query"], [rel] if rel else [], BOX_KINDS[d["kind"]])
     return rows
 
 
@@ -612,7 +660,7 @@ def main() -> int:
     if missing(SHARED):
         return 2
     names = args.sets.split(",")
-    if unknown(names, SETS, "set"):
+    if unknown(names, SETS + BOX_SETS, "set"):
         return 2
     use = args.features.split(",")
     if set(use) - set(FEATURES):

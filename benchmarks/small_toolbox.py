@@ -57,10 +57,11 @@ def _git(root: Path, folder: str, path: str) -> str:
     ).stdout
 
 
-def _sgd_tools(root: Path) -> tuple[list[dict], dict[str, list[str]]]:
-    """SGD test-schema services as MCP-style servers; and the user turns per (service, intent)."""
+def _sgd_tools(root: Path, split: str = "test") -> tuple[list[dict], dict[str, list[str]]]:
+    """SGD ``split``-schema services as MCP-style servers; and the user turns per (service,
+    intent)."""
     folder = "google-research-datasets+dstc8-schema-guided-dialogue"
-    schema = json.loads(_git(root, folder, "test/schema.json"))
+    schema = json.loads(_git(root, folder, f"{split}/schema.json"))
     servers = []
     for s in schema:
         slots = {x["name"]: x["description"] for x in s["slots"]}
@@ -91,7 +92,14 @@ def _sgd_tools(root: Path) -> tuple[list[dict], dict[str, list[str]]]:
         )
     turns: dict[str, list[str]] = defaultdict(list)
     listing = subprocess.run(
-        ["git", f"--git-dir={root / folder / 'repo'}", "ls-tree", "--name-only", "HEAD", "test/"],
+        [
+            "git",
+            f"--git-dir={root / folder / 'repo'}",
+            "ls-tree",
+            "--name-only",
+            "HEAD",
+            f"{split}/",
+        ],
         check=True,
         capture_output=True,
         text=True,
@@ -108,7 +116,9 @@ def _sgd_tools(root: Path) -> tuple[list[dict], dict[str, list[str]]]:
     return servers, turns
 
 
-def _clinc_tools(root: Path) -> tuple[list[dict], dict[str, list[str]], list[str]]:
+def _clinc_tools(
+    root: Path, split: str = "test"
+) -> tuple[list[dict], dict[str, list[str]], list[str]]:
     data = json.loads(_git(root, "clinc+oos-eval", "data/data_full.json"))
     domains = json.loads(_git(root, "clinc+oos-eval", "data/domains.json"))
     servers = [
@@ -129,9 +139,9 @@ def _clinc_tools(root: Path) -> tuple[list[dict], dict[str, list[str]], list[str
     ]
     turns: dict[str, list[str]] = defaultdict(list)
     where = {i: d for d, intents in domains.items() for i in intents}
-    for q, intent in data["test"]:
+    for q, intent in data[split]:
         turns[f"{where[intent]}/{intent}"].append(q)
-    return servers, turns, [q for q, _ in data["oos_test"]]
+    return servers, turns, [q for q, _ in data[f"oos_{split}"]]
 
 
 def _rows(
@@ -199,18 +209,25 @@ def _rows(
     return rows
 
 
-def build(root: Path, per_kind: int = 150, seed: int = 7) -> None:
-    rng = random.Random(seed)
-    clinc_servers, clinc_turns, oos = _clinc_tools(root)
-    sgd_servers, sgd_turns = _sgd_tools(root)
+DEV_SEED = 8
+
+
+def build(root: Path, per_kind: int = 150, seed: int = 7, split: str = "test") -> None:
+    """The sets of ``split``: ``test`` (SGD test, CLINC test: the sets measured,
+    ``NAME.jsonl``) or ``dev`` (SGD dev, CLINC val: ``NAME_dev.jsonl``, what the abstention
+    may be fitted on; neither model trained on their requests)."""
+    rng = random.Random(seed if split == "test" else DEV_SEED)
+    clinc_servers, clinc_turns, oos = _clinc_tools(root, "test" if split == "test" else "val")
+    sgd_servers, sgd_turns = _sgd_tools(root, split)
     HERE.mkdir(parents=True, exist_ok=True)
+    tail = "" if split == "test" else f"_{split}"
     for name, servers, turns in (
         ("clinc", clinc_servers, clinc_turns),
         ("sgd", sgd_servers, sgd_turns),
     ):
-        (HERE / f"{name}_catalog.json").write_text(json.dumps({"servers": servers}, indent=0))
-        rows = _rows(name, servers, turns, oos, rng, per_kind)
-        (HERE / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        (HERE / f"{name}{tail}_catalog.json").write_text(json.dumps({"servers": servers}, indent=0))
+        rows = _rows(name + tail, servers, turns, oos, rng, per_kind)
+        (HERE / f"{name}{tail}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
         print(name, {k: sum(r["kind"] == k for r in rows) for k in ("servable", "removed", "oos")})
 
 
@@ -391,6 +408,7 @@ def main() -> int:
     b = sub.add_parser("build")
     b.add_argument("--sources", type=Path, required=True)
     b.add_argument("--per-kind", type=int, default=150)
+    b.add_argument("--split", choices=("test", "dev"), default="test")
     r = sub.add_parser("run")
     r.add_argument("--sets", default="clinc,sgd")
     r.add_argument("--model", type=Path, default=None)
@@ -407,7 +425,7 @@ def main() -> int:
     r.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     if args.cmd == "build":
-        build(args.sources, args.per_kind)
+        build(args.sources, args.per_kind, split=args.split)
         return 0
     return run(args)
 

@@ -1,0 +1,56 @@
+"""The abstention's small-toolbox training sets: built from dev splits the measured sets do not
+hold, held out from each other (they share CLINC's out-of-scope requests), and read as the
+router meets them: each request over its own box."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from benchmarks import abstain_train as at
+from benchmarks.small_toolbox import HERE
+
+
+def _rows(name: str) -> list[dict]:
+    return [json.loads(x) for x in (HERE / f"{name}.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.parametrize("name", ["sgd", "clinc"])
+def test_the_dev_toolboxes_hold_no_out_of_scope_request_of_the_measured_ones(name: str) -> None:
+    dev, test = _rows(f"{name}_dev"), _rows(name)
+    measured = {r["query"] for r in test}
+    assert {r["kind"] for r in dev} == {"servable", "removed", "oos"}
+    assert not {r["query"] for r in dev if r["kind"] == "oos"} & measured
+    # servable and removed ones may repeat a stock reply; collect_boxes skips those
+    assert sum(r["query"] in measured for r in dev) <= 5
+
+
+def test_a_toolbox_set_is_held_out_from_the_other_and_from_no_catalog() -> None:
+    assert at.shares_catalog("sgd_box", "clinc_box")
+    assert not at.shares_catalog("sgd_box", "union")
+    assert not at.shares_catalog("metatool", "clinc_box")
+    assert at.shares_catalog("union", "mcpbench")
+
+
+def test_a_toolbox_set_is_read_request_by_request_over_its_own_box(tmp_path, monkeypatch) -> None:
+    """collect_boxes on the first rows of the dev file, with the default embedder: one row of
+    signals per request, servable ones labelled in scope with their R@5, the others out."""
+    from toolroute.embed.onnx import OnnxEmbedder
+
+    dev = _rows("clinc_dev")
+    picked = [next(r for r in dev if r["kind"] == k) for k in ("servable", "removed", "oos")]
+    folder = tmp_path / "boxes"
+    folder.mkdir()
+    for stem in ("clinc_dev", "clinc"):
+        rows = picked if stem == "clinc_dev" else [{"query": "not one of them"}]
+        (folder / f"{stem}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (folder / "clinc_dev_catalog.json").write_text((HERE / "clinc_dev_catalog.json").read_text())
+    monkeypatch.setattr("benchmarks.small_toolbox.HERE", folder)
+    got = at.collect_boxes("clinc_box", tmp_path / "store", OnnxEmbedder())
+    assert got["kind"] == ["in", "near", "far"]
+    assert got["label"] == [1, 0, 0]
+    assert got["r5"][0] in (0.0, 1.0) and got["r5"][1:] == [0.0, 0.0]
+    x = np.array(got["x"])
+    assert x.shape == (3, len(at.FEATURES)) and np.isfinite(x).all()
+    assert x[0, at.FEATURES.index("cos1")] > 0.3  # the servable request meets its own tool
