@@ -3,7 +3,7 @@
     python -m benchmarks.abstain_train [--sets a,b] [--store DIR] [--cache DIR]
         [--out benchmarks/results/abstain.md] [--json FILE]
         [--write-model [--model-out DIR] [--model-name abstain]]
-        [--features a,b] [--budget-default 0.01]
+        [--features a,b] [--budget-default 0.01] [--boxes-fit-only]
 
 The embedding model is the router's: today's default, or the folder ``TOOLROUTE_EMBED_MODEL``
 names (a fine-tuned embedder); the model written records its ``model_id``, and the router
@@ -42,6 +42,11 @@ Then:
   ``--model-out DIR``, to DIR instead (a candidate measured before it ships); with
   ``--model-name abstain_minilm``, as abstain_minilm.json and abstain_minilm_requests.npy (the
   model shipped for the plain MiniLM, ``TOOLROUTE_EMBED_MODEL=minilm``).
+
+With ``--sets …,sgd_box,clinc_box`` the small toolboxes built from the sources' dev splits
+(``BOX_SETS``) join the fit: each request is routed over its own box of 1-20 tools, as the
+router meets the most common real set-up; ``--boxes-fit-only`` lets them teach the model without
+their recall budgets choosing its thresholds.
 
 Logistic regression (L2, Newton steps) on standardised signals; every set weighs the same;
 inside a set the in-scope and out-of-scope halves weigh the same, and the short requests take
@@ -408,6 +413,16 @@ def threshold(
     return out
 
 
+BOXES_CHOOSE: list[bool] = [True]
+"""Whether the toolbox sets' recall budgets bind the thresholds too (``--boxes-fit-only``:
+they teach the model, the catalogs choose its thresholds)."""
+
+
+def _chooses(names: Sequence[str]) -> list[str]:
+    """The sets whose recall budget the thresholds keep."""
+    return [n for n in names if BOXES_CHOOSE[0] or n not in BOX_SETS]
+
+
 def paired(a: Array, b: Array, rounds: int = 2000, seed: int = 0) -> tuple[float, float, float]:
     d = a - b
     if not d.size:
@@ -431,7 +446,7 @@ def held_out(
     train = [n for n in sets if not shares_catalog(n, name)]
     xs = with_oos_gap(sets, train, use)
     model = fit(*weights_of(sets, xs, train))
-    ts = threshold(model, sets, xs, train, budgets)
+    ts = threshold(model, sets, xs, _chooses(train), budgets)
     kind, r5 = sets[name]["kind"], sets[name]["r5"]
     p = probabilities(model, xs[name])
     inn, out = kind == "in", np.isin(kind, OUT_KINDS)
@@ -474,8 +489,8 @@ def shipped(
     model = fit(*weights_of(sets, xs, names))
     # within budget on a catalog it has not met (each set's own requests left out) and on
     # these very catalogs, where the router meets their own requests too
-    unseen = threshold(model, sets, xs, names, budgets)
-    met = threshold(model, sets, with_oos_gap(sets, names, use, own=True), names, budgets)
+    unseen = threshold(model, sets, xs, _chooses(names), budgets)
+    met = threshold(model, sets, with_oos_gap(sets, names, use, own=True), _chooses(names), budgets)
     ts = {mode: min(unseen[mode], met[mode]) for mode in budgets}
     figures: dict[str, Any] = {}
     met_x = with_oos_gap(sets, names, use, own=True)
@@ -656,7 +671,13 @@ def main() -> int:
     ap.add_argument(
         "--learner", choices=sorted(LEARNERS), default="logistic", help="the model's kind"
     )
+    ap.add_argument(
+        "--boxes-fit-only",
+        action="store_true",
+        help="the toolbox sets teach the model but do not choose its thresholds",
+    )
     args = ap.parse_args()
+    BOXES_CHOOSE[0] = not args.boxes_fit_only
     if missing(SHARED):
         return 2
     names = args.sets.split(",")

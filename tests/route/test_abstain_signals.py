@@ -111,3 +111,15 @@ def test_posting_lists_are_ascending(tmp_path: Path) -> None:
         for word in ("file", "time", "the", "weather", "a"):
             docs = lex.postings(word)
             assert docs.size and bool(np.all(np.diff(docs) > 0))
+
+
+def test_log_tools_is_the_catalogs_size_whatever_the_request(tmp_path: Path) -> None:
+    with small_router(tmp_path, abstain="off") as r:
+        ix = r.built
+        got = [
+            signals(ix, r.query_context(t), r.scores(t, "default"), features=("log_tools",))[
+                "log_tools"
+            ]
+            for t in ("read the contents of a file", FAR)
+        ]
+        assert got == pytest.approx([np.log10(ix.size)] * 2) and ix.size > 1

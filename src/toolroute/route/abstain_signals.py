@@ -37,6 +37,9 @@ the strategy's scores say about whether some returned tool fits, each a number t
 - ``verb_sim``: how close the request's first verb comes to a verb of the top servers' tool
   names (cosine of the two words' vectors: "reply" meets "comment", "merge" meets only
   "get" and "list"); 1 when the request asks for information.
+- ``log_tools``: log10 of the catalog's tool count: what the other signals mean depends on it
+  (a request's best cosine in a box of three tools is not its best among thousands), so a model
+  fitted on big catalogs and small toolboxes can tell the two apart.
 """
 
 from __future__ import annotations
@@ -86,6 +89,7 @@ FEATURES: tuple[str, ...] = (
     "op_named_top",
     "flat1",
     "verb_sim",
+    "log_tools",
 )
 
 NO_TOOL_NEEDS: tuple[str, ...] = (
@@ -425,6 +429,7 @@ _SIGNALS: dict[str, Any] = {
     "op_named_top": lambda e: _op_any(e, server_names),
     "flat1": _flat1,
     "verb_sim": _verb_sim,
+    "log_tools": lambda e: math.log10(max(1, e.ix.size)),
 }
 
 
