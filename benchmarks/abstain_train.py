@@ -94,8 +94,10 @@ SHORT_SLACK = 0.02
 SHORT_WEIGHT = 0.5
 OUT_KINDS = ("far", "near", "none")
 # the signals the model reads, chosen by the held-out figures of every set
-# (benchmarks/results/abstain.md): every signal route/abstain_signals.py computes
-USE = FEATURES
+# (benchmarks/results/abstain.md): every signal route/abstain_signals.py computes but
+# log_tools, which only the toolbox sets vary (``--features`` adds it), so that the shipped
+# models' commands still give them byte for byte
+USE = tuple(f for f in FEATURES if f != "log_tools")
 L2 = 10.0
 """Ridge on the standardised weights (1 and 10 tried under the same held-out measure)."""
 Array = npt.NDArray[np.float64]

@@ -185,6 +185,27 @@ if want retrieval; then
         run $PY -m benchmarks.small_toolbox run --sets sgd,clinc --model "$R3-onnx" \
             --tuned-abstain .toolroute/abstain-run3/abstain.json \
             --arms "default,default@tuned+own abstention" --out "$R/small_toolbox_run3.md"
+        # the abstention fitted on small toolboxes too (docs/training-data.md): toolbox sets
+        # from the sources' dev splits, the catalog's size as a signal; their recall budgets
+        # choosing the thresholds (size) or not (sizefit); over the default (run 2)
+        run $PY -m benchmarks.small_toolbox build --sources "$SRC" --split dev --per-kind 200
+        ALL=$(.venv/bin/python -c "from toolroute.route.abstain_signals import FEATURES as F; print(','.join(F))")
+        for v in size sizefit; do
+            fit=""; [ $v = sizefit ] && fit=--boxes-fit-only
+            run $PY -m benchmarks.abstain_train \
+                --sets livemcpbench,mcpbench,tool_attention,sealtools,metatool,union,sgd_box,clinc_box \
+                --store "$STORE" --cache .toolroute/abstain-signals-size --features "$ALL" \
+                --learner trees $fit --write-model --model-out .toolroute/abstain-$v \
+                --out "$R/abstain_$v.md" --json "$R/abstain_$v.json"
+            run $PY -m benchmarks.small_toolbox run --sets sgd,clinc --model "$FT-onnx" \
+                --tuned-abstain .toolroute/abstain-$v/abstain.json \
+                --arms "default,default@tuned+own abstention" --out "$R/small_toolbox_$v.md"
+            run $PY -m benchmarks.embedder_compare --model "$FT-onnx" \
+                --tuned-abstain .toolroute/abstain-$v/abstain.json \
+                --sets livemcpbench,union,mcpbench,metatool,sealtools,tool_attention \
+                --strategy default --steps 0 --exact 100 --out "$R/embedder_compare_$v.md" \
+                --json "$R/embedder_compare_$v.json"
+        done
         # the cross-encoder fit model (docs/training-data.md): from the full fine-tune's
         # weights, one thread, 45 minutes; exported with int8 activations and calibrated on dev
         # (the int8-weights export checked beside it), all over the plain MiniLM it was measured on; the fit stage over default's top 5 and,
