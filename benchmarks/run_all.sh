@@ -206,6 +206,11 @@ if want retrieval; then
                 --strategy default --steps 0 --exact 100 --out "$R/embedder_compare_$v.md" \
                 --json "$R/embedder_compare_$v.json"
         done
+        # sizefit on small boxes of real MCP servers (built from ../shared, not committed)
+        run $PY -m benchmarks.small_toolbox build-mcp
+        run $PY -m benchmarks.small_toolbox run --sets mcp --model "$FT-onnx" \
+            --tuned-abstain .toolroute/abstain-sizefit/abstain.json \
+            --arms "default,default@tuned+own abstention" --out "$R/small_toolbox_mcp_sizefit.md"
         # the cross-encoder fit model (docs/training-data.md): from the full fine-tune's
         # weights, one thread, 45 minutes; exported with int8 activations and calibrated on dev
         # (the int8-weights export checked beside it), all over the plain MiniLM it was measured on; the fit stage over default's top 5 and,

@@ -46,6 +46,7 @@ from benchmarks.train_data import sgd_intent_turns
 REPO = Path(__file__).resolve().parents[1]
 HERE = REPO / "benchmarks" / "small_toolbox"
 SIZES = (1, 2, 3, 5, 8, 12, 20)
+MCP_FOLDER = REPO / ".toolroute" / "mcp-boxes"
 
 
 def _git(root: Path, folder: str, path: str) -> str:
@@ -231,6 +232,61 @@ def build(root: Path, per_kind: int = 150, seed: int = 7, split: str = "test") -
         print(name, {k: sum(r["kind"] == k for r in rows) for k in ("servable", "removed", "oos")})
 
 
+UNION_PARTS = ("livemcpbench", "mcpbench", "tool_attention")
+MCP_MAX = 20
+
+
+def build_mcp(shared: Path, out: Path, seed: int = 9) -> None:
+    """Small boxes of real MCP servers, into ``out`` (derived from ../shared: not committed):
+    each of this repository's short requests over the union's parts
+    (benchmarks/in_scope/<part>.jsonl) whose tools lie in one server of at most 20 tools, over
+    that server's tools (servable) and over the rest of them (removed); and union_test's
+    out-of-scope requests (which no abstention model is fitted on) over a random such server."""
+    catalog = json.loads((shared / "union" / "catalog.json").read_text())
+    small = {s["id"]: s for s in catalog["servers"] if len(s["tools"]) <= MCP_MAX}
+    rng = random.Random(seed)
+    rows: list[dict] = []
+    for part in UNION_PARTS:
+        path = REPO / "benchmarks" / "in_scope" / f"{part}.jsonl"
+        for line in path.read_text().splitlines():
+            q = json.loads(line)
+            servers = {f"{part}/{r['server']}" for r in q["relevant"]}
+            if len(servers) != 1 or next(iter(servers)) not in small:
+                continue
+            sid = next(iter(servers))
+            need = {r["tool"] for r in q["relevant"]}
+            tools = [t["name"] for t in small[sid]["tools"]]
+            for kind, box in (
+                ("servable", tools),
+                ("removed", [t for t in tools if t not in need]),
+            ):
+                if box:
+                    rows.append(
+                        {
+                            "id": f"{q['id']}-{kind}",
+                            "query": q["query"],
+                            "kind": kind,
+                            "relevant": [
+                                {"server": sid, "tool": t} for t in need if kind == "servable"
+                            ],
+                            "toolbox": [{"server": sid, "tool": t} for t in box],
+                        }
+                    )
+    test = REPO / "benchmarks" / "out_of_scope" / "union_test.jsonl"
+    ids = sorted(small)
+    for line in test.read_text().splitlines():
+        q = json.loads(line)
+        sid = rng.choice(ids)
+        box = [{"server": sid, "tool": t["name"]} for t in small[sid]["tools"]]
+        rows.append(
+            {"id": q["id"], "query": q["query"], "kind": "oos", "relevant": []} | {"toolbox": box}
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "mcp_catalog.json").write_text(json.dumps({"servers": list(small.values())}))
+    (out / "mcp.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    print("mcp", {k: sum(r["kind"] == k for r in rows) for k in ("servable", "removed", "oos")})
+
+
 def _box_catalog(catalog: dict, box: list[dict]) -> Any:
     from toolroute.catalog.loader import catalog_from_dict
 
@@ -250,13 +306,14 @@ def evaluate(
     fit: Any | None,
     abstain: str | None = None,
     abstain_model: Any = None,
+    folder: Path = HERE,
 ) -> dict[str, Any]:
     """Per kind: requests, answered with a tool, R@1 (servable)."""
     from toolroute.route.strategy import RouteParams
     from toolroute.router import Router, top_k
 
-    catalog = json.loads((HERE / f"{name}_catalog.json").read_text())
-    rows = [json.loads(x) for x in (HERE / f"{name}.jsonl").read_text().splitlines()]
+    catalog = json.loads((folder / f"{name}_catalog.json").read_text())
+    rows = [json.loads(x) for x in (folder / f"{name}.jsonl").read_text().splitlines()]
     stats: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     per: dict[str, list[float]] = defaultdict(list)  # per request, in the file's order: paired
     fails: list[str] = []
@@ -371,7 +428,8 @@ def run(args: argparse.Namespace) -> int:
         first: dict[str, Any] = {}
         for label, emb, fit, abstain, abstain_model in models:
             t0 = time.perf_counter()
-            got = evaluate(name, emb, args.store, fit, abstain, abstain_model)
+            where = args.mcp_folder if name == "mcp" else HERE
+            got = evaluate(name, emb, args.store, fit, abstain, abstain_model, where)
             if not first:
                 first = got
             else:
@@ -409,6 +467,9 @@ def main() -> int:
     b.add_argument("--sources", type=Path, required=True)
     b.add_argument("--per-kind", type=int, default=150)
     b.add_argument("--split", choices=("test", "dev"), default="test")
+    m = sub.add_parser("build-mcp", help="small boxes of real MCP servers, from ../shared")
+    m.add_argument("--shared", type=Path, default=REPO.parent / "shared" / "benchmarks")
+    m.add_argument("--out", type=Path, default=MCP_FOLDER)
     r = sub.add_parser("run")
     r.add_argument("--sets", default="clinc,sgd")
     r.add_argument("--model", type=Path, default=None)
@@ -423,7 +484,11 @@ def main() -> int:
     r.add_argument("--cross-rank-weight", type=float, default=None, help="as fit_compare's")
     r.add_argument("--store", type=Path, default=REPO / ".toolroute" / "toolbox-store")
     r.add_argument("--out", type=Path, default=None)
+    r.add_argument("--mcp-folder", type=Path, default=MCP_FOLDER, help="where build-mcp wrote")
     args = ap.parse_args()
+    if args.cmd == "build-mcp":
+        build_mcp(args.shared, args.out)
+        return 0
     if args.cmd == "build":
         build(args.sources, args.per_kind, split=args.split)
         return 0

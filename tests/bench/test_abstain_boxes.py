@@ -5,11 +5,14 @@ router meets them: each request over its own box."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 from benchmarks import abstain_train as at
 from benchmarks.small_toolbox import HERE
+
+from tests.conftest import BENCHMARKS, needs_shared
 
 
 def _rows(name: str) -> list[dict]:
@@ -54,3 +57,21 @@ def test_a_toolbox_set_is_read_request_by_request_over_its_own_box(tmp_path, mon
     x = np.array(got["x"])
     assert x.shape == (3, len(at.FEATURES)) and np.isfinite(x).all()
     assert x[0, at.FEATURES.index("cos1")] > 0.3  # the servable request meets its own tool
+
+
+@needs_shared()
+def test_small_boxes_of_real_mcp_servers_hold_the_tool_or_none_of_it(tmp_path: Path) -> None:
+    from benchmarks.small_toolbox import MCP_MAX, build_mcp
+
+    build_mcp(BENCHMARKS, tmp_path)
+    rows = [json.loads(x) for x in (tmp_path / "mcp.jsonl").read_text().splitlines()]
+    kinds = {k: [r for r in rows if r["kind"] == k] for k in ("servable", "removed", "oos")}
+    assert all(kinds.values()) and len(kinds["oos"]) == 60
+    for r in rows:
+        box = {(b["server"], b["tool"]) for b in r["toolbox"]}
+        assert 1 <= len(box) <= MCP_MAX and len({s for s, _ in box}) == 1
+        assert {(x["server"], x["tool"]) for x in r["relevant"]} <= box
+    for s, m in zip(kinds["servable"], kinds["removed"], strict=True):
+        assert s["query"] == m["query"] and not m["relevant"]
+        need = {(x["server"], x["tool"]) for x in s["relevant"]}
+        assert need and not need & {(b["server"], b["tool"]) for b in m["toolbox"]}
