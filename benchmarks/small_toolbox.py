@@ -24,7 +24,9 @@ arm uses that abstention model (fitted on its vectors) instead of the shipped on
 ``--cross``, the cross-encoder (benchmarks/train_cross.py) over ``default``'s top 5 on the
 first arm's model: reordering them with the abstention kept, and deciding (the order kept)
 with the abstention off. Reported: servable requests refused, R@1 of the servable ones, and
-the share of unservable ones (removed, oos) still answered with a tool.
+the share of unservable ones (removed, oos) still answered with a tool, and with no doubtful-fit
+caution. ``build-mcp`` makes a set ``mcp`` of small boxes of real MCP servers from ../shared
+(:func:`build_mcp`; written under .toolroute, not committed).
 """
 
 from __future__ import annotations
@@ -332,9 +334,15 @@ def evaluate(
                 order = fit.keep(r["query"], [ix.tools[j] for j in order], order)
             lat.append((time.perf_counter() - t0) * 1000)
             ranked = [ix.keys[j] for j in order]
+            notes: dict[str, Any] = {}
+            if fit is None and abstain != "off" and ranked:  # the verdict: a caution or none
+                router.route(r["query"], k=5, strategy="default", notes=notes)
+        verdict = notes.get("abstain")
+        cautioned = bool(ranked) and verdict is not None and verdict.doubtful
         s = stats[r["kind"]]
         s["requests"] += 1
         s["answered"] += bool(ranked)
+        s["plainly"] += bool(ranked) and not cautioned
         rel = {(x["server"], x["tool"]) for x in r["relevant"]}
         if rel:
             s["r1"] += bool(ranked) and ranked[0] in rel
@@ -417,6 +425,7 @@ def run(args: argparse.Namespace) -> int:
         "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     examples = []
+    plain: list[str] = []
     paired = [
         "",
         f"Paired 95 % intervals against `{models[0][0]}` (unservable: removed and oos):",
@@ -450,9 +459,20 @@ def run(args: argparse.Namespace) -> int:
                 f"| {share(rm, 'answered') if rm else '—'} | {share(oo, 'answered')} "
                 f"| {got['p50_ms']:.1f} | {got.get('head_p50_ms', float('nan')):.3f} |"
             )
+            plain.append(
+                f"| {name} | {label} | {share(sv, 'plainly')} "
+                f"| {share(rm, 'plainly') if rm else '—'} | {share(oo, 'plainly')} |"
+            )
             examples += [f"- {name}, {label}: {e}" for e in got["examples"]]
             print(f"{name} {label}: {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     text = "\n".join(lines + (paired if len(models) > 1 else [])) + "\n"
+    text += (
+        "\nAnswered without a doubtful-fit caution (a caution is not a refusal: the tools go "
+        "out, flagged to be read before a call):\n\n"
+        "| set | model | servable | removed | oos |\n|---|---|---:|---:|---:|\n"
+        + "\n".join(plain)
+        + "\n"
+    )
     text += "\nExamples of misses:\n\n" + "\n".join(examples) + "\n"
     print(text)
     if args.out:
