@@ -36,8 +36,8 @@ def _rows(b: Build, source: str, query: str, tids: list[str]) -> None:
         b.rows[target].append({"query": query, "tool": tid, "source": source})
 
 
-def _first_sentence(text: str) -> str:
-    return " ".join(re.split(r"\n", text.strip())[0].split())
+def _first_line(text: str) -> str:
+    return " ".join(text.strip().split("\n")[0].split())
 
 
 NESTFUL_PARTS = (
@@ -132,7 +132,7 @@ def toolalpaca(b: Build, repo: _Repo, rng: random.Random, rev: str) -> None:
                     tid,
                     words(server),
                     fn,
-                    _first_sentence(str(doc)),
+                    _first_line(str(doc)),
                     group=f"toolalpaca/{server}",
                     key=tid,
                     source="toolalpaca",

@@ -98,6 +98,8 @@ OUT_KINDS = ("far", "near", "none")
 # log_tools, which only the toolbox sets vary (``--features`` adds it), so that the shipped
 # models' commands still give them byte for byte
 USE = tuple(f for f in FEATURES if f != "log_tools")
+COMPUTED = tuple(f for f in FEATURES if f != "oos_gap")
+"""The signals computed per request (``oos_gap`` is derived later, per training fold)."""
 L2 = 10.0
 """Ridge on the standardised weights (1 and 10 tried under the same held-out measure)."""
 Array = npt.NDArray[np.float64]
@@ -174,7 +176,7 @@ def _row(rows: dict[str, list[Any]], r: Any, text: str, groups: list, kind: str)
         intent_vectors=ctx.intent_vectors,
         embed=lambda texts: r.embedder.embed(texts),
     )
-    sig = signals(r.built, ctx, scores, features=tuple(f for f in FEATURES if f != "oos_gap"))
+    sig = signals(r.built, ctx, scores, features=COMPUTED)
     top = [r.built.keys[i] for i in top_k(scores, 10)]
     rows["x"].append([sig.get(f, 0.0) for f in FEATURES])
     rows["vec"].append([round(float(v), 6) for v in ctx.vector])

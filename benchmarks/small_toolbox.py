@@ -234,7 +234,6 @@ def build(root: Path, per_kind: int = 150, seed: int = 7, split: str = "test") -
         print(name, {k: sum(r["kind"] == k for r in rows) for k in ("servable", "removed", "oos")})
 
 
-UNION_PARTS = ("livemcpbench", "mcpbench", "tool_attention")
 MCP_MAX = 20
 
 
@@ -244,6 +243,8 @@ def build_mcp(shared: Path, out: Path, seed: int = 9) -> None:
     (benchmarks/in_scope/<part>.jsonl) whose tools lie in one server of at most 20 tools, over
     that server's tools (servable) and over the rest of them (removed); and union_test's
     out-of-scope requests (which no abstention model is fitted on) over a random such server."""
+    from benchmarks.abstain_train import UNION_PARTS
+
     catalog = json.loads((shared / "union" / "catalog.json").read_text())
     small = {s["id"]: s for s in catalog["servers"] if len(s["tools"]) <= MCP_MAX}
     rng = random.Random(seed)
@@ -253,10 +254,10 @@ def build_mcp(shared: Path, out: Path, seed: int = 9) -> None:
         for line in path.read_text().splitlines():
             q = json.loads(line)
             servers = {f"{part}/{r['server']}" for r in q["relevant"]}
-            if len(servers) != 1 or next(iter(servers)) not in small:
+            sid = servers.pop() if len(servers) == 1 else ""
+            if sid not in small:
                 continue
-            sid = next(iter(servers))
-            need = {r["tool"] for r in q["relevant"]}
+            need = list(dict.fromkeys(r["tool"] for r in q["relevant"]))  # in order: reproducible
             tools = [t["name"] for t in small[sid]["tools"]]
             for kind, box in (
                 ("servable", tools),
@@ -281,7 +282,7 @@ def build_mcp(shared: Path, out: Path, seed: int = 9) -> None:
         sid = rng.choice(ids)
         box = [{"server": sid, "tool": t["name"]} for t in small[sid]["tools"]]
         rows.append(
-            {"id": q["id"], "query": q["query"], "kind": "oos", "relevant": []} | {"toolbox": box}
+            {"id": q["id"], "query": q["query"], "kind": "oos", "relevant": [], "toolbox": box}
         )
     out.mkdir(parents=True, exist_ok=True)
     (out / "mcp_catalog.json").write_text(json.dumps({"servers": list(small.values())}))
@@ -488,7 +489,7 @@ def main() -> int:
     b.add_argument("--per-kind", type=int, default=150)
     b.add_argument("--split", choices=("test", "dev"), default="test")
     m = sub.add_parser("build-mcp", help="small boxes of real MCP servers, from ../shared")
-    m.add_argument("--shared", type=Path, default=REPO.parent / "shared" / "benchmarks")
+    m.add_argument("--shared", type=Path, default=None, help="../shared/benchmarks by default")
     m.add_argument("--out", type=Path, default=MCP_FOLDER)
     r = sub.add_parser("run")
     r.add_argument("--sets", default="clinc,sgd")
@@ -507,7 +508,9 @@ def main() -> int:
     r.add_argument("--mcp-folder", type=Path, default=MCP_FOLDER, help="where build-mcp wrote")
     args = ap.parse_args()
     if args.cmd == "build-mcp":
-        build_mcp(args.shared, args.out)
+        from benchmarks.abstain_train import SHARED
+
+        build_mcp(args.shared or SHARED, args.out)
         return 0
     if args.cmd == "build":
         build(args.sources, args.per_kind, split=args.split)
