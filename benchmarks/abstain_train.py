@@ -79,11 +79,17 @@ SHARED = Path(os.environ.get("TOOLROUTE_SHARED", REPO.parent / "shared")) / "ben
 OOS = REPO / "benchmarks" / "out_of_scope"
 SHORT = REPO / "benchmarks" / "in_scope"
 SETS = ("livemcpbench", "mcpbench", "tool_attention", "sealtools", "metatool", "union")
-BOX_SETS = ("sgd_box", "clinc_box")
-"""Small toolboxes from the sources' dev splits (``small_toolbox build --split dev``: SGD dev,
-CLINC val; no model trained on their requests), each request routed over its own box of 1-20
-tools: how the check meets the most common real set-up. Opt-in (``--sets``). The two share
-their out-of-scope requests (CLINC's), so each is held out from the other."""
+BOX_SETS = ("sgd_box", "clinc_box", "mcp_box")
+"""Small toolboxes, each request routed over its own box of 1-20 tools: how the check meets
+the most common real set-up. Opt-in (``--sets``). ``sgd_box`` and ``clinc_box`` come from the
+sources' dev splits (``small_toolbox build --split dev``: SGD dev, CLINC val; no model trained
+on their requests) and share their out-of-scope requests (CLINC's), so each is held out from
+the other. ``mcp_box`` is the union's short requests over their own server of at most 20 tools
+and over the rest of it (``small_toolbox build-mcp``: real MCP servers, each near request an
+operation its server lacks); it shares the union's requests, so it is held out with the union
+and its parts, and its near requests are no out-of-scope requests for ``oos_gap`` (each is
+in scope of the union)."""
+NOT_REQUESTS = ("mcp_box",)
 BOX_KINDS = {"servable": "in", "removed": "near", "oos": "far"}
 UNION_PARTS = ("livemcpbench", "mcpbench", "tool_attention")
 TEST = "union_test"
@@ -118,7 +124,8 @@ def shares_catalog(a: str, b: str) -> bool:
         a == b
         or (a == "union" and b in UNION_PARTS)
         or (b == "union" and a in UNION_PARTS)
-        or (a in BOX_SETS and b in BOX_SETS)
+        or {a, b} == {"sgd_box", "clinc_box"}
+        or ("mcp_box" in (a, b) and {a, b} & {"union", *UNION_PARTS})
     )
 
 
@@ -188,22 +195,29 @@ def _row(rows: dict[str, list[Any]], r: Any, text: str, groups: list, kind: str)
 
 def collect_boxes(name: str, store: Path, embedder: Any) -> dict[str, Any]:
     """As :func:`collect`, for a toolbox set: each request over its own box."""
-    from benchmarks.small_toolbox import HERE, _box_catalog
+    from benchmarks.small_toolbox import HERE, MCP_FOLDER, _box_catalog
     from toolroute.route.strategy import RouteParams
     from toolroute.router import Router
 
-    stem = name.removesuffix("_box") + "_dev"
-    path = HERE / f"{stem}.jsonl"
+    folder, stem = (MCP_FOLDER, "mcp") if name == "mcp_box" else (HERE, name[:-4] + "_dev")
+    path = folder / f"{stem}.jsonl"
     if not path.exists():
-        sys.exit(f"error: {path} missing: python -m benchmarks.small_toolbox build --split dev")
-    catalog = json.loads((HERE / f"{stem}_catalog.json").read_text())
-    measured = {
-        json.loads(x)["query"] for x in (HERE / f"{stem[:-4]}.jsonl").read_text().splitlines()
-    }
+        how = "build-mcp" if name == "mcp_box" else "build --split dev"
+        sys.exit(f"error: {path} missing: python -m benchmarks.small_toolbox {how}")
+    catalog = json.loads((folder / f"{stem}_catalog.json").read_text())
+    measured = (
+        set()
+        if name == "mcp_box"
+        else {
+            json.loads(x)["query"] for x in (HERE / f"{stem[:-4]}.jsonl").read_text().splitlines()
+        }
+    )
     rows: dict[str, list[Any]] = {k: [] for k in ("x", "vec", "label", "r5", "kind", "query")}
     for line in path.read_text().splitlines():
         d = json.loads(line)
         if d["query"] in measured:  # a stock reply ("I want to book it") the test set holds too
+            continue
+        if name == "mcp_box" and d["kind"] == "oos":  # union_test's: never fitted on
             continue
         cat = _box_catalog(catalog, d["toolbox"])
         rel = frozenset((x["server"], x["tool"]) for x in d["relevant"])
@@ -223,7 +237,9 @@ def _arrays(sets: dict[str, dict[str, Any]]) -> None:
 
 def requests_of(sets: dict[str, dict[str, Any]], names: Sequence[str]) -> Array:
     """The vectors of the named sets' out-of-scope requests (union_test's never)."""
-    parts = [sets[n]["vec"][np.isin(sets[n]["kind"], OUT_KINDS)] for n in names]
+    parts = [
+        sets[n]["vec"][np.isin(sets[n]["kind"], OUT_KINDS)] for n in names if n not in NOT_REQUESTS
+    ]
     return np.vstack(parts) if parts else np.zeros((0, 1))
 
 

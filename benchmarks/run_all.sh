@@ -211,6 +211,20 @@ if want retrieval; then
         run $PY -m benchmarks.small_toolbox run --sets mcp --model "$FT-onnx" \
             --tuned-abstain .toolroute/abstain-sizefit/abstain.json \
             --arms "default,default@tuned+own abstention" --out "$R/small_toolbox_mcp_sizefit.md"
+        # the union's short requests over real MCP servers joining the fit (mcp_box, sizemcp);
+        # both toolbox-fitted models against today's on the hand-written near requests of 40
+        # real MCP servers (mcp_near: nothing fitted on them) and on the toolbox sets
+        run $PY -m benchmarks.abstain_train \
+            --sets livemcpbench,mcpbench,tool_attention,sealtools,metatool,union,sgd_box,clinc_box,mcp_box \
+            --store "$STORE" --cache .toolroute/abstain-signals-size --features "$ALL" \
+            --learner trees --boxes-fit-only --write-model --model-out .toolroute/abstain-sizemcp \
+            --out "$R/abstain_sizemcp.md" --json "$R/abstain_sizemcp.json"
+        run $PY -m benchmarks.small_toolbox run --sets mcp_near,mcp \
+            --abstain-model .toolroute/abstain-sizefit/abstain.json \
+            --abstain-model .toolroute/abstain-sizemcp/abstain.json \
+            --out "$R/small_toolbox_mcp_near.md"
+        run $PY -m benchmarks.small_toolbox run --sets sgd,clinc \
+            --abstain-model .toolroute/abstain-sizemcp/abstain.json --out "$R/small_toolbox_sizemcp.md"
         # the cross-encoder fit model (docs/training-data.md): from the full fine-tune's
         # weights, one thread, 45 minutes; exported with int8 activations and calibrated on dev
         # (the int8-weights export checked beside it), all over the plain MiniLM it was measured on; the fit stage over default's top 5 and,

@@ -49,6 +49,13 @@ REPO = Path(__file__).resolve().parents[1]
 HERE = REPO / "benchmarks" / "small_toolbox"
 SIZES = (1, 2, 3, 5, 8, 12, 20)
 MCP_FOLDER = REPO / ".toolroute" / "mcp-boxes"
+MCP_SETS = ("mcp", "mcp_near")
+"""The sets ``build-mcp`` writes into :data:`MCP_FOLDER`."""
+NEAR_SOURCE = HERE / "mcp_near_source.jsonl"
+"""Requests written by hand for 40 real MCP servers, blind to every query set and model output
+(mcp_near_README.md): two each a server serves, two each on its topic that none of its tools
+does (``near``). Nothing is fitted or chosen on them."""
+KINDS = ("servable", "removed", "near", "oos")
 
 
 def _git(root: Path, folder: str, path: str) -> str:
@@ -284,10 +291,28 @@ def build_mcp(shared: Path, out: Path, seed: int = 9) -> None:
         rows.append(
             {"id": q["id"], "query": q["query"], "kind": "oos", "relevant": [], "toolbox": box}
         )
+    near = [_near_row(json.loads(x), small) for x in NEAR_SOURCE.read_text().splitlines()]
     out.mkdir(parents=True, exist_ok=True)
-    (out / "mcp_catalog.json").write_text(json.dumps({"servers": list(small.values())}))
-    (out / "mcp.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    print("mcp", {k: sum(r["kind"] == k for r in rows) for k in ("servable", "removed", "oos")})
+    for name, got in (("mcp", rows), ("mcp_near", near)):
+        (out / f"{name}_catalog.json").write_text(json.dumps({"servers": list(small.values())}))
+        (out / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in got))
+        print(name, {k: sum(r["kind"] == k for r in got) for k in KINDS})
+
+
+def _near_row(d: dict, small: dict) -> dict:
+    """A row of ``mcp_near`` from its hand-written source line: the request over its whole
+    server (a ``near`` request asks for an operation none of its tools does)."""
+    server = small[d["server"]]
+    names = {t["name"] for t in server["tools"]}
+    if d["kind"] not in ("servable", "near") or not set(d["tools"]) <= names:
+        raise ValueError(f"{NEAR_SOURCE.name}: {d['id']}: bad kind or a tool not in its server")
+    return {
+        "id": d["id"],
+        "query": d["query"],
+        "kind": d["kind"],
+        "relevant": [{"server": d["server"], "tool": t} for t in d["tools"]],
+        "toolbox": [{"server": d["server"], "tool": t["name"]} for t in server["tools"]],
+    }
 
 
 def _box_catalog(catalog: dict, box: list[dict]) -> Any:
@@ -351,6 +376,7 @@ def evaluate(
             per["servable refused"].append(float(not ranked))
         else:
             per["unservable answered"].append(float(bool(ranked)))
+            per["unservable answered plainly"].append(float(bool(ranked) and not cautioned))
         if rel:
             if not ranked and len(fails) < 8:
                 fails.append(f"refused: {r['query']!r} (box of {len(r['toolbox'])})")
@@ -374,6 +400,7 @@ def paired_lines(name: str, label: str, got: dict, base: dict) -> list[str]:
         ("servable R@1", True),
         ("servable refused", False),
         ("unservable answered", False),
+        ("unservable answered plainly", False),
     ):
         iv = paired_bootstrap(got["per"][measure], base["per"][measure])
         word = (
@@ -402,6 +429,10 @@ def run(args: argparse.Namespace) -> int:
         if args.tuned_abstain is not None:
             own = load_model(args.tuned_abstain)
             models.append(("default@tuned+own abstention", tuned, None, None, own))
+    models += [  # other abstention models over today's embedder
+        (f"default, abstention {path.parent.name}", today, None, None, load_model(path))
+        for path in args.abstain_model
+    ]
     if args.fit is not None:
         from benchmarks.train_fit import FitModel
 
@@ -421,7 +452,7 @@ def run(args: argparse.Namespace) -> int:
     lines = [
         f"`python -m benchmarks.small_toolbox {' '.join(sys.argv[1:])}`",
         "",
-        "| set | model | servable refused | servable R@1 | removed answered | oos answered "
+        "| set | model | servable refused | servable R@1 | removed/near answered | oos answered "
         "| p50 ms | fit head p50 ms |",
         "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
@@ -429,7 +460,8 @@ def run(args: argparse.Namespace) -> int:
     plain: list[str] = []
     paired = [
         "",
-        f"Paired 95 % intervals against `{models[0][0]}` (unservable: removed and oos):",
+        f"Paired 95 % intervals against `{models[0][0]}` (unservable: removed, near, oos; "
+        "plainly: with no doubtful-fit caution):",
         "",
         "| set | arm | measure | Δ [95 % CI] |",
         "|---|---|---|---|",
@@ -438,15 +470,18 @@ def run(args: argparse.Namespace) -> int:
         first: dict[str, Any] = {}
         for label, emb, fit, abstain, abstain_model in models:
             t0 = time.perf_counter()
-            where = args.mcp_folder if name == "mcp" else HERE
+            where = args.mcp_folder if name in MCP_SETS else HERE
             got = evaluate(name, emb, args.store, fit, abstain, abstain_model, where)
             if not first:
                 first = got
             else:
                 paired += paired_lines(name, label, got, first)
-            sv, rm, oo = got["servable"], got.get("removed", {}), got["oos"]
+            sv, oo = got["servable"], got.get("oos", {})
+            rm = got.get("removed") or got.get("near", {})
 
             def share(d: dict, k: str) -> str:
+                if not d:
+                    return "—"
                 return (
                     f"{d.get(k, 0) / d['requests']:.3f} ({int(d.get(k, 0))}/{int(d['requests'])})"
                 )
@@ -457,12 +492,12 @@ def run(args: argparse.Namespace) -> int:
             }
             lines.append(
                 f"| {name} | {label} | {share(refused, 'answered')} | {share(sv, 'r1')} "
-                f"| {share(rm, 'answered') if rm else '—'} | {share(oo, 'answered')} "
+                f"| {share(rm, 'answered')} | {share(oo, 'answered')} "
                 f"| {got['p50_ms']:.1f} | {got.get('head_p50_ms', float('nan')):.3f} |"
             )
             plain.append(
                 f"| {name} | {label} | {share(sv, 'plainly')} "
-                f"| {share(rm, 'plainly') if rm else '—'} | {share(oo, 'plainly')} |"
+                f"| {share(rm, 'plainly')} | {share(oo, 'plainly')} |"
             )
             examples += [f"- {name}, {label}: {e}" for e in got["examples"]]
             print(f"{name} {label}: {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
@@ -470,7 +505,7 @@ def run(args: argparse.Namespace) -> int:
     text += (
         "\nAnswered without a doubtful-fit caution (a caution is not a refusal: the tools go "
         "out, flagged to be read before a call):\n\n"
-        "| set | model | servable | removed | oos |\n|---|---|---:|---:|---:|\n"
+        "| set | model | servable | removed/near | oos |\n|---|---|---:|---:|---:|\n"
         + "\n".join(plain)
         + "\n"
     )
@@ -500,6 +535,13 @@ def main() -> int:
         "--arms",
         default="",
         help="only these arms, comma-separated (default, default@tuned, ...): all when empty",
+    )
+    r.add_argument(
+        "--abstain-model",
+        type=Path,
+        action="append",
+        default=[],
+        help="an arm with this abstention model (its JSON) over today's embedder; repeatable",
     )
     r.add_argument("--cross", type=Path, default=None, help="the cross-encoder's ONNX folder")
     r.add_argument("--cross-rank-weight", type=float, default=None, help="as fit_compare's")

@@ -13,7 +13,14 @@ never negatives, nor are the other tools a request needs (``also``). A batch dra
 source, so its in-batch negatives are of one kind; ``--source-power`` below 1 draws the small
 API-style sources more often than their row counts would. ``--compound P``: a share P of the
 batches are made-up multi-step requests (two or three requests of different services joined,
-up to 96 tokens), as an agent's task asks for several tools at once.
+up to 96 tokens), as an agent's task asks for several tools at once. ``--calibrate W`` adds W
+times a calibration term, so that a cosine says "fits" on its own and not only "fits better
+than the others": a binary cross-entropy on ``scale * (cos - b)`` (b: ``--calibrate-at``, a
+fixed level) of each request with its tool (1) and with its near miss (0), and of
+no-tool requests of the batch's source (``oos_train.jsonl``: CLINC out-of-scope, HWU64
+chit-chat) with every tool of the batch (0). The in-batch softmax only orders a request's
+tools; the abstention reads a cosine against those of other requests and other catalogs, and a
+box of siblings none of which does the operation asked is where only an absolute level tells.
 Pooling and normalisation are the runtime's (embed/onnx.py): mean over the attention mask, L2.
 
 Every ``--eval-every`` steps the dev split (the sources' own held-out rows, never the
@@ -27,6 +34,7 @@ import argparse
 import json
 import random
 import time
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
@@ -41,7 +49,22 @@ def _load(data: Path) -> tuple[dict, dict]:
     rows = {}
     for split in ("train", "dev"):
         rows[split] = [json.loads(x) for x in (data / f"{split}.jsonl").read_text().splitlines()]
+    none = data / "oos_train.jsonl"
+    rows["none"] = [json.loads(x) for x in none.read_text().splitlines()] if none.exists() else []
     return tools, rows
+
+
+def calibration(torch: Any, q: Any, d: Any, n: int, none: Any, bias: float, scale: float) -> Any:
+    """The calibration term: BCE of ``scale * (cos - bias)``; request i of ``q`` fits tool i of
+    ``d`` and not its near miss n + i; each row of ``none`` (no-tool requests, or None) fits
+    no tool of the batch. Positives and negatives weigh half each."""
+    bce = torch.nn.functional.binary_cross_entropy_with_logits
+    pos = scale * ((q * d[:n]).sum(-1) - bias)
+    neg = [scale * ((q * d[n : 2 * n]).sum(-1) - bias)]
+    if none is not None:
+        neg.append(scale * (none @ d[:n].T - bias).reshape(-1))
+    negs = torch.cat(neg)
+    return 0.5 * bce(pos, torch.ones_like(pos)) + 0.5 * bce(negs, torch.zeros_like(negs))
 
 
 class Encoder:
@@ -86,9 +109,23 @@ class Encoder:
         return torch.cat(parts)
 
 
+def pooled_auc(high: list[float], low: list[float]) -> float:
+    """The chance that a value of ``high`` beats one of ``low`` (ties count half)."""
+    if not high or not low:
+        return float("nan")
+    lo = sorted(low)
+    wins = sum(bisect_left(lo, c) + 0.5 * (bisect_right(lo, c) - bisect_left(lo, c)) for c in high)
+    return wins / (len(high) * len(lo))
+
+
 def dev_metrics(enc: Encoder, tools: dict, dev: list[dict]) -> dict[str, float]:
-    """R@1 and R@5 of each source's dev requests against all of that source's tools."""
+    """R@1 and R@5 of each source's dev requests against all of that source's tools; and
+    ``removed_auc``: over all requests, the chance that a request's cosine with its own tool
+    beats another request's cosine with the best tool of its source once its own is removed
+    (1: one cosine level tells a box that serves a request from one that does not)."""
     out: dict[str, float] = {}
+    own: list[float] = []
+    removed: list[float] = []
     by: dict[str, list[dict]] = defaultdict(list)
     for r in dev:
         by[r["source"]].append(r)
@@ -105,7 +142,12 @@ def dev_metrics(enc: Encoder, tools: dict, dev: list[dict]) -> dict[str, float]:
         out[f"{source}_r5"] = round(
             sum(g in {keys[i] for i in t} for t, g in zip(top, gold, strict=True)) / len(rows), 4
         )
+        sims = (qv @ tv.T).tolist()
+        for row, g in zip(sims, gold, strict=True):
+            own.append(max(c for c, k in zip(row, keys, strict=True) if k == g))
+            removed.append(max((c for c, k in zip(row, keys, strict=True) if k != g), default=-1))
     out["mean_r1"] = round(sum(v for k, v in out.items() if k.endswith("_r1")) / len(by), 4)
+    out["removed_auc"] = round(pooled_auc(own, removed), 4)
     return out
 
 
@@ -242,6 +284,12 @@ def main() -> None:
     ap.add_argument(
         "--compound", type=float, default=0.0, help="share of batches of multi-step requests"
     )
+    ap.add_argument(
+        "--calibrate", type=float, default=0.0, help="weight of the calibration term (0: none)"
+    )
+    ap.add_argument(
+        "--calibrate-at", type=float, default=0.5, help="the cosine level b that says 'fits'"
+    )
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=13)
     ap.add_argument("--log", type=Path, default=Path("benchmarks/results/train_embedder.jsonl"))
@@ -260,6 +308,9 @@ def main() -> None:
     enc.model.embeddings.word_embeddings.weight.requires_grad_(False)
     params = [p for p in enc.model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.01)
+    none_by: dict[str, list[str]] = defaultdict(list)
+    for r in rows["none"]:
+        none_by[r["source"]].append(r["query"])
     warm = 30
     write = jsonl_log(args.log)
 
@@ -296,6 +347,11 @@ def main() -> None:
         )
         logits = logits.masked_fill(mask, -1e4)
         loss = torch.nn.functional.cross_entropy(logits, torch.arange(len(batch)))
+        if args.calibrate:
+            pool = [] if long else none_by.get(batch[0]["source"], [])
+            none = enc.encode(rng.sample(pool, min(8, len(pool))), "query") if pool else None
+            cal = calibration(torch, q, d, len(batch), none, args.calibrate_at, args.scale)
+            loss = loss + args.calibrate * cal
         done = optimise(opt, params, loss, losses, step, args, warm, t0, write)
         if step % args.eval_every == 0 or done:
             write(

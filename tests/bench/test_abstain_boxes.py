@@ -75,3 +75,40 @@ def test_small_boxes_of_real_mcp_servers_hold_the_tool_or_none_of_it(tmp_path: P
         assert s["query"] == m["query"] and not m["relevant"]
         need = {(x["server"], x["tool"]) for x in s["relevant"]}
         assert need and not need & {(b["server"], b["tool"]) for b in m["toolbox"]}
+    # the hand-written near requests: each over its whole server, the servable ones' tools in it
+    near = [json.loads(x) for x in (tmp_path / "mcp_near.jsonl").read_text().splitlines()]
+    assert [sum(r["kind"] == k for r in near) for k in ("servable", "near")] == [80, 80]
+    for r in near:
+        box = {(b["server"], b["tool"]) for b in r["toolbox"]}
+        assert 2 <= len(box) <= MCP_MAX and len({s for s, _ in box}) == 1
+        need = {(x["server"], x["tool"]) for x in r["relevant"]}
+        assert (r["kind"] == "near") == (not need) and need <= box
+
+
+def test_a_near_request_naming_a_tool_its_server_lacks_is_refused() -> None:
+    from benchmarks.small_toolbox import _near_row
+
+    server = {"id": "s", "tools": [{"name": "get"}, {"name": "list"}]}
+    row = {"id": "n1", "server": "s", "kind": "servable", "query": "q", "tools": ["get"]}
+    assert _near_row(row, {"s": server})["toolbox"] == [
+        {"server": "s", "tool": "get"},
+        {"server": "s", "tool": "list"},
+    ]
+    with pytest.raises(ValueError, match="n1"):
+        _near_row({**row, "tools": ["merge"]}, {"s": server})
+    with pytest.raises(ValueError, match="n1"):
+        _near_row({**row, "kind": "far"}, {"s": server})
+
+
+def test_the_mcp_boxes_are_held_out_with_the_union_and_lend_no_out_of_scope_requests() -> None:
+    for other in ("union", *at.UNION_PARTS):
+        assert at.shares_catalog("mcp_box", other) and at.shares_catalog(other, "mcp_box")
+    assert not at.shares_catalog("mcp_box", "sgd_box")
+    assert not at.shares_catalog("mcp_box", "sealtools")
+    near = np.eye(3)
+    sets = {
+        "sgd_box": {"vec": near[:2], "kind": np.array(["near", "in"])},
+        "mcp_box": {"vec": near[1:], "kind": np.array(["near", "near"])},
+    }
+    # a removed request of a real server is in scope of the union: no oos_gap neighbour
+    assert at.requests_of(sets, ["sgd_box", "mcp_box"]).tolist() == [[1.0, 0.0, 0.0]]

@@ -143,3 +143,12 @@ def test_a_multi_step_request_joins_requests_of_other_groups_and_masks_their_too
         target = next(p for p in parts if p["tool"] == r["tool"])
         assert r["negative"] == target["negative"] and r["source"] == "compound"
     assert len({p for r in batch for p in [r["tool"], *r["also"]]}) >= 6  # no tool twice
+
+
+def test_the_removed_auc_counts_how_often_a_served_cosine_beats_an_unserved_one() -> None:
+    from benchmarks.train_embedder import pooled_auc
+
+    assert pooled_auc([0.9, 0.8], [0.1, 0.2]) == 1.0
+    assert pooled_auc([0.1], [0.9, 0.8]) == 0.0
+    assert pooled_auc([0.5, 0.7], [0.5, 0.6]) == (0.5 + 0 + 1 + 1) / 4
+    assert pooled_auc([], [0.3]) != pooled_auc([], [0.3])  # nan: nothing to compare
