@@ -185,6 +185,33 @@ if want retrieval; then
         run $PY -m benchmarks.small_toolbox run --sets sgd,clinc --model "$R3-onnx" \
             --tuned-abstain .toolroute/abstain-run3/abstain.json \
             --arms "default,default@tuned+own abstention" --out "$R/small_toolbox_run3.md"
+        # run 4 (docs/training-data.md): run 3 trained 600 steps more with the calibration term
+        # (a cosine says "fits" on its own); run 4c the same steps without it (the control)
+        run $PY -m benchmarks.small_toolbox build-mcp  # mcp_near, from ../shared
+        run $PY -m benchmarks.small_toolbox run --sets mcp_near --model "$R3-onnx" \
+            --tuned-abstain .toolroute/abstain-run3/abstain.json \
+            --arms "default,default@tuned+own abstention" --out "$R/small_toolbox_run3_near.md"
+        for v in 4 4c; do
+            cal="--calibrate 1.0"; [ $v = 4c ] && cal=""
+            R4=.toolroute/embedder-run$v
+            run $PY -m benchmarks.train_embedder --base "$R3" --data .toolroute/train-data-nine \
+                --steps 600 --minutes 30 --lr 1e-5 --eval-every 200 --dev-rows 1000 \
+                --source-power 0.5 --compound 0.25 $cal --out "$R4" \
+                --log "$R/train_embedder_run$v.jsonl"
+            run $PY -m benchmarks.export_embedder --model "$R4" --out "$R4-onnx"
+            run env TOOLROUTE_EMBED_MODEL="$R4-onnx" $PY -m benchmarks.abstain_train \
+                --store "$STORE" --cache .toolroute/abstain-signals-run$v --learner trees \
+                --write-model --model-out .toolroute/abstain-run$v --out "$R/abstain_run$v.md" \
+                --json "$R/abstain_run$v.json"
+            run $PY -m benchmarks.small_toolbox run --sets mcp_near,sgd,clinc --model "$R4-onnx" \
+                --tuned-abstain .toolroute/abstain-run$v/abstain.json \
+                --arms "default,default@tuned+own abstention" --out "$R/small_toolbox_run$v.md"
+            run $PY -m benchmarks.embedder_compare --model "$R4-onnx" \
+                --tuned-abstain .toolroute/abstain-run$v/abstain.json \
+                --sets livemcpbench,union,mcpbench,metatool,sealtools,tool_attention \
+                --strategy default --steps 0 --exact 100 --out "$R/embedder_compare_run$v.md" \
+                --json "$R/embedder_compare_run$v.json"
+        done
         # the abstention fitted on small toolboxes too (docs/training-data.md): toolbox sets
         # from the sources' dev splits, the catalog's size as a signal; their recall budgets
         # choosing the thresholds (size) or not (sizefit); over the default (run 2)
