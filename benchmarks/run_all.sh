@@ -186,13 +186,15 @@ if want retrieval; then
             --tuned-abstain .toolroute/abstain-run3/abstain.json \
             --arms "default,default@tuned+own abstention" --out "$R/small_toolbox_run3.md"
         # run 4 (docs/training-data.md): run 3 trained 600 steps more with the calibration term
-        # (a cosine says "fits" on its own); run 4c the same steps without it (the control)
+        # (a cosine says "fits" on its own), run 4b with it at weight 0.3, run 4c the same steps
+        # without it (the control)
         run $PY -m benchmarks.small_toolbox build-mcp  # mcp_near, from ../shared
         run $PY -m benchmarks.small_toolbox run --sets mcp_near --model "$R3-onnx" \
             --tuned-abstain .toolroute/abstain-run3/abstain.json \
             --arms "default,default@tuned+own abstention" --out "$R/small_toolbox_run3_near.md"
-        for v in 4 4c; do
-            cal="--calibrate 1.0"; [ $v = 4c ] && cal=""
+        for leg in 4:1.0 4b:0.3 4c:0; do
+            v=${leg%%:*}
+            cal="--calibrate ${leg##*:}"
             R4=.toolroute/embedder-run$v
             run $PY -m benchmarks.train_embedder --base "$R3" --data .toolroute/train-data-nine \
                 --steps 600 --minutes 30 --lr 1e-5 --eval-every 200 --dev-rows 1000 \
