@@ -133,7 +133,8 @@ def dev_metrics(enc: Encoder, tools: dict, dev: list[dict]) -> dict[str, float]:
         ids = [t for t in tools if tools[t]["source"] == source]
         tv = enc.embed([tools[t]["text"] for t in ids], "tool")
         qv = enc.embed([r["query"] for r in rows], "query")
-        top = (qv @ tv.T).topk(5, dim=1).indices.tolist()
+        sim = qv @ tv.T
+        top = sim.topk(5, dim=1).indices.tolist()
         keys = [tools[t]["key"] for t in ids]
         gold = [tools[r["tool"]]["key"] for r in rows]
         out[f"{source}_r1"] = round(
@@ -142,8 +143,7 @@ def dev_metrics(enc: Encoder, tools: dict, dev: list[dict]) -> dict[str, float]:
         out[f"{source}_r5"] = round(
             sum(g in {keys[i] for i in t} for t, g in zip(top, gold, strict=True)) / len(rows), 4
         )
-        sims = (qv @ tv.T).tolist()
-        for row, g in zip(sims, gold, strict=True):
+        for row, g in zip(sim.tolist(), gold, strict=True):
             own.append(max(c for c, k in zip(row, keys, strict=True) if k == g))
             removed.append(max((c for c, k in zip(row, keys, strict=True) if k != g), default=-1))
     out["mean_r1"] = round(sum(v for k, v in out.items() if k.endswith("_r1")) / len(by), 4)
