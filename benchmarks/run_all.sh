@@ -186,13 +186,13 @@ if want retrieval; then
             --tuned-abstain .toolroute/abstain-run3/abstain.json \
             --arms "default,default@tuned+own abstention" --out "$R/small_toolbox_run3.md"
         # run 4 (docs/training-data.md): run 3 trained 600 steps more with the calibration term
-        # (a cosine says "fits" on its own), run 4b with it at weight 0.3, run 4c the same steps
+        # (a cosine says "fits" on its own), runs 4b and 4d at weights 0.3 and 0.1, run 4c the same steps
         # without it (the control)
         run $PY -m benchmarks.small_toolbox build-mcp  # mcp_near, from ../shared
         run $PY -m benchmarks.small_toolbox run --sets mcp_near --model "$R3-onnx" \
             --tuned-abstain .toolroute/abstain-run3/abstain.json \
             --arms "default,default@tuned+own abstention" --out "$R/small_toolbox_run3_near.md"
-        for leg in 4:1.0 4b:0.3 4c:0; do
+        for leg in 4:1.0 4b:0.3 4d:0.1 4c:0; do
             v=${leg%%:*}
             cal="--calibrate ${leg##*:}"
             R4=.toolroute/embedder-run$v
