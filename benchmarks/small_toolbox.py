@@ -381,6 +381,8 @@ def evaluate(
         else:
             per["unservable answered"].append(float(bool(ranked)))
             per["unservable answered plainly"].append(float(bool(ranked) and not cautioned))
+            if r["kind"] == "oos":  # the issue's own measure, which the pooled one can hide
+                per["out-of-scope answered"].append(float(bool(ranked)))
         if rel:
             if not ranked and len(fails) < 8:
                 fails.append(f"refused: {r['query']!r} (box of {len(r['toolbox'])})")
@@ -405,7 +407,10 @@ def paired_lines(name: str, label: str, got: dict, base: dict) -> list[str]:
         ("servable refused", False),
         ("unservable answered", False),
         ("unservable answered plainly", False),
+        ("out-of-scope answered", False),
     ):
+        if measure not in got["per"]:  # a set with no requests of the kind
+            continue
         iv = paired_bootstrap(got["per"][measure], base["per"][measure])
         word = (
             {"gain": "better", "loss": "worse"}
@@ -465,7 +470,7 @@ def run(args: argparse.Namespace) -> int:
     paired = [
         "",
         f"Paired 95 % intervals against `{models[0][0]}` (unservable: removed, near, oos; "
-        "plainly: with no doubtful-fit caution):",
+        "out-of-scope: oos alone; plainly: with no doubtful-fit caution):",
         "",
         "| set | arm | measure | Δ [95 % CI] |",
         "|---|---|---|---|",

@@ -112,3 +112,20 @@ def test_the_mcp_boxes_are_held_out_with_the_union_and_lend_no_out_of_scope_requ
     }
     # a removed request of a real server is in scope of the union: no oos_gap neighbour
     assert at.requests_of(sets, ["sgd_box", "mcp_box"]).tolist() == [[1.0, 0.0, 0.0]]
+
+
+def test_out_of_scope_answered_is_paired_alone_and_only_where_a_set_has_such_requests() -> None:
+    """The pooled unservable measure mixes removed and out-of-scope requests; the issue's target
+    is the latter alone, so it gets its own paired line, absent for a set without any."""
+    from benchmarks.small_toolbox import paired_lines
+
+    base = {"servable R@1": [1.0, 1.0], "servable refused": [0.0, 0.0]}
+    base |= {"unservable answered": [1.0] * 40, "unservable answered plainly": [0.0] * 40}
+    got = {k: list(v) for k, v in base.items()}
+    near = paired_lines("mcp_near", "arm", {"per": got}, {"per": base})
+    assert not any("out-of-scope" in x for x in near)
+    base["out-of-scope answered"] = [0.0] * 40
+    got["out-of-scope answered"] = [1.0] * 40
+    lines = paired_lines("sgd", "arm", {"per": got}, {"per": base})
+    oos = [x for x in lines if "out-of-scope" in x]
+    assert len(oos) == 1 and oos[0].endswith("worse |")
