@@ -192,7 +192,12 @@ if want retrieval; then
         run $PY -m benchmarks.small_toolbox run --sets mcp_near --model "$R3-onnx" \
             --tuned-abstain .toolroute/abstain-run3/abstain.json \
             --arms "default,default@tuned+own abstention" --out "$R/small_toolbox_run3_near.md"
-        for leg in 4:1.0 4b:0.3 4d:0.1 4c:0; do
+        # (each leg against run 2 as it shipped, main at 4d21e53, its src extracted: "today's"
+        # arm stays run 2 at any later commit; run 4e became the default after)
+        RUN2=.toolroute/base-4d21e53
+        [ -n "$DRY" ] || [ -d "$RUN2/src" ] || { mkdir -p "$RUN2" && git archive 4d21e53 src | tar -x -C "$RUN2"; }
+        OLD="env PYTHONPATH=$RUN2/src"
+        for leg in 4:1.0 4b:0.3 4d:0.1 4c:0 4e:0.2; do
             v=${leg%%:*}
             cal="--calibrate ${leg##*:}"
             R4=.toolroute/embedder-run$v
@@ -205,15 +210,20 @@ if want retrieval; then
                 --store "$STORE" --cache .toolroute/abstain-signals-run$v --learner trees \
                 --write-model --model-out .toolroute/abstain-run$v --out "$R/abstain_run$v.md" \
                 --json "$R/abstain_run$v.json"
-            run $PY -m benchmarks.small_toolbox run --sets mcp_near,sgd,clinc --model "$R4-onnx" \
+            run $OLD $PY -m benchmarks.small_toolbox run --sets mcp_near,sgd,clinc --model "$R4-onnx" \
                 --tuned-abstain .toolroute/abstain-run$v/abstain.json \
                 --arms "default,default@tuned+own abstention" --out "$R/small_toolbox_run$v.md"
-            run $PY -m benchmarks.embedder_compare --model "$R4-onnx" \
+            run $OLD $PY -m benchmarks.embedder_compare --model "$R4-onnx" \
                 --tuned-abstain .toolroute/abstain-run$v/abstain.json \
                 --sets livemcpbench,union,mcpbench,metatool,sealtools,tool_attention \
                 --strategy default --steps 0 --exact 100 --out "$R/embedder_compare_run$v.md" \
                 --json "$R/embedder_compare_run$v.json"
         done
+        # run 4e's abstention as it ships (the candidate above, byte for byte: the same cached
+        # signals, the model now the default)
+        run $PY -m benchmarks.abstain_train --cache .toolroute/abstain-signals-run4e \
+            --learner trees --write-model --out "$R/abstain_default_run4e.md" \
+            --json "$R/abstain_default_run4e.json"
         # the abstention fitted on small toolboxes too (docs/training-data.md): toolbox sets
         # from the sources' dev splits, the catalog's size as a signal; their recall budgets
         # choosing the thresholds (size) or not (sizefit); over the default (run 2)
@@ -416,6 +426,11 @@ if want gateway; then
     [ -n "$DRY" ] || [ -d "$BASE/src" ] || { mkdir -p "$BASE" && git archive 6469e2c src | tar -x -C "$BASE"; }
     run $PY -m benchmarks.serve_rss --src "$BASE/src" --src src --expose meta \
         --out "$R/serve_rss_default.md"
+    # run 4e the default: main with run 2 (4d21e53) against this tree, in one run
+    BASE=.toolroute/base-4d21e53
+    [ -n "$DRY" ] || [ -d "$BASE/src" ] || { mkdir -p "$BASE" && git archive 4d21e53 src | tar -x -C "$BASE"; }
+    run $PY -m benchmarks.serve_rss --src "$BASE/src" --src src --expose meta \
+        --out "$R/serve_rss_run4e.md"
     # What /metrics costs per request (metrics on against off in one run).
     if full; then MC=400; else MC=40; fi
     run $PY -m benchmarks.metrics_overhead --calls $MC --out "$R/metrics.md"
@@ -515,6 +530,8 @@ if want scale; then
     run $ML $PY -m benchmarks.scale $A --store .toolroute/scale-store-minilm --out "$R/scale.md"
     # the same over the default tool embedder (issue 45; abstention over the pool of 256)
     run $PY -m benchmarks.scale $A --store .toolroute/scale-store --out "$R/scale_default.md"
+    # ... and over run 4e, the default since (the same code, another model file)
+    run $PY -m benchmarks.scale $A --store .toolroute/scale-store-run4e --out "$R/scale_run4e.md"
     # Restart: a fresh process's load and first route, this tree against the tree before the
     # derived data was saved with the snapshot (a4a5038), in one run.
     BASE=.toolroute/base-a4a5038

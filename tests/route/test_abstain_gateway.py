@@ -22,10 +22,11 @@ from tests.conftest import TIME_MAIN, TOOLROUTE
 pytestmark = pytest.mark.integration
 
 FAR = "Order a large pepperoni pizza for delivery to my flat"
-DOUBT = "Stash my uncommitted changes"
-"""mcp-server-git commits and resets but stashes nothing. (Over the tool embedder "Delete the
-branch called old-feature", the near miss this test asked before, is answered plainly: its p
-clears the strict threshold; docs/training-data.md lists it among what the models get wrong.)"""
+DOUBT = "Delete the branch called old-feature"
+"""mcp-server-git creates, lists and switches branches but deletes none. (Over run 2, the default
+before run 4e, this near miss was answered plainly and the test asked "Stash my uncommitted
+changes", which run 4e answers with `git_commit` and no caution; docs/training-data.md lists such
+misses among what the models get wrong.)"""
 
 
 def _config(tmp_path: Path, abstain: str) -> Path:
@@ -76,7 +77,7 @@ def test_find_tools_says_no_tool_fits_for_a_need_no_server_meets(tmp_path: Path)
     assert set(far["nearest_servers"]) <= {"time", "git"} and far["hint"]
     assert "time__get_current_time" in [c["name"] for c in near["candidates"]]
     assert "no_tool_fits" not in near and "doubtful_fit" not in near
-    # mcp-server-git has no stash: its tools go out, with the caution that they may not do it
+    # mcp-server-git deletes no branch: its tools go out, with the caution that they may not do it
     assert doubt["candidates"][0]["name"].startswith("git__")
     assert doubt["doubtful_fit"] is True and doubt["p_fits"] < 0.5 and doubt["hint"]
 

@@ -46,7 +46,7 @@ __all__ = [
     "default_tokenizer_file",
 ]
 
-_MODEL_SHA256 = "147990aa12079637040ea324a371d0f560a5196a84b7329dbe8220780fbf71b0"
+_MODEL_SHA256 = "c307dbd8c1be8ca52389cd8bb10caea4567d081eca3fd27dabd560c45fef21ab"
 DEFAULT_MODEL_ID = f"onnx:model.onnx:{_MODEL_SHA256[:12]}"
 """The default model's id: the one any folder holding the same file gets (one file, one key)."""
 _MINILM_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
