@@ -532,6 +532,16 @@ if want scale; then
     run $PY -m benchmarks.scale $A --store .toolroute/scale-store --out "$R/scale_default.md"
     # ... and over run 4e, the default since (the same code, another model file)
     run $PY -m benchmarks.scale $A --store .toolroute/scale-store-run4e --out "$R/scale_run4e.md"
+    # 10k again, run 2 (main at 4d21e53, its src extracted) then run 4e, one after the other:
+    # the ratio at 10k sits at the target's edge for both
+    if full; then
+        RUN2=.toolroute/base-4d21e53
+        [ -n "$DRY" ] || [ -d "$RUN2/src" ] || { mkdir -p "$RUN2" && git archive 4d21e53 src | tar -x -C "$RUN2"; }
+        run env PYTHONPATH="$RUN2/src" $PY -m benchmarks.scale --sizes 10000 --rounds 3 \
+            --store .toolroute/scale-store --out "$R/scale_run2_10k.md"
+        run $PY -m benchmarks.scale --sizes 10000 --rounds 3 --store .toolroute/scale-store-run4e \
+            --out "$R/scale_run4e_10k.md"
+    fi
     # Restart: a fresh process's load and first route, this tree against the tree before the
     # derived data was saved with the snapshot (a4a5038), in one run.
     BASE=.toolroute/base-a4a5038
