@@ -219,6 +219,26 @@ if want retrieval; then
                 --strategy default --steps 0 --exact 100 --out "$R/embedder_compare_run$v.md" \
                 --json "$R/embedder_compare_run$v.json"
         done
+        # run 4e's weight with another seed (run 4f: is the pass a lucky draw?), measured the same
+        # way (it stopped at --minutes 30, step 557, beside a CI run)
+        R4=.toolroute/embedder-run4f
+        run $PY -m benchmarks.train_embedder --base "$R3" --data .toolroute/train-data-nine \
+            --steps 600 --minutes 30 --lr 1e-5 --eval-every 200 --dev-rows 1000 \
+            --source-power 0.5 --compound 0.25 --calibrate 0.2 --seed 1 --out "$R4" \
+            --log "$R/train_embedder_run4f.jsonl"
+        run $PY -m benchmarks.export_embedder --model "$R4" --out "$R4-onnx"
+        run env TOOLROUTE_EMBED_MODEL="$R4-onnx" $PY -m benchmarks.abstain_train \
+            --store "$STORE" --cache .toolroute/abstain-signals-run4f --learner trees \
+            --write-model --model-out .toolroute/abstain-run4f --out "$R/abstain_run4f.md" \
+            --json "$R/abstain_run4f.json"
+        run $OLD $PY -m benchmarks.small_toolbox run --sets mcp_near,sgd,clinc --model "$R4-onnx" \
+            --tuned-abstain .toolroute/abstain-run4f/abstain.json \
+            --arms "default,default@tuned+own abstention" --out "$R/small_toolbox_run4f.md"
+        run $OLD $PY -m benchmarks.embedder_compare --model "$R4-onnx" \
+            --tuned-abstain .toolroute/abstain-run4f/abstain.json \
+            --sets livemcpbench,union,mcpbench,metatool,sealtools,tool_attention \
+            --strategy default --steps 0 --exact 100 --out "$R/embedder_compare_run4f.md" \
+            --json "$R/embedder_compare_run4f.json"
         # run 4e's abstention as it ships (the candidate above, byte for byte: the same cached
         # signals, the model now the default)
         run $PY -m benchmarks.abstain_train --cache .toolroute/abstain-signals-run4e \
