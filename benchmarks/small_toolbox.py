@@ -25,7 +25,8 @@ arm uses that abstention model (fitted on its vectors) instead of the shipped on
 first arm's model: reordering them with the abstention kept, and deciding (the order kept)
 with the abstention off. Reported: servable requests refused, R@1 of the servable ones, and
 the share of unservable ones (removed, oos) still answered with a tool, and with no doubtful-fit
-caution. ``build-mcp`` makes two sets of small boxes of real MCP servers from ../shared
+caution; the out-of-scope ones also alone, paired (the pooled share can hide them).
+``build-mcp`` makes two sets of small boxes of real MCP servers from ../shared
 (:func:`build_mcp`; written under .toolroute, not committed): ``mcp`` (this repository's short
 requests over their server, with and without their tools) and ``mcp_near`` (requests written by
 hand for 40 servers, :data:`NEAR_SOURCE`: ones each serves, and ``near`` ones asking for an
